@@ -1,0 +1,53 @@
+/* harness/cli_main.c — `pipebench COMMAND ...`: dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pb_config.h"
+
+struct command {
+    const char *name, *summary;
+    int (*main)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
+
+int pb_cli_fail(const char *msg)
+{
+    fprintf(stderr, "pipebench: %s\n", msg);
+    return PB_EXIT_USAGE;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pipebench COMMAND [options]   (pipebench COMMAND --help for its options)\n\n"
+               "commands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return PB_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return PB_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("pipebench %s\n", PB_VERSION);
+        return PB_EXIT_OK;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "pipebench: unknown command '%s'; valid commands:", argv[1]);
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, "\n");
+    return PB_EXIT_USAGE;
+}

@@ -1,0 +1,46 @@
+/* tests/test_util.h — helpers shared by the Check suites: fixture paths, float
+ * comparison with a stated tolerance, and a CPU backend for tests. */
+#ifndef PB_TEST_UTIL_H
+#define PB_TEST_UTIL_H
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "safetensors.h"
+
+/* Path of a committed fixture: $PB_FIXTURES/name (set by tests/meson.build). */
+static inline const char *pb_fixture_path(const char *name)
+{
+    static char buf[4096];
+    const char *dir = getenv("PB_FIXTURES");
+    snprintf(buf, sizeof buf, "%s/%s", dir ? dir : "tests/fixtures", name);
+    return buf;
+}
+
+static inline void pb_load_fixture(struct pb_safetensors *st, const char *name)
+{
+    struct pb_err e;
+    if (pb_st_load(st, pb_fixture_path(name), &e))
+        ck_abort_msg("fixture %s: %s", name, e.msg);
+}
+
+/* max_i |a_i - b_i| / (atol + rtol |b_i|) <= 1, reporting the worst element. */
+static inline void pb_assert_close(const char *what, const float *a, const float *b, size_t n,
+                                   double rtol, double atol)
+{
+    double worst = 0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)a[i] - (double)b[i]) / (atol + rtol * fabs((double)b[i]));
+        if (!(r <= worst)) {
+            worst = r;
+            wi = i;
+        }
+    }
+    ck_assert_msg(worst <= 1.0, "%s: element %zu: got %.9g, expected %.9g (rtol %g, atol %g)",
+                  what, wi, n ? a[wi] : 0.0, n ? b[wi] : 0.0, rtol, atol);
+}
+
+#endif

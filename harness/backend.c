@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-#include "pb_config.h"
 
 const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
     "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch",
@@ -94,14 +93,7 @@ struct pb_backend *pb_backend_create(const char *name, int nthreads, struct pb_e
 {
     if (!strcmp(name, "cpu"))
         return pb_backend_cpu_create(nthreads, e);
-#if PB_HAVE_CUDA
-    if (!strcmp(name, "cuda")) {
-        struct pb_backend *pb_backend_cuda_create(int nthreads, struct pb_err *e);
-        return pb_backend_cuda_create(nthreads, e);
-    }
-#endif
-    pb_err_set(e, "unknown backend '%s'; valid backends: cpu%s", name,
-               PB_HAVE_CUDA ? ", cuda" : " (cuda: rebuild with nvcc present and -Dcuda=enabled)");
+    pb_err_set(e, "unknown backend '%s'; valid backends: cpu", name);
     return NULL;
 }
 

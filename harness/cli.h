@@ -10,6 +10,9 @@
 
 int pb_cmd_program(int argc, char **argv);
 int pb_cmd_list(int argc, char **argv);
+int pb_cmd_run(int argc, char **argv);   /* harness/cli_run.c */
+int pb_cmd_runs(int argc, char **argv);   /* harness/cli_results.c */
+int pb_cmd_show(int argc, char **argv);
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);

@@ -11,6 +11,11 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"run", "train one configuration and log it to the results database", pb_cmd_run},
+    {"list", "list schedules, models, datasets and optimizers", pb_cmd_list},
+    {"runs", "list the runs recorded in the results database", pb_cmd_runs},
+    {"show", "print one run: configuration, environment, epochs, stage stats", pb_cmd_show},
+    {"program", "print the per-device op programs of a schedule", pb_cmd_program},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,179 @@
+/* bench/bench_kernels.c — how close the CPU backend's convolutions come to its sgemm
+ * (DESIGN principle 5: in oneDNN's blocked formats convolutions run at about the
+ * sgemm rate). Measured in one run, with 1 thread and with all cores:
+ *   - sgemm GFLOP/s at M = N = K = 1024 (2·M·N·K flops);
+ *   - conv2d forward + backward data + backward weights GFLOP/s (3 × 2·N·Cout·Hout·
+ *     Wout·Cin·kh·kw flops) for VGG 3x3 64→64 at 32x32 (batch 32), ResNet 1x1
+ *     256→64 at 28x28 (batch 32), both with the input in the backend's blocked
+ *     layout, and AlexNet conv1 11x11/4 pad 2 3→64 at 224x224 (batch 16, input
+ *     plain), each with its ratio to the sgemm rate of the same run (goal ≥ 0.9).
+ * Each figure is the median of REPS timed repetitions after WARMUP untimed ones
+ * (clock_gettime(CLOCK_MONOTONIC)); the per-pass rates come from the same reps. */
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "rng.h"
+
+#define WARMUP 2
+#define REPS 7
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
+{
+    struct pb_err e;
+    float *h = malloc(n * sizeof *h);
+    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
+    if (!h || !d) {
+        fprintf(stderr, "bench_kernels: %s\n", d ? "out of host memory" : e.msg);
+        exit(2);
+    }
+    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 7, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
+    be->ops->upload(be, d, h, n * sizeof *d);
+    free(h);
+    return d;
+}
+
+static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
+{
+    struct pb_err e;
+    struct pb_tensor t;
+    if (pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e)) {
+        fprintf(stderr, "bench_kernels: %s\n", e.msg);
+        exit(2);
+    }
+    be->ops->fill(be, t.data, 0.0f, pb_layout_count(s, l));
+    return t;
+}
+
+static const char *layout_name(enum pb_layout l)
+{
+    return l == PB_LAYOUT_NCHW8C ? "nChw8c" : l == PB_LAYOUT_NCHW16C ? "nChw16c" : "nchw";
+}
+
+static double bench_sgemm(struct pb_backend *be)
+{
+    int n = 1024;
+    size_t nn = (size_t)n * n;
+    float *a = dev_rand(be, nn, 1), *b = dev_rand(be, nn, 2), *c = dev_rand(be, nn, 3);
+    double t[REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        double t0 = now();
+        be->ops->gemm(be, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        be->ops->sync(be);
+        if (r >= WARMUP)
+            t[r - WARMUP] = now() - t0;
+    }
+    pb_backend_free(be, a);
+    pb_backend_free(be, b);
+    pb_backend_free(be, c);
+    return 2.0 * n * n * n / median(t, REPS) * 1e-9;
+}
+
+struct conv_bench {
+    const char *name;
+    int n, h, w;
+    struct pb_conv_desc d;
+    bool blocked;  /* input in the backend's blocked layout (else plain) */
+};
+
+static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, double sgemm)
+{
+    const struct pb_conv_desc *d = &cb->d;
+    struct pb_shape xs = {cb->n, d->cin, cb->h, cb->w};
+    struct pb_tensor xp = {dev_rand(be, pb_shape_count(xs), 10), xs, PB_LAYOUT_PLAIN};
+    enum pb_layout xl = cb->blocked ? be->ops->conv_layout(be, d, &xp) : PB_LAYOUT_PLAIN;
+    struct pb_tensor x = tensor(be, xs, xl);
+    be->ops->reorder(be, &xp, &x);
+    enum pb_layout yl = be->ops->conv_layout(be, d, &x);
+    struct pb_shape ys = {cb->n, d->cout, (cb->h + 2 * d->ph - d->kh) / d->sh + 1,
+                          (cb->w + 2 * d->pw - d->kw) / d->sw + 1};
+    struct pb_tensor y = tensor(be, ys, yl), dy = tensor(be, ys, yl), dx = tensor(be, xs, xl);
+    struct pb_tensor dyp = {dev_rand(be, pb_shape_count(ys), 11), ys, PB_LAYOUT_PLAIN};
+    be->ops->reorder(be, &dyp, &dy);
+    size_t nw = (size_t)d->cout * d->cin * d->kh * d->kw;
+    float *w = dev_rand(be, nw, 12), *b = dev_rand(be, d->cout, 13);
+    float *dw = dev_rand(be, nw, 14), *db = dev_rand(be, d->cout, 15);
+    double tf[REPS], td[REPS], tw[REPS], tt[REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        double t0 = now();
+        be->ops->conv_fwd(be, d, &x, w, d->bias ? b : NULL, &y);
+        double t1 = now();
+        be->ops->conv_bwd_data(be, d, &dy, w, &dx);
+        double t2 = now();
+        be->ops->conv_bwd_weights(be, d, &x, &dy, dw, d->bias ? db : NULL);
+        be->ops->sync(be);
+        double t3 = now();
+        if (r >= WARMUP) {
+            int i = r - WARMUP;
+            tf[i] = t1 - t0, td[i] = t2 - t1, tw[i] = t3 - t2, tt[i] = t3 - t0;
+        }
+    }
+    double flops = 2.0 * cb->n * d->cout * ys.h * ys.w * (double)d->cin * d->kh * d->kw;
+    double all = 3 * flops / median(tt, REPS) * 1e-9;
+    printf("  %-34s %-7s %-7s %8.1f %6.2f   fwd %6.1f  bwd-data %6.1f  bwd-weights %6.1f\n",
+           cb->name, layout_name(xl), layout_name(yl), all, all / sgemm,
+           flops / median(tf, REPS) * 1e-9, flops / median(td, REPS) * 1e-9,
+           flops / median(tw, REPS) * 1e-9);
+    pb_backend_free(be, xp.data);
+    pb_backend_free(be, dyp.data);
+    pb_backend_free(be, x.data);
+    pb_backend_free(be, y.data);
+    pb_backend_free(be, dy.data);
+    pb_backend_free(be, dx.data);
+    pb_backend_free(be, w);
+    pb_backend_free(be, b);
+    pb_backend_free(be, dw);
+    pb_backend_free(be, db);
+}
+
+static const struct conv_bench convs[] = {
+    {"VGG 3x3 64->64 32x32 pad 1, b32", 32, 32, 32, {64, 64, 3, 3, 1, 1, 1, 1, true}, true},
+    {"ResNet 1x1 256->64 28x28, b32", 32, 28, 28, {256, 64, 1, 1, 1, 1, 0, 0, false}, true},
+    {"AlexNet 11x11/4 pad 2 3->64 224, b16", 16, 224, 224, {3, 64, 11, 11, 4, 4, 2, 2, true}, false},
+};
+
+int main(void)
+{
+    const dnnl_version_t *v = dnnl_version();
+    printf("pipebench kernel benchmark: CPU backend on oneDNN %d.%d.%d; median of %d reps "
+           "after %d warm-up\n", v->major, v->minor, v->patch, REPS, WARMUP);
+    static const int threads[2] = {1, 0};
+    for (int t = 0; t < 2; t++) {
+        struct pb_err e;
+        struct pb_backend *be = pb_backend_create("cpu", threads[t], &e);
+        if (!be) {
+            fprintf(stderr, "bench_kernels: %s\n", e.msg);
+            return 2;
+        }
+        double sgemm = bench_sgemm(be);
+        printf("\nthreads %d: sgemm 1024^3 %.1f GFLOP/s\n", be->nthreads, sgemm);
+        printf("  %-34s %-7s %-7s %8s %6s   (GFLOP/s per pass)\n", "conv fwd+bwd", "x", "y",
+               "GFLOP/s", "/sgemm");
+        for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+            bench_conv(be, &convs[i], sgemm);
+        pb_backend_destroy(be);
+    }
+    return 0;
+}

@@ -1,0 +1,104 @@
+/* harness/checkpoint.c — saving and loading the stages' weights (checkpoint.h). */
+#include "checkpoint.h"
+
+#include <string.h>
+
+#include "safetensors.h"
+
+struct host_copy {
+    float *params, *buffers;
+};
+
+struct collect {
+    struct pb_safetensors *st;
+    const struct host_copy *h;
+    int nfound;
+    const struct pb_safetensors *in;
+    struct host_copy *out;
+    struct pb_err *e;
+    int rc;
+};
+
+static void add_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                       const struct pb_layer *l)
+{
+    (void)l;
+    struct collect *c = ctx;
+    int64_t shape[1] = {(int64_t)n};
+    pb_st_add(c->st, name, PB_ST_F32, 1, shape, (is_buffer ? c->h->buffers : c->h->params) + off);
+}
+
+static void download_stage(struct pb_stage *s, struct host_copy *h)
+{
+    h->params = pb_xmalloc(s->nparams * sizeof(float) + 1);
+    h->buffers = pb_xmalloc(s->nbuffers * sizeof(float) + 1);
+    s->be->ops->download(s->be, h->params, s->params, s->nparams * sizeof(float));
+    s->be->ops->download(s->be, h->buffers, s->buffers, s->nbuffers * sizeof(float));
+}
+
+int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
+                       const char *metadata_json, struct pb_err *e)
+{
+    struct pb_safetensors st;
+    pb_st_writer_init(&st);
+    struct host_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
+    for (int k = 0; k < nstages; k++) {
+        download_stage(&stages[k], &h[k]);
+        struct collect c = {.st = &st, .h = &h[k]};
+        pb_stage_tensors(&stages[k], add_tensor, &c);
+    }
+    int rc = pb_st_save(&st, path, metadata_json, e);
+    pb_st_finish(&st);
+    for (int k = 0; k < nstages; k++) {
+        free(h[k].params);
+        free(h[k].buffers);
+    }
+    free(h);
+    return rc;
+}
+
+static void read_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                        const struct pb_layer *l)
+{
+    (void)l;
+    struct collect *c = ctx;
+    if (c->rc)
+        return;
+    float *dst = (is_buffer ? c->out->buffers : c->out->params) + off;
+    if (pb_st_read_f32(c->in, name, dst, n, c->e))
+        c->rc = -1;
+}
+
+int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, struct pb_err *e)
+{
+    struct pb_safetensors st;
+    if (pb_st_load(&st, path, e))
+        return pb_err_prefix(e, "--init: ");
+    struct host_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
+    int rc = 0;
+    for (int k = 0; k < nstages && !rc; k++) {
+        h[k].params = pb_xmalloc(stages[k].nparams * sizeof(float) + 1);
+        h[k].buffers = pb_xmalloc(stages[k].nbuffers * sizeof(float) + 1);
+        struct collect c = {.in = &st, .out = &h[k], .e = e};
+        pb_stage_tensors(&stages[k], read_tensor, &c);
+        rc = c.rc;
+    }
+    if (rc) {
+        pb_err_prefix(e, "--init %s: ", path);
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len,
+                 " (a checkpoint loads into the same --model and --stages it was saved from)");
+    }
+    for (int k = 0; k < nstages; k++) {
+        if (!rc) {
+            struct pb_stage *s = &stages[k];
+            s->be->ops->upload(s->be, s->params, h[k].params, s->nparams * sizeof(float));
+            s->be->ops->upload(s->be, s->buffers, h[k].buffers, s->nbuffers * sizeof(float));
+        }
+        free(h[k].params);
+        free(h[k].buffers);
+    }
+    free(h);
+    pb_st_finish(&st);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/* harness/checkpoint.h — the weights of all stages as one safetensors file, tensor
+ * names "stage<k>.<block>.<layer>.<param>" (BatchNorm running statistics included),
+ * loadable by PyTorch's safetensors. */
+#ifndef PB_CHECKPOINT_H
+#define PB_CHECKPOINT_H
+
+#include "stage.h"
+
+int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
+                       const char *metadata_json, struct pb_err *e);
+/* Loads every tensor the stages expect; a missing tensor or a size mismatch is an
+ * error naming it (nothing is changed then). */
+int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, struct pb_err *e);
+
+#endif

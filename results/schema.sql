@@ -1,0 +1,106 @@
+-- results/schema.sql — the pipebench results database (SQLite), embedded in the library.
+-- One row per run, per epoch, per (epoch, stage) and per op event; the metrics of SPEC §6.
+-- Bump schema_version (and PB_RESULTS_SCHEMA_VERSION in harness/results.h) on any change.
+
+CREATE TABLE schema_version (
+    version INTEGER NOT NULL
+);
+INSERT INTO schema_version (version) VALUES (1);
+
+-- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    created TEXT NOT NULL,           -- when the row was written
+    started TEXT,                    -- when training began (after loading and building)
+    ended TEXT,
+    status TEXT NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'done', 'failed', 'diverged', 'interrupted')),
+    config TEXT CHECK (config IS NULL OR json_valid(config)),  -- every flag, as JSON
+    model TEXT,
+    dataset TEXT,
+    schedule TEXT,
+    variant TEXT,
+    optimizer TEXT,
+    stages INTEGER,                  -- D
+    microbatch_size INTEGER,         -- b
+    microbatches INTEGER,            -- M (per mini-batch)
+    epochs INTEGER,                  -- planned
+    seed INTEGER,
+    executor TEXT,
+    lr REAL,
+    git_revision TEXT,
+    cpu_model TEXT,
+    library_versions TEXT,           -- 'oneDNN 3.x; SQLite 3.x; zlib 1.x; cJSON 1.x'
+    host TEXT,
+    pid INTEGER,                     -- of the process that writes the run
+    message TEXT                     -- why a run failed, diverged or was interrupted
+);
+
+CREATE TABLE epochs (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,          -- 0-based
+    train_loss REAL,                 -- mean over the epoch's micro-batches (NULL: NaN)
+    val_loss REAL,
+    val_acc REAL,
+    samples INTEGER,                 -- training samples processed
+    wall_s REAL,
+    throughput REAL,                 -- samples / wall_s
+    lr REAL,                         -- in force during the epoch
+    PRIMARY KEY (run_id, epoch)
+);
+
+-- Peak bytes per memory kind, in enum pb_mem_kind order (harness/backend.h).
+CREATE TABLE stage_stats (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,
+    stage INTEGER NOT NULL,
+    busy_s REAL,
+    wait_s REAL,                     -- idle: waiting for a neighbour (the bubble)
+    comm_s REAL,
+    bubble_frac REAL,                -- idle time / makespan
+    mem_params INTEGER,
+    mem_grads INTEGER,
+    mem_optstate INTEGER,
+    mem_wcopies INTEGER,
+    mem_acts INTEGER,
+    mem_comm INTEGER,
+    mem_scratch INTEGER,
+    versions_kept INTEGER,           -- most weight versions held at once
+    PRIMARY KEY (run_id, epoch, stage),
+    FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
+);
+
+-- Version difference of each op's weights versus the synchronous run (SPEC §6);
+-- prediction error ||W_hat - W_actual|| / ||W_actual||, NULL when nothing was predicted.
+CREATE TABLE staleness (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,
+    stage INTEGER NOT NULL,
+    f_mean REAL,
+    f_max REAL,
+    b_mean REAL,
+    b_max REAL,
+    pred_err_mean REAL,
+    pred_err_max REAL,
+    pred_count INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, epoch, stage),
+    FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
+);
+
+-- Op timeline: one row per F, B or U a device ran, with the weight version it read.
+CREATE TABLE events (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,
+    device INTEGER NOT NULL,
+    seq INTEGER NOT NULL,            -- position in the device's program
+    kind TEXT NOT NULL CHECK (kind IN ('F', 'B', 'U')),
+    mb INTEGER,                      -- micro-batch (NULL for U)
+    version INTEGER,                 -- weight version read (F, B) or produced (U)
+    ahead INTEGER,                   -- prediction look-ahead s (0: none)
+    start_s REAL,                    -- seconds since the epoch began
+    end_s REAL,
+    PRIMARY KEY (run_id, epoch, device, seq),
+    FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
+);
+
+CREATE INDEX runs_by_status ON runs(status);

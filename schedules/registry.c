@@ -1,0 +1,29 @@
+/* schedules/registry.c — the table of schedules (DESIGN principle 1: adding a
+ * schedule is one file and one line here) and lookup by name (SPEC §4). */
+#include <string.h>
+
+#include "common.h"
+
+const struct pb_schedule *const pb_schedules[] = {
+    &pb_schedule_gpipe,
+    &pb_schedule_pipedream,
+    &pb_schedule_pipedream_2bw,
+    &pb_schedule_spectrain,
+    &pb_schedule_xpipe,
+    &pb_schedule_pipeoptim,
+    NULL,
+};
+
+const struct pb_schedule *pb_schedule_find(const char *name, struct pb_err *e)
+{
+    for (int i = 0; pb_schedules[i]; i++)
+        if (name && !strcmp(pb_schedules[i]->name, name))
+            return pb_schedules[i];
+    char list[512] = "";
+    for (int i = 0; pb_schedules[i]; i++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", pb_schedules[i]->name);
+    }
+    pb_err_set(e, "unknown schedule '%s'; valid schedules: %s", name ? name : "(none)", list);
+    return NULL;
+}

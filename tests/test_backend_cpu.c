@@ -1,0 +1,846 @@
+/* tests/test_backend_cpu.c — the oneDNN CPU backend (harness/cpu/) op by op against
+ * naive C loops written here (double accumulation), on small random shapes, in the
+ * plain and blocked layouts; plus the accumulation (+=) of gradients and
+ * determinism (the same call twice, and on a fresh instance, gives identical bits). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "rng.h"
+#include "test_util.h"
+
+/* ---- helpers ---- */
+
+static struct pb_backend *be_new(void)
+{
+    struct pb_err e;
+    struct pb_backend *be = pb_backend_create("cpu", 2, &e);
+    ck_assert_msg(be != NULL, "%s", e.msg);
+    return be;
+}
+
+/* n uniforms in [lo, hi), a pure function of tag */
+static float *host_rand(size_t n, uint64_t tag, float lo, float hi)
+{
+    float *p = malloc((n + 1) * sizeof *p);
+    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 1234, tag, 0, 0), 0, p, n, lo, hi);
+    return p;
+}
+
+static float *dev_from(struct pb_backend *be, const float *host, size_t n)
+{
+    struct pb_err e;
+    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
+    ck_assert_msg(d != NULL, "%s", e.msg);
+    be->ops->upload(be, d, host, n * sizeof *d);
+    return d;
+}
+
+static float *host_from(struct pb_backend *be, const float *dev, size_t n)
+{
+    float *h = malloc((n + 1) * sizeof *h);
+    be->ops->download(be, h, dev, n * sizeof *h);
+    return h;
+}
+
+static struct pb_tensor tensor_new(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
+{
+    struct pb_err e;
+    struct pb_tensor t;
+    ck_assert_msg(pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e) == 0, "%s", e.msg);
+    be->ops->fill(be, t.data, 0.0f, pb_layout_count(s, l));
+    return t;
+}
+
+/* A tensor of layout l holding plain [n, c, h, w] data (reordered on the device). */
+static struct pb_tensor tensor_from(struct pb_backend *be, const float *plain, struct pb_shape s,
+                                    enum pb_layout l)
+{
+    struct pb_tensor p = {dev_from(be, plain, pb_shape_count(s)), s, PB_LAYOUT_PLAIN};
+    struct pb_tensor t = tensor_new(be, s, l);
+    be->ops->reorder(be, &p, &t);
+    pb_backend_free(be, p.data);
+    return t;
+}
+
+/* The contents of t as plain [n, c, h, w] host data. */
+static float *tensor_plain(struct pb_backend *be, const struct pb_tensor *t)
+{
+    struct pb_tensor p = tensor_new(be, t->shape, PB_LAYOUT_PLAIN);
+    be->ops->reorder(be, t, &p);
+    float *h = host_from(be, p.data, pb_shape_count(t->shape));
+    pb_backend_free(be, p.data);
+    return h;
+}
+
+static float *to_float(const double *d, size_t n)
+{
+    float *f = malloc((n + 1) * sizeof *f);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)d[i];
+    return f;
+}
+
+static size_t idx4(struct pb_shape s, int n, int c, int h, int w)
+{
+    return (((size_t)n * s.c + c) * s.h + h) * s.w + w;
+}
+
+/* Bit-exact equality (copies, selections, single roundings done alike), reporting
+ * the first differing element. */
+static void assert_same(const char *what, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(memcmp(&a[i], &b[i], sizeof a[i]) == 0,
+                      "%s: element %zu: got %.9g, expected %.9g", what, i, a[i], b[i]);
+}
+
+static const enum pb_layout all_layouts[3] = {PB_LAYOUT_PLAIN, PB_LAYOUT_NCHW8C, PB_LAYOUT_NCHW16C};
+
+/* ---- gemm, bias ---- */
+
+/* C = alpha op(A) op(B) + beta C with K = 29 float products of magnitude <= 1:
+ * float32 summation-order error ≲ K·2^-24 ≈ 2e-6 of the sum: rtol 1e-5, atol 1e-5. */
+START_TEST(test_gemm)
+{
+    struct pb_backend *be = be_new();
+    bool ta = _i & 1, tb = _i & 2;
+    int m = 13, n = 17, k = 29;
+    int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+    size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb, nc = (size_t)m * ldc;
+    float *a = host_rand(na, 10, -1, 1), *b = host_rand(nb, 11, -1, 1), *c = host_rand(nc, 12, -1, 1);
+    float alpha = 0.7f, beta = 0.3f;
+    float *want = malloc(nc * sizeof *want);
+    memcpy(want, c, nc * sizeof *want);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int p = 0; p < k; p++)
+                s += (double)(ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]) *
+                     (tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j]);
+            want[(size_t)i * ldc + j] = (float)(alpha * s + beta * (double)c[(size_t)i * ldc + j]);
+        }
+    float *da = dev_from(be, a, na), *db = dev_from(be, b, nb), *dc = dev_from(be, c, nc);
+    be->ops->gemm(be, ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc);
+    float *got = host_from(be, dc, nc);
+    pb_assert_close("gemm", got, want, nc, 1e-5, 1e-5);
+    free(a), free(b), free(c), free(want), free(got);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* bias_add is one float add per element (exact); bias_grad sums 37 rows in double
+ * and adds once: rtol 1e-6. */
+START_TEST(test_bias)
+{
+    struct pb_backend *be = be_new();
+    int n = 37, c = 70;
+    float *y = host_rand((size_t)n * c, 20, -1, 1), *b = host_rand(c, 21, -1, 1);
+    float *acc = host_rand(c, 22, -1, 1);
+    float *dy = dev_from(be, y, (size_t)n * c), *db = dev_from(be, b, c), *dacc = dev_from(be, acc, c);
+    be->ops->bias_add(be, dy, db, n, c);
+    float *got = host_from(be, dy, (size_t)n * c);
+    float *want = malloc((size_t)n * c * sizeof *want);
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < c; j++)
+            want[(size_t)r * c + j] = y[(size_t)r * c + j] + b[j];
+    assert_same("bias_add", got, want, (size_t)n * c);
+
+    be->ops->upload(be, dy, y, (size_t)n * c * sizeof(float));
+    be->ops->bias_grad(be, dy, dacc, n, c);
+    float *gacc = host_from(be, dacc, c);
+    for (int j = 0; j < c; j++) {
+        double s = acc[j];
+        for (int r = 0; r < n; r++)
+            s += y[(size_t)r * c + j];
+        want[j] = (float)s;
+    }
+    pb_assert_close("bias_grad (+=)", gacc, want, c, 1e-6, 1e-6);
+    free(y), free(b), free(acc), free(got), free(want), free(gacc);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- convolution ---- */
+
+struct conv_case {
+    int n, cin, h, w, cout, kh, kw, sh, sw, ph, pw;
+    bool bias;
+    enum pb_layout xl;
+};
+
+static const struct conv_case conv_cases[] = {
+    {2, 5, 9, 11, 7, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_PLAIN},
+    {2, 13, 9, 9, 16, 1, 7, 1, 1, 0, 3, true, PB_LAYOUT_NCHW8C},
+    {2, 13, 9, 10, 9, 7, 1, 1, 1, 3, 0, false, PB_LAYOUT_NCHW16C},
+    {2, 16, 10, 10, 8, 3, 3, 2, 2, 1, 1, true, PB_LAYOUT_NCHW8C},
+    {2, 16, 10, 10, 8, 3, 3, 2, 2, 1, 1, true, PB_LAYOUT_PLAIN},
+    {1, 3, 23, 23, 8, 11, 11, 4, 4, 2, 2, true, PB_LAYOUT_PLAIN},
+    {2, 8, 7, 7, 24, 1, 1, 1, 1, 0, 0, true, PB_LAYOUT_NCHW8C},
+    {3, 24, 6, 6, 32, 3, 3, 1, 1, 0, 0, false, PB_LAYOUT_NCHW16C},
+};
+
+static struct pb_conv_desc conv_desc_of(const struct conv_case *cc)
+{
+    return (struct pb_conv_desc){cc->cin, cc->cout, cc->kh, cc->kw, cc->sh, cc->sw,
+                                 cc->ph, cc->pw, cc->bias};
+}
+
+static struct pb_shape conv_yshape(const struct conv_case *cc)
+{
+    return (struct pb_shape){cc->n, cc->cout, (cc->h + 2 * cc->ph - cc->kh) / cc->sh + 1,
+                             (cc->w + 2 * cc->pw - cc->kw) / cc->sw + 1};
+}
+
+/* Naive convolution in double: y = conv(x, w) + b; dx = conv^T(dy, w); dw, db the
+ * weight and bias gradients (all outputs zeroed first). */
+static void conv_ref(const struct conv_case *cc, const float *x, const float *w, const float *b,
+                     const float *dy, double *y, double *dx, double *dw, double *db)
+{
+    struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
+    struct pb_shape ws = {cc->cout, cc->cin, cc->kh, cc->kw};
+    memset(y, 0, pb_shape_count(ys) * sizeof *y);
+    memset(dx, 0, pb_shape_count(xs) * sizeof *dx);
+    memset(dw, 0, pb_shape_count(ws) * sizeof *dw);
+    memset(db, 0, (size_t)cc->cout * sizeof *db);
+    for (int n = 0; n < ys.n; n++)
+        for (int o = 0; o < ys.c; o++)
+            for (int oh = 0; oh < ys.h; oh++)
+                for (int ow = 0; ow < ys.w; ow++) {
+                    size_t yi = idx4(ys, n, o, oh, ow);
+                    double g = dy[yi], s = cc->bias ? b[o] : 0.0;
+                    db[o] += g;
+                    for (int c = 0; c < cc->cin; c++)
+                        for (int i = 0; i < cc->kh; i++)
+                            for (int j = 0; j < cc->kw; j++) {
+                                int ih = oh * cc->sh - cc->ph + i, iw = ow * cc->sw - cc->pw + j;
+                                if (ih < 0 || ih >= cc->h || iw < 0 || iw >= cc->w)
+                                    continue;
+                                size_t xi = idx4(xs, n, c, ih, iw), wi = idx4(ws, o, c, i, j);
+                                s += (double)x[xi] * w[wi];
+                                dx[xi] += g * w[wi];
+                                dw[wi] += g * x[xi];
+                            }
+                    y[yi] = s;
+                }
+}
+
+/* Convolutions of K = cin·kh·kw ≤ 363 (and weight gradients over n·oh·ow ≤ 200)
+ * products of magnitude ≤ 1: float32 results carry a summation-order error of
+ * ≲ K·2^-24·Σ|terms| ≈ 2e-5 absolute: rtol 1e-4, atol 1e-4. */
+#define CONV_RTOL 1e-4
+#define CONV_ATOL 1e-4
+
+START_TEST(test_conv)
+{
+    const struct conv_case *cc = &conv_cases[_i];
+    struct pb_backend *be = be_new();
+    struct pb_conv_desc d = conv_desc_of(cc);
+    struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
+    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys);
+    size_t nw = (size_t)cc->cout * cc->cin * cc->kh * cc->kw, nb = (size_t)cc->cout;
+    float *hx = host_rand(nx, 30, -1, 1), *hw = host_rand(nw, 31, -1, 1);
+    float *hb = host_rand(nb, 32, -1, 1), *hdy = host_rand(ny, 33, -1, 1);
+    float *hdw0 = host_rand(nw, 34, -1, 1), *hdb0 = host_rand(nb, 35, -1, 1);
+    double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
+    double *rdw = malloc(nw * sizeof *rdw), *rdb = malloc(nb * sizeof *rdb);
+    conv_ref(cc, hx, hw, hb, hdy, ry, rdx, rdw, rdb);
+
+    struct pb_tensor x = tensor_from(be, hx, xs, cc->xl);
+    enum pb_layout yl = be->ops->conv_layout(be, &d, &x);
+    ck_assert(yl == PB_LAYOUT_PLAIN || yl == PB_LAYOUT_NCHW8C || yl == PB_LAYOUT_NCHW16C);
+    struct pb_tensor y = tensor_new(be, ys, yl);
+    float *w = dev_from(be, hw, nw), *b = dev_from(be, hb, nb);
+    be->ops->conv_fwd(be, &d, &x, w, cc->bias ? b : NULL, &y);
+    float *got = tensor_plain(be, &y), *want = to_float(ry, ny);
+    pb_assert_close("conv fwd", got, want, ny, CONV_RTOL, CONV_ATOL);
+    free(got), free(want);
+
+    struct pb_tensor dy = tensor_from(be, hdy, ys, yl), dx = tensor_new(be, xs, cc->xl);
+    be->ops->conv_bwd_data(be, &d, &dy, w, &dx);
+    got = tensor_plain(be, &dx);
+    want = to_float(rdx, nx);
+    pb_assert_close("conv bwd data", got, want, nx, CONV_RTOL, CONV_ATOL);
+    free(got), free(want);
+
+    /* twice onto random starting values: dw_acc = dw0 + 2 dw, db_acc = db0 + 2 db */
+    float *dw = dev_from(be, hdw0, nw), *db = dev_from(be, hdb0, nb);
+    for (int rep = 0; rep < 2; rep++)
+        be->ops->conv_bwd_weights(be, &d, &x, &dy, dw, cc->bias ? db : NULL);
+    for (size_t i = 0; i < nw; i++)
+        rdw[i] = hdw0[i] + 2 * rdw[i];
+    for (size_t i = 0; i < nb; i++)
+        rdb[i] = cc->bias ? hdb0[i] + 2 * rdb[i] : hdb0[i];
+    got = host_from(be, dw, nw);
+    want = to_float(rdw, nw);
+    pb_assert_close("conv bwd weights (+=)", got, want, nw, CONV_RTOL, CONV_ATOL);
+    free(got), free(want);
+    got = host_from(be, db, nb);
+    want = to_float(rdb, nb);
+    pb_assert_close("conv bwd bias (+=)", got, want, nb, CONV_RTOL, CONV_ATOL);
+    free(got), free(want);
+
+    free(hx), free(hw), free(hb), free(hdy), free(hdw0), free(hdb0);
+    free(ry), free(rdx), free(rdw), free(rdb);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* dx in a layout other than x's, dy in another than y's: reorders on the way. */
+START_TEST(test_conv_mixed_layouts)
+{
+    const struct conv_case *cc = &conv_cases[1];
+    struct pb_backend *be = be_new();
+    struct pb_conv_desc d = conv_desc_of(cc);
+    struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
+    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * cc->kh * cc->kw;
+    float *hx = host_rand(nx, 40, -1, 1), *hw = host_rand(nw, 41, -1, 1), *hb = host_rand(cc->cout, 42, -1, 1);
+    float *hdy = host_rand(ny, 43, -1, 1);
+    double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
+    double *rdw = malloc(nw * sizeof *rdw), *rdb = malloc(cc->cout * sizeof *rdb);
+    conv_ref(cc, hx, hw, hb, hdy, ry, rdx, rdw, rdb);
+    float *w = dev_from(be, hw, nw);
+    for (int l = 0; l < 3; l++) {
+        struct pb_tensor dy = tensor_from(be, hdy, ys, all_layouts[l]);
+        struct pb_tensor dx = tensor_new(be, xs, all_layouts[(l + 1) % 3]);
+        be->ops->conv_bwd_data(be, &d, &dy, w, &dx);
+        float *got = tensor_plain(be, &dx), *want = to_float(rdx, nx);
+        pb_assert_close("conv bwd data, mixed layouts", got, want, nx, CONV_RTOL, CONV_ATOL);
+        free(got), free(want);
+        pb_backend_free(be, dy.data);
+        pb_backend_free(be, dx.data);
+    }
+    free(hx), free(hw), free(hb), free(hdy), free(ry), free(rdx), free(rdw), free(rdb);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- pooling ---- */
+
+struct pool_case {
+    struct pb_shape x;
+    struct pb_pool_desc d;
+    enum pb_layout l;
+};
+
+static const struct pool_case pool_cases[] = {
+    {{2, 13, 10, 11}, {PB_POOL_MAX, 3, 3, 2, 2, 1, 1, true, false}, PB_LAYOUT_NCHW8C},
+    {{2, 5, 7, 7}, {PB_POOL_MAX, 2, 2, 2, 2, 0, 0, true, false}, PB_LAYOUT_PLAIN},
+    {{1, 3, 5, 5}, {PB_POOL_MAX, 2, 2, 2, 2, 1, 1, true, false}, PB_LAYOUT_PLAIN},
+    {{2, 6, 9, 9}, {PB_POOL_MAX, 3, 3, 2, 2, 0, 0, false, false}, PB_LAYOUT_NCHW16C},
+    {{2, 13, 6, 6}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, true, false}, PB_LAYOUT_NCHW8C},
+    {{2, 13, 6, 7}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, true, true}, PB_LAYOUT_PLAIN},
+    {{2, 5, 8, 8}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, false, false}, PB_LAYOUT_NCHW16C},
+    {{2, 5, 8, 8}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, false, true}, PB_LAYOUT_NCHW8C},
+    {{1, 4, 5, 5}, {PB_POOL_AVG, 2, 2, 2, 2, 1, 1, true, false}, PB_LAYOUT_PLAIN},
+};
+
+/* PyTorch's pooling output size (pooling_output_shape, dilation 1). */
+static int torch_pool_out(int in, int k, int s, int p, bool ceil_mode)
+{
+    int out = (in + 2 * p - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + p)
+        out--;
+    return out;
+}
+
+/* PyTorch's max_pool2d / avg_pool2d and their backwards, in double. */
+static void pool_ref(const struct pool_case *pc, struct pb_shape ys, const float *x,
+                     const float *dy, double *y, double *dx)
+{
+    const struct pb_pool_desc *d = &pc->d;
+    struct pb_shape xs = pc->x;
+    memset(dx, 0, pb_shape_count(xs) * sizeof *dx);
+    for (int n = 0; n < ys.n; n++)
+        for (int c = 0; c < ys.c; c++)
+            for (int oh = 0; oh < ys.h; oh++)
+                for (int ow = 0; ow < ys.w; ow++) {
+                    int hs = oh * d->sh - d->ph, ws = ow * d->sw - d->pw;
+                    int he = hs + d->kh < xs.h + d->ph ? hs + d->kh : xs.h + d->ph;
+                    int we = ws + d->kw < xs.w + d->pw ? ws + d->kw : xs.w + d->pw;
+                    int pool_size = (he - hs) * (we - ws);
+                    hs = hs > 0 ? hs : 0, ws = ws > 0 ? ws : 0;
+                    he = he < xs.h ? he : xs.h, we = we < xs.w ? we : xs.w;
+                    size_t yi = idx4(ys, n, c, oh, ow), am = 0;
+                    double acc = d->kind == PB_POOL_MAX ? -INFINITY : 0.0;
+                    for (int ih = hs; ih < he; ih++)
+                        for (int iw = ws; iw < we; iw++) {
+                            size_t xi = idx4(xs, n, c, ih, iw);
+                            if (d->kind == PB_POOL_AVG)
+                                acc += x[xi];
+                            else if (x[xi] > acc)
+                                acc = x[xi], am = xi;
+                        }
+                    if (d->kind == PB_POOL_MAX) {
+                        y[yi] = acc;
+                        dx[am] += dy[yi];
+                        continue;
+                    }
+                    int div = d->exclude_pad ? (he - hs) * (we - ws) : pool_size;
+                    y[yi] = acc / div;
+                    for (int ih = hs; ih < he; ih++)
+                        for (int iw = ws; iw < we; iw++)
+                            dx[idx4(xs, n, c, ih, iw)] += dy[yi] / div;
+                }
+}
+
+/* Max pooling selects (exact forward); backwards sum at most 4 overlapping window
+ * contributions, averages sum ≤ 9 terms then divide: float32 rounding ≲ 1e-6
+ * relative: rtol 1e-5, atol 1e-6. */
+START_TEST(test_pool)
+{
+    const struct pool_case *pc = &pool_cases[_i];
+    const struct pb_pool_desc *d = &pc->d;
+    struct pb_backend *be = be_new();
+    struct pb_shape xs = pc->x;
+    struct pb_shape ys = {xs.n, xs.c, torch_pool_out(xs.h, d->kh, d->sh, d->ph, d->ceil_mode),
+                          torch_pool_out(xs.w, d->kw, d->sw, d->pw, d->ceil_mode)};
+    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys);
+    float *hx = host_rand(nx, 50, -1, 1), *hdy = host_rand(ny, 51, -1, 1);
+    double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
+    pool_ref(pc, ys, hx, hdy, ry, rdx);
+
+    struct pb_tensor x = tensor_from(be, hx, xs, pc->l), y = tensor_new(be, ys, pc->l);
+    size_t wsb = be->ops->pool_workspace(be, d, &x, &y);
+    ck_assert(d->kind == PB_POOL_MAX ? wsb > 0 : wsb == 0);
+    struct pb_err e;
+    void *ws = wsb ? pb_backend_alloc(be, wsb, PB_MEM_ACTS, &e) : NULL;
+    be->ops->pool_fwd(be, d, &x, &y, ws);
+    float *got = tensor_plain(be, &y), *want = to_float(ry, ny);
+    pb_assert_close("pool fwd", got, want, ny, 1e-5, 1e-6);
+    free(got);
+
+    struct pb_tensor yi = tensor_new(be, ys, pc->l);
+    be->ops->pool_fwd(be, d, &x, &yi, NULL);
+    got = tensor_plain(be, &yi);
+    pb_assert_close("pool fwd (inference)", got, want, ny, 1e-5, 1e-6);
+    free(got), free(want);
+
+    struct pb_tensor dy = tensor_from(be, hdy, ys, pc->l), dx = tensor_new(be, xs, pc->l);
+    be->ops->pool_bwd(be, d, &dy, ws, &dx);
+    got = tensor_plain(be, &dx);
+    want = to_float(rdx, nx);
+    pb_assert_close("pool bwd", got, want, nx, 1e-5, 1e-6);
+    free(got), free(want);
+    free(hx), free(hdy), free(ry), free(rdx);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- batch normalisation ---- */
+
+/* Means and variances over M = n·h·w = 120 elements, rsqrt and the backward's two
+ * reductions: float32 rounding ≲ 1e-5 relative: rtol 1e-4, atol 1e-5. */
+#define BN_RTOL 1e-4
+#define BN_ATOL 1e-5
+
+START_TEST(test_bn)
+{
+    enum pb_layout l = all_layouts[_i];
+    struct pb_backend *be = be_new();
+    struct pb_shape s = {4, 13, 5, 6};
+    int c = s.c;
+    size_t nx = pb_shape_count(s), m = nx / c;
+    float eps = 1e-5f;
+    float *hx = host_rand(nx, 60, -2, 3), *hdy = host_rand(nx, 61, -1, 1);
+    float *hg = host_rand(c, 62, 0.5f, 1.5f), *hb = host_rand(c, 63, -1, 1);
+    float *hdg0 = host_rand(c, 64, -1, 1), *hdb0 = host_rand(c, 65, -1, 1);
+    double *mean = calloc(c, sizeof *mean), *var = calloc(c, sizeof *var);
+    double *ry = malloc(nx * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
+    double *rdg = calloc(c, sizeof *rdg), *rdb = calloc(c, sizeof *rdb);
+    for (int ch = 0; ch < c; ch++) {
+        for (int n = 0; n < s.n; n++)
+            for (int i = 0; i < s.h * s.w; i++)
+                mean[ch] += hx[idx4(s, n, ch, 0, 0) + i];
+        mean[ch] /= m;
+        for (int n = 0; n < s.n; n++)
+            for (int i = 0; i < s.h * s.w; i++) {
+                double t = hx[idx4(s, n, ch, 0, 0) + i] - mean[ch];
+                var[ch] += t * t;
+            }
+        var[ch] /= m;
+        double rs = 1.0 / sqrt(var[ch] + eps);
+        for (int n = 0; n < s.n; n++)
+            for (int i = 0; i < s.h * s.w; i++) {
+                size_t k = idx4(s, n, ch, 0, 0) + i;
+                double xh = (hx[k] - mean[ch]) * rs;
+                ry[k] = hg[ch] * xh + hb[ch];
+                rdb[ch] += hdy[k];
+                rdg[ch] += hdy[k] * xh;
+            }
+        for (int n = 0; n < s.n; n++)
+            for (int i = 0; i < s.h * s.w; i++) {
+                size_t k = idx4(s, n, ch, 0, 0) + i;
+                double xh = (hx[k] - mean[ch]) * rs;
+                rdx[k] = hg[ch] * rs * (hdy[k] - rdb[ch] / m - xh * rdg[ch] / m);
+            }
+    }
+    struct pb_tensor x = tensor_from(be, hx, s, l), y = tensor_new(be, s, l);
+    float *g = dev_from(be, hg, c), *b = dev_from(be, hb, c);
+    float *dmean = dev_from(be, hg, c), *dvar = dev_from(be, hg, c);
+    be->ops->bn_fwd(be, &x, g, b, dmean, dvar, eps, true, &y);
+    float *got = tensor_plain(be, &y), *want = to_float(ry, nx);
+    pb_assert_close("bn fwd train", got, want, nx, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+    got = host_from(be, dmean, c), want = to_float(mean, c);
+    pb_assert_close("bn batch mean", got, want, c, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+    got = host_from(be, dvar, c), want = to_float(var, c);
+    pb_assert_close("bn batch variance (biased)", got, want, c, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+
+    /* inference with given statistics: mean 0.1·ch, var 0.5 + 0.2·ch */
+    float *imean = malloc(c * sizeof *imean), *ivar = malloc(c * sizeof *ivar);
+    for (int ch = 0; ch < c; ch++)
+        imean[ch] = 0.1f * ch, ivar[ch] = 0.5f + 0.2f * ch;
+    float *dim = dev_from(be, imean, c), *div = dev_from(be, ivar, c);
+    be->ops->bn_fwd(be, &x, g, b, dim, div, eps, false, &y);
+    want = malloc(nx * sizeof *want);
+    for (size_t k = 0; k < nx; k++) {
+        int ch = (int)(k / (s.h * s.w) % c);
+        want[k] = (float)(hg[ch] * (hx[k] - imean[ch]) / sqrt((double)ivar[ch] + eps) + hb[ch]);
+    }
+    got = tensor_plain(be, &y);
+    pb_assert_close("bn fwd inference", got, want, nx, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+
+    struct pb_tensor dy = tensor_from(be, hdy, s, l), dx = tensor_new(be, s, l);
+    float *dg = dev_from(be, hdg0, c), *db = dev_from(be, hdb0, c);
+    be->ops->bn_bwd(be, &x, &dy, g, dmean, dvar, eps, &dx, dg, db);
+    got = tensor_plain(be, &dx), want = to_float(rdx, nx);
+    pb_assert_close("bn bwd dx", got, want, nx, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+    for (int ch = 0; ch < c; ch++)
+        rdg[ch] += hdg0[ch], rdb[ch] += hdb0[ch];
+    got = host_from(be, dg, c), want = to_float(rdg, c);
+    pb_assert_close("bn dgamma (+=)", got, want, c, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+    got = host_from(be, db, c), want = to_float(rdb, c);
+    pb_assert_close("bn dbeta (+=)", got, want, c, BN_RTOL, BN_ATOL);
+    free(got), free(want);
+    free(hx), free(hdy), free(hg), free(hb), free(hdg0), free(hdb0), free(imean), free(ivar);
+    free(mean), free(var), free(ry), free(rdx), free(rdg), free(rdb);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- concat, split, reorder (copies: exact) ---- */
+
+START_TEST(test_concat_split)
+{
+    struct pb_backend *be = be_new();
+    static const int cs[3] = {8, 5, 16};
+    enum pb_layout out_l = all_layouts[_i];
+    struct pb_shape os = {2, 29, 3, 4};
+    float *h[3];
+    struct pb_tensor ins[3], outs[3];
+    const struct pb_tensor *inp[3];
+    struct pb_tensor *outp[3];
+    for (int i = 0; i < 3; i++) {
+        struct pb_shape s = {os.n, cs[i], os.h, os.w};
+        h[i] = host_rand(pb_shape_count(s), 70 + i, -1, 1);
+        ins[i] = tensor_from(be, h[i], s, all_layouts[(i + _i) % 3]);
+        outs[i] = tensor_new(be, s, all_layouts[(i + _i + 1) % 3]);
+        inp[i] = &ins[i];
+        outp[i] = &outs[i];
+    }
+    struct pb_tensor out = tensor_new(be, os, out_l);
+    be->ops->concat(be, 3, inp, &out);
+    float *got = tensor_plain(be, &out);
+    float *want = malloc(pb_shape_count(os) * sizeof *want);
+    for (int n = 0; n < os.n; n++)
+        for (int i = 0, c0 = 0; i < 3; c0 += cs[i], i++)
+            memcpy(want + idx4(os, n, c0, 0, 0), h[i] + (size_t)n * cs[i] * os.h * os.w,
+                   (size_t)cs[i] * os.h * os.w * sizeof *want);
+    assert_same("concat", got, want, pb_shape_count(os));
+    free(got), free(want);
+
+    be->ops->split(be, &out, 3, outp);
+    for (int i = 0; i < 3; i++) {
+        got = tensor_plain(be, &outs[i]);
+        assert_same("split", got, h[i], pb_shape_count(outs[i].shape));
+        free(got), free(h[i]);
+    }
+    pb_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_reorder)
+{
+    struct pb_backend *be = be_new();
+    struct pb_shape s = {3, 13, 4, 5};
+    size_t n = pb_shape_count(s);
+    float *hx = host_rand(n, 80, -1, 1);
+    struct pb_tensor p = tensor_from(be, hx, s, PB_LAYOUT_PLAIN);
+    struct pb_tensor b8 = tensor_new(be, s, PB_LAYOUT_NCHW8C), b16 = tensor_new(be, s, PB_LAYOUT_NCHW16C);
+    be->ops->fill(be, b8.data, 7.0f, pb_layout_count(s, PB_LAYOUT_NCHW8C));
+    be->ops->reorder(be, &p, &b8);
+    be->ops->reorder(be, &b8, &b16);
+    struct pb_tensor back = tensor_new(be, s, PB_LAYOUT_PLAIN);
+    be->ops->reorder(be, &b16, &back);
+    float *got = host_from(be, back.data, n);
+    assert_same("reorder round trip", got, hx, n);
+    free(got);
+    /* nChw8c of 13 channels: element (n, c, h, w) at ((n·2 + c/8)·h·w + ...)·8 + c%8,
+     * channels 13..15 zero */
+    float *h8 = host_from(be, b8.data, pb_layout_count(s, PB_LAYOUT_NCHW8C));
+    for (int in = 0; in < s.n; in++)
+        for (int c = 0; c < 16; c++)
+            for (int i = 0; i < s.h * s.w; i++) {
+                float v = h8[((size_t)(in * 2 + c / 8) * s.h * s.w + i) * 8 + c % 8];
+                float w = c < s.c ? hx[idx4(s, in, c, 0, 0) + i] : 0.0f;
+                ck_assert_msg(v == w, "nChw8c element n%d c%d i%d: %g, expected %g", in, c, i, v, w);
+            }
+    free(h8), free(hx);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- elementwise (exact: one rounding each, the same expression as here) ---- */
+
+START_TEST(test_eltwise)
+{
+    struct pb_backend *be = be_new();
+    size_t n = 40000;  /* several parallel chunks */
+    float *a = host_rand(n, 90, -1, 1), *b = host_rand(n, 91, -1, 1);
+    float *want = malloc(n * sizeof *want);
+    float *da = dev_from(be, a, n), *db = dev_from(be, b, n), *dy = dev_from(be, b, n);
+
+    be->ops->relu_fwd(be, da, dy, n);
+    float *got = host_from(be, dy, n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = a[i] > 0 ? a[i] : 0.0f;
+    assert_same("relu fwd", got, want, n);
+    free(got);
+
+    float *dx = dev_from(be, a, n);
+    be->ops->relu_bwd(be, da, db, dx, n);
+    got = host_from(be, dx, n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = a[i] > 0 ? b[i] : 0.0f;
+    assert_same("relu bwd", got, want, n);
+    free(got);
+
+    be->ops->add(be, da, db, dy, n);
+    got = host_from(be, dy, n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = a[i] + b[i];
+    assert_same("add", got, want, n);
+    free(got);
+
+    be->ops->upload(be, dy, b, n * sizeof(float));
+    be->ops->axpby(be, 0.75f, da, -1.5f, dy, n);
+    got = host_from(be, dy, n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = 0.75f * a[i] + -1.5f * b[i];
+    pb_assert_close("axpby", got, want, n, 1e-6, 1e-7);
+    free(got);
+
+    be->ops->fill(be, dy, 2.5f, n);
+    got = host_from(be, dy, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert(got[i] == 2.5f);
+    free(got), free(a), free(b), free(want);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_dropout)
+{
+    struct pb_backend *be = be_new();
+    size_t n = 40000, off = 1000;
+    float p = 0.3f;
+    struct pb_rng_key key = pb_rng_key(PB_RNG_DROPOUT, 42, 1, 2, 3);
+    float *hx = host_rand(n + off, 100, -1, 1);
+    float *x = dev_from(be, hx, n + off), *y = dev_from(be, hx, n + off), *y2 = dev_from(be, hx, n);
+
+    be->ops->dropout(be, x, y, n + off, p, key, 0);
+    float *got = host_from(be, y, n + off);
+    size_t kept = 0;
+    for (size_t i = 0; i < n + off; i++) {
+        bool keep = pb_rng_uniform(key, i) >= p;
+        kept += keep;
+        ck_assert_msg(got[i] == (keep ? hx[i] * (1.0f / (1.0f - p)) : 0.0f),
+                      "dropout element %zu: %g (input %g, keep %d)", i, got[i], hx[i], keep);
+    }
+    /* the kept fraction of 41000 Bernoulli(0.7) draws is within 5 sigma of 0.7 */
+    double frac = (double)kept / (n + off);
+    ck_assert_msg(fabs(frac - 0.7) < 5 * sqrt(0.21 / (n + off)), "kept fraction %g", frac);
+
+    /* the mask of element i depends on first + i only */
+    be->ops->dropout(be, x + off, y2, n, p, key, off);
+    float *got2 = host_from(be, y2, n);
+    ck_assert(memcmp(got2, got + off, n * sizeof(float)) == 0);
+    free(got2);
+
+    /* determinism: the same call gives the same bits */
+    be->ops->dropout(be, x, y, n + off, p, key, 0);
+    got2 = host_from(be, y, n + off);
+    ck_assert(memcmp(got2, got, (n + off) * sizeof(float)) == 0);
+    free(got2);
+
+    /* p = 0: identity */
+    be->ops->dropout(be, x, y, n + off, 0.0f, key, 0);
+    got2 = host_from(be, y, n + off);
+    ck_assert(memcmp(got2, hx, (n + off) * sizeof(float)) == 0);
+    free(got2), free(got), free(hx);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- softmax cross-entropy ---- */
+
+/* Loss and gradient computed in double in both: rtol 1e-6 (float32 outputs). */
+START_TEST(test_softmax_xent)
+{
+    struct pb_backend *be = be_new();
+    float eps_ls = _i ? 0.1f : 0.0f;
+    int n = 7, c = 11;
+    float *z = host_rand((size_t)n * c, 110, -4, 4);
+    int32_t labels[7] = {2, 4, 0, 10, 5, 7, 3};
+    /* ties: row 0 max at 2 and 5 (label 2: correct), row 1 max at 3 and 4 (label 4: wrong) */
+    z[0 * c + 2] = z[0 * c + 5] = 9.0f;
+    z[1 * c + 3] = z[1 * c + 4] = 9.0f;
+    int want_correct = 1;
+    double loss = 0;
+    float *want = malloc((size_t)n * c * sizeof *want);
+    for (int r = 2; r < n; r++) {
+        int am = 0;
+        for (int j = 1; j < c; j++)
+            if (z[r * c + j] > z[r * c + am])
+                am = j;
+        want_correct += am == labels[r];
+    }
+    for (int r = 0; r < n; r++) {
+        double m = -INFINITY, s = 0;
+        for (int j = 0; j < c; j++)
+            m = fmax(m, z[r * c + j]);
+        for (int j = 0; j < c; j++)
+            s += exp(z[r * c + j] - m);
+        double lse = m + log(s);
+        for (int j = 0; j < c; j++) {
+            double t = eps_ls / c + (j == labels[r] ? 1.0 - eps_ls : 0.0);
+            loss += t * (lse - z[r * c + j]);
+            want[r * c + j] = (float)((exp(z[r * c + j] - lse) - t) / n);
+        }
+    }
+    loss /= n;
+    int32_t *dl = (int32_t *)dev_from(be, (const float *)labels, n);
+    float *dz = dev_from(be, z, (size_t)n * c), *dd = dev_from(be, z, (size_t)n * c);
+    float got_loss = 0;
+    int got_correct = -1;
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, &got_loss, &got_correct, dd);
+    float wl = (float)loss;
+    pb_assert_close("xent loss", &got_loss, &wl, 1, 1e-6, 0);
+    ck_assert_int_eq(got_correct, want_correct);
+    float *got = host_from(be, dd, (size_t)n * c);
+    pb_assert_close("xent dlogits", got, want, (size_t)n * c, 1e-6, 1e-8);
+    got_correct = -1;
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, &got_loss, &got_correct, NULL);
+    pb_assert_close("xent loss (no dlogits)", &got_loss, &wl, 1, 1e-6, 0);
+    ck_assert_int_eq(got_correct, want_correct);
+    free(got), free(want), free(z);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+/* ---- determinism ---- */
+
+/* Runs conv fwd, bwd data, bwd weights and bn fwd/bwd on be; returns the outputs
+ * concatenated (plain). */
+static float *det_run(struct pb_backend *be, size_t *count)
+{
+    const struct conv_case *cc = &conv_cases[7];
+    struct pb_conv_desc d = conv_desc_of(cc);
+    struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
+    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * 9;
+    float *hx = host_rand(nx, 120, -1, 1), *hw = host_rand(nw, 121, -1, 1), *hdy = host_rand(ny, 122, -1, 1);
+    float *hz = calloc(nw, sizeof *hz);
+    struct pb_tensor x = tensor_from(be, hx, xs, cc->xl);
+    struct pb_tensor y = tensor_new(be, ys, be->ops->conv_layout(be, &d, &x));
+    float *w = dev_from(be, hw, nw), *dw = dev_from(be, hz, nw);
+    be->ops->conv_fwd(be, &d, &x, w, NULL, &y);
+    struct pb_tensor dy = tensor_from(be, hdy, ys, y.layout), dx = tensor_new(be, xs, x.layout);
+    be->ops->conv_bwd_data(be, &d, &dy, w, &dx);
+    be->ops->conv_bwd_weights(be, &d, &x, &dy, dw, NULL);
+    float *g = dev_from(be, hz, ys.c), *bb = dev_from(be, hz, ys.c), *m = dev_from(be, hz, ys.c);
+    float *v = dev_from(be, hz, ys.c), *dg = dev_from(be, hz, ys.c), *db = dev_from(be, hz, ys.c);
+    be->ops->fill(be, g, 1.0f, ys.c);
+    struct pb_tensor by = tensor_new(be, ys, y.layout), bdx = tensor_new(be, ys, y.layout);
+    be->ops->bn_fwd(be, &y, g, bb, m, v, 1e-5f, true, &by);
+    be->ops->bn_bwd(be, &y, &dy, g, m, v, 1e-5f, &bdx, dg, db);
+    float *parts[5] = {tensor_plain(be, &y), tensor_plain(be, &dx), host_from(be, dw, nw),
+                       tensor_plain(be, &by), tensor_plain(be, &bdx)};
+    size_t sizes[5] = {ny, nx, nw, ny, ny};
+    *count = ny * 3 + nx + nw;
+    float *all = malloc(*count * sizeof *all), *p = all;
+    for (int i = 0; i < 5; i++) {
+        memcpy(p, parts[i], sizes[i] * sizeof *p);
+        p += sizes[i];
+        free(parts[i]);
+    }
+    free(hx), free(hw), free(hdy), free(hz);
+    return all;
+}
+
+START_TEST(test_determinism)
+{
+    struct pb_backend *be = be_new();
+    size_t n1, n2, n3;
+    float *a = det_run(be, &n1), *b = det_run(be, &n2);
+    ck_assert(n1 == n2 && memcmp(a, b, n1 * sizeof *a) == 0);
+    struct pb_backend *be2 = be_new();
+    float *c = det_run(be2, &n3);
+    ck_assert_msg(memcmp(a, c, n1 * sizeof *a) == 0, "a fresh instance gives other bits");
+    free(a), free(b), free(c);
+    pb_backend_destroy(be);
+    pb_backend_destroy(be2);
+}
+END_TEST
+
+START_TEST(test_memory)
+{
+    struct pb_backend *be = be_new();
+    struct pb_err e;
+    float *p = pb_backend_alloc(be, 1000, PB_MEM_PARAMS, &e);
+    ck_assert(p != NULL && ((uintptr_t)p & 63) == 0);
+    ck_assert(be->mem_cur[PB_MEM_PARAMS] == 1000);
+    float src[250], dst[250];
+    for (int i = 0; i < 250; i++)
+        src[i] = (float)i;
+    be->ops->upload(be, p, src, sizeof src);
+    float *q = pb_backend_alloc(be, 1000, PB_MEM_GRADS, &e);
+    be->ops->copy(be, q, p, sizeof src);
+    be->ops->download(be, dst, q, sizeof dst);
+    ck_assert(memcmp(src, dst, sizeof src) == 0);
+    be->ops->sync(be);
+    pb_backend_free(be, p);
+    pb_backend_free(be, q);
+    ck_assert(be->mem_cur[PB_MEM_PARAMS] == 0 && be->mem_peak[PB_MEM_PARAMS] == 1000);
+    pb_backend_destroy(be);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("backend_cpu");
+    TCase *tc = tcase_create("ops");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_memory);
+    tcase_add_loop_test(tc, test_gemm, 0, 4);
+    tcase_add_test(tc, test_bias);
+    tcase_add_loop_test(tc, test_conv, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    tcase_add_test(tc, test_conv_mixed_layouts);
+    tcase_add_loop_test(tc, test_pool, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
+    tcase_add_loop_test(tc, test_bn, 0, 3);
+    tcase_add_loop_test(tc, test_concat_split, 0, 3);
+    tcase_add_test(tc, test_reorder);
+    tcase_add_test(tc, test_eltwise);
+    tcase_add_test(tc, test_dropout);
+    tcase_add_loop_test(tc, test_softmax_xent, 0, 2);
+    tcase_add_test(tc, test_determinism);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,348 @@
+/* tests/test_results.c — the SQLite results store (harness/results.c): schema creation,
+ * a run's round trip read back with sqlite3 directly, clean errors for unwritable
+ * paths and foreign files, whole-epoch rollback, and refusal of a future schema. */
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pb_config.h"
+#include "results.h"
+#include "test_util.h"
+
+static char tmpdir[64], dbpath[256];
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/pb_test_results_XXXXXX");
+    ck_assert(mkdtemp(tmpdir) != NULL);
+    snprintf(dbpath, sizeof dbpath, "%s/sub/dir/runs.db", tmpdir);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert(system(cmd) == 0);
+}
+
+static void assert_msg_has(const struct pb_err *e, const char *part)
+{
+    ck_assert_msg(strstr(e->msg, part) != NULL, "message \"%s\" lacks \"%s\"", e->msg, part);
+}
+
+static struct pb_results *open_ok(void)
+{
+    struct pb_results *db;
+    struct pb_err e;
+    ck_assert_msg(pb_results_open(&db, dbpath, &e) == 0, "%s", e.msg);
+    return db;
+}
+
+/* A direct sqlite3 connection, independent of the store. */
+static sqlite3 *raw(void)
+{
+    sqlite3 *d;
+    ck_assert(sqlite3_open_v2(dbpath, &d, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    return d;
+}
+
+/* The first column of the first row of sql as text ("NULL" for NULL). */
+static char *query(sqlite3 *d, const char *sql)
+{
+    static char buf[1024];
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(d, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(d));
+    ck_assert_msg(sqlite3_step(s) == SQLITE_ROW, "%s: no row", sql);
+    const unsigned char *t = sqlite3_column_text(s, 0);
+    snprintf(buf, sizeof buf, "%s", t ? (const char *)t : "NULL");
+    sqlite3_finalize(s);
+    return buf;
+}
+
+START_TEST(open_creates_schema)
+{
+    struct pb_results *db = open_ok();
+    pb_results_close(db);
+    db = open_ok();   /* reopening an existing database */
+    pb_results_close(db);
+    struct pb_err e;
+    ck_assert_msg(pb_results_open_existing(&db, dbpath, &e) == 0, "%s", e.msg);
+    pb_results_close(db);
+    sqlite3 *d = raw();
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name "
+                              "IN ('schema_version', 'runs', 'epochs', 'stage_stats', "
+                              "'staleness', 'events')"), "6");
+    ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
+                     PB_RESULTS_SCHEMA_VERSION);
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM schema_version"), "1");
+    ck_assert_str_eq(query(d, "PRAGMA journal_mode"), "wal");
+    sqlite3_close(d);
+}
+END_TEST
+
+START_TEST(schema_is_embedded)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results/schema.sql", PB_SOURCE_ROOT);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    ck_assert_str_eq(pb_results_schema_sql, text);
+}
+END_TEST
+
+static const struct pb_run_info info = {
+    .config_json = "{\"schedule\": \"pipeoptim\", \"stages\": 4, \"shuffle\": true}",
+    .model = "mlp",
+    .dataset = "fashion-mnist",
+    .schedule = "pipeoptim",
+    .variant = "paper",
+    .optimizer = "sgdm",
+    .executor = "threads",
+    .stages = 4,
+    .microbatch_size = 32,
+    .microbatches = 8,
+    .epochs = 10,
+    .seed = 0xFFFFFFFFFFFFFFF0ull,
+    .lr = 0.01,
+};
+
+static struct pb_stage_record stage(int k)
+{
+    struct pb_stage_record s = {
+        .busy_s = 1.5 + k, .wait_s = 0.25, .comm_s = 0.125, .bubble_frac = 0.1 * k,
+        .versions_kept = 4 - k,
+        .f_mean = 3 - k, .f_max = 3 - k, .b_mean = 0, .b_max = 0,
+        .pred_err_mean = 0.01, .pred_err_max = 0.02, .pred_count = k == 3 ? 0 : 100,
+    };
+    for (int m = 0; m < PB_MEM_NKINDS; m++)
+        s.mem_peak[m] = ((int64_t)1 << 33) + 1000 * k + m;
+    return s;
+}
+
+static const struct pb_event_record events[] = {
+    {0, 0, 'F', 0, 0, 3, 0.0, 0.5},
+    {0, 1, 'B', 0, 0, 0, 0.5, 1.0},
+    {0, 2, 'U', -1, 1, 0, 1.0, 1.25},
+};
+
+static struct pb_epoch_record epoch_rec(int epoch, const struct pb_stage_record *st)
+{
+    struct pb_epoch_record r = {
+        .epoch = epoch, .train_loss = 0.5 / (epoch + 1), .val_loss = NAN, .val_acc = 0.8125,
+        .samples = 60000, .wall_s = 12.5, .throughput = 4800, .lr = 0.01,
+        .nstages = 4, .stages = st, .nevents = 3, .events = events,
+    };
+    return r;
+}
+
+START_TEST(round_trip)
+{
+    struct pb_results *db = open_ok();
+    struct pb_err e;
+    int64_t id = pb_results_run_begin(db, &info, &e);
+    ck_assert_msg(id > 0, "%s", e.msg);
+    ck_assert_msg(pb_results_run_started(db, id, &e) == 0, "%s", e.msg);
+    struct pb_stage_record st[4] = {stage(0), stage(1), stage(2), stage(3)};
+    for (int ep = 0; ep < 2; ep++) {
+        struct pb_epoch_record rec = epoch_rec(ep, st);
+        ck_assert_msg(pb_results_epoch(db, id, &rec, &e) == 0, "%s", e.msg);
+    }
+    ck_assert_msg(pb_results_run_end(db, id, PB_RUN_DIVERGED, "loss became NaN at epoch 2", &e)
+                      == 0, "%s", e.msg);
+    int64_t id2 = pb_results_run_begin(db, &(struct pb_run_info){0}, &e);
+    ck_assert_int_eq(id2, id + 1);
+    pb_results_close(db);
+
+    sqlite3 *d = raw();
+    ck_assert_str_eq(query(d, "SELECT status || '|' || message || '|' || model || '|' || "
+                              "dataset || '|' || schedule || '|' || variant || '|' || "
+                              "optimizer || '|' || executor || '|' || stages || '|' || "
+                              "microbatch_size || '|' || microbatches || '|' || epochs || "
+                              "'|' || lr FROM runs WHERE id = 1"),
+                     "diverged|loss became NaN at epoch 2|mlp|fashion-mnist|pipeoptim|paper|"
+                     "sgdm|threads|4|32|8|10|0.01");
+    ck_assert_str_eq(query(d, "SELECT json_extract(config, '$.stages') FROM runs"), "4");
+    ck_assert_str_eq(query(d, "SELECT seed FROM runs WHERE id = 1"), "-16");   /* 2^64 - 16 */
+    ck_assert_str_eq(query(d, "SELECT created IS NOT NULL AND started IS NOT NULL AND ended "
+                              "LIKE '____-__-__T__:__:__Z' FROM runs WHERE id = 1"), "1");
+    ck_assert_str_eq(query(d, "SELECT git_revision <> '' AND cpu_model <> '' AND "
+                              "library_versions LIKE 'oneDNN %SQLite%zlib%cJSON%' AND pid > 0 "
+                              "FROM runs WHERE id = 1"), "1");
+    ck_assert_str_eq(query(d, "SELECT status || '|' || coalesce(model, 'NULL') FROM runs "
+                              "WHERE id = 2"), "running|NULL");
+    ck_assert_str_eq(query(d, "SELECT group_concat(epoch || ':' || train_loss || ':' || "
+                              "coalesce(val_loss, 'NULL') || ':' || val_acc || ':' || samples "
+                              "|| ':' || wall_s || ':' || throughput || ':' || lr, ' ') "
+                              "FROM epochs WHERE run_id = 1"),
+                     "0:0.5:NULL:0.8125:60000:12.5:4800.0:0.01 "
+                     "1:0.25:NULL:0.8125:60000:12.5:4800.0:0.01");
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM stage_stats WHERE run_id = 1"), "8");
+    ck_assert_str_eq(query(d, "SELECT busy_s || ' ' || wait_s || ' ' || comm_s || ' ' || "
+                              "bubble_frac || ' ' || mem_params || ' ' || mem_scratch || ' ' || "
+                              "versions_kept FROM stage_stats WHERE epoch = 1 AND stage = 2"),
+                     "3.5 0.25 0.125 0.2 8589936592 8589936598 2");
+    ck_assert_str_eq(query(d, "SELECT mem_grads + mem_optstate + mem_wcopies + mem_acts + "
+                              "mem_comm - 5 * 8589934592 FROM stage_stats WHERE epoch = 0 AND "
+                              "stage = 0"), "15");
+    ck_assert_str_eq(query(d, "SELECT f_mean || ' ' || b_max || ' ' || pred_err_mean || ' ' || "
+                              "pred_count FROM staleness WHERE epoch = 0 AND stage = 1"),
+                     "2.0 0.0 0.01 100");
+    ck_assert_str_eq(query(d, "SELECT coalesce(pred_err_max, 'NULL') || ' ' || pred_count "
+                              "FROM staleness WHERE epoch = 1 AND stage = 3"), "NULL 0");
+    ck_assert_str_eq(query(d, "SELECT group_concat(kind || coalesce(mb, '-') || 'v' || version "
+                              "|| 's' || ahead || '@' || start_s, ' ') FROM events WHERE "
+                              "epoch = 1"), "F0v0s3@0.0 B0v0s0@0.5 U-v1s0@1.0");
+    sqlite3_close(d);
+}
+END_TEST
+
+START_TEST(unwritable_paths)
+{
+    struct pb_results *db = NULL;
+    struct pb_err e;
+    ck_assert_int_eq(pb_results_open(&db, "/proc/pb_nonexistent/x/y.db", &e), -1);
+    ck_assert(db == NULL);
+    assert_msg_has(&e, "/proc/pb_nonexistent");
+    assert_msg_has(&e, "--db");
+    char file[300], under[400];
+    snprintf(file, sizeof file, "%s/plain", tmpdir);
+    FILE *f = fopen(file, "w");
+    fputs("not a folder\n", f);
+    fclose(f);
+    snprintf(under, sizeof under, "%s/runs.db", file);
+    ck_assert_int_eq(pb_results_open(&db, under, &e), -1);
+    assert_msg_has(&e, file);
+    assert_msg_has(&e, "is not a folder");
+    /* a folder given as the database */
+    ck_assert_int_eq(pb_results_open(&db, tmpdir, &e), -1);
+    assert_msg_has(&e, tmpdir);
+    /* a file that is not a database at all */
+    ck_assert_int_eq(pb_results_open(&db, file, &e), -1);
+    assert_msg_has(&e, file);
+    ck_assert_int_eq(pb_results_open_existing(&db, dbpath, &e), -1);
+    assert_msg_has(&e, "no results database at");
+    assert_msg_has(&e, dbpath);
+}
+END_TEST
+
+START_TEST(foreign_and_future_databases)
+{
+    struct pb_results *db = open_ok();
+    pb_results_close(db);
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "UPDATE schema_version SET version = 99", NULL, NULL, NULL) ==
+              SQLITE_OK);
+    sqlite3_close(d);
+    struct pb_err e;
+    ck_assert_int_eq(pb_results_open(&db, dbpath, &e), -1);
+    assert_msg_has(&e, "schema version 99");
+    assert_msg_has(&e, "newer");
+    ck_assert_int_eq(pb_results_open_existing(&db, dbpath, &e), -1);
+    assert_msg_has(&e, "schema version 99");
+
+    char other[300];
+    snprintf(other, sizeof other, "%s/other.db", tmpdir);
+    ck_assert(sqlite3_open(other, &d) == SQLITE_OK);
+    ck_assert(sqlite3_exec(d, "CREATE TABLE notes (t TEXT)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+    ck_assert_int_eq(pb_results_open(&db, other, &e), -1);
+    assert_msg_has(&e, "not a pipebench results database");
+    ck_assert(sqlite3_open(other, &d) == SQLITE_OK);
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM sqlite_schema"), "1");   /* untouched */
+    ck_assert_str_eq(query(d, "PRAGMA journal_mode"), "delete");
+    sqlite3_close(d);
+}
+END_TEST
+
+START_TEST(failed_epoch_rolls_back)
+{
+    struct pb_results *db = open_ok();
+    struct pb_err e;
+    int64_t id = pb_results_run_begin(db, &info, &e);
+    struct pb_stage_record st[4] = {stage(0), stage(1), stage(2), stage(3)};
+    struct pb_epoch_record rec = epoch_rec(0, st);
+    ck_assert_msg(pb_results_epoch(db, id, &rec, &e) == 0, "%s", e.msg);
+    /* the same epoch again */
+    rec.train_loss = 123;
+    ck_assert_int_eq(pb_results_epoch(db, id, &rec, &e), -1);
+    assert_msg_has(&e, "epoch 0 of run 1");
+    assert_msg_has(&e, "UNIQUE");
+    /* epoch 1 whose last event repeats a (device, seq): fails after its epoch, stage and
+     * staleness rows were inserted */
+    struct pb_event_record dup[4];
+    memcpy(dup, events, sizeof events);
+    dup[3] = events[0];
+    rec = epoch_rec(1, st);
+    rec.events = dup;
+    rec.nevents = 4;
+    ck_assert_int_eq(pb_results_epoch(db, id, &rec, &e), -1);
+    assert_msg_has(&e, "epoch 1 of run 1");
+    /* an epoch for a run that does not exist */
+    rec = epoch_rec(0, st);
+    ck_assert_int_eq(pb_results_epoch(db, 999, &rec, &e), -1);
+    assert_msg_has(&e, "FOREIGN KEY");
+    ck_assert_int_eq(pb_results_run_end(db, 999, PB_RUN_DONE, NULL, &e), -1);
+    assert_msg_has(&e, "no run 999");
+    /* the store still works after the failures */
+    rec = epoch_rec(1, st);
+    ck_assert_msg(pb_results_epoch(db, id, &rec, &e) == 0, "%s", e.msg);
+    pb_results_close(db);
+
+    sqlite3 *d = raw();
+    ck_assert_str_eq(query(d, "SELECT group_concat(epoch || ':' || train_loss) FROM epochs"),
+                     "0:0.5,1:0.25");
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM stage_stats"), "8");
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM staleness"), "8");
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM events"), "6");
+    sqlite3_close(d);
+}
+END_TEST
+
+START_TEST(crashed_runs_are_marked)
+{
+    struct pb_results *db = open_ok();
+    struct pb_err e;
+    int64_t mine = pb_results_run_begin(db, &info, &e);
+    int64_t dead = pb_results_run_begin(db, &info, &e);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    ck_assert(waitpid(child, NULL, 0) == child);
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE runs SET pid = %d WHERE id = %lld", (int)child,
+             (long long)dead);
+    ck_assert(sqlite3_exec(pb_results_sqlite(db), sql, NULL, NULL, NULL) == SQLITE_OK);
+    ck_assert_int_eq(pb_results_mark_orphans(db, &e), 1);
+    pb_results_close(db);
+    sqlite3 *d = raw();
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)mine);
+    ck_assert_str_eq(query(d, sql), "running");
+    snprintf(sql, sizeof sql, "SELECT status || ': ' || message FROM runs WHERE id = %lld",
+             (long long)dead);
+    ck_assert_msg(strstr(query(d, sql), "failed: the process") != NULL, "%s", query(d, sql));
+    sqlite3_close(d);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("results");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, open_creates_schema);
+    tcase_add_test(tc, schema_is_embedded);
+    tcase_add_test(tc, round_trip);
+    tcase_add_test(tc, unwritable_paths);
+    tcase_add_test(tc, foreign_and_future_databases);
+    tcase_add_test(tc, failed_epoch_rolls_back);
+    tcase_add_test(tc, crashed_runs_are_marked);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,603 @@
+/* tests/test_schedules.c — the six seed schedules (SPEC §4): golden programs at
+ * D = 4, N = 8 with and without versions, the version rules of §4.1–4.6 and §4.7,
+ * validation over a grid of pipes, the validator's negative cases and bad input. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "program.h"
+
+#define MAXD 8
+
+/* Builds the programs of schedule `name`; fails the test on error. */
+static void build(const char *name, int D, int N, int M, const char *variant,
+                  enum pb_optim_kind opt, struct pb_pipe *p, struct pb_program *progs)
+{
+    struct pb_err e;
+    const struct pb_schedule *s = pb_schedule_find(name, &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    *p = (struct pb_pipe){.stages = D, .length = N, .microbatches = M, .optimizer = opt,
+                          .variant = variant};
+    ck_assert_msg(pb_programs_build(s, p, progs, &e) == 0, "%s: %s", name, e.msg);
+}
+
+/* The text form of all stages of a schedule (caller frees). */
+static char *text(const char *name, int D, int N, int M, const char *variant, bool versions)
+{
+    struct pb_pipe p;
+    struct pb_program progs[MAXD];
+    build(name, D, N, M, variant, PB_OPT_SGD, &p, progs);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    for (int k = 0; k < D; k++)
+        pb_program_print(f, &p, &progs[k], versions);
+    fclose(f);
+    pb_programs_finish(progs, D);
+    return buf;
+}
+
+static void golden(const char *name, int N, int M, const char *variant, bool versions,
+                   const char *expect)
+{
+    char *got = text(name, 4, N, M, variant, versions);
+    ck_assert_msg(!strcmp(got, expect), "%s%s%s%s:\ngot:\n%sexpected:\n%s", name,
+                  variant ? " variant " : "", variant ? variant : "",
+                  versions ? " --versions" : "", got, expect);
+    free(got);
+}
+
+/* SPEC §4.1: the 1F1B order that pipedream, pipeoptim and spectrain share. */
+static const char order_1f1b[] =
+    "stage 0: F0 F1 F2 F3 B0 U F4 B1 U F5 B2 U F6 B3 U F7 B4 U B5 U B6 U B7 U\n"
+    "stage 1: F0 F1 F2 B0 U F3 B1 U F4 B2 U F5 B3 U F6 B4 U F7 B5 U B6 U B7 U\n"
+    "stage 2: F0 F1 B0 U F2 B1 U F3 B2 U F4 B3 U F5 B4 U F6 B5 U F7 B6 U B7 U\n"
+    "stage 3: F0 B0 U F1 B1 U F2 B2 U F3 B3 U F4 B4 U F5 B5 U F6 B6 U F7 B7 U\n";
+
+/* 1F1B with mini-batches of 4 (pipedream-2bw, xpipe): U after B3 and B7. */
+static const char order_mb4[] =
+    "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 U F7 B4 B5 B6 B7 U\n"
+    "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 U F6 B4 F7 B5 B6 B7 U\n"
+    "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 B7 U\n"
+    "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U\n";
+
+START_TEST(golden_order)
+{
+    golden("pipedream", 8, 4, NULL, false, order_1f1b);
+    golden("pipeoptim", 8, 4, NULL, false, order_1f1b);
+    golden("pipeoptim", 8, 4, "code", false, order_1f1b);
+    golden("spectrain", 8, 4, NULL, false, order_1f1b);
+    golden("pipedream-2bw", 8, 4, NULL, false, order_mb4);
+    golden("xpipe", 8, 4, NULL, false, order_mb4);
+    golden("xpipe", 8, 4, "note", false, order_mb4);
+    golden("gpipe", 8, 4, NULL, false,
+           "stage 0: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+           "stage 1: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+           "stage 2: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+           "stage 3: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n");
+    golden("pipedream-2bw", 12, 4, NULL, false,
+           "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 U F7 B4 F8 B5 F9 B6 F10 B7 U F11 B8 B9 "
+           "B10 B11 U\n"
+           "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 U F6 B4 F7 B5 F8 B6 F9 B7 U F10 B8 F11 B9 "
+           "B10 B11 U\n"
+           "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 F8 B7 U F9 B8 F10 B9 F11 "
+           "B10 B11 U\n"
+           "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U F8 B8 F9 B9 F10 B10 "
+           "F11 B11 U\n");
+}
+END_TEST
+
+/* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (SPEC §4.1, stage 0:
+ * max(0, j−3)); B(j) sees its F's version. */
+START_TEST(golden_versions_1f1b)
+{
+    golden("pipedream", 8, 4, NULL, true,
+           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
+           "B5:2 U B6:3 U B7:4 U\n"
+           "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:1 B1:0 U F4:2 B2:0 U F5:3 B3:1 U F6:4 B4:2 U F7:5 "
+           "B5:3 U B6:4 U B7:5 U\n"
+           "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:0 U F3:2 B2:1 U F4:3 B3:2 U F5:4 B4:3 U F6:5 B5:4 "
+           "U F7:6 B6:5 U B7:6 U\n"
+           "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+           "F6:6 B6:6 U F7:7 B7:7 U\n");
+    /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
+    golden("pipeoptim", 8, 4, NULL, true,
+           "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
+           "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+           "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
+           "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
+           "stage 2: F0:0+1 F1:0+1 B0:0 U F2:1+1 B1:1 U F3:2+1 B2:2 U F4:3+1 B3:3 U F5:4+1 B4:4 "
+           "U F6:5+1 B5:5 U F7:6+1 B6:6 U B7:7 U\n"
+           "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+           "F6:6 B6:6 U F7:7 B7:7 U\n");
+    /* variant code: s = D−k, so the last stage predicts one ahead */
+    golden("pipeoptim", 8, 4, "code", true,
+           "stage 0: F0:0+4 F1:0+4 F2:0+4 F3:0+4 B0:0 U F4:1+4 B1:1 U F5:2+4 B2:2 U F6:3+4 B3:3 "
+           "U F7:4+4 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+           "stage 1: F0:0+3 F1:0+3 F2:0+3 B0:0 U F3:1+3 B1:1 U F4:2+3 B2:2 U F5:3+3 B3:3 U "
+           "F6:4+3 B4:4 U F7:5+3 B5:5 U B6:6 U B7:7 U\n"
+           "stage 2: F0:0+2 F1:0+2 B0:0 U F2:1+2 B1:1 U F3:2+2 B2:2 U F4:3+2 B3:3 U F5:4+2 B4:4 "
+           "U F6:5+2 B5:5 U F7:6+2 B6:6 U B7:7 U\n"
+           "stage 3: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U "
+           "F5:5+1 B5:5 U F6:6+1 B6:6 U F7:7+1 B7:7 U\n");
+}
+END_TEST
+
+/* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (SPEC §4.3). */
+START_TEST(golden_versions_spectrain)
+{
+    golden("spectrain", 8, 4, NULL, true,
+           "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
+           "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+           "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
+           "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
+           "stage 2: F0:0+2 F1:0+2 B0:0+1 U F2:1+2 B1:1+1 U F3:2+2 B2:2+1 U F4:3+2 B3:3+1 U "
+           "F5:4+2 B4:4+1 U F6:5+2 B5:5+1 U F7:6+2 B6:6+1 U B7:7+1 U\n"
+           "stage 3: F0:0+1 B0:0+1 U F1:1+1 B1:1+1 U F2:2+1 B2:2+1 U F3:3+1 B3:3+1 U F4:4+1 "
+           "B4:4+1 U F5:5+1 B5:5+1 U F6:6+1 B6:6+1 U F7:7+1 B7:7+1 U\n");
+}
+END_TEST
+
+/* GPipe: mini-batch b reads W^(b); 2BW: micro-batches 0–7 read W^(0), 8–11 W^(1)
+ * (SPEC §4.4 example). */
+START_TEST(golden_versions_minibatch)
+{
+    golden("gpipe", 8, 4, NULL, true,
+           "stage 0: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+           "B5:1 B4:1 U\n"
+           "stage 1: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+           "B5:1 B4:1 U\n"
+           "stage 2: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+           "B5:1 B4:1 U\n"
+           "stage 3: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+           "B5:1 B4:1 U\n");
+    golden("pipedream-2bw", 8, 4, NULL, true,
+           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 B5:0 "
+           "B6:0 B7:0 U\n"
+           "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
+           "B6:0 B7:0 U\n"
+           "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
+           "B6:0 B7:0 U\n"
+           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
+           "F7:0 B7:0 U\n");
+    golden("pipedream-2bw", 12, 4, NULL, true,
+           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 F8:1 "
+           "B5:0 F9:1 B6:0 F10:1 B7:0 U F11:1 B8:1 B9:1 B10:1 B11:1 U\n"
+           "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
+           "F8:1 B6:0 F9:1 B7:0 U F10:1 B8:1 F11:1 B9:1 B10:1 B11:1 U\n"
+           "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
+           "B6:0 F8:1 B7:0 U F9:1 B8:1 F10:1 B9:1 F11:1 B10:1 B11:1 U\n"
+           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
+           "F7:0 B7:0 U F8:1 B8:1 F9:1 B9:1 F10:1 B10:1 F11:1 B11:1 U\n");
+}
+END_TEST
+
+/* XPipe, T = 4: s = ⌈(3−k)/4⌉ = 1, 1, 1, 0 from the base of the mini-batch's first
+ * F; variant note: s_F = 2, 1, 1, 1 for the group, s_B = 1 made at each B. */
+START_TEST(golden_versions_xpipe)
+{
+    golden("xpipe", 8, 4, NULL, true,
+           "stage 0: F0:0+1 F1:0+1 F2:0+1 F3:0+1 B0:0+1 F4:0+1 B1:0+1 F5:0+1 B2:0+1 F6:0+1 "
+           "B3:0+1 U F7:0+1 B4:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
+           "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
+           "F6:0+1 B4:0+1 F7:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
+           "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
+           "B4:0+1 F6:0+1 B5:0+1 F7:0+1 B6:0+1 B7:0+1 U\n"
+           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:1 B4:1 F5:1 B5:1 F6:1 B6:1 "
+           "F7:1 B7:1 U\n");
+    golden("xpipe", 8, 4, "note", true,
+           "stage 0: F0:0+2 F1:0+2 F2:0+2 F3:0+2 B0:0+1 F4:0+2 B1:0+1 F5:0+2 B2:0+1 F6:0+2 "
+           "B3:0+1 U F7:0+2 B4:1+1 B5:1+1 B6:1+1 B7:1+1 U\n"
+           "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
+           "F6:0+1 B4:1+1 F7:0+1 B5:1+1 B6:1+1 B7:1+1 U\n"
+           "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
+           "B4:1+1 F6:0+1 B5:1+1 F7:0+1 B6:1+1 B7:1+1 U\n"
+           "stage 3: F0:0+1 B0:0+1 F1:0+1 B1:0+1 F2:0+1 B2:0+1 F3:0+1 B3:0+1 U F4:1+1 B4:1+1 "
+           "F5:1+1 B5:1+1 F6:1+1 B6:1+1 F7:1+1 B7:1+1 U\n");
+}
+END_TEST
+
+/* Per-op versions of stage k: base/ahead (pb_program_versions) and u, the updates
+ * applied before the op. Arrays have room for MAXOPS ops. */
+#define MAXOPS 256
+struct vers {
+    int base[MAXOPS], ahead[MAXOPS], u[MAXOPS];
+    int f[64], b[64]; /* op index of F(j), B(j) */
+};
+
+static void versions_of(const struct pb_pipe *p, const struct pb_program *prog, struct vers *v)
+{
+    ck_assert_int_le(prog->n, MAXOPS);
+    pb_program_versions(p, prog, v->base, v->ahead);
+    for (int i = 0, u = 0; i < prog->n; i++) {
+        v->u[i] = u;
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind == PB_OP_U)
+            u++;
+        else
+            (op->kind == PB_OP_F ? v->f : v->b)[op->mb] = i;
+    }
+}
+
+/* SPEC §4.1: B reads its F's version; F(j) on stage k reads max(0, j − (D−1−k));
+ * steady-state staleness D−1−k; stage k keeps up to D−k versions. */
+START_TEST(pipedream_versions)
+{
+    int D = 4, N = 16;
+    struct pb_pipe p;
+    struct pb_program pr[MAXD];
+    build("pipedream", D, N, D, NULL, PB_OPT_SGD, &p, pr);
+    for (int k = 0; k < D; k++) {
+        struct vers v;
+        versions_of(&p, &pr[k], &v);
+        int w = D - 1 - k, most = 0;
+        for (int j = 0; j < N; j++) {
+            int fb = v.base[v.f[j]], bb = v.base[v.b[j]];
+            ck_assert_int_eq(fb, j > w ? j - w : 0);
+            ck_assert_int_eq(bb, fb);
+            ck_assert_int_eq(v.ahead[v.f[j]] + v.ahead[v.b[j]], 0);
+            if (j >= w)
+                ck_assert_int_eq(v.u[v.b[j]] - bb, w);
+        }
+        /* live versions after each op: W^(u) and the stash of every F whose B is pending */
+        for (int i = 0; i < pr[k].n; i++) {
+            int u = v.u[i] + (pr[k].ops[i].kind == PB_OP_U), live[64], nlive = 0;
+            live[nlive++] = u;
+            for (int j = 0; j < N; j++) {
+                if (v.f[j] > i || v.b[j] <= i)
+                    continue;
+                bool seen = false;
+                for (int q = 0; q < nlive; q++)
+                    seen |= live[q] == v.base[v.f[j]];
+                if (!seen)
+                    live[nlive++] = v.base[v.f[j]];
+            }
+            if (nlive > most)
+                most = nlive;
+        }
+        ck_assert_msg(most == D - k, "stage %d keeps %d versions, expected %d", k, most, D - k);
+    }
+    pb_programs_finish(pr, D);
+}
+END_TEST
+
+/* SPEC §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
+ * B reads the current W. Variant code: s = D−k, ΔW form CODE. */
+START_TEST(pipeoptim_versions)
+{
+    int D = 4, N = 16;
+    for (int code = 0; code < 2; code++) {
+        struct pb_pipe p;
+        struct pb_program pr[MAXD];
+        build("pipeoptim", D, N, D, code ? "code" : NULL, PB_OPT_ADAM, &p, pr);
+        for (int k = 0; k < D; k++) {
+            struct vers v;
+            versions_of(&p, &pr[k], &v);
+            int s = code ? D - k : D - 1 - k;
+            for (int j = 0; j < N; j++) {
+                const struct pb_op *f = &pr[k].ops[v.f[j]], *b = &pr[k].ops[v.b[j]];
+                ck_assert_int_eq(v.base[v.f[j]], v.u[v.f[j]]);
+                ck_assert_int_eq(v.ahead[v.f[j]], s);
+                ck_assert_int_eq(f->wsrc, s ? PB_W_PREDICTED : PB_W_LATEST);
+                if (s)
+                    ck_assert_int_eq(f->pform, code ? PB_PREDICT_CODE : PB_PREDICT_PAPER);
+                ck_assert_int_eq(b->wsrc, PB_W_LATEST);
+                ck_assert_int_eq(v.base[v.b[j]], j);
+            }
+        }
+        pb_programs_finish(pr, D);
+    }
+}
+END_TEST
+
+/* SPEC §4.3, D = 4: s_F = 3, 2, 2, 1; s_B = 0, 0, 1, 1, both from the current W;
+ * variant code: F form CODE, B form MOMENTUM. */
+START_TEST(spectrain_versions)
+{
+    static const int sf[4] = {3, 2, 2, 1}, sb[4] = {0, 0, 1, 1};
+    for (int code = 0; code < 2; code++) {
+        struct pb_pipe p;
+        struct pb_program pr[MAXD];
+        build("spectrain", 4, 8, 4, code ? "code" : NULL, PB_OPT_SGD, &p, pr);
+        for (int k = 0; k < 4; k++) {
+            struct vers v;
+            versions_of(&p, &pr[k], &v);
+            for (int j = 0; j < 8; j++) {
+                const struct pb_op *f = &pr[k].ops[v.f[j]], *b = &pr[k].ops[v.b[j]];
+                ck_assert_int_eq(v.ahead[v.f[j]], sf[k]);
+                ck_assert_int_eq(v.ahead[v.b[j]], sb[k]);
+                ck_assert_int_eq(v.base[v.f[j]], v.u[v.f[j]]);
+                ck_assert_int_eq(v.base[v.b[j]], v.u[v.b[j]]);
+                ck_assert_int_eq(f->pform, code ? PB_PREDICT_CODE : PB_PREDICT_PAPER);
+                ck_assert_int_eq(b->wsrc, sb[k] ? PB_W_PREDICTED : PB_W_LATEST);
+                if (sb[k])
+                    ck_assert_int_eq(b->pform, code ? PB_PREDICT_MOMENTUM : PB_PREDICT_PAPER);
+            }
+        }
+        pb_programs_finish(pr, 4);
+    }
+}
+END_TEST
+
+/* SPEC §4.4–4.6 over N = 16: 2BW mini-batch b reads W^(max(0, b−1)); GPipe W^(b);
+ * XPipe the base of its first F predicted s = ⌈(D−1−k)/T⌉ ahead, and once the
+ * pipeline is full (b ≥ s) base + s is exactly the version the mini-batch updates. */
+START_TEST(minibatch_versions)
+{
+    int D = 4, N = 16;
+    for (int M = D; M <= D + 2; M++) {
+        struct pb_pipe p;
+        struct pb_program bw[MAXD], gp[MAXD], xp[MAXD];
+        build("pipedream-2bw", D, N, M, NULL, PB_OPT_ADAM, &p, bw);
+        build("gpipe", D, N, M, NULL, PB_OPT_ADAM, &p, gp);
+        build("xpipe", D, N, M, NULL, PB_OPT_ADAM, &p, xp);
+        for (int k = 0; k < D; k++) {
+            struct vers a, g, x;
+            versions_of(&p, &bw[k], &a);
+            versions_of(&p, &gp[k], &g);
+            versions_of(&p, &xp[k], &x);
+            int s = (D - 1 - k + M - 1) / M;
+            for (int j = 0; j < N; j++) {
+                int b = j / M;
+                ck_assert_int_eq(a.base[a.f[j]], b > 0 ? b - 1 : 0);
+                ck_assert_int_eq(a.base[a.b[j]], b > 0 ? b - 1 : 0);
+                ck_assert_int_eq(g.base[g.f[j]], b);
+                ck_assert_int_eq(g.base[g.b[j]], b);
+                int bell = x.base[x.f[b * M]];
+                ck_assert_int_eq(x.base[x.f[j]], bell);
+                ck_assert_int_eq(x.base[x.b[j]], bell);
+                ck_assert_int_eq(x.ahead[x.f[j]], s);
+                ck_assert_int_eq(x.ahead[x.b[j]], s);
+                if (b >= s)
+                    ck_assert_int_eq(bell + s, b);
+            }
+        }
+        pb_programs_finish(bw, D);
+        pb_programs_finish(gp, D);
+        pb_programs_finish(xp, D);
+    }
+}
+END_TEST
+
+static const char *const names[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain", "xpipe",
+                                     "pipeoptim"};
+
+/* Every schedule and variant validates (channel capacity 1) over the grid. */
+START_TEST(all_validate)
+{
+    static const int Ds[] = {1, 2, 3, 4, 8}, Ns[] = {1, 5, 8, 16};
+    static const char *const variants[] = {NULL, "code", "note"};
+    int checked = 0;
+    for (int si = 0; si < 6; si++)
+        for (int vi = 0; vi < 3; vi++)
+            for (int di = 0; di < 5; di++)
+                for (int ni = 0; ni < 4; ni++)
+                    for (int M = Ds[di]; M <= Ds[di] + 1; M++) {
+                        struct pb_err e;
+                        const struct pb_schedule *s = pb_schedule_find(names[si], &e);
+                        struct pb_pipe p = {.stages = Ds[di], .length = Ns[ni], .microbatches = M,
+                                            .optimizer = PB_OPT_SGD, .variant = variants[vi]};
+                        struct pb_program pr[MAXD];
+                        if (pb_programs_build(s, &p, pr, &e))
+                            continue; /* a variant the schedule does not have */
+                        ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0,
+                                      "%s %s D=%d N=%d M=%d: %s", names[si],
+                                      variants[vi] ? variants[vi] : "", p.stages, p.length, M,
+                                      e.msg);
+                        pb_programs_finish(pr, p.stages);
+                        checked++;
+                    }
+    ck_assert_int_eq(checked, 6 * 40 + 2 * 40 + 40);
+}
+END_TEST
+
+/* D = 1 (SPEC §4.7): F B U per micro-batch, or per mini-batch, reading W^(u). */
+START_TEST(single_stage)
+{
+    for (int si = 0; si < 6; si++) {
+        char *got = text(names[si], 1, 5, 2, NULL, true);
+        const char *expect =
+            !strcmp(names[si], "gpipe")
+                ? "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"
+            : !strcmp(names[si], "pipedream-2bw") || !strcmp(names[si], "xpipe")
+                ? "stage 0: F0:0 B0:0 F1:0 B1:0 U F2:1 B2:1 F3:1 B3:1 U F4:2 B4:2 U\n"
+                : "stage 0: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U\n";
+        ck_assert_msg(!strcmp(got, expect), "%s: got %s", names[si], got);
+        free(got);
+    }
+}
+END_TEST
+
+/* A hand-made program: tokens F<j>, B<j>, U; suffix s = STASHED, g = GROUP (s 0),
+ * b = BUFFERED (default LATEST). */
+static void parse(struct pb_program *pr, int device, const char *src)
+{
+    pb_program_init(pr, device);
+    for (const char *c = src; *c;) {
+        if (*c == ' ') {
+            c++;
+            continue;
+        }
+        char kind = *c++;
+        if (kind == 'U') {
+            pb_program_u(pr);
+            continue;
+        }
+        int mb = (int)strtol(c, (char **)&c, 10);
+        enum pb_wsrc w = *c == 's' ? PB_W_STASHED : *c == 'g' ? PB_W_GROUP
+                       : *c == 'b' ? PB_W_BUFFERED : PB_W_LATEST;
+        if (w != PB_W_LATEST)
+            c++;
+        (kind == 'F' ? pb_program_f : pb_program_b)(pr, mb, w, 0, PB_PREDICT_PAPER);
+    }
+}
+
+/* Validates the hand-made programs and expects an error containing `expect`. */
+static void invalid(int D, int N, int M, const char *const *src, const char *expect)
+{
+    struct pb_pipe p = {.stages = D, .length = N, .microbatches = M, .optimizer = PB_OPT_SGD};
+    struct pb_program pr[MAXD];
+    for (int k = 0; k < D; k++)
+        parse(&pr[k], k, src[k]);
+    struct pb_err e;
+    ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) != 0, "expected an error: %s", expect);
+    ck_assert_msg(strstr(e.msg, expect) != NULL, "message '%s' lacks '%s'", e.msg, expect);
+    pb_programs_finish(pr, D);
+}
+
+START_TEST(validator_rejects)
+{
+    invalid(1, 2, 1, (const char *[]){"B0 F0 U F1 B1 U"},
+            "stage 0 op 0 (B0): backward before its forward F0");
+    invalid(1, 2, 1, (const char *[]){"F0 B0 U F1 U"},
+            "stage 0: micro-batch 1 has no backward B1 (F1 is op 3)");
+    invalid(1, 2, 1, (const char *[]){"F0 B0 U F0 B1 U"},
+            "stage 0 op 3 (F0): F0 appears twice (also op 0)");
+    invalid(2, 2, 1, (const char *[]){"F0 F1 B0 U B1 U", "F1 B1 U F0 B0 U"},
+            "forward order differs between stages 0 and 1: forward #0 is F0 on stage 0 (op 0) "
+            "but F1 on stage 1 (op 0)");
+    invalid(2, 2, 1, (const char *[]){"F0 F1 B1 U B0 U", "F0 B0 U F1 B1 U"},
+            "backward order differs between stages 0 and 1: backward #0 is B1 on stage 0 (op 2) "
+            "but B0 on stage 1 (op 1)");
+    invalid(2, 2, 1, (const char *[]){"F0 B0 U F1 B1 U", "F0 F1 B0 U B1 U"},
+            "deadlock with channel capacity 1; stage 0 at op 1 (B0) waits for the gradient of "
+            "stage 1; stage 1 at op 1 (F1) waits for the activation of stage 0");
+    invalid(1, 2, 1, (const char *[]){"B0s F0 U F1 B1s U"},
+            "stage 0 op 0 (B0): reads the stash of F0, which has not run");
+    invalid(1, 4, 2, (const char *[]){"F0b B0b U F1b B1b U F2b B2b U F3b B3b U"},
+            "stage 0 op 6 (F2): reads W^(0) but after 2 updates the two buffers hold W^(1) and "
+            "W^(2)");
+    invalid(1, 2, 2, (const char *[]){"F0g B0g U F1g B1g U"},
+            "stage 0 op 3 (F1): its mini-batch's update already ran");
+    invalid(1, 2, 2, (const char *[]){"F1g F0g B0g B1g U"},
+            "stage 0 op 0 (F1): reads the prediction of its mini-batch's first forward F0, which "
+            "has not run");
+    invalid(1, 1, 1, (const char *[]){"F0 B0"},
+            "stage 0 op 1 (B0): its gradient is never applied");
+}
+END_TEST
+
+/* A send blocks until its channel holds at most `capacity` items: 1F1B with warm-up
+ * needs buffered sends, a rendezvous (capacity 0) deadlocks it. */
+START_TEST(validator_capacity)
+{
+    struct pb_pipe p;
+    struct pb_program pr[MAXD];
+    struct pb_err e;
+    build("pipedream", 4, 8, 4, NULL, PB_OPT_SGD, &p, pr);
+    ck_assert_int_eq(pb_programs_validate(&p, pr, 1, &e), 0);
+    ck_assert_int_ne(pb_programs_validate(&p, pr, 0, &e), 0);
+    ck_assert_msg(strstr(e.msg, "deadlock with channel capacity 0") != NULL, "%s", e.msg);
+    pb_programs_finish(pr, 4);
+    build("gpipe", 4, 8, 4, NULL, PB_OPT_SGD, &p, pr);
+    ck_assert_int_eq(pb_programs_validate(&p, pr, 0, &e), 0);
+    pb_programs_finish(pr, 4);
+}
+END_TEST
+
+/* Expects check to fail with a message containing each of the `need` strings. */
+static void rejects(const char *name, int D, int N, int M, const char *variant,
+                    enum pb_optim_kind opt, const char *const *need)
+{
+    struct pb_err e;
+    const struct pb_schedule *s = pb_schedule_find(name, &e);
+    ck_assert_msg(s != NULL, "%s", e.msg);
+    struct pb_pipe p = {.stages = D, .length = N, .microbatches = M, .optimizer = opt,
+                        .variant = variant};
+    ck_assert_msg(s->check(&p, &e) != 0, "%s D=%d N=%d M=%d accepted", name, D, N, M);
+    for (; *need; need++)
+        ck_assert_msg(strstr(e.msg, *need) != NULL, "message '%s' lacks '%s'", e.msg, *need);
+}
+
+START_TEST(bad_input)
+{
+    struct pb_err e;
+    ck_assert_ptr_null(pb_schedule_find("pipedreem", &e));
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(strstr(e.msg, names[i]) != NULL, "'%s' lacks %s", e.msg, names[i]);
+    ck_assert_msg(strstr(e.msg, "pipedreem") != NULL, "%s", e.msg);
+    int n = 0;
+    while (pb_schedules[n])
+        n++;
+    ck_assert_int_eq(n, 6);
+    rejects("pipedream-2bw", 4, 8, 3, NULL, PB_OPT_SGD, (const char *[]){"M >= D", "4", NULL});
+    rejects("spectrain", 4, 8, 4, NULL, PB_OPT_ADAM, (const char *[]){"SGD", NULL});
+    rejects("spectrain", 4, 8, 4, NULL, PB_OPT_RMSPROP, (const char *[]){"SGD", NULL});
+    for (int i = 0; i < 6; i++) {
+        rejects(names[i], 0, 8, 4, NULL, PB_OPT_SGD, (const char *[]){"--stages", NULL});
+        rejects(names[i], 4, 0, 4, NULL, PB_OPT_SGD, (const char *[]){"--length", NULL});
+    }
+    rejects("gpipe", 4, 8, 0, NULL, PB_OPT_SGD, (const char *[]){"--microbatches", NULL});
+    rejects("pipeoptim", 4, 8, 4, "paper2", PB_OPT_SGD,
+            (const char *[]){"unknown variant 'paper2'", "code", NULL});
+    rejects("xpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"note", NULL});
+    rejects("gpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"no variants", NULL});
+}
+END_TEST
+
+/* Runs `pipebench program ARGS` (the binary named by $PB_PIPEBENCH); returns its
+ * exit status and its stdout in out. */
+static int run_cli(const char *args, char *out, size_t cap)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert_msg(bin != NULL, "PB_PIPEBENCH is not set (tests/meson.build sets it)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' program %s 2>/dev/null", bin, args);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(cli)
+{
+    char out[8192];
+    ck_assert_int_eq(run_cli("--schedule pipedream --stages 4", out, sizeof out), 0);
+    ck_assert_str_eq(out, order_1f1b);
+    ck_assert_int_eq(run_cli("--schedule pipeoptim --stages 4 --length 8 --versions", out,
+                             sizeof out), 0);
+    ck_assert_msg(strstr(out, "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U") != NULL,
+                  "%s", out);
+    ck_assert_int_eq(run_cli("--schedule xpipe --stages 4 --microbatches 4", out, sizeof out), 0);
+    ck_assert_str_eq(out, order_mb4);
+    ck_assert_int_eq(run_cli("--schedule nope --stages 4", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 0", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --length 0", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --microbatches 0", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule pipeoptim --stages 4 --variant x", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule spectrain --stages 4 --optimizer adam", out, sizeof out),
+                     2);
+    ck_assert_int_eq(run_cli("--schedule pipedream-2bw --stages 4 --microbatches 2", out,
+                             sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --optimizer lbfgs", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages four", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--help", out, sizeof out), 0);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("schedules");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, golden_order);
+    tcase_add_test(tc, golden_versions_1f1b);
+    tcase_add_test(tc, golden_versions_spectrain);
+    tcase_add_test(tc, golden_versions_minibatch);
+    tcase_add_test(tc, golden_versions_xpipe);
+    tcase_add_test(tc, pipedream_versions);
+    tcase_add_test(tc, pipeoptim_versions);
+    tcase_add_test(tc, spectrain_versions);
+    tcase_add_test(tc, minibatch_versions);
+    tcase_add_test(tc, all_validate);
+    tcase_add_test(tc, single_stage);
+    tcase_add_test(tc, validator_rejects);
+    tcase_add_test(tc, validator_capacity);
+    tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, cli);
+    suite_add_tcase(s, tc);
+    return s;
+}

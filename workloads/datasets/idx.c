@@ -1,0 +1,228 @@
+/* workloads/datasets/idx.c — MNIST-format IDX files (gzip or plain) and Fashion-MNIST.
+ * Checks every header field and the exact data length, then normalises pixels as
+ * SPEC §1 says: x/255, then (x - 0.2860) / 0.3530, in float32 as torchvision does. */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "workloads/datasets/dataset.h"
+
+#define IDX_IMAGES_MAGIC 0x00000803u
+#define IDX_LABELS_MAGIC 0x00000801u
+#define FMNIST_PACKAGE "apt-get install dataset-fashion-mnist"
+#define CHUNK (1u << 20)
+
+struct idx_file {
+    gzFile f;
+    const char *path;
+    uint32_t dims[3];
+};
+
+static int gz_failed(struct idx_file *in, const char *what, struct pb_err *e)
+{
+    int code = Z_OK;
+    const char *msg = gzerror(in->f, &code);
+    if (code == Z_ERRNO)
+        msg = strerror(errno);
+    size_t len = strlen(in->path);
+    if (!strncmp(msg, in->path, len) && !strncmp(msg + len, ": ", 2))
+        msg += len + 2;   /* zlib prefixes the path, which the message already names */
+    return pb_err_set(e, "%s: %s: %s (the file is damaged; reinstall or re-download it)",
+                      in->path, what, msg);
+}
+
+static int open_idx(struct idx_file *in, const char *path, uint32_t magic, int ndims,
+                    struct pb_err *e)
+{
+    in->path = path;
+    in->f = gzopen(path, "rb");
+    if (!in->f)
+        return pb_err_set(e, "cannot open %s: %s", path, strerror(errno ? errno : ENOMEM));
+    gzbuffer(in->f, CHUNK);
+    unsigned char hdr[16];
+    size_t len = 4 * (size_t)(ndims + 1);
+    int got = gzread(in->f, hdr, (unsigned)len);
+    if (got < 0)
+        return gz_failed(in, "reading the IDX header", e);
+    if ((size_t)got < len)
+        return pb_err_set(e, "%s: the file ends inside its %zu-byte IDX header (truncated, or "
+                          "not an IDX file)", path, len);
+    uint32_t m = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    if (m != magic)
+        return pb_err_set(e, "%s: bad magic number 0x%08x, expected 0x%08x (an IDX file of "
+                          "unsigned bytes with %d dimension%s); is this the right file?",
+                          path, m, magic, ndims, ndims > 1 ? "s" : "");
+    for (int d = 0; d < ndims; d++) {
+        const unsigned char *p = hdr + 4 + 4 * d;
+        in->dims[d] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (in->dims[d] == 0 || in->dims[d] > INT_MAX)
+            return pb_err_set(e, "%s: header dimension %d is %u; it must be between 1 and %d "
+                              "(corrupt header)", path, d, in->dims[d], INT_MAX);
+    }
+    return 0;
+}
+
+/* Reads the rest of the file, which must hold exactly `total` bytes, into *out. The
+ * buffer grows with the data read, so a corrupt header cannot demand a huge block. */
+static int read_body(struct idx_file *in, size_t total, const char *unit, unsigned char **out,
+                     struct pb_err *e)
+{
+    size_t cap = total < CHUNK ? total : CHUNK, done = 0;
+    unsigned char *buf = pb_xmalloc(cap);
+    int rc = 0;
+    while (done < total) {
+        if (done == cap) {
+            cap = total - cap < cap ? total : 2 * cap;
+            unsigned char *b = realloc(buf, cap);
+            PB_CHECK(b != NULL);
+            buf = b;
+        }
+        size_t want = cap - done < CHUNK ? cap - done : CHUNK;
+        int got = gzread(in->f, buf + done, (unsigned)want);
+        if (got < 0) {
+            rc = gz_failed(in, "reading the data", e);
+            break;
+        }
+        if (got == 0) {
+            int code = Z_OK;
+            gzerror(in->f, &code);
+            if (code != Z_OK) {
+                rc = gz_failed(in, "reading the data", e);
+                break;
+            }
+            rc = pb_err_set(e, "%s: truncated: the header declares %zu bytes of %s but only %zu "
+                            "follow; reinstall or re-download the file", in->path, total, unit,
+                            done);
+            break;
+        }
+        done += (size_t)got;
+    }
+    if (rc == 0) {
+        unsigned char extra;
+        int got = gzread(in->f, &extra, 1);
+        if (got < 0)
+            rc = gz_failed(in, "reading past the data", e);
+        else if (got > 0)
+            rc = pb_err_set(e, "%s: corrupt: extra bytes after the %zu bytes of %s the header "
+                            "declares", in->path, total, unit);
+    }
+    if (rc)
+        free(buf);
+    else
+        *out = buf;
+    return rc;
+}
+
+int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *images_path,
+                        const char *labels_path, int expect_h, int expect_w, int nclasses,
+                        int limit, struct pb_err *e)
+{
+    memset(ds, 0, sizeof *ds);
+    struct idx_file im = {0}, lb = {0};
+    unsigned char *pixels = NULL, *labels = NULL;
+    int rc = -1;
+    if (open_idx(&im, images_path, IDX_IMAGES_MAGIC, 3, e) ||
+        open_idx(&lb, labels_path, IDX_LABELS_MAGIC, 1, e))
+        goto out;
+    int n = (int)im.dims[0], h = (int)im.dims[1], w = (int)im.dims[2];
+    if ((expect_h > 0 && h != expect_h) || (expect_w > 0 && w != expect_w)) {
+        pb_err_set(e, "%s: images are %dx%d, but %s images are %dx%d (wrong or corrupt file)",
+                   images_path, h, w, name, expect_h, expect_w);
+        goto out;
+    }
+    if ((int)lb.dims[0] != n) {
+        pb_err_set(e, "%s holds %d images but %s holds %u labels; the two files must come "
+                   "from the same split", images_path, n, labels_path, lb.dims[0]);
+        goto out;
+    }
+    if (limit > n) {
+        pb_err_set(e, "%s: the sample limit %d is more than the %d samples the file holds",
+                   images_path, limit, n);
+        goto out;
+    }
+    int keep = limit > 0 ? limit : n;
+    size_t per = (size_t)h * w;
+    if (per > SIZE_MAX / 4 / (size_t)n) {
+        pb_err_set(e, "%s: %d images of %dx%d do not fit in memory (corrupt header)",
+                   images_path, n, h, w);
+        goto out;
+    }
+    if (read_body(&im, (size_t)n * per, "pixels", &pixels, e) ||
+        read_body(&lb, (size_t)n, "labels", &labels, e))
+        goto out;
+    for (int i = 0; i < n; i++)
+        if (labels[i] >= nclasses) {
+            pb_err_set(e, "%s: label %d of sample %d is not below %d (corrupt file)",
+                       labels_path, labels[i], i, nclasses);
+            goto out;
+        }
+    float table[256];
+    for (int v = 0; v < 256; v++)
+        table[v] = ((float)v / 255.0f - PB_FMNIST_MEAN) / PB_FMNIST_STD;
+    ds->x = pb_xmalloc((size_t)keep * per * sizeof *ds->x);
+    ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
+    for (size_t i = 0; i < (size_t)keep * per; i++)
+        ds->x[i] = table[pixels[i]];
+    for (int i = 0; i < keep; i++)
+        ds->y[i] = labels[i];
+    ds->name = pb_xstrdup(name);
+    ds->n = keep;
+    ds->c = 1;
+    ds->h = h;
+    ds->w = w;
+    ds->nclasses = nclasses;
+    rc = 0;
+out:
+    free(pixels);
+    free(labels);
+    if (im.f)
+        gzclose(im.f);
+    if (lb.f)
+        gzclose(lb.f);
+    if (rc)
+        pb_dataset_finish(ds);
+    return rc;
+}
+
+/* dir/base.gz, else dir/base; a message naming both and the package when neither exists. */
+static int find_file(char *out, size_t cap, const char *dir, const char *base, bool is_default,
+                     struct pb_err *e)
+{
+    struct stat st;
+    snprintf(out, cap, "%s/%s.gz", dir, base);
+    if (stat(out, &st) == 0)
+        return 0;
+    snprintf(out, cap, "%s/%s", dir, base);
+    if (stat(out, &st) == 0)
+        return 0;
+    int err = errno;
+    if (stat(dir, &st) != 0)
+        return pb_err_set(e, "fashion-mnist: the folder %s does not exist (%s); %s, or pass "
+                          "--data-dir FOLDER holding %s.gz and its three siblings",
+                          dir, strerror(errno),
+                          is_default ? "install the dataset with `" FMNIST_PACKAGE "`"
+                                     : "check the path (the Debian package `" FMNIST_PACKAGE
+                                       "` installs it in " "/usr/share/datasets/fashion-mnist)",
+                          base);
+    return pb_err_set(e, "fashion-mnist: cannot find %s/%s.gz nor %s/%s (%s); install the "
+                      "dataset with `" FMNIST_PACKAGE "`, or pass --data-dir FOLDER holding "
+                      "the four IDX files", dir, base, dir, base, strerror(err));
+}
+
+int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum pb_split split,
+                             int limit, struct pb_err *e)
+{
+    memset(ds, 0, sizeof *ds);
+    const char *dir = data_dir ? data_dir : pb_dataset_default_dir("fashion-mnist");
+    const char *prefix = split == PB_SPLIT_TRAIN ? "train" : "t10k";
+    char base[64], images[4096], labels[4096];
+    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
+    if (find_file(images, sizeof images, dir, base, data_dir == NULL, e))
+        return -1;
+    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
+    if (find_file(labels, sizeof labels, dir, base, data_dir == NULL, e))
+        return -1;
+    return pb_dataset_load_idx(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, e);
+}

@@ -1,0 +1,69 @@
+/* workloads/registry.c — the table of workloads, and the balanced partitioner. */
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "workload.h"
+
+extern const struct pb_workload pb_workload_mlp, pb_workload_lenet;
+
+const struct pb_workload *const pb_workloads[] = {
+    &pb_workload_mlp,
+    &pb_workload_lenet,
+    NULL,
+};
+
+const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e)
+{
+    char list[256] = "";
+    for (int i = 0; pb_workloads[i]; i++) {
+        if (!strcmp(pb_workloads[i]->name, name))
+            return pb_workloads[i];
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 pb_workloads[i]->name);
+    }
+    pb_err_set(e, "unknown model '%s'; valid models: %s", name, list);
+    return NULL;
+}
+
+int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e)
+{
+    int nb = m->nblocks;
+    if (stages < 1)
+        return pb_err_set(e, "--stages must be at least 1 (got %d)", stages);
+    if (stages > nb)
+        return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
+                             "(got --stages %d)", m->name, nb, nb, stages);
+    /* best[k][i]: the smallest possible largest-stage cost of blocks [0, i) in k stages */
+    double *prefix = pb_xcalloc((size_t)nb + 1, sizeof *prefix);
+    double *best = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *best);
+    int *cut = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *cut);
+    for (int i = 0; i < nb; i++)
+        prefix[i + 1] = prefix[i] + m->blocks[i].flops;
+#define AT(a, k, i) a[(size_t)(k) * (nb + 1) + (i)]
+    for (int i = 0; i <= nb; i++)
+        AT(best, 1, i) = prefix[i];
+    for (int k = 2; k <= stages; k++)
+        for (int i = k; i <= nb; i++) {
+            AT(best, k, i) = DBL_MAX;
+            for (int j = k - 1; j < i; j++) {
+                double c = AT(best, k - 1, j);
+                double last = prefix[i] - prefix[j];
+                if (last > c)
+                    c = last;
+                if (c < AT(best, k, i)) {
+                    AT(best, k, i) = c;
+                    AT(cut, k, i) = j;
+                }
+            }
+        }
+    bounds[stages] = nb;
+    for (int k = stages; k >= 2; k--)
+        bounds[k - 1] = AT(cut, k, bounds[k]);
+    bounds[0] = 0;
+#undef AT
+    free(prefix);
+    free(best);
+    free(cut);
+    return 0;
+}

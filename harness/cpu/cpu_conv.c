@@ -1,7 +1,8 @@
 /* harness/cpu/cpu_conv.c — 2-D convolution on oneDNN (DESIGN principle 5): the
  * primitives choose their formats (format_tag_any); activations are reordered only
  * when the caller's layout differs, and the caller's PyTorch OIHW weights are
- * reordered into the primitive's format at every call. */
+ * reordered into the primitive's format at every call. Strided convolutions on few
+ * channels may run in space-to-depth form instead (cpu_conv_s2d.c). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -126,23 +127,23 @@ static struct conv_fwd *fwd_get(struct pb_backend *be, const struct pb_conv_desc
     return f;
 }
 
-enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
-                                  const struct pb_tensor *x)
+enum pb_layout pb_cpu_conv_direct_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                         struct pb_shape x)
 {
-    pb_cpu_begin(be);
-    return fwd_get(be, d, x)->y_layout;
+    struct conv_shapes cs;
+    conv_shapes(d, x.n, x.h, x.w, &cs);
+    dnnl_primitive_desc_t pd = fwd_hint(be, d, &cs);
+    enum pb_layout l = dst_layout(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), cs.y);
+    dnnl_primitive_desc_destroy(pd);
+    return l;
 }
 
-/* x [n, cin, h, w] (any layout), w [cout, cin, kh, kw] OIHW, b [cout] or NULL,
- * y [n, cout, oh, ow] in conv_layout's layout */
-void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
-                     const struct pb_tensor *x, const float *w, const float *b,
-                     struct pb_tensor *y)
+static void direct_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
+                       const struct pb_tensor *x, const float *w, const float *b,
+                       struct pb_tensor *y)
 {
-    pb_cpu_begin(be);
     struct conv_fwd *f = fwd_get(be, d, x);
     PB_CHECK(pb_shape_eq(y->shape, f->cs.y) && y->layout == f->y_layout);
-    PB_CHECK(!d->bias || b != NULL);
     struct pb_cpu_arg a[4] = {
         {DNNL_ARG_SRC, pb_cpu_prim_md(&f->p, dnnl_query_src_md, 0), pb_cpu_xfer_in(be, &f->src, x->data)},
         {DNNL_ARG_WEIGHTS, pb_cpu_prim_md(&f->p, dnnl_query_weights_md, 0), pb_cpu_xfer_in(be, &f->wei, w)},
@@ -171,13 +172,9 @@ static void drop_bwd_data(struct pb_backend *be, void *val)
     free(bd);
 }
 
-/* dy [n, cout, oh, ow] (any layout), w [cout, cin, kh, kw] OIHW,
- * dx [n, cin, h, w] (layout set by the caller) = conv^T(dy, w) */
-void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
-                          const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
+static void direct_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
+                            const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
 {
-    pb_cpu_begin(be);
-    PB_CHECK(dx->shape.c == d->cin);
     struct pb_cpu_key k = conv_key(PB_CPU_OP_CONV_BWD_DATA, d, dx->shape, dx->layout, dy->layout);
     struct conv_bwd_data *bd = pb_cpu_cache_get(be, &k);
     if (!bd) {
@@ -259,17 +256,12 @@ static struct conv_bwd_w *bwd_w_get(struct pb_backend *be, const struct pb_conv_
     return bw;
 }
 
-/* x [n, cin, h, w], dy [n, cout, oh, ow] (any layouts);
- * dw_acc [cout, cin, kh, kw] OIHW += dL/dw, db_acc [cout] += dL/db */
-void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
-                             const struct pb_tensor *x, const struct pb_tensor *dy,
-                             float *dw_acc, float *db_acc)
+static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
+                               const struct pb_tensor *x, const struct pb_tensor *dy,
+                               float *dw_acc, float *db_acc)
 {
-    pb_cpu_begin(be);
-    PB_CHECK(x->shape.c == d->cin);
     struct conv_bwd_w *bw = bwd_w_get(be, d, x, dy);
     PB_CHECK(pb_shape_eq(dy->shape, bw->cs.y));
-    PB_CHECK(!d->bias || db_acc != NULL);
     struct pb_cpu_arg a[4] = {
         {DNNL_ARG_SRC, pb_cpu_prim_md(&bw->p, dnnl_query_src_md, 0), pb_cpu_xfer_in(be, &bw->src, x->data)},
         {DNNL_ARG_DIFF_DST, pb_cpu_prim_md(&bw->p, dnnl_query_diff_dst_md, 0), pb_cpu_xfer_in(be, &bw->dy, dy->data)},
@@ -286,4 +278,58 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
     if (d->bias)
         for (int i = 0; i < d->cout; i++)
             db_acc[i] += bw->db[i];
+}
+
+/* ---- the ops: space-to-depth form when it is planned, else direct ---- */
+
+enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                  const struct pb_tensor *x)
+{
+    pb_cpu_begin(be);
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    return s ? pb_cpu_s2d_layout(s) : fwd_get(be, d, x)->y_layout;
+}
+
+/* x [n, cin, h, w] (any layout), w [cout, cin, kh, kw] OIHW, b [cout] or NULL,
+ * y [n, cout, oh, ow] in conv_layout's layout */
+void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
+                     const struct pb_tensor *x, const float *w, const float *b,
+                     struct pb_tensor *y)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(x->shape.c == d->cin && (!d->bias || b != NULL));
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    if (s)
+        pb_cpu_s2d_fwd(be, s, x, w, b, y);
+    else
+        direct_fwd(be, d, x, w, b, y);
+}
+
+/* dy [n, cout, oh, ow] (any layout), w [cout, cin, kh, kw] OIHW,
+ * dx [n, cin, h, w] (layout set by the caller) = conv^T(dy, w) */
+void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
+                          const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(dx->shape.c == d->cin);
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, dx->shape);
+    if (s)
+        pb_cpu_s2d_bwd_data(be, s, dy, w, dx);
+    else
+        direct_bwd_data(be, d, dy, w, dx);
+}
+
+/* x [n, cin, h, w], dy [n, cout, oh, ow] (any layouts);
+ * dw_acc [cout, cin, kh, kw] OIHW += dL/dw, db_acc [cout] += dL/db */
+void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
+                             const struct pb_tensor *x, const struct pb_tensor *dy,
+                             float *dw_acc, float *db_acc)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(x->shape.c == d->cin && (!d->bias || db_acc != NULL));
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    if (s)
+        pb_cpu_s2d_bwd_weights(be, s, x, dy, dw_acc, db_acc);
+    else
+        direct_bwd_weights(be, d, x, dy, dw_acc, db_acc);
 }

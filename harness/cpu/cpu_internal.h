@@ -82,6 +82,7 @@ enum pb_cpu_op {
     PB_CPU_OP_CONV_FWD,
     PB_CPU_OP_CONV_BWD_DATA,
     PB_CPU_OP_CONV_BWD_WEIGHTS,
+    PB_CPU_OP_CONV_S2D,
     PB_CPU_OP_POOL_FWD,
     PB_CPU_OP_POOL_BWD,
     PB_CPU_OP_BN_FWD,
@@ -158,6 +159,24 @@ void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
 void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
                              const struct pb_tensor *x, const struct pb_tensor *dy,
                              float *dw_acc, float *db_acc);
+
+/* The layout the direct convolution primitive writes y in, for x of shape x. */
+enum pb_layout pb_cpu_conv_direct_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                         struct pb_shape x);
+
+/* Space-to-depth form of a strided convolution on few input channels (cpu_conv_s2d.c):
+ * NULL when the direct convolution is used for x of this shape. */
+struct pb_cpu_s2d;
+const struct pb_cpu_s2d *pb_cpu_s2d_plan(struct pb_backend *be, const struct pb_conv_desc *d,
+                                         struct pb_shape x);
+enum pb_layout pb_cpu_s2d_layout(const struct pb_cpu_s2d *s);
+void pb_cpu_s2d_fwd(struct pb_backend *be, const struct pb_cpu_s2d *s, const struct pb_tensor *x,
+                    const float *w, const float *b, struct pb_tensor *y);
+void pb_cpu_s2d_bwd_data(struct pb_backend *be, const struct pb_cpu_s2d *s,
+                         const struct pb_tensor *dy, const float *w, struct pb_tensor *dx);
+void pb_cpu_s2d_bwd_weights(struct pb_backend *be, const struct pb_cpu_s2d *s,
+                            const struct pb_tensor *x, const struct pb_tensor *dy, float *dw_acc,
+                            float *db_acc);
 
 size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d,
                              const struct pb_tensor *x, const struct pb_tensor *y);

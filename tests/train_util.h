@@ -1,0 +1,35 @@
+/* tests/train_util.h — helpers of the training tests: run configurations in a
+ * temporary folder, read back saved weights, and a plain training loop (one stage,
+ * no pipeline) to compare the schedules with. */
+#ifndef PB_TRAIN_UTIL_H
+#define PB_TRAIN_UTIL_H
+
+#include "run.h"
+#include "safetensors.h"
+
+/* A fresh temporary folder for the test (removed by the OS's tmp cleaning). */
+const char *tmp_dir(void);
+/* tmp_dir()/name */
+const char *tmp_path(const char *name);
+
+/* A small, fast configuration: mlp on the first 640 Fashion-MNIST samples,
+ * micro-batches of 32, 2 epochs, results in tmp_path("runs.db"). */
+void small_cfg(struct pb_run_cfg *c);
+
+/* Runs c, saving to tmp_path(save) and failing the test unless it ends done. */
+void run_ok(struct pb_run_cfg *c, const char *save);
+
+/* All F32 tensors of a saved file concatenated in file order (names ignored);
+ * *n receives the count. */
+float *load_weights(const char *path, size_t *n);
+
+/* Plain training of c's model on one stage: for each mini-batch of `accumulate`
+ * micro-batches, forwards in order, backwards in reverse order (as GPipe runs them),
+ * the mean gradient, one optimizer step. Writes the weights as run --save would for
+ * D = 1 and returns them (concatenated, as load_weights). */
+float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n);
+
+/* Bytes of a file (malloc'ed); *len receives its size. */
+unsigned char *read_file(const char *path, size_t *len);
+
+#endif

@@ -11,4 +11,9 @@
 int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *progs,
                 struct pb_err *e);
 
+/* One thread per device; channels hold at most `capacity` messages (≥ 1: every
+ * validated program runs without deadlock with capacity 1). */
+int pb_exec_threads(struct pb_worker *workers, int ndev, const struct pb_program *progs,
+                    int capacity, struct pb_err *e);
+
 #endif

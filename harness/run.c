@@ -113,8 +113,8 @@ static int check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
         return pb_err_set(e, "--threads must be >= 0 (0 = all cores)");
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
-    if (strcmp(c->executor, "seq"))
-        return pb_err_set(e, "unknown executor '%s'; valid executors: seq", c->executor);
+    if (strcmp(c->executor, "seq") && strcmp(c->executor, "threads"))
+        return pb_err_set(e, "unknown executor '%s'; valid executors: seq, threads", c->executor);
     return pb_optim_cfg_check(&c->optim, e);
 }
 
@@ -297,10 +297,13 @@ static int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_r
     int d = c->stages;
     pb_epoch_order(c->seed, epoch, r->train.n, c->shuffle, order);
     struct pb_data_view view = {&r->train, order, c->microbatch_size};
-    for (int k = 0; k < d; k++)
+    for (int k = 0; k < d; k++) {
         pb_worker_begin_epoch(&r->workers[k], epoch, &r->progs[k], view);
+        r->workers[k].epoch_t0 = r->workers[0].epoch_t0;  /* one time origin for events */
+    }
     double t0 = now_s();
-    int rc = pb_exec_seq(r->workers, d, r->progs, e);
+    int rc = !strcmp(c->executor, "threads") ? pb_exec_threads(r->workers, d, r->progs, d, e)
+                                             : pb_exec_seq(r->workers, d, r->progs, e);
     double wall = now_s() - t0;
     *diverged = r->workers[d - 1].diverged;
     if (rc)

@@ -37,6 +37,17 @@ static void b_residual(struct pb_model *m, struct pb_block *b)
     pb_block_relu(m, b, "relu");
 }
 
+/* The residual block without ReLUs: conv-bn-conv-bn plus the skip. */
+static void b_residual_smooth(struct pb_model *m, struct pb_block *b)
+{
+    pb_block_conv(m, b, "conv1", 8, 8, 3, 3, 1, 1, 1, false);
+    pb_block_bn(m, b, "bn1", 8);
+    pb_block_conv(m, b, "conv2", 8, 8, 3, 3, 1, 1, 1, false);
+    int bn2 = pb_block_bn(m, b, "bn2", 8);
+    int in[2] = {bn2, -1};
+    pb_block_node(m, b, "add", &(struct pb_layer_cfg){.kind = PB_LAYER_ADD}, 2, in);
+}
+
 static void b_branches(struct pb_model *m, struct pb_block *b)
 {
     int x = -1;
@@ -65,6 +76,7 @@ const struct layer_case layer_cases[] = {
     {"gap", {2, 16, 5, 5}, true, b_gap},
     {"relu", {2, 8, 5, 5}, true, b_relu},
     {"residual", {2, 8, 6, 6}, true, b_residual},
+    {"residual_smooth", {2, 8, 6, 6}, true, b_residual_smooth},
     {"branches", {2, 8, 6, 6}, true, b_branches},
     {"dropout", {3, 40, 1, 1}, true, b_dropout},
     {"flatten_linear", {2, 3, 5, 5}, true, b_flatten_linear},

@@ -75,6 +75,21 @@ static float *tensor_plain(struct pb_backend *be, const struct pb_tensor *t)
     return h;
 }
 
+/* The padded channels of a blocked tensor (c..⌈c/block⌉·block) are zero. */
+static void assert_pad_zero(struct pb_backend *be, const struct pb_tensor *t, const char *what)
+{
+    struct pb_shape s = t->shape;
+    int b = pb_layout_block(t->layout), cb = (s.c + b - 1) / b;
+    float *h = host_from(be, t->data, pb_layout_count(s, t->layout));
+    for (int n = 0; n < s.n; n++)
+        for (int c = s.c; c < cb * b; c++)
+            for (int i = 0; i < s.h * s.w; i++) {
+                float v = h[((size_t)(n * cb + c / b) * s.h * s.w + i) * b + c % b];
+                ck_assert_msg(v == 0.0f, "%s: padded channel %d of n%d: %g", what, c, n, v);
+            }
+    free(h);
+}
+
 static float *to_float(const double *d, size_t n)
 {
     float *f = malloc((n + 1) * sizeof *f);
@@ -180,6 +195,8 @@ static const struct conv_case conv_cases[] = {
     {1, 3, 23, 23, 8, 11, 11, 4, 4, 2, 2, true, PB_LAYOUT_PLAIN},
     {2, 8, 7, 7, 24, 1, 1, 1, 1, 0, 0, true, PB_LAYOUT_NCHW8C},
     {3, 24, 6, 6, 32, 3, 3, 1, 1, 0, 0, false, PB_LAYOUT_NCHW16C},
+    {2, 3, 26, 27, 8, 11, 11, 4, 4, 2, 2, false, PB_LAYOUT_NCHW8C},
+    {1, 4, 17, 19, 16, 5, 7, 2, 3, 2, 1, true, PB_LAYOUT_PLAIN},
 };
 
 static struct pb_conv_desc conv_desc_of(const struct conv_case *cc)
@@ -256,6 +273,7 @@ START_TEST(test_conv)
     be->ops->conv_fwd(be, &d, &x, w, cc->bias ? b : NULL, &y);
     float *got = tensor_plain(be, &y), *want = to_float(ry, ny);
     pb_assert_close("conv fwd", got, want, ny, CONV_RTOL, CONV_ATOL);
+    assert_pad_zero(be, &y, "conv fwd y");
     free(got), free(want);
 
     struct pb_tensor dy = tensor_from(be, hdy, ys, yl), dx = tensor_new(be, xs, cc->xl);
@@ -263,6 +281,9 @@ START_TEST(test_conv)
     got = tensor_plain(be, &dx);
     want = to_float(rdx, nx);
     pb_assert_close("conv bwd data", got, want, nx, CONV_RTOL, CONV_ATOL);
+    be->ops->fill(be, dx.data, 5.0f, pb_layout_count(xs, cc->xl));
+    be->ops->conv_bwd_data(be, &d, &dy, w, &dx);
+    assert_pad_zero(be, &dx, "conv bwd data dx");
     free(got), free(want);
 
     /* twice onto random starting values: dw_acc = dw0 + 2 dw, db_acc = db0 + 2 db */
@@ -567,6 +588,44 @@ START_TEST(test_concat_split)
 }
 END_TEST
 
+/* More inputs than a primitive-cache key holds (the uncached path). */
+START_TEST(test_concat_many)
+{
+    struct pb_backend *be = be_new();
+    enum { K = 40 };
+    struct pb_shape os = {2, 0, 3, 2};
+    float *h[K];
+    struct pb_tensor ins[K], outs[K];
+    const struct pb_tensor *inp[K];
+    struct pb_tensor *outp[K];
+    for (int i = 0; i < K; i++) {
+        struct pb_shape s = {os.n, 1 + i % 3, os.h, os.w};
+        os.c += s.c;
+        h[i] = host_rand(pb_shape_count(s), 200 + i, -1, 1);
+        ins[i] = tensor_from(be, h[i], s, all_layouts[i % 2]);
+        outs[i] = tensor_new(be, s, all_layouts[(i + 1) % 3]);
+        inp[i] = &ins[i];
+        outp[i] = &outs[i];
+    }
+    struct pb_tensor out = tensor_new(be, os, PB_LAYOUT_NCHW8C);
+    for (int rep = 0; rep < 2; rep++) {
+        be->ops->concat(be, K, inp, &out);
+        be->ops->split(be, &out, K, outp);
+    }
+    float *got = tensor_plain(be, &out);
+    for (int i = 0, c0 = 0; i < K; c0 += ins[i].shape.c, i++) {
+        size_t plane = (size_t)ins[i].shape.c * os.h * os.w;
+        for (int n = 0; n < os.n; n++)
+            assert_same("concat (many)", got + idx4(os, n, c0, 0, 0), h[i] + n * plane, plane);
+        float *part = tensor_plain(be, &outs[i]);
+        assert_same("split (many)", part, h[i], pb_shape_count(outs[i].shape));
+        free(part), free(h[i]);
+    }
+    free(got);
+    pb_backend_destroy(be);
+}
+END_TEST
+
 START_TEST(test_reorder)
 {
     struct pb_backend *be = be_new();
@@ -836,6 +895,7 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, test_pool, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
     tcase_add_loop_test(tc, test_bn, 0, 3);
     tcase_add_loop_test(tc, test_concat_split, 0, 3);
+    tcase_add_test(tc, test_concat_many);
     tcase_add_test(tc, test_reorder);
     tcase_add_test(tc, test_eltwise);
     tcase_add_test(tc, test_dropout);

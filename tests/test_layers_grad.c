@@ -13,7 +13,12 @@
  * layers, and ReLU and max-pooling kinks are rarely within h of a random input.
  * L is summed in double from float32 outputs; each output carries ~6e-8 relative
  * rounding, which divided by 2h gives ~1e-4 absolute noise on O(1) derivatives:
- * the tolerance is atol 5e-3 + rtol 2e-2. */
+ * the tolerance is atol 5e-3 + rtol 2e-2.
+ * The residual block is checked without its ReLUs ("residual_smooth"): with BatchNorm
+ * feeding a ReLU, one weight's perturbation moves the batch statistics and so every
+ * ReLU input, and with hundreds of them one crosses zero within ±h about every
+ * other perturbation — PyTorch's own float32 differences miss 5 of 24 samples there
+ * at h = 1e-3. Its ReLU version is checked against PyTorch (test_layers_parity). */
 #define FD_H 1e-3
 #define FD_RTOL 2e-2
 #define FD_ATOL 5e-3
@@ -110,7 +115,7 @@ GRAD_TEST(maxpool)
 GRAD_TEST(avgpool)
 GRAD_TEST(gap)
 GRAD_TEST(relu)
-GRAD_TEST(residual)
+GRAD_TEST(residual_smooth)
 GRAD_TEST(branches)
 GRAD_TEST(dropout)
 GRAD_TEST(flatten_linear)
@@ -171,7 +176,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_avgpool);
     tcase_add_test(tc, test_gap);
     tcase_add_test(tc, test_relu);
-    tcase_add_test(tc, test_residual);
+    tcase_add_test(tc, test_residual_smooth);
     tcase_add_test(tc, test_branches);
     tcase_add_test(tc, test_dropout);
     tcase_add_test(tc, test_flatten_linear);

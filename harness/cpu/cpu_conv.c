@@ -2,7 +2,8 @@
  * primitives choose their formats (format_tag_any); activations are reordered only
  * when the caller's layout differs, and the caller's PyTorch OIHW weights are
  * reordered into the primitive's format at every call. Strided convolutions on few
- * channels may run in space-to-depth form instead (cpu_conv_s2d.c). */
+ * channels may run their forward and backward data in space-to-depth form instead
+ * (cpu_conv_s2d.c). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -280,7 +281,8 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
             db_acc[i] += bw->db[i];
 }
 
-/* ---- the ops: space-to-depth form when it is planned, else direct ---- */
+/* ---- the ops: forward and backward data in space-to-depth form when it is planned,
+ * else (and backward weights always) direct ---- */
 
 enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                   const struct pb_tensor *x)
@@ -327,9 +329,5 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
 {
     pb_cpu_begin(be);
     PB_CHECK(x->shape.c == d->cin && (!d->bias || db_acc != NULL));
-    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
-    if (s)
-        pb_cpu_s2d_bwd_weights(be, s, x, dy, dw_acc, db_acc);
-    else
-        direct_bwd_weights(be, d, x, dy, dw_acc, db_acc);
+    direct_bwd_weights(be, d, x, dy, dw_acc, db_acc);
 }

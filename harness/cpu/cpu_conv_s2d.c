@@ -1,9 +1,11 @@
-/* harness/cpu/cpu_conv_s2d.c — strided convolutions on few input channels (AlexNet's
- * 11x11/4 conv1 on RGB) in space-to-depth form, for when oneDNN has no blocked direct
- * kernel for them and would fall back to im2col + gemm in plain layouts: x [n, c, h, w]
- * becomes x' [n, c·sh·sw, h', w'] (x'[c·sh·sw + a·sw + b][I][J] = xpad[c][I·sh + a][J·sw + b])
- * and the kernel a stride-1 ⌈kh/sh⌉ x ⌈kw/sw⌉ one (zero-padded), which runs in the
- * blocked formats at about the sgemm rate; y comes out blocked. */
+/* harness/cpu/cpu_conv_s2d.c — the forward and backward-data passes of strided
+ * convolutions on few input channels (AlexNet's 11x11/4 conv1 on RGB) in space-to-depth
+ * form, for when oneDNN has no blocked direct kernel for them and would fall back to
+ * im2col + gemm in plain layouts: x [n, c, h, w] becomes x' [n, c·sh·sw, h', w']
+ * (x'[c·sh·sw + a·sw + b][I][J] = xpad[c][I·sh + a][J·sw + b]) and the kernel a stride-1
+ * ⌈kh/sh⌉ x ⌈kw/sw⌉ one (zero-padded), which runs blocked at about the sgemm rate (despite
+ * the padded taps) and writes y blocked. The backward weights stays direct: its oneDNN
+ * kernel takes plain x with blocked dy. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -17,7 +19,7 @@ struct pb_cpu_s2d {
     struct pb_shape x, x2;      /* x [n, cin, h, w]; x' [n, cin·sh·sw, h', w'] */
     enum pb_layout l2;          /* layout of x', dx' and y (the inner primitive's) */
     float *xbuf, *dxbuf;        /* x', dx' in l2 */
-    float *w2, *dw2;            /* w', dw' [cout, cin·sh·sw, kh', kw'] OIHW */
+    float *w2;                  /* w' [cout, cin·sh·sw, kh', kw'] OIHW */
 };
 
 static void drop_plan(struct pb_backend *be, void *val)
@@ -26,7 +28,6 @@ static void drop_plan(struct pb_backend *be, void *val)
     pb_cpu_scratch_free(be, s->xbuf);
     pb_cpu_scratch_free(be, s->dxbuf);
     pb_cpu_scratch_free(be, s->w2);
-    pb_cpu_scratch_free(be, s->dw2);
     free(s);
 }
 
@@ -83,32 +84,35 @@ enum pb_layout pb_cpu_s2d_layout(const struct pb_cpu_s2d *s)
     return s->l2;
 }
 
-/* x [n, cin, h, w] (any layout) → x' in s->xbuf */
+/* x [n, cin, h, w] (any layout) → x' in s->xbuf, one row of a channel block at a time
+ * (the writes are then contiguous) */
 static void space_to_depth(struct pb_backend *be, const struct pb_cpu_s2d *s,
                            const struct pb_tensor *x)
 {
     const struct pb_conv_desc *d = &s->d;
     struct pb_shape x2 = s->x2;
-    size_t sb = (size_t)pb_layout_block(x->layout), db = (size_t)pb_layout_block(s->l2);
-    int rows = x2.n * x2.c;
+    int db = pb_layout_block(s->l2), nblk = (x2.c + db - 1) / db;
+    size_t sb = (size_t)pb_layout_block(x->layout);
+    int rows = x2.n * nblk * x2.h;
 #pragma omp parallel for num_threads(be->nthreads) schedule(static)
     for (int r = 0; r < rows; r++) {
-        int n = r / x2.c, c2 = r % x2.c;
-        int c = c2 / (d->sh * d->sw), a = c2 / d->sw % d->sh, b = c2 % d->sw;
-        for (int i = 0; i < x2.h; i++) {
-            float *dst = s->xbuf + pb_cpu_offset(x2, s->l2, n, c2, i, 0);
-            int ih = i * d->sh + a - d->ph;
-            if (ih < 0 || ih >= s->x.h) {
-                for (int j = 0; j < x2.w; j++)
-                    dst[j * db] = 0.0f;
-                continue;
-            }
-            const float *src = x->data + pb_cpu_offset(s->x, x->layout, n, c, ih, 0);
-            for (int j = 0; j < x2.w; j++) {
-                int iw = j * d->sw + b - d->pw;
-                dst[j * db] = iw >= 0 && iw < s->x.w ? src[(size_t)iw * sb] : 0.0f;
-            }
+        int n = r / (nblk * x2.h), blk = r / x2.h % nblk, i = r % x2.h;
+        const float *src[16];  /* per channel of the block: its source row, NULL if none */
+        int off[16];           /* per channel: iw = j·sw + off */
+        for (int k = 0; k < db; k++) {
+            int c2 = blk * db + k, c = c2 / (d->sh * d->sw);
+            int a = c2 / d->sw % d->sh, ih = i * d->sh + a - d->ph;
+            src[k] = c2 < x2.c && ih >= 0 && ih < s->x.h
+                         ? x->data + pb_cpu_offset(s->x, x->layout, n, c, ih, 0)
+                         : NULL;
+            off[k] = c2 % d->sw - d->pw;
         }
+        float *dst = s->xbuf + pb_cpu_offset(x2, s->l2, n, blk * db, i, 0);
+        for (int j = 0; j < x2.w; j++)
+            for (int k = 0; k < db; k++) {
+                int iw = j * d->sw + off[k];
+                dst[j * db + k] = src[k] && iw >= 0 && iw < s->x.w ? src[k][(size_t)iw * sb] : 0.0f;
+            }
     }
 }
 
@@ -161,45 +165,27 @@ void pb_cpu_s2d_bwd_data(struct pb_backend *be, const struct pb_cpu_s2d *cs,
     for (int r = 0; r < rows; r++) {
         int n = r / cpad, c = r % cpad;
         for (int ih = 0; ih < xs.h; ih++) {
-            float *dst = dx->data + pb_cpu_offset(xs, dx->layout, n, c < xs.c ? c : 0, ih, 0) +
-                         (size_t)(c - (c < xs.c ? c : 0));
+            float *dst = dx->data + pb_cpu_offset(xs, dx->layout, n, c, ih, 0);
             int u = ih + d->ph, i = u / d->sh, a = u % d->sh;
             if (c >= xs.c || i >= x2.h) {
                 for (int iw = 0; iw < xs.w; iw++)
                     dst[iw * db] = 0.0f;
                 continue;
             }
-            for (int iw = 0; iw < xs.w; iw++) {
-                int v = iw + d->pw, j = v / d->sw, b = v % d->sw;
-                int c2 = (c * d->sh + a) * d->sw + b;
-                dst[iw * db] = j < x2.w ? s->dxbuf[pb_cpu_offset(x2, s->l2, n, c2, i, 0) + j * sb]
-                                        : 0.0f;
-            }
+            const float *src[S2D_MAX_CHANNELS];  /* row i of channel (c·sh + a)·sw + b */
+            for (int b = 0; b < d->sw; b++)
+                src[b] = s->dxbuf + pb_cpu_offset(x2, s->l2, n, (c * d->sh + a) * d->sw + b, i, 0);
+            /* iw = j·sw + b − pw for j < w', the columns past them get no window */
+            int covered = x2.w * d->sw - d->pw;
+            covered = covered < 0 ? 0 : covered < xs.w ? covered : xs.w;
+            for (int j = 0; j < x2.w; j++)
+                for (int b = 0; b < d->sw; b++) {
+                    int iw = j * d->sw + b - d->pw;
+                    if (iw >= 0 && iw < xs.w)
+                        dst[iw * db] = src[b][j * sb];
+                }
+            for (int iw = covered; iw < xs.w; iw++)
+                dst[iw * db] = 0.0f;
         }
     }
-}
-
-/* x [n, cin, h, w], dy [n, cout, oh, ow] (any layouts); dw_acc OIHW += dL/dw,
- * db_acc [cout] += dL/db */
-void pb_cpu_s2d_bwd_weights(struct pb_backend *be, const struct pb_cpu_s2d *cs,
-                            const struct pb_tensor *x, const struct pb_tensor *dy, float *dw_acc,
-                            float *db_acc)
-{
-    struct pb_cpu_s2d *s = (struct pb_cpu_s2d *)cs;
-    if (!s->dw2)
-        s->dw2 = pb_cpu_scratch(be, nw2(s) * sizeof(float));
-    memset(s->dw2, 0, nw2(s) * sizeof(float));
-    space_to_depth(be, s, x);
-    struct pb_tensor x2 = {s->xbuf, s->x2, s->l2};
-    pb_cpu_conv_bwd_weights(be, &s->d2, &x2, dy, s->dw2, db_acc);
-
-    const struct pb_conv_desc *d = &s->d, *d2 = &s->d2;
-    for (int o = 0; o < d->cout; o++)
-        for (int c = 0; c < d->cin; c++)
-            for (int u = 0; u < d->kh; u++)
-                for (int v = 0; v < d->kw; v++) {
-                    int c2 = (c * d->sh + u % d->sh) * d->sw + v % d->sw;
-                    *dw_acc++ += s->dw2[(((size_t)o * d2->cin + c2) * d2->kh + u / d->sh) * d2->kw +
-                                        v / d->sw];
-                }
 }

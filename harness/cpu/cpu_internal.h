@@ -164,8 +164,9 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
 enum pb_layout pb_cpu_conv_direct_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                          struct pb_shape x);
 
-/* Space-to-depth form of a strided convolution on few input channels (cpu_conv_s2d.c):
- * NULL when the direct convolution is used for x of this shape. */
+/* Space-to-depth form of the forward and backward data of a strided convolution on few
+ * input channels (cpu_conv_s2d.c): NULL when the direct convolution is used for x of
+ * this shape. */
 struct pb_cpu_s2d;
 const struct pb_cpu_s2d *pb_cpu_s2d_plan(struct pb_backend *be, const struct pb_conv_desc *d,
                                          struct pb_shape x);
@@ -174,9 +175,6 @@ void pb_cpu_s2d_fwd(struct pb_backend *be, const struct pb_cpu_s2d *s, const str
                     const float *w, const float *b, struct pb_tensor *y);
 void pb_cpu_s2d_bwd_data(struct pb_backend *be, const struct pb_cpu_s2d *s,
                          const struct pb_tensor *dy, const float *w, struct pb_tensor *dx);
-void pb_cpu_s2d_bwd_weights(struct pb_backend *be, const struct pb_cpu_s2d *s,
-                            const struct pb_tensor *x, const struct pb_tensor *dy, float *dw_acc,
-                            float *db_acc);
 
 size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d,
                              const struct pb_tensor *x, const struct pb_tensor *y);

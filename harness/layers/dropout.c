@@ -1,7 +1,10 @@
 /* harness/layers/dropout.c — inverted dropout (torch.nn.Dropout): y = x·mask/(1 − p)
  * in training, y = x in evaluation. The mask comes from the counter-based RNG keyed
- * by (seed, stage, micro-batch, layer) (SPEC §1), so the backward redraws it instead
- * of storing it, and every executor draws the same. Plain layout. */
+ * by (seed, micro-batch, layer) (SPEC §1), so the backward redraws it instead of
+ * storing it and every executor draws the same. The layer is the model-wide layer
+ * index, which fixes its stage; leaving the stage number out of the key keeps the
+ * masks the same under every partition, so runs with different D stay comparable
+ * (and GPipe equals gradient accumulation with dropout too). Plain layout. */
 #include "layer_util.h"
 #include "rng.h"
 
@@ -17,7 +20,7 @@ static int dropout_infer(const struct pb_layer *l, const struct pb_shape *in, in
 
 static struct pb_rng_key dropout_key(const struct pb_layer *l, const struct pb_fwd_ctx *c)
 {
-    return pb_rng_key(PB_RNG_DROPOUT, c->seed, (uint64_t)c->stage, (uint64_t)c->mb, (uint64_t)l->uid);
+    return pb_rng_key(PB_RNG_DROPOUT, c->seed, (uint64_t)c->mb, (uint64_t)l->uid, 0);
 }
 
 static int dropout_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,

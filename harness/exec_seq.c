@@ -2,6 +2,7 @@
  * runs each device's program in order, moving to the next device when an op waits
  * for an activation or gradient that has not been produced yet. */
 #include "executor.h"
+#include "interrupt.h"
 #include "msgq.h"
 
 /* Whether op can run now: its activation (F, stage > 0) or gradient (B, not last). */
@@ -44,6 +45,8 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
                 if (!rc && workers[k].diverged)
                     rc = pb_err_set(e, "the loss is not finite at micro-batch %d: the run diverged "
                                        "(try a smaller --lr)", op->mb);
+                if (!rc && pb_interrupted())
+                    rc = pb_err_set(e, "interrupted");
                 pc[k]++;
                 left--;
                 progress = true;

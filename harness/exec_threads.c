@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "executor.h"
+#include "interrupt.h"
 #include "msgq.h"
 
 struct channel {
@@ -125,6 +126,8 @@ static void *device_main(void *arg)
         if (!d->rc && w->diverged)
             d->rc = pb_err_set(&e, "the loss is not finite at micro-batch %d: the run diverged "
                                    "(try a smaller --lr)", op->mb);
+        if (!d->rc && pb_interrupted())
+            d->rc = pb_err_set(&e, "interrupted");
         if (d->rc) {
             free(out.data);
             stop_all(sh, d->ndev, d->k, &e);

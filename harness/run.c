@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "executor.h"
+#include "interrupt.h"
 #include "predictor.h"
 #include "program.h"
 #include "workload.h"
@@ -350,6 +351,8 @@ static int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_r
     sum->final_train_loss = rec.train_loss;
     if (vacc > sum->best_acc)
         sum->best_acc = vacc;
+    if (c->on_epoch)
+        c->on_epoch(c->on_epoch_ctx, epoch, c->epochs, vacc);
     if (!c->quiet)
         printf("epoch %d: train loss %.4f, val loss %.4f, val acc %.2f%%, %.1f samples/s, %.2f s\n",
                epoch + 1, rec.train_loss, vloss, 100 * vacc, rec.throughput, wall);
@@ -399,13 +402,33 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
                  c->model, c->stages, c->schedule);
         rc = pb_checkpoint_save(r->stages, c->stages, c->save, meta, e);
     }
-    enum pb_run_status st = !rc ? PB_RUN_DONE : diverged ? PB_RUN_DIVERGED : PB_RUN_FAILED;
+    enum pb_run_status st = !rc           ? PB_RUN_DONE
+                            : diverged      ? PB_RUN_DIVERGED
+                            : pb_interrupted() ? PB_RUN_INTERRUPTED
+                                            : PB_RUN_FAILED;
     sum->status = st;
     struct pb_err e2;
     if (pb_results_run_end(r->db, r->run_id, st, rc ? e->msg : NULL, &e2) && !rc) {
         *e = e2;
         rc = -1;
     }
+    return rc;
+}
+
+int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
+{
+    if (check_cfg(c, e) || !pb_workload_find(c->model, e))
+        return -1;
+    if (c->dataset && !pb_dataset_summary(c->dataset))
+        return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets",
+                          c->dataset);
+    /* two mini-batches' worth of micro-batches: every op kind the schedule emits */
+    struct run_state r = {.cfg = c};
+    int m = c->microbatches > c->stages ? c->microbatches : c->stages;
+    int rc = setup_schedule(&r, 2 * m, e);
+    if (r.progs_ready)
+        pb_programs_finish(r.progs, c->stages);
+    free(r.progs);
     return rc;
 }
 
@@ -424,7 +447,9 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
         pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);
         goto done;
     }
+    pb_interrupt_install();
     status = train(&r, &sum, e) ? PB_EXIT_RUN : PB_EXIT_OK;
+    pb_interrupt_restore();
 done:
     run_state_finish(&r);
     if (out)

@@ -1,0 +1,161 @@
+/* tests/test_run_errors.c — bad input to `pipebench run` (through the built binary):
+ * each gets a message that says what to do, exit status 2, and leaves no run row in
+ * the results database. */
+#include <check.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/pb-err-XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+}
+
+/* Runs `pipebench run ARGS --db dir/runs.db` (unless ARGS has its own --db); returns
+ * the exit status and the standard error in err. */
+static int run_cli(const char *args, char *err, size_t cap)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert_msg(bin != NULL, "PB_PIPEBENCH is not set (run through meson test)");
+    char cmd[2048], db[128] = "";
+    if (!strstr(args, "--db"))
+        snprintf(db, sizeof db, "--db %s/runs.db", dir);
+    snprintf(cmd, sizeof cmd, "%s run --quiet --limit-train 320 --limit-val 64 %s %s "
+                              ">/dev/null 2>%s/err.txt", bin, args, db, dir);
+    int st = system(cmd);
+    char path[128];
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    size_t n = fread(err, 1, cap - 1, f);
+    err[n] = 0;
+    fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run_rows(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/runs.db", dir);
+    if (access(path, F_OK))
+        return 0;
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(path, &h) == SQLITE_OK);
+    int n = -1;
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM runs", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+/* Exit status 2, every expected fragment in the message, no run row. */
+static void expect_error(const char *args, const char *const *fragments)
+{
+    char err[4096];
+    make_dir();
+    int rc = run_cli(args, err, sizeof err);
+    ck_assert_msg(rc == 2, "'%s': exit %d, stderr: %s", args, rc, err);
+    for (int i = 0; fragments[i]; i++)
+        ck_assert_msg(strstr(err, fragments[i]), "'%s': message lacks '%s': %s", args, fragments[i],
+                      err);
+    ck_assert_int_eq(run_rows(), 0);
+}
+
+#define EXPECT(args, ...) expect_error(args, (const char *const[]){__VA_ARGS__, NULL})
+
+START_TEST(test_unknown_names)
+{
+    EXPECT("--schedule pipedreams", "unknown schedule 'pipedreams'", "gpipe", "pipedream-2bw",
+           "spectrain", "xpipe", "pipeoptim");
+    EXPECT("--model resnet", "unknown model 'resnet'", "mlp", "lenet");
+    EXPECT("--optimizer lamb", "lamb", "sgd", "adamw", "rmsprop");
+    EXPECT("--dataset cifar", "cifar", "fashion-mnist", "synthetic");
+    EXPECT("--executor gpu", "unknown executor 'gpu'", "seq", "threads");
+    EXPECT("--variant fast --schedule pipeoptim", "fast", "code");
+    EXPECT("--frobnicate 3", "--frobnicate");
+}
+END_TEST
+
+START_TEST(test_impossible_numbers)
+{
+    EXPECT("--stages 0", "--stages", "at least 1");
+    EXPECT("--stages 9", "at most 8");
+    EXPECT("--schedule pipedream-2bw --stages 4 --microbatches 2", "M", "2");
+    EXPECT("--lr -0.1", "--lr", "-0.1");
+    EXPECT("--microbatch-size 0", "--microbatch-size");
+    EXPECT("--epochs x", "--epochs", "'x'");
+    EXPECT("--microbatch-size 1000", "no micro-batch of 1000");
+}
+END_TEST
+
+START_TEST(test_schedule_preconditions)
+{
+    EXPECT("--schedule spectrain --optimizer adam", "spectrain", "SGD");
+}
+END_TEST
+
+START_TEST(test_missing_dataset)
+{
+    EXPECT("--data-dir /nonexistent/fmnist", "/nonexistent/fmnist", "dataset-fashion-mnist",
+           "--data-dir");
+}
+END_TEST
+
+START_TEST(test_corrupt_idx_header)
+{
+    make_dir();
+    char cmd[512];
+    /* real labels, images whose magic number is wrong */
+    snprintf(cmd, sizeof cmd,
+             "cp /usr/share/datasets/fashion-mnist/*labels* %s/ && "
+             "printf '\\000\\000\\010\\004\\000\\000\\352\\140\\000\\000\\000\\034\\000\\000\\000\\034' "
+             "| gzip > %s/train-images-idx3-ubyte.gz && cp %s/train-images-idx3-ubyte.gz "
+             "%s/t10k-images-idx3-ubyte.gz",
+             dir, dir, dir, dir);
+    ck_assert(system(cmd) == 0);
+    char args[256];
+    snprintf(args, sizeof args, "--data-dir %s", dir);
+    char err[4096];
+    int rc = run_cli(args, err, sizeof err);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "train-images-idx3-ubyte") && strstr(err, "magic"), "%s", err);
+    ck_assert_int_eq(run_rows(), 0);
+}
+END_TEST
+
+START_TEST(test_unwritable_db)
+{
+    EXPECT("--db /proc/pipebench/runs.db", "/proc/pipebench/runs.db");
+}
+END_TEST
+
+START_TEST(test_missing_init)
+{
+    EXPECT("--init /nonexistent/w.safetensors", "/nonexistent/w.safetensors");
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("run_errors");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_unknown_names);
+    tcase_add_test(tc, test_impossible_numbers);
+    tcase_add_test(tc, test_schedule_preconditions);
+    tcase_add_test(tc, test_missing_dataset);
+    tcase_add_test(tc, test_corrupt_idx_header);
+    tcase_add_test(tc, test_unwritable_db);
+    tcase_add_test(tc, test_missing_init);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -27,6 +27,10 @@ struct pb_run_cfg {
     bool shuffle, quiet;
     float label_smoothing;
     struct pb_dataset_opts synthetic;
+    /* Called after each epoch is recorded (NULL: none); epoch is 0-based, val_acc a
+     * fraction. Not part of the configuration's JSON. */
+    void (*on_epoch)(void *ctx, int epoch, int epochs, double val_acc);
+    void *on_epoch_ctx;
 };
 
 struct pb_run_summary {
@@ -44,6 +48,11 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c);
  * training: recorded so in the database) or PB_EXIT_USAGE (bad configuration or
  * environment: nothing recorded). e says why when not OK. */
 int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e);
+
+/* Checks c as pb_run does before it reads any data — flag ranges, executor, optimizer,
+ * model and dataset names, the schedule's pipe and its predictions — without writing
+ * anything. Returns 0, or -1 with the message pb_run would give. */
+int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e);
 
 /* The configuration as a JSON object (for the runs table); free() the result. */
 char *pb_run_cfg_json(const struct pb_run_cfg *c);

@@ -167,7 +167,8 @@ static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, struc
 static const struct conv_bench convs[] = {
     {"VGG 3x3 64->64 32x32 pad 1, b32", 32, 32, 32, {64, 64, 3, 3, 1, 1, 1, 1, true}, true},
     {"ResNet 1x1 256->64 28x28, b32", 32, 28, 28, {256, 64, 1, 1, 1, 1, 0, 0, false}, true},
-    {"AlexNet 11x11/4 pad 2 3->64 224, b16", 16, 224, 224, {3, 64, 11, 11, 4, 4, 2, 2, true}, false},
+    {"AlexNet 11x11/4 pad 2 3->64 224, b16", 16, 224, 224, {3, 64, 11, 11, 4, 4, 2, 2, true},
+     false},
 };
 
 int main(void)
@@ -184,7 +185,8 @@ int main(void)
             return 2;
         }
         size_t nn = (size_t)GEMM_N * GEMM_N;
-        struct gemm_bench g = {dev_rand(be, nn, 1), dev_rand(be, nn, 2), dev_rand(be, nn, 3), {0}, 0};
+        struct gemm_bench g = {.a = dev_rand(be, nn, 1), .b = dev_rand(be, nn, 2),
+                               .c = dev_rand(be, nn, 3)};
         for (int r = 0; r < WARMUP; r++)
             sgemm_once(be, &g);
         g.nt = 0;

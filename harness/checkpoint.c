@@ -36,24 +36,41 @@ static void download_stage(struct pb_stage *s, struct host_copy *h)
     s->be->ops->download(s->be, h->buffers, s->buffers, s->nbuffers * sizeof(float));
 }
 
-int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
-                       const char *metadata_json, struct pb_err *e)
+int pb_checkpoint_save_host(const struct pb_stage *stages, int nstages, float *const *params,
+                            float *const *buffers, const char *path, const char *metadata_json,
+                            struct pb_err *e)
 {
     struct pb_safetensors st;
     pb_st_writer_init(&st);
     struct host_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
     for (int k = 0; k < nstages; k++) {
-        download_stage(&stages[k], &h[k]);
+        h[k] = (struct host_copy){params[k], buffers[k]};
         struct collect c = {.st = &st, .h = &h[k]};
         pb_stage_tensors(&stages[k], add_tensor, &c);
     }
     int rc = pb_st_save(&st, path, metadata_json, e);
     pb_st_finish(&st);
-    for (int k = 0; k < nstages; k++) {
-        free(h[k].params);
-        free(h[k].buffers);
-    }
     free(h);
+    return rc;
+}
+
+int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
+                       const char *metadata_json, struct pb_err *e)
+{
+    float **p = pb_xcalloc((size_t)nstages, sizeof *p), **b = pb_xcalloc((size_t)nstages, sizeof *b);
+    for (int k = 0; k < nstages; k++) {
+        struct host_copy h;
+        download_stage(&stages[k], &h);
+        p[k] = h.params;
+        b[k] = h.buffers;
+    }
+    int rc = pb_checkpoint_save_host(stages, nstages, p, b, path, metadata_json, e);
+    for (int k = 0; k < nstages; k++) {
+        free(p[k]);
+        free(b[k]);
+    }
+    free(p);
+    free(b);
     return rc;
 }
 

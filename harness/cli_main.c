@@ -16,12 +16,20 @@ static const struct command commands[] = {
     {"runs", "list the runs recorded in the results database", pb_cmd_runs},
     {"show", "print one run: configuration, environment, epochs, stage stats", pb_cmd_show},
     {"program", "print the per-device op programs of a schedule", pb_cmd_program},
+    {"report", "print a paper-style table (accuracy, throughput, memory, staleness)",
+     pb_cmd_report},
+    {"plot", "draw figures of the results with gnuplot", pb_cmd_plot},
+    {"trace", "write a run's op timeline as a Chrome trace for Perfetto", pb_cmd_trace},
+    {"compare", "run every schedule on one workload; print a comparison, draw figures",
+     pb_cmd_compare},
+    {"sweep", "run a grid of configurations from a sweep file, resumable", pb_cmd_sweep},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 
 int pb_cli_fail(const char *msg)
 {
-    fprintf(stderr, "pipebench: %s\n", msg);
+    if (*msg)  /* empty: another MPI rank has said why */
+        fprintf(stderr, "pipebench: %s\n", msg);
     return PB_EXIT_USAGE;
 }
 

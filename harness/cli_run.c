@@ -40,11 +40,12 @@ int pb_cmd_run(int argc, char **argv)
     if (rc == PB_EXIT_USAGE)
         return pb_cli_fail(e.msg);
     if (rc == PB_EXIT_RUN) {
-        fprintf(stderr, "pipebench: run %lld %s: %s\n", (long long)sum.run_id,
-                pb_run_status_names[sum.status], e.msg);
+        if (sum.run_id > 0)  /* under MPI, the rank that writes the results says it */
+            fprintf(stderr, "pipebench: run %lld %s: %s\n", (long long)sum.run_id,
+                    pb_run_status_names[sum.status], e.msg);
         return rc;
     }
-    if (!c.quiet)
+    if (!c.quiet && sum.run_id > 0)
         printf("run %lld done: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",
                (long long)sum.run_id, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds, c.db);
     return PB_EXIT_OK;

@@ -16,12 +16,11 @@ static int stage_nodes(const struct pb_stage *s)
     return n;
 }
 
-int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
-                  int nstages, int first, int last, struct pb_err *e)
+void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, int nstages,
+                     int first, int last)
 {
     PB_CHECK(m->batch > 0 && first >= 0 && first < last && last <= m->nblocks);
     memset(s, 0, sizeof *s);
-    s->be = be;
     s->model = m;
     s->index = index;
     s->nstages = nstages;
@@ -38,6 +37,13 @@ int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_mod
     }
     s->in_shape = m->blocks[first].in_shape;
     s->out_shape = m->blocks[last - 1].out_shape;
+}
+
+int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
+                  int nstages, int first, int last, struct pb_err *e)
+{
+    pb_stage_layout(s, m, index, nstages, first, last);
+    s->be = be;
     s->params = pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_PARAMS, e);
     s->grads = s->params ? pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_GRADS, e) : NULL;
     s->buffers = s->grads ? pb_backend_alloc(be, s->nbuffers * sizeof(float), PB_MEM_PARAMS, e) : NULL;

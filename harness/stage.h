@@ -39,6 +39,11 @@ struct pb_step_ctx {
     int64_t mb;   /* global micro-batch index: keys dropout masks (SPEC §1) */
 };
 
+/* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a
+ * process needs to know of a stage another process holds. Finish with
+ * pb_stage_finish. */
+void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, int nstages,
+                     int first, int last);
 int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
                   int nstages, int first, int last, struct pb_err *e);
 void pb_stage_finish(struct pb_stage *s);

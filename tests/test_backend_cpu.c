@@ -13,12 +13,52 @@
 
 /* ---- helpers ---- */
 
+/* The device buffers a test allocated, freed by be_done (tests stay leak-free). */
+#define MAX_TRACKED 512
+static struct {
+    struct pb_backend *be;
+    void *p;
+} tracked[MAX_TRACKED];
+static int ntracked;
+
 static struct pb_backend *be_new(void)
 {
     struct pb_err e;
     struct pb_backend *be = pb_backend_create("cpu", 2, &e);
     ck_assert_msg(be != NULL, "%s", e.msg);
     return be;
+}
+
+static void *dev_alloc(struct pb_backend *be, size_t bytes)
+{
+    struct pb_err e;
+    void *p = pb_backend_alloc(be, bytes, PB_MEM_ACTS, &e);
+    ck_assert_msg(p != NULL, "%s", e.msg);
+    ck_assert(ntracked < MAX_TRACKED);
+    tracked[ntracked].be = be;
+    tracked[ntracked++].p = p;
+    return p;
+}
+
+static void dev_free(struct pb_backend *be, void *p)
+{
+    for (int i = 0; i < ntracked; i++)
+        if (tracked[i].p == p) {
+            tracked[i] = tracked[--ntracked];
+            break;
+        }
+    pb_backend_free(be, p);
+}
+
+/* Frees what the test allocated on be, then be. */
+static void be_done(struct pb_backend *be)
+{
+    for (int i = ntracked - 1; i >= 0; i--)
+        if (tracked[i].be == be) {
+            pb_backend_free(be, tracked[i].p);
+            tracked[i] = tracked[--ntracked];
+        }
+    pb_backend_destroy(be);
 }
 
 /* n uniforms in [lo, hi), a pure function of tag */
@@ -31,9 +71,7 @@ static float *host_rand(size_t n, uint64_t tag, float lo, float hi)
 
 static float *dev_from(struct pb_backend *be, const float *host, size_t n)
 {
-    struct pb_err e;
-    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
-    ck_assert_msg(d != NULL, "%s", e.msg);
+    float *d = dev_alloc(be, n * sizeof *d);
     be->ops->upload(be, d, host, n * sizeof *d);
     return d;
 }
@@ -47,9 +85,7 @@ static float *host_from(struct pb_backend *be, const float *dev, size_t n)
 
 static struct pb_tensor tensor_new(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
 {
-    struct pb_err e;
-    struct pb_tensor t;
-    ck_assert_msg(pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e) == 0, "%s", e.msg);
+    struct pb_tensor t = {dev_alloc(be, pb_layout_count(s, l) * sizeof(float)), s, l};
     be->ops->fill(be, t.data, 0.0f, pb_layout_count(s, l));
     return t;
 }
@@ -61,7 +97,7 @@ static struct pb_tensor tensor_from(struct pb_backend *be, const float *plain, s
     struct pb_tensor p = {dev_from(be, plain, pb_shape_count(s)), s, PB_LAYOUT_PLAIN};
     struct pb_tensor t = tensor_new(be, s, l);
     be->ops->reorder(be, &p, &t);
-    pb_backend_free(be, p.data);
+    dev_free(be, p.data);
     return t;
 }
 
@@ -71,7 +107,7 @@ static float *tensor_plain(struct pb_backend *be, const struct pb_tensor *t)
     struct pb_tensor p = tensor_new(be, t->shape, PB_LAYOUT_PLAIN);
     be->ops->reorder(be, t, &p);
     float *h = host_from(be, p.data, pb_shape_count(t->shape));
-    pb_backend_free(be, p.data);
+    dev_free(be, p.data);
     return h;
 }
 
@@ -125,7 +161,8 @@ START_TEST(test_gemm)
     int m = 13, n = 17, k = 29;
     int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
     size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb, nc = (size_t)m * ldc;
-    float *a = host_rand(na, 10, -1, 1), *b = host_rand(nb, 11, -1, 1), *c = host_rand(nc, 12, -1, 1);
+    float *a = host_rand(na, 10, -1, 1), *b = host_rand(nb, 11, -1, 1);
+    float *c = host_rand(nc, 12, -1, 1);
     float alpha = 0.7f, beta = 0.3f;
     float *want = malloc(nc * sizeof *want);
     memcpy(want, c, nc * sizeof *want);
@@ -142,7 +179,7 @@ START_TEST(test_gemm)
     float *got = host_from(be, dc, nc);
     pb_assert_close("gemm", got, want, nc, 1e-5, 1e-5);
     free(a), free(b), free(c), free(want), free(got);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -154,7 +191,8 @@ START_TEST(test_bias)
     int n = 37, c = 70;
     float *y = host_rand((size_t)n * c, 20, -1, 1), *b = host_rand(c, 21, -1, 1);
     float *acc = host_rand(c, 22, -1, 1);
-    float *dy = dev_from(be, y, (size_t)n * c), *db = dev_from(be, b, c), *dacc = dev_from(be, acc, c);
+    float *dy = dev_from(be, y, (size_t)n * c), *db = dev_from(be, b, c);
+    float *dacc = dev_from(be, acc, c);
     be->ops->bias_add(be, dy, db, n, c);
     float *got = host_from(be, dy, (size_t)n * c);
     float *want = malloc((size_t)n * c * sizeof *want);
@@ -174,7 +212,7 @@ START_TEST(test_bias)
     }
     pb_assert_close("bias_grad (+=)", gacc, want, c, 1e-6, 1e-6);
     free(y), free(b), free(acc), free(got), free(want), free(gacc);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -305,7 +343,7 @@ START_TEST(test_conv)
 
     free(hx), free(hw), free(hb), free(hdy), free(hdw0), free(hdb0);
     free(ry), free(rdx), free(rdw), free(rdb);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -316,8 +354,10 @@ START_TEST(test_conv_mixed_layouts)
     struct pb_backend *be = be_new();
     struct pb_conv_desc d = conv_desc_of(cc);
     struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
-    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * cc->kh * cc->kw;
-    float *hx = host_rand(nx, 40, -1, 1), *hw = host_rand(nw, 41, -1, 1), *hb = host_rand(cc->cout, 42, -1, 1);
+    size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys);
+    size_t nw = (size_t)cc->cout * cc->cin * cc->kh * cc->kw;
+    float *hx = host_rand(nx, 40, -1, 1), *hw = host_rand(nw, 41, -1, 1);
+    float *hb = host_rand(cc->cout, 42, -1, 1);
     float *hdy = host_rand(ny, 43, -1, 1);
     double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
     double *rdw = malloc(nw * sizeof *rdw), *rdb = malloc(cc->cout * sizeof *rdb);
@@ -330,11 +370,11 @@ START_TEST(test_conv_mixed_layouts)
         float *got = tensor_plain(be, &dx), *want = to_float(rdx, nx);
         pb_assert_close("conv bwd data, mixed layouts", got, want, nx, CONV_RTOL, CONV_ATOL);
         free(got), free(want);
-        pb_backend_free(be, dy.data);
-        pb_backend_free(be, dx.data);
+        dev_free(be, dy.data);
+        dev_free(be, dx.data);
     }
     free(hx), free(hw), free(hb), free(hdy), free(ry), free(rdx), free(rdw), free(rdb);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -426,8 +466,7 @@ START_TEST(test_pool)
     struct pb_tensor x = tensor_from(be, hx, xs, pc->l), y = tensor_new(be, ys, pc->l);
     size_t wsb = be->ops->pool_workspace(be, d, &x, &y);
     ck_assert(d->kind == PB_POOL_MAX ? wsb > 0 : wsb == 0);
-    struct pb_err e;
-    void *ws = wsb ? pb_backend_alloc(be, wsb, PB_MEM_ACTS, &e) : NULL;
+    void *ws = wsb ? dev_alloc(be, wsb) : NULL;
     be->ops->pool_fwd(be, d, &x, &y, ws);
     float *got = tensor_plain(be, &y), *want = to_float(ry, ny);
     pb_assert_close("pool fwd", got, want, ny, 1e-5, 1e-6);
@@ -446,7 +485,7 @@ START_TEST(test_pool)
     pb_assert_close("pool bwd", got, want, nx, 1e-5, 1e-6);
     free(got), free(want);
     free(hx), free(hdy), free(ry), free(rdx);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -543,7 +582,7 @@ START_TEST(test_bn)
     free(got), free(want);
     free(hx), free(hdy), free(hg), free(hb), free(hdg0), free(hdb0), free(imean), free(ivar);
     free(mean), free(var), free(ry), free(rdx), free(rdg), free(rdb);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -584,7 +623,7 @@ START_TEST(test_concat_split)
         assert_same("split", got, h[i], pb_shape_count(outs[i].shape));
         free(got), free(h[i]);
     }
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -622,7 +661,7 @@ START_TEST(test_concat_many)
         free(part), free(h[i]);
     }
     free(got);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -633,7 +672,8 @@ START_TEST(test_reorder)
     size_t n = pb_shape_count(s);
     float *hx = host_rand(n, 80, -1, 1);
     struct pb_tensor p = tensor_from(be, hx, s, PB_LAYOUT_PLAIN);
-    struct pb_tensor b8 = tensor_new(be, s, PB_LAYOUT_NCHW8C), b16 = tensor_new(be, s, PB_LAYOUT_NCHW16C);
+    struct pb_tensor b8 = tensor_new(be, s, PB_LAYOUT_NCHW8C);
+    struct pb_tensor b16 = tensor_new(be, s, PB_LAYOUT_NCHW16C);
     be->ops->fill(be, b8.data, 7.0f, pb_layout_count(s, PB_LAYOUT_NCHW8C));
     be->ops->reorder(be, &p, &b8);
     be->ops->reorder(be, &b8, &b16);
@@ -650,10 +690,11 @@ START_TEST(test_reorder)
             for (int i = 0; i < s.h * s.w; i++) {
                 float v = h8[((size_t)(in * 2 + c / 8) * s.h * s.w + i) * 8 + c % 8];
                 float w = c < s.c ? hx[idx4(s, in, c, 0, 0) + i] : 0.0f;
-                ck_assert_msg(v == w, "nChw8c element n%d c%d i%d: %g, expected %g", in, c, i, v, w);
+                ck_assert_msg(v == w, "nChw8c element n%d c%d i%d: %g, expected %g", in, c, i, v,
+                              w);
             }
     free(h8), free(hx);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -702,7 +743,7 @@ START_TEST(test_eltwise)
     for (size_t i = 0; i < n; i++)
         ck_assert(got[i] == 2.5f);
     free(got), free(a), free(b), free(want);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -745,7 +786,7 @@ START_TEST(test_dropout)
     got2 = host_from(be, y, n + off);
     ck_assert(memcmp(got2, hx, (n + off) * sizeof(float)) == 0);
     free(got2), free(got), free(hx);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -801,7 +842,7 @@ START_TEST(test_softmax_xent)
     pb_assert_close("xent loss (no dlogits)", &got_loss, &wl, 1, 1e-6, 0);
     ck_assert_int_eq(got_correct, want_correct);
     free(got), free(want), free(z);
-    pb_backend_destroy(be);
+    be_done(be);
 }
 END_TEST
 
@@ -815,7 +856,8 @@ static float *det_run(struct pb_backend *be, size_t *count)
     struct pb_conv_desc d = conv_desc_of(cc);
     struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
     size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * 9;
-    float *hx = host_rand(nx, 120, -1, 1), *hw = host_rand(nw, 121, -1, 1), *hdy = host_rand(ny, 122, -1, 1);
+    float *hx = host_rand(nx, 120, -1, 1), *hw = host_rand(nw, 121, -1, 1);
+    float *hdy = host_rand(ny, 122, -1, 1);
     float *hz = calloc(nw, sizeof *hz);
     struct pb_tensor x = tensor_from(be, hx, xs, cc->xl);
     struct pb_tensor y = tensor_new(be, ys, be->ops->conv_layout(be, &d, &x));
@@ -854,8 +896,8 @@ START_TEST(test_determinism)
     float *c = det_run(be2, &n3);
     ck_assert_msg(memcmp(a, c, n1 * sizeof *a) == 0, "a fresh instance gives other bits");
     free(a), free(b), free(c);
-    pb_backend_destroy(be);
-    pb_backend_destroy(be2);
+    be_done(be);
+    be_done(be2);
 }
 END_TEST
 

@@ -1,7 +1,6 @@
-/* harness/cpu/cpu_bn.c — batch normalisation over N, H, W per channel on oneDNN
- * (separate scale and shift): training writes the batch mean and biased variance,
- * inference uses the given statistics; the backward accumulates dgamma and dbeta.
- * y and dx keep x's layout. */
+/* harness/cpu/cpu_bn.c — batch normalisation per channel on oneDNN (scale and shift):
+ * training writes the batch mean and biased variance, inference reads the given ones,
+ * the backward accumulates dgamma and dbeta; y and dx keep x's layout. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -28,7 +27,9 @@ static void fwd_desc(const struct pb_tensor *x, float eps, bool train,
                      dnnl_batch_normalization_desc_t *bd)
 {
     dnnl_memory_desc_t md = pb_cpu_md(x->shape, x->layout);
-    unsigned flags = dnnl_use_scale | dnnl_use_shift | (train ? 0u : (unsigned)dnnl_use_global_stats);
+    unsigned flags = dnnl_use_scale | dnnl_use_shift;
+    if (!train)
+        flags |= dnnl_use_global_stats;
     PB_DNNL(dnnl_batch_normalization_forward_desc_init(
         bd, train ? dnnl_forward_training : dnnl_forward_inference, &md, eps, flags));
 }
@@ -50,12 +51,9 @@ void pb_cpu_bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float
         pb_cpu_prim_create(be, p, &bd, NULL);
         pb_cpu_cache_put(be, &k, p, drop_prim);
     }
-    dnnl_memory_desc_t cmd = pb_cpu_md_1d(x->shape.c);
-    const dnnl_memory_desc_t *md = pb_cpu_prim_md(p, dnnl_query_src_md, 0);
     struct pb_cpu_arg a[6] = {
-        {DNNL_ARG_SRC, md, x->data},      {DNNL_ARG_DST, md, y->data},
-        {DNNL_ARG_SCALE, &cmd, gamma},    {DNNL_ARG_SHIFT, &cmd, beta},
-        {DNNL_ARG_MEAN, &cmd, mean},      {DNNL_ARG_VARIANCE, &cmd, var},
+        {DNNL_ARG_SRC, x->data},   {DNNL_ARG_DST, y->data},   {DNNL_ARG_SCALE, gamma},
+        {DNNL_ARG_SHIFT, beta},    {DNNL_ARG_MEAN, mean},     {DNNL_ARG_VARIANCE, var},
     };
     pb_cpu_prim_exec(be, p, 6, a);
 }
@@ -110,18 +108,12 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
         memset(b->shift, 0, (size_t)c * sizeof(float));
         pb_cpu_cache_put(be, &k, b, drop_bwd);
     }
-    dnnl_memory_desc_t cmd = pb_cpu_md_1d(c);
-    const dnnl_memory_desc_t *md = pb_cpu_prim_md(&b->p, dnnl_query_src_md, 0);
     struct pb_cpu_arg a[9] = {
-        {DNNL_ARG_SRC, md, x->data},
-        {DNNL_ARG_DIFF_DST, md, pb_cpu_xfer_in(be, &b->dy, dy->data)},
-        {DNNL_ARG_MEAN, &cmd, mean},
-        {DNNL_ARG_VARIANCE, &cmd, var},
-        {DNNL_ARG_SCALE, &cmd, gamma},
-        {DNNL_ARG_SHIFT, &cmd, b->shift},
-        {DNNL_ARG_DIFF_SRC, md, dx->data},
-        {DNNL_ARG_DIFF_SCALE, &cmd, b->dgamma},
-        {DNNL_ARG_DIFF_SHIFT, &cmd, b->dbeta},
+        {DNNL_ARG_SRC, x->data},          {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &b->dy, dy->data)},
+        {DNNL_ARG_MEAN, mean},            {DNNL_ARG_VARIANCE, var},
+        {DNNL_ARG_SCALE, gamma},          {DNNL_ARG_SHIFT, b->shift},
+        {DNNL_ARG_DIFF_SRC, dx->data},    {DNNL_ARG_DIFF_SCALE, b->dgamma},
+        {DNNL_ARG_DIFF_SHIFT, b->dbeta},
     };
     pb_cpu_prim_exec(be, &b->p, 9, a);
     for (int i = 0; i < c; i++) {

@@ -1,8 +1,6 @@
-/* harness/cpu/cpu_concat.c — channel concatenation (Inception, GoogLeNet, DenseNet)
- * and its backward, the split, for tensors in any layouts and channel counts that
- * need not be multiples of the block: concat is oneDNN's concat primitive; split
- * reorders channel windows (sub-memory views) of dout into each slice, going through
- * a plain copy of dout when a window does not start on one of its channel blocks. */
+/* harness/cpu/cpu_concat.c — channel concatenation (Inception, GoogLeNet, DenseNet) and
+ * its backward, the split, in any layouts and channel counts: oneDNN's concat primitive,
+ * and reorders of channel windows (sub-memory views) of dout into the slices. */
 #include "cpu_internal.h"
 
 /* The key of a concat/split of k tensors of n, h, w with channels c[i], layouts l[i]
@@ -71,9 +69,8 @@ void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *
     }
     struct pb_cpu_arg *a = pb_xmalloc((size_t)(k + 1) * sizeof *a);
     for (int i = 0; i < k; i++)
-        a[i] = (struct pb_cpu_arg){DNNL_ARG_MULTIPLE_SRC + i,
-                                   pb_cpu_prim_md(p, dnnl_query_src_md, i), ins[i]->data};
-    a[k] = (struct pb_cpu_arg){DNNL_ARG_DST, pb_cpu_prim_md(p, dnnl_query_dst_md, 0), out->data};
+        a[i] = (struct pb_cpu_arg){DNNL_ARG_MULTIPLE_SRC + i, ins[i]->data};
+    a[k] = (struct pb_cpu_arg){DNNL_ARG_DST, out->data};
     pb_cpu_prim_exec(be, p, k + 1, a);
     free(a);
     if (!cached)
@@ -96,6 +93,8 @@ static void drop_split(struct pb_backend *be, void *val)
     free(s);
 }
 
+/* A window that does not start on a channel block of dout cannot be viewed in dout's
+ * layout: the windows are then taken from a plain copy of dout. */
 static struct split *split_create(struct pb_backend *be, const struct pb_tensor *dout, int k,
                                   struct pb_tensor *const *douts)
 {
@@ -139,10 +138,7 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
     }
     const void *whole = pb_cpu_xfer_in(be, &s->whole, dout->data);
     for (int i = 0; i < k; i++) {
-        struct pb_cpu_arg a[2] = {
-            {DNNL_ARG_FROM, pb_cpu_prim_md(&s->parts[i], dnnl_query_src_md, 0), whole},
-            {DNNL_ARG_TO, pb_cpu_prim_md(&s->parts[i], dnnl_query_dst_md, 0), douts[i]->data},
-        };
+        struct pb_cpu_arg a[2] = {{DNNL_ARG_FROM, whole}, {DNNL_ARG_TO, douts[i]->data}};
         pb_cpu_prim_exec(be, &s->parts[i], 2, a);
     }
     if (!cached)

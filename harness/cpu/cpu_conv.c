@@ -1,9 +1,6 @@
-/* harness/cpu/cpu_conv.c — 2-D convolution on oneDNN (DESIGN principle 5): the
- * primitives choose their formats (format_tag_any); activations are reordered only
- * when the caller's layout differs, and the caller's PyTorch OIHW weights are
- * reordered into the primitive's format at every call. Strided convolutions on few
- * channels may run their forward and backward data in space-to-depth form instead
- * (cpu_conv_s2d.c). */
+/* harness/cpu/cpu_conv.c — 2-D convolution on oneDNN (DESIGN principle 5): primitives
+ * choose their formats; activations are reordered only where the caller's layout
+ * differs, PyTorch OIHW weights into the primitive's format at every call. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -146,10 +143,10 @@ static void direct_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
     struct conv_fwd *f = fwd_get(be, d, x);
     PB_CHECK(pb_shape_eq(y->shape, f->cs.y) && y->layout == f->y_layout);
     struct pb_cpu_arg a[4] = {
-        {DNNL_ARG_SRC, pb_cpu_prim_md(&f->p, dnnl_query_src_md, 0), pb_cpu_xfer_in(be, &f->src, x->data)},
-        {DNNL_ARG_WEIGHTS, pb_cpu_prim_md(&f->p, dnnl_query_weights_md, 0), pb_cpu_xfer_in(be, &f->wei, w)},
-        {DNNL_ARG_DST, pb_cpu_prim_md(&f->p, dnnl_query_dst_md, 0), pb_cpu_xfer_out_ptr(&f->dst, y->data)},
-        {DNNL_ARG_BIAS, &f->cs.bias, b},
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &f->src, x->data)},
+        {DNNL_ARG_WEIGHTS, pb_cpu_xfer_in(be, &f->wei, w)},
+        {DNNL_ARG_DST, pb_cpu_xfer_out_ptr(&f->dst, y->data)},
+        {DNNL_ARG_BIAS, b},
     };
     pb_cpu_prim_exec(be, &f->p, d->bias ? 4 : 3, a);
     pb_cpu_xfer_out(be, &f->dst, y->data);
@@ -198,9 +195,9 @@ static void direct_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
     }
     PB_CHECK(pb_shape_eq(dy->shape, bd->cs.y));
     struct pb_cpu_arg a[3] = {
-        {DNNL_ARG_DIFF_DST, pb_cpu_prim_md(&bd->p, dnnl_query_diff_dst_md, 0), pb_cpu_xfer_in(be, &bd->dy, dy->data)},
-        {DNNL_ARG_WEIGHTS, pb_cpu_prim_md(&bd->p, dnnl_query_weights_md, 0), pb_cpu_xfer_in(be, &bd->wei, w)},
-        {DNNL_ARG_DIFF_SRC, pb_cpu_prim_md(&bd->p, dnnl_query_diff_src_md, 0), pb_cpu_xfer_out_ptr(&bd->dx, dx->data)},
+        {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &bd->dy, dy->data)},
+        {DNNL_ARG_WEIGHTS, pb_cpu_xfer_in(be, &bd->wei, w)},
+        {DNNL_ARG_DIFF_SRC, pb_cpu_xfer_out_ptr(&bd->dx, dx->data)},
     };
     pb_cpu_prim_exec(be, &bd->p, 3, a);
     pb_cpu_xfer_out(be, &bd->dx, dx->data);
@@ -264,10 +261,10 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
     struct conv_bwd_w *bw = bwd_w_get(be, d, x, dy);
     PB_CHECK(pb_shape_eq(dy->shape, bw->cs.y));
     struct pb_cpu_arg a[4] = {
-        {DNNL_ARG_SRC, pb_cpu_prim_md(&bw->p, dnnl_query_src_md, 0), pb_cpu_xfer_in(be, &bw->src, x->data)},
-        {DNNL_ARG_DIFF_DST, pb_cpu_prim_md(&bw->p, dnnl_query_diff_dst_md, 0), pb_cpu_xfer_in(be, &bw->dy, dy->data)},
-        {DNNL_ARG_DIFF_WEIGHTS, pb_cpu_prim_md(&bw->p, dnnl_query_diff_weights_md, 0), pb_cpu_xfer_out_ptr(&bw->dw, bw->dw_oihw)},
-        {DNNL_ARG_DIFF_BIAS, &bw->cs.bias, bw->db},
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &bw->src, x->data)},
+        {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &bw->dy, dy->data)},
+        {DNNL_ARG_DIFF_WEIGHTS, pb_cpu_xfer_out_ptr(&bw->dw, bw->dw_oihw)},
+        {DNNL_ARG_DIFF_BIAS, bw->db},
     };
     pb_cpu_prim_exec(be, &bw->p, d->bias ? 4 : 3, a);
     pb_cpu_xfer_out(be, &bw->dw, bw->dw_oihw);

@@ -1,14 +1,15 @@
-/* harness/cpu/cpu_conv_s2d.c — the forward and backward-data passes of strided
- * convolutions on few input channels (AlexNet's 11x11/4 conv1 on RGB) in space-to-depth
- * form, for when oneDNN has no blocked direct kernel for them and would fall back to
- * im2col + gemm in plain layouts: x [n, c, h, w] becomes x' [n, c·sh·sw, h', w']
- * (x'[c·sh·sw + a·sw + b][I][J] = xpad[c][I·sh + a][J·sw + b]) and the kernel a stride-1
- * ⌈kh/sh⌉ x ⌈kw/sw⌉ one (zero-padded), which runs blocked at about the sgemm rate (despite
- * the padded taps) and writes y blocked. The backward weights stays direct: its oneDNN
- * kernel takes plain x with blocked dy. */
+/* harness/cpu/cpu_conv_s2d.c — forward and backward data of strided convolutions on few
+ * input channels (AlexNet's 11x11/4 conv1 on RGB) in space-to-depth form, where oneDNN
+ * has no blocked kernel for them and would fall back to im2col + gemm. */
 #include <string.h>
 
 #include "cpu_internal.h"
+
+/* x [n, c, h, w] becomes x' [n, c·sh·sw, h', w'] with
+ * x'[c·sh·sw + a·sw + b][I][J] = xpad[c][I·sh + a][J·sw + b], and the kernel a stride-1
+ * ⌈kh/sh⌉ x ⌈kw/sw⌉ one (zero-padded taps), which oneDNN runs in its blocked formats at
+ * about the sgemm rate despite the padded taps, writing y blocked. The backward weights
+ * stays direct: oneDNN has a blocked kernel for it that takes plain x with blocked dy. */
 
 /* x' has at most this many channels (more would rather suit the direct kernels). */
 #define S2D_MAX_CHANNELS 64

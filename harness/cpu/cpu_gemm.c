@@ -1,7 +1,6 @@
-/* harness/cpu/cpu_gemm.c — matrix ops of the CPU backend: row-major sgemm on oneDNN
- * (dnnl_sgemm), and the bias add and bias gradient of fully connected layers in
- * plain C (the gradient sums rows in a fixed order, so its bits never depend on the
- * thread count). */
+/* harness/cpu/cpu_gemm.c — matrix ops of the CPU backend: row-major sgemm on oneDNN, and
+ * the bias add and bias gradient of fully connected layers in plain C (the gradient sums
+ * rows in a fixed order, so its bits never depend on the thread count). */
 #include "cpu_internal.h"
 
 /* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major */

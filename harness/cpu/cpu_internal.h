@@ -57,10 +57,9 @@ struct pb_cpu_prim {
     void *scratchpad;  /* user scratchpad of this primitive, NULL when none needed */
 };
 
-/* An argument of an execution: the memory descriptor and the data pointer. */
+/* An argument of an execution: its data in the format the primitive takes for it. */
 struct pb_cpu_arg {
-    int arg;
-    const dnnl_memory_desc_t *md;
+    int arg;  /* DNNL_ARG_* */
     const void *ptr;
 };
 

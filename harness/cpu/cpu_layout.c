@@ -49,10 +49,7 @@ static void reorder_create(struct pb_backend *be, struct pb_cpu_prim *p,
 static void reorder_run(struct pb_backend *be, const struct pb_cpu_prim *p, const void *src,
                         void *dst)
 {
-    struct pb_cpu_arg a[2] = {
-        {DNNL_ARG_FROM, pb_cpu_prim_md(p, dnnl_query_src_md, 0), src},
-        {DNNL_ARG_TO, pb_cpu_prim_md(p, dnnl_query_dst_md, 0), dst},
-    };
+    struct pb_cpu_arg a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
     pb_cpu_prim_exec(be, p, 2, a);
 }
 

@@ -1,7 +1,6 @@
-/* harness/cpu/cpu_optim.c — the optimizer step and the weight prediction (SPEC §2,
- * §3) over a stage's flat buffer: the plain C references of optim.h, run on the
- * instance's threads over fixed chunks (elementwise, so the bits never depend on the
- * thread count). */
+/* harness/cpu/cpu_optim.c — the optimizer step and the weight prediction (SPEC §2, §3)
+ * over a stage's flat buffer: optim.h's plain C references on the instance's threads,
+ * in chunks (elementwise, so the bits never depend on the thread count). */
 #include "cpu_internal.h"
 #include "optim.h"
 

@@ -1,8 +1,6 @@
-/* harness/cpu/cpu_pool.c — 2-D max and average pooling on oneDNN with PyTorch's
- * output sizes: ceil_mode becomes extra right padding, and average pooling that
- * counts the padding divides by the window clipped to the padded input as PyTorch
- * does (oneDNN divides by kh·kw; the windows that ceil_mode lets overhang are
- * rescaled here). y keeps x's layout. */
+/* harness/cpu/cpu_pool.c — 2-D max and average pooling on oneDNN with PyTorch's output
+ * sizes (ceil_mode becomes extra right padding) and divisors (windows that ceil_mode lets
+ * overhang the padded input are rescaled: oneDNN divides by kh·kw). y keeps x's layout. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -80,8 +78,9 @@ static void fwd_desc(const struct pb_pool_desc *d, struct pb_shape x, enum pb_la
     dnnl_dims_t strides = {d->sh, d->sw}, kernel = {d->kh, d->kw}, pl = {d->ph, d->pw};
     dnnl_dims_t pr = {pool_pad_r(x.h, y.h, d->kh, d->sh, d->ph),
                       pool_pad_r(x.w, y.w, d->kw, d->sw, d->pw)};
-    PB_DNNL(dnnl_pooling_forward_desc_init(pd, train ? dnnl_forward_training : dnnl_forward_inference,
-                                           pool_alg(d), &src, &dst, strides, kernel, pl, pr));
+    dnnl_prop_kind_t prop = train ? dnnl_forward_training : dnnl_forward_inference;
+    PB_DNNL(dnnl_pooling_forward_desc_init(pd, prop, pool_alg(d), &src, &dst, strides, kernel, pl,
+                                           pr));
 }
 
 static struct pb_cpu_key pool_key(enum pb_cpu_op op, const struct pb_pool_desc *d,
@@ -146,11 +145,7 @@ void pb_cpu_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d,
     bool train = d->kind == PB_POOL_MAX && workspace != NULL;
     struct pool_fwd *f = fwd_get(be, d, x, y, train);
     struct pb_cpu_arg a[3] = {
-        {DNNL_ARG_SRC, pb_cpu_prim_md(&f->p, dnnl_query_src_md, 0), x->data},
-        {DNNL_ARG_DST, pb_cpu_prim_md(&f->p, dnnl_query_dst_md, 0), y->data},
-        {DNNL_ARG_WORKSPACE, train ? pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0) : NULL,
-         workspace},
-    };
+        {DNNL_ARG_SRC, x->data}, {DNNL_ARG_DST, y->data}, {DNNL_ARG_WORKSPACE, workspace}};
     pb_cpu_prim_exec(be, &f->p, train ? 3 : 2, a);
     if (f->rescale)
         rescale(be, d, x->shape, y, y->data);
@@ -214,10 +209,6 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
         g = b->scaled;
     }
     struct pb_cpu_arg a[3] = {
-        {DNNL_ARG_DIFF_DST, pb_cpu_prim_md(&b->p, dnnl_query_diff_dst_md, 0), g},
-        {DNNL_ARG_DIFF_SRC, pb_cpu_prim_md(&b->p, dnnl_query_diff_src_md, 0), dx->data},
-        {DNNL_ARG_WORKSPACE, d->kind == PB_POOL_MAX ? pb_cpu_prim_md(&b->p, dnnl_query_workspace_md, 0) : NULL,
-         workspace},
-    };
+        {DNNL_ARG_DIFF_DST, g}, {DNNL_ARG_DIFF_SRC, dx->data}, {DNNL_ARG_WORKSPACE, workspace}};
     pb_cpu_prim_exec(be, &b->p, d->kind == PB_POOL_MAX ? 3 : 2, a);
 }

@@ -50,11 +50,16 @@ void pb_cpu_prim_exec(struct pb_backend *be, const struct pb_cpu_prim *p, int na
 {
     struct pb_cpu *cpu = pb_cpu_of(be);
     dnnl_exec_arg_t local[PB_CPU_MAX_ARGS + 1];
-    dnnl_exec_arg_t *ex = nargs <= PB_CPU_MAX_ARGS ? local : pb_xmalloc((size_t)(nargs + 1) * sizeof *ex);
+    dnnl_exec_arg_t *ex = local;
+    if (nargs > PB_CPU_MAX_ARGS)
+        ex = pb_xmalloc((size_t)(nargs + 1) * sizeof *ex);
     int m = 0;
     for (int i = 0; i < nargs; i++) {
         ex[m].arg = args[i].arg;
-        PB_DNNL(dnnl_memory_create(&ex[m].memory, args[i].md, cpu->eng, (void *)args[i].ptr));
+        const dnnl_memory_desc_t *md =
+            dnnl_primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, args[i].arg);
+        PB_CHECK(md != NULL);
+        PB_DNNL(dnnl_memory_create(&ex[m].memory, md, cpu->eng, (void *)args[i].ptr));
         m++;
     }
     if (p->scratchpad) {

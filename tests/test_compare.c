@@ -1,0 +1,111 @@
+/* tests/test_compare.c — `pipebench compare` through the built binary on a tiny
+ * configuration: the comparison tables hold one row per run, the runs are in the
+ * database, the figures are drawn; bad input is refused before anything runs. */
+#include "cli_util.h"
+
+#include "plot.h"
+
+static char dir[64], out[1 << 16];
+
+/* Whether dir/name is a PNG file. */
+static bool is_png(const char *name)
+{
+    char path[512];
+    unsigned char magic[8] = {0};
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return n == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8);
+}
+
+START_TEST(tiny_compare)
+{
+    cli_scratch(dir, sizeof dir, "compare");
+    int rc = cli_run(dir, out, sizeof out, "compare --schedules pipedream,gpipe --optimizers "
+                     "sgdm --limit-train 640 --limit-val 320 --microbatch-size 32 --epochs 1 "
+                     "--model mlp --db c.db --out figs");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "compare: 2 runs of mlp on fashion-mnist, D = 4, 1 epochs"), "%s",
+                  out);
+    /* header and one row per schedule in each table */
+    const char *speed = strstr(out, "Convergence and speed");
+    const char *memory = strstr(out, "Peak memory by kind");
+    ck_assert_msg(speed && memory && speed < memory, "%s", out);
+    ck_assert_msg(strstr(speed, "best acc") && strstr(speed, "samples/s") &&
+                  strstr(speed, "bubble") && strstr(speed, "F lag"), "%s", out);
+    const char *p1 = strstr(speed, "  pipedream  sgdm "), *p2 = strstr(speed, "  gpipe      sgdm ");
+    ck_assert_msg(p1 && p2 && p1 < p2 && p2 < memory, "%s", out);
+    ck_assert_msg(strstr(memory, "params") && strstr(memory, "wcopies") &&
+                  strstr(memory, "  pipedream  sgdm ") && strstr(memory, "  gpipe      sgdm "),
+                  "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs WHERE status = 'done' "
+                                              "AND optimizer = 'sgdm' AND model = 'mlp'"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs WHERE schedule IN "
+                                              "('pipedream', 'gpipe')"), 2);
+    ck_assert_msg(strstr(out, "figures for sgdm: figs/sgdm/"), "%s", out);
+    for (int i = 0; pb_plot_figure_names[i]; i++) {
+        char png[128];
+        snprintf(png, sizeof png, "figs/sgdm/%s.png", pb_plot_figure_names[i]);
+        ck_assert_msg(is_png(png), "%s missing: %s", png, out);
+    }
+    cli_cleanup(dir);
+}
+END_TEST
+
+START_TEST(diverged_runs_reported)
+{
+    cli_scratch(dir, sizeof dir, "compare");
+    int rc = cli_run(dir, out, sizeof out, "compare --schedules pipedream,gpipe --optimizers "
+                     "sgdm --limit-train 640 --limit-val 320 --microbatch-size 32 --epochs 2 "
+                     "--model mlp --lr 1e6 --db d.db --out figs");
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "[2/2] gpipe sgdm: diverged"), "the second run did not run: %s",
+                  out);
+    const char *speed = strstr(out, "Convergence and speed");
+    ck_assert_msg(speed && strstr(speed, "pipedream  sgdm         1  diverged") &&
+                  strstr(speed, "gpipe      sgdm         2  diverged"), "%s", out);
+    ck_assert_msg(strstr(out, "figures for sgdm: none, no run finished"), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "d.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'diverged'"), 2);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Exit status 2 with the fragment in the message; nothing ran. */
+static void expect_bad(const char *args, const char *fragment)
+{
+    int rc = cli_run(dir, out, sizeof out, "compare --db bad.db --out figs %s", args);
+    ck_assert_msg(rc == 2, "%s: exit %d: %s", args, rc, out);
+    ck_assert_msg(strstr(out, fragment), "%s: no '%s' in: %s", args, fragment, out);
+    ck_assert_int_eq(cli_db_int(dir, "bad.db", "SELECT count(*) FROM runs"), 0);
+}
+
+START_TEST(bad_input)
+{
+    cli_scratch(dir, sizeof dir, "compare");
+    expect_bad("--schedules pipedream,nope", "unknown schedule 'nope'");
+    expect_bad("--optimizers sgdm,lion", "--optimizers: ");
+    expect_bad("--schedules gpipe,gpipe", "'gpipe' is listed twice");
+    expect_bad("--schedules spectrain --optimizers adam", "no schedule in --schedules can run");
+    expect_bad("--schedule gpipe", "use --schedules");
+    expect_bad("--target 80", "--target is a fraction");
+    expect_bad("--epochs 0", "--epochs must be at least 1");
+    expect_bad("--bogus", "unknown option");
+    cli_cleanup(dir);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("compare");
+    TCase *tc = tcase_create("compare");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, tiny_compare);
+    tcase_add_test(tc, diverged_runs_reported);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,172 @@
+/* tests/test_executors.c — the concurrent executors (DESIGN principle 3, SPEC §4.7):
+ * for every schedule, the seq, threads and mpi executors save byte-identical weights
+ * (D = 2 and 4, mlp and lenet); a failing stage stops the threads executor promptly;
+ * SIGINT leaves the run 'interrupted' with its finished epochs recorded. */
+#include <check.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "train_util.h"
+
+static const char *const schedules[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain",
+                                        "xpipe", "pipeoptim"};
+
+static void expect_same_file(const char *a, const char *b, const char *what)
+{
+    size_t la, lb;
+    unsigned char *x = read_file(a, &la), *y = read_file(b, &lb);
+    ck_assert_msg(la == lb && memcmp(x, y, la) == 0, "%s: %s and %s differ", what, a, b);
+    free(x);
+    free(y);
+}
+
+/* The same configuration as `pipebench run` flags, for mpirun. */
+static void mpi_run(const struct pb_run_cfg *c, const char *save)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "mpirun --oversubscribe %s -np %d %s run --executor mpi --quiet --model %s "
+             "--schedule %s --stages %d --limit-train %d --limit-val %d --microbatch-size %d "
+             "--epochs %d --threads %d --db %s --save %s >%s 2>&1",
+             geteuid() == 0 ? "--allow-run-as-root" : "", c->stages, getenv("PB_PIPEBENCH"),
+             c->model, c->schedule, c->stages, c->limit_train, c->limit_val, c->microbatch_size,
+             c->epochs, c->threads, c->db, tmp_path(save), tmp_path("mpirun.log"));
+    int st = system(cmd);
+    if (st != 0) {
+        size_t n;
+        unsigned char *log = read_file(tmp_path("mpirun.log"), &n);
+        ck_abort_msg("mpirun failed (%d): %.*s", st, (int)n, log);
+    }
+}
+
+static void bit_identity(const char *model, int stages)
+{
+    for (int i = 0; i < 6; i++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.model = model;
+        c.stages = stages;
+        c.schedule = schedules[i];
+        c.threads = stages;  /* one core per stage under every executor */
+        c.epochs = 2;
+        c.executor = "seq";
+        run_ok(&c, "seq.safetensors");
+        c.executor = "threads";
+        run_ok(&c, "threads.safetensors");
+        mpi_run(&c, "mpi.safetensors");
+        char what[128];
+        snprintf(what, sizeof what, "%s D=%d %s", model, stages, schedules[i]);
+        expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
+        expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
+    }
+}
+
+START_TEST(test_identity_mlp_d2) { bit_identity("mlp", 2); }
+END_TEST
+START_TEST(test_identity_mlp_d4) { bit_identity("mlp", 4); }
+END_TEST
+START_TEST(test_identity_lenet_d2) { bit_identity("lenet", 2); }
+END_TEST
+START_TEST(test_identity_lenet_d4) { bit_identity("lenet", 4); }
+END_TEST
+
+static const char *status_of_last_run(const char *db, int *epochs)
+{
+    static char status[32];
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_prepare_v2(h, "SELECT status, (SELECT count(*) FROM epochs WHERE run_id = "
+                                    "runs.id) FROM runs ORDER BY id DESC LIMIT 1",
+                                 -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    snprintf(status, sizeof status, "%s", sqlite3_column_text(st, 0));
+    *epochs = sqlite3_column_int(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return status;
+}
+
+/* The last stage's thread fails (the loss becomes NaN); every other thread, blocked
+ * on a channel, stops too and the run ends as 'diverged'. */
+START_TEST(test_threads_failure_stops_all)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    struct pb_run_summary sum;
+    small_cfg(&c);
+    c.executor = "threads";
+    c.optim.lr = 1e8f;
+    c.limit_train = 6400;
+    c.epochs = 5;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_RUN);
+    ck_assert_msg(strstr(e.msg, "diverged"), "%s", e.msg);
+    int epochs;
+    ck_assert_str_eq(status_of_last_run(c.db, &epochs), "diverged");
+    ck_assert_int_eq(epochs, 0);
+}
+END_TEST
+
+/* SIGINT during the second epoch: exit status 1, status 'interrupted', the first
+ * epoch's rows intact. */
+START_TEST(test_sigint_interrupts)
+{
+    const char *db = tmp_path("sigint.db");
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        execl(getenv("PB_PIPEBENCH"), "pipebench", "run", "--executor", "threads", "--quiet",
+              "--limit-train", "12800", "--limit-val", "320", "--epochs", "1000", "--db", db,
+              (char *)NULL);
+        _exit(127);
+    }
+    /* wait until the first epoch is recorded, then interrupt */
+    for (int i = 0; i < 600; i++) {
+        usleep(100000);
+        if (access(db, F_OK) == 0) {
+            int epochs = 0;
+            sqlite3 *h;
+            if (sqlite3_open(db, &h) == SQLITE_OK) {
+                sqlite3_stmt *st;
+                if (sqlite3_prepare_v2(h, "SELECT count(*) FROM epochs", -1, &st, NULL) == SQLITE_OK &&
+                    sqlite3_step(st) == SQLITE_ROW)
+                    epochs = sqlite3_column_int(st, 0);
+                sqlite3_finalize(st);
+            }
+            sqlite3_close(h);
+            if (epochs >= 1)
+                break;
+        }
+    }
+    kill(pid, SIGINT);
+    int st;
+    ck_assert(waitpid(pid, &st, 0) == pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_RUN, "status %d", st);
+    int epochs;
+    ck_assert_str_eq(status_of_last_run(db, &epochs), "interrupted");
+    ck_assert_int_ge(epochs, 1);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("executors");
+    TCase *tc = tcase_create("bit_identity");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_identity_mlp_d2);
+    tcase_add_test(tc, test_identity_mlp_d4);
+    tcase_add_test(tc, test_identity_lenet_d2);
+    tcase_add_test(tc, test_identity_lenet_d4);
+    suite_add_tcase(s, tc);
+    TCase *tf = tcase_create("faults");
+    tcase_set_timeout(tf, 300);
+    tcase_add_test(tf, test_threads_failure_stops_all);
+    tcase_add_test(tf, test_sigint_interrupts);
+    suite_add_tcase(s, tf);
+    return s;
+}

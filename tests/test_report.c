@@ -1,0 +1,272 @@
+/* tests/test_report.c — the reporting views (results/views.sql) and `pipebench report`
+ * (harness/report.c): exact Markdown and CSV tables of a made-up database (two seeds in
+ * one cell give mean ± std, a failed run is ignored, ties are all marked best), and exit
+ * status 2 with a message for an empty database and bad flags. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "report_db.h"
+#include "report_fixture.h"
+#include "test_util.h"
+
+static const char *dir, *db;
+
+static void setup(void)
+{
+    dir = fx_mkdtemp("report");
+    db = fx_build_db(dir);
+}
+
+static void teardown(void)
+{
+    fx_rmdir(dir);
+}
+
+/* The table as pb_report_write prints it. */
+static char *report(enum pb_report_table t, enum pb_report_format f, double target)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(out);
+    struct pb_report_opts o = {t, f, target};
+    struct pb_err e;
+    ck_assert_msg(pb_report_write(db, &o, out, &e) == 0, "%s", e.msg);
+    fclose(out);
+    return buf;
+}
+
+/* The first column of the first row of sql on a reporting connection, as text. */
+static char *query(const char *sql)
+{
+    static char buf[256];
+    struct pb_results *r;
+    struct pb_err e;
+    ck_assert_msg(pb_report_open(&r, db, &e) == 0, "%s", e.msg);
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(pb_results_sqlite(r), sql, -1, &s, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(pb_results_sqlite(r)));
+    ck_assert_msg(sqlite3_step(s) == SQLITE_ROW, "%s: no row", sql);
+    const unsigned char *t = sqlite3_column_text(s, 0);
+    snprintf(buf, sizeof buf, "%s", t ? (const char *)t : "NULL");
+    sqlite3_finalize(s);
+    pb_results_close(r);
+    return buf;
+}
+
+START_TEST(views)
+{
+    /* run 1: accuracies 0.50, 0.60; run 7: 0.65, 0.70 */
+    ck_assert_str_eq(query("SELECT printf('%.2f %.2f %d', best_acc, final_acc, epochs_done) "
+                           "FROM run_accuracy WHERE run_id = 7"), "0.70 0.70 2");
+    ck_assert_str_eq(query("SELECT printf('%.2f', final_acc) FROM run_accuracy "
+                           "WHERE run_id = 1"), "0.60");
+    /* epochs and seconds to 62%: run 2 (0.55, 0.64) at epoch 2 after 20 s; run 1 never */
+    ck_assert_str_eq(query("SELECT group_concat(run_id || ':' || e || ':' || s) FROM (SELECT "
+                           "run_id, min(epoch) + 1 AS e, min(elapsed_s) AS s FROM "
+                           "epoch_progress WHERE val_acc >= 0.62 GROUP BY run_id "
+                           "ORDER BY run_id)"), "2:2:20.0,3:2:20.0,4:2:20.0,5:1:10.0,6:1:10.0,"
+                                                "7:1:10.0");
+    ck_assert_str_eq(query("SELECT throughput FROM run_throughput WHERE run_id = 2"), "1000.0");
+    /* bubble 0.25 (k + 1) / D over 4 stages: mean 0.15625 */
+    ck_assert_str_eq(query("SELECT bubble_frac FROM run_bubble WHERE run_id = 1"), "0.15625");
+    /* pipedream, 4 stages: 1 MiB weight copies each; acts peak 1 MiB (epoch 1) */
+    ck_assert_str_eq(query("SELECT wcopies_sum || ' ' || wcopies_max || ' ' || acts_sum || ' ' "
+                           "|| total_sum || ' ' || total_max FROM run_memory WHERE run_id = 3"),
+                     "4194304 1048576 4194304 27262976 6815744");
+    ck_assert_str_eq(query("SELECT f_mean || ' ' || f_max || ' ' || coalesce(pred_err_mean, "
+                           "'none') FROM run_staleness WHERE run_id = 3"), "1.5 3.0 none");
+    ck_assert_str_eq(query("SELECT printf('%g %g %d', pred_err_mean, pred_err_max, pred_count) "
+                           "FROM run_staleness WHERE run_id = 4"), "0.001 0.002 60");
+    ck_assert_str_eq(query("SELECT column_label || '|' || coalesce(variant, 'NULL') FROM "
+                           "run_config WHERE run_id = 2"), "gpipe|NULL");
+    ck_assert_str_eq(query("SELECT column_label FROM run_summary WHERE run_id = 4"),
+                     "pipeoptim (code)");
+}
+END_TEST
+
+static const char accuracy_md[] =
+    "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the runs of a cell when "
+    "there are several, \u2013 where none; the best of each row marked.\n"
+    "\n"
+    "| optimizer | model | dataset       | D | gpipe        | pipedream | pipeoptim | "
+    "pipeoptim (code) |\n"
+    "|:--------- |:----- |:------------- |:- | ------------:| ---------:| ---------:| "
+    "----------------:|\n"
+    "| adam      | mlp   | fashion-mnist | 2 |    **70.00** |         \u2013 | **70.00** | "
+    "               \u2013 |\n"
+    "| sgdm      | mlp   | fashion-mnist | 4 | 62.00 \u00b1 2.83 | **66.00** |         \u2013 | "
+    "           65.00 |\n";
+
+START_TEST(accuracy_md_exact)
+{
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0);
+    ck_assert_str_eq(t, accuracy_md);
+    free(t);
+    char out[4096];
+    char args[600];
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy", db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, NULL, 0), 0);
+    ck_assert_str_eq(out, accuracy_md);
+}
+END_TEST
+
+START_TEST(accuracy_csv_exact)
+{
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
+                        "adam,mlp,fashion-mnist,2,70.00*,\u2013,70.00*,\u2013\n"
+                        "sgdm,mlp,fashion-mnist,4,62.00 \u00b1 2.83,66.00*,\u2013,65.00\n");
+    free(t);
+}
+END_TEST
+
+/* Target 62%: gpipe reaches it in one of its two runs (epoch 2, 20 s), pipedream and
+ * pipeoptim (code) at epoch 2; on the adam row both at epoch 1 (10 s). */
+START_TEST(accuracy_target)
+{
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 62);
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
+                        "adam,mlp,fashion-mnist,2,\"70.00* (1 ep, 10.0 s)\",\u2013,"
+                        "\"70.00* (1 ep, 10.0 s)\",\u2013\n"
+                        "sgdm,mlp,fashion-mnist,4,\"62.00 \u00b1 2.83 (2 ep, 20.0 s; 1/2)\","
+                        "\"66.00* (2 ep, 20.0 s)\",\u2013,\"65.00 (2 ep, 20.0 s)\"\n");
+    free(t);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 99);
+    ck_assert_msg(strstr(t, "| **66.00** (not reached) |") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "to reach 99%") != NULL, "%s", t);
+    free(t);
+}
+END_TEST
+
+START_TEST(throughput_csv_exact)
+{
+    char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_CSV, 0);
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
+                        "adam,mlp,fashion-mnist,2,800.0*,\u2013,800.0*,\u2013\n"
+                        "sgdm,mlp,fashion-mnist,4,1050.0 \u00b1 70.7,1500.0*,\u2013,1300.0\n");
+    free(t);
+}
+END_TEST
+
+START_TEST(memory_csv_exact)
+{
+    char *t = report(PB_REPORT_MEMORY, PB_FORMAT_CSV, 0);
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,params,grads,optstate,wcopies,acts,"
+                        "comm,scratch,total,max stage\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,2.00,2.00,4.00,0.00,2.00,0.50,0.50,"
+                        "11.00,5.50\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,2.00,2.00,4.00,0.00,2.00,0.50,0.50,"
+                        "11.00,5.50\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,4.00,4.00,8.00,0.00,4.00,1.00,1.00,"
+                        "22.00,5.50\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,4.00,4.00,8.00,4.00,4.00,1.00,1.00,"
+                        "26.00,6.50\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),4.00,4.00,8.00,0.00,4.00,"
+                        "1.00,1.00,22.00,5.50\n");
+    free(t);
+}
+END_TEST
+
+START_TEST(staleness_md_csv_exact)
+{
+    char *t = report(PB_REPORT_STALENESS, PB_FORMAT_CSV, 0);
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,F lag,F max,B lag,B max,pred err,"
+                        "pred err max\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,0.00,0,0.00,0,\u2013,\u2013\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,0.00,0,0.00,0,1.00e-03,2.00e-03\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,0.00,0,0.00,0,\u2013,\u2013\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,1.50,3,1.50,3,\u2013,\u2013\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),0.00,0,0.00,0,1.00e-03,"
+                        "2.00e-03\n");
+    free(t);
+    t = report(PB_REPORT_STALENESS, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "| sgdm      | mlp   | fashion-mnist | 4 | pipedream        |  "
+                            "1.50 |     3 |  1.50 |     3 |        \u2013 |            \u2013 "
+                            "|\n") != NULL, "%s", t);
+    free(t);
+}
+END_TEST
+
+START_TEST(latex_marks_best)
+{
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
+    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 & "
+                            "\\textbf{66.00} & -- & 65.00 \\\\\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "\\begin{tabular}{llllrrrr}\n\\toprule\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "accuracy (\\%)") != NULL, "%s", t);
+    free(t);
+}
+END_TEST
+
+/* The failed run (90%, 9000 samples/s) appears in no table. */
+START_TEST(failed_run_ignored)
+{
+    for (int tb = 0; tb < PB_REPORT_NTABLES; tb++)
+        for (int f = 0; f < PB_FORMAT_N; f++) {
+            char *t = report((enum pb_report_table)tb, (enum pb_report_format)f, 0);
+            ck_assert_msg(!strstr(t, "90.00") && !strstr(t, "9000"), "%s", t);
+            ck_assert_msg(!strstr(t, "sgdm,mlp,fashion-mnist,4,pipeoptim,") &&
+                          !strstr(t, "| 4 | pipeoptim        |"), "%s", t);
+            free(t);
+        }
+}
+END_TEST
+
+static void expect_usage(const char *args, const char *msg)
+{
+    char out[4096], err[4096];
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, msg) != NULL, "%s: stderr \"%s\" lacks \"%s\"", args, err, msg);
+    ck_assert_str_eq(out, "");
+}
+
+START_TEST(bad_input)
+{
+    char args[700];
+    const char *empty = fx_build_empty_db(dir);
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy", empty);
+    expect_usage(args, "holds no finished run");
+    snprintf(args, sizeof args, "report --db '%s' --table nope", db);
+    expect_usage(args, "unknown table 'nope'; valid: accuracy throughput memory staleness");
+    snprintf(args, sizeof args, "report --db '%s' --table memory --format html", db);
+    expect_usage(args, "unknown format 'html'; valid: md csv latex");
+    snprintf(args, sizeof args, "report --db '%s'", db);
+    expect_usage(args, "needs --table");
+    snprintf(args, sizeof args, "report --db '%s' --table memory --target 50", db);
+    expect_usage(args, "--target applies to --table accuracy only");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --target 0", db);
+    expect_usage(args, "percent");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --target abc", db);
+    expect_usage(args, "--target expects a number");
+    snprintf(args, sizeof args, "report --db '%s/missing.db' --table accuracy", dir);
+    expect_usage(args, "no results database");
+    expect_usage("report --table accuracy --bogus", "unexpected argument '--bogus'");
+    struct pb_report_opts o = {PB_REPORT_ACCURACY, PB_FORMAT_MD, 0};
+    struct pb_err e;
+    ck_assert_int_eq(pb_report_write(empty, &o, stdout, &e), -1);
+    ck_assert_msg(strstr(e.msg, "pipebench run --db") != NULL, "%s", e.msg);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("report");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, views);
+    tcase_add_test(tc, accuracy_md_exact);
+    tcase_add_test(tc, accuracy_csv_exact);
+    tcase_add_test(tc, accuracy_target);
+    tcase_add_test(tc, throughput_csv_exact);
+    tcase_add_test(tc, memory_csv_exact);
+    tcase_add_test(tc, staleness_md_csv_exact);
+    tcase_add_test(tc, latex_marks_best);
+    tcase_add_test(tc, failed_run_ignored);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,170 @@
+/* tests/test_sweep.c — `pipebench sweep` through the built binary: a grid runs every
+ * configuration, a second run resumes (adds nothing), --jobs 2 gives the same results
+ * as --jobs 1, and bad sweep files are refused with their line and reason. */
+#include "cli_util.h"
+
+/* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
+static const char *const small_sweep =
+    "; two schedules, two seeds\n"
+    "[grid]\n"
+    "schedule = gpipe, pipedream\n"
+    "seed = 1,\n"
+    "       2\n"
+    "[run]\n"
+    "model = mlp\n"
+    "limit-train = 640\n"
+    "limit-val = 320\n"
+    "microbatch-size = 32\n"
+    "epochs = 1\n";
+
+static char dir[64], out[1 << 16];
+
+static int count_runs(const char *db)
+{
+    return cli_db_int(dir, db, "SELECT count(*) FROM runs");
+}
+
+START_TEST(runs_all_then_resumes)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", small_sweep);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "4 configurations, 0 finished already, 4 to run"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = 'done' "
+                                              "AND model = 'mlp' AND epochs = 1"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT schedule || seed) FROM runs"),
+                     4);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "4 finished already, 0 to run"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    /* a failed run is run again: only done (and diverged) count as finished */
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE runs SET status = 'failed' WHERE id = 2 "
+                                              "RETURNING id"), 2);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "3 finished already, 1 to run"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 5);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Rows of the two databases' epochs that match exactly (losses and accuracy compared
+ * bit for bit), joined on the configuration without its thread count. */
+static int identical_epochs(const char *a, const char *b)
+{
+    char path[256], sql[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, a);
+    sqlite3 *h;
+    ck_assert(sqlite3_open(path, &h) == SQLITE_OK);
+    snprintf(sql, sizeof sql, "ATTACH '%s/%s' AS b", dir, b);
+    ck_assert(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_prepare_v2(h,
+        "SELECT count(*) FROM main.runs r1 JOIN main.epochs e1 ON e1.run_id = r1.id "
+        "JOIN b.runs r2 ON json_remove(r1.config, '$.threads') = "
+        "json_remove(r2.config, '$.threads') "
+        "JOIN b.epochs e2 ON e2.run_id = r2.id AND e2.epoch = e1.epoch "
+        "WHERE e1.train_loss = e2.train_loss AND e1.val_loss = e2.val_loss "
+        "AND e1.val_acc = e2.val_acc AND r1.status = 'done' AND r2.status = 'done'",
+        -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+START_TEST(jobs_are_deterministic)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", small_sweep);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db one.db --jobs 1") == 0, "%s",
+                  out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db two.db --jobs 2") == 0, "%s",
+                  out);
+    ck_assert_int_eq(count_runs("two.db"), 4);
+    ck_assert_int_eq(identical_epochs("one.db", "two.db"), 4);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Exit status 2, "FILE:LINE: " and the reason on the output, no run row. */
+static void expect_bad(const char *text, int line, const char *reason)
+{
+    cli_write(dir, "bad.ini", text);
+    int rc = cli_run(dir, out, sizeof out, "sweep bad.ini --db bad.db");
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
+    char where[64];
+    snprintf(where, sizeof where, "bad.ini:%d: ", line);
+    ck_assert_msg(strstr(out, where) != NULL, "no '%s' in: %s", where, out);
+    ck_assert_msg(strstr(out, reason) != NULL, "no '%s' in: %s", reason, out);
+    ck_assert_int_eq(count_runs("bad.db"), 0);
+}
+
+START_TEST(bad_files)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    expect_bad("[grid]\nseed = 1\nschedule = gpipe, nope\n[run]\nmodel = mlp\n", 3,
+               "unknown schedule 'nope'");
+    expect_bad("[grid]\nseed = 1\n[run]\nthis line is no pair\nmodel = mlp\n", 4,
+               "expected 'key = value'");
+    expect_bad("[grid]\nseed = 1, two\n", 2, "--seed expects a non-negative integer");
+    expect_bad("[grid]\nseed = 1\n[run]\nepochs = 2\nepochs = 3\n", 5,
+               "already set on line 4");
+    expect_bad("[grid]\nseed = 1, 1\n", 2, "'1' is listed twice");
+    expect_bad("[grid]\nlr = 0.1\n[run]\nlr = 0.2\n", 4, "in [grid] (line 2) and in [run]");
+    expect_bad("[grid]\nwarmup = 3\n", 2, "unknown [grid] key");
+    expect_bad("[run]\nlimit-train = -5\n", 2, "--limit-train");
+    expect_bad("[run]\nbogus = 1\n", 2, "not an option of pipebench run");
+    cli_cleanup(dir);
+}
+END_TEST
+
+START_TEST(bad_configurations)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    /* pipedream-2bw refuses M < D: a configuration error, no line of its own */
+    cli_write(dir, "m.ini", "[grid]\nschedule = pipedream-2bw\nmicrobatches = 2\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "sweep m.ini --db m.db"), 2);
+    ck_assert_msg(strstr(out, "m.ini: configuration") && strstr(out, "M >= D"), "%s", out);
+    ck_assert_int_eq(count_runs("m.db"), 0);
+    cli_run(dir, out, sizeof out, "sweep");
+    ck_assert_msg(strstr(out, "name the sweep file"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "sweep missing.ini"), 2);
+    ck_assert_msg(strstr(out, "cannot open the sweep file missing.ini"), "%s", out);
+    cli_write(dir, "ok.ini", "[grid]\nseed = 1\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "sweep ok.ini --jobs 0"), 2);
+    cli_cleanup(dir);
+}
+END_TEST
+
+START_TEST(dry_run_skips_unsupported_pairs)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "p.ini", "[grid]\nschedule = spectrain, pipeoptim\noptimizer = sgdm, adam\n"
+                            "microbatches = 4, 8\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep p.ini --db p.db --dry-run") == 0, "%s",
+                  out);
+    /* spectrain x adam left out; microbatches does not multiply schedules without M */
+    ck_assert_msg(strstr(out, "leaving out 1 configurations whose schedule cannot run"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "3 configurations, 0 finished already, 3 to run"), "%s", out);
+    ck_assert_msg(strstr(out, "schedule=pipeoptim optimizer=adam: to run"), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "p.db", "SELECT 1"), 0);   /* no database made */
+    cli_cleanup(dir);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("sweep");
+    TCase *tc = tcase_create("sweep");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, runs_all_then_resumes);
+    tcase_add_test(tc, jobs_are_deterministic);
+    tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, bad_configurations);
+    tcase_add_test(tc, dry_run_skips_unsupported_pairs);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,6 +1,7 @@
 /* harness/checkpoint.c — saving and loading the stages' weights (checkpoint.h). */
 #include "checkpoint.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "safetensors.h"
@@ -19,13 +20,34 @@ struct collect {
     int rc;
 };
 
+/* PyTorch's shape of a parameter: weights of linear [out, in] and conv2d
+ * [cout, cin, kh, kw]; everything else is a vector. */
+static int torch_shape(const struct pb_layer *l, const char *name, size_t n, int64_t *shape)
+{
+    size_t len = strlen(name);
+    bool weight = len >= 7 && !strcmp(name + len - 7, ".weight");
+    if (weight && l->cfg.kind == PB_LAYER_LINEAR) {
+        shape[0] = l->cfg.out_features;
+        shape[1] = l->cfg.in_features;
+        return 2;
+    }
+    if (weight && l->cfg.kind == PB_LAYER_CONV2D) {
+        const struct pb_conv_desc *d = &l->cfg.conv;
+        int64_t s[4] = {d->cout, d->cin, d->kh, d->kw};
+        memcpy(shape, s, sizeof s);
+        return 4;
+    }
+    shape[0] = (int64_t)n;
+    return 1;
+}
+
 static void add_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
                        const struct pb_layer *l)
 {
-    (void)l;
     struct collect *c = ctx;
-    int64_t shape[1] = {(int64_t)n};
-    pb_st_add(c->st, name, PB_ST_F32, 1, shape, (is_buffer ? c->h->buffers : c->h->params) + off);
+    int64_t shape[4];
+    int nd = torch_shape(l, name, n, shape);
+    pb_st_add(c->st, name, PB_ST_F32, nd, shape, (is_buffer ? c->h->buffers : c->h->params) + off);
 }
 
 static void download_stage(struct pb_stage *s, struct host_copy *h)

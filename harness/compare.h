@@ -1,7 +1,6 @@
-/* harness/compare.h — `pipebench compare`: every schedule on one workload with each
- * optimizer, then one row per schedule × optimizer read back from the results database
- * (SPEC §6: accuracy, epochs and time to a target, throughput, bubbles, memory by
- * kind, staleness and prediction error). */
+/* harness/compare.h — `pipebench compare`: its default workload, and one row per
+ * schedule × optimizer read back from the results database with the metrics of SPEC §6
+ * (accuracy, time to a target, throughput, bubbles, memory, staleness, prediction). */
 #ifndef PB_COMPARE_H
 #define PB_COMPARE_H
 

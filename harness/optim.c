@@ -167,7 +167,8 @@ void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o)
 static bool needs_d_last(const struct pb_optim_cfg *c)
 {
     /* SGD: ΔW of plain SGD (paper) and of SGDM's code form; RMSprop μ = 0: paper ΔW */
-    return c->kind == PB_OPT_SGD || (c->kind == PB_OPT_RMSPROP && c->momentum == 0.0f);
+    return c->keep_d_last &&
+           (c->kind == PB_OPT_SGD || (c->kind == PB_OPT_RMSPROP && c->momentum == 0.0f));
 }
 
 static int alloc_state(float **p, struct pb_backend *be, size_t n, struct pb_err *e)
@@ -283,7 +284,8 @@ static void step_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c
             buf[i] = b;
             w[i] = fmaf(c->neg_lr, b, w[i]);
         } else {
-            d_last[i] = d;
+            if (d_last)
+                d_last[i] = d;
             w[i] = w[i] + (c->neg_lr * d) / avg;
         }
     }

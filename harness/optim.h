@@ -32,6 +32,9 @@ struct pb_optim_cfg {
     int n_lr_steps;
     int lr_steps[PB_LR_MAX_STEPS];
     float lr_gamma;
+    /* keep the last step's d for the predictors that read it (SGD, RMSprop μ = 0);
+     * a run sets it when its schedule predicts, so the others keep no extra copy */
+    bool keep_d_last;
 };
 
 /* Forms of ΔW (SPEC §3, §4.3): the paper's; guanleics/PipeOptim's code (SGDM:

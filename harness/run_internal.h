@@ -16,6 +16,7 @@ struct run_state {
     const struct pb_workload *workload;
     const char *dataset;          /* --dataset, or the workload's own */
     struct pb_pipe pipe;
+    struct pb_optim_cfg optim;    /* the run's, keeping d_last when the schedule predicts */
     struct pb_dataset train, val; /* loaded where a local stage is first or last */
     int ntrain, nval;             /* samples (known on every rank) */
     struct pb_model model;

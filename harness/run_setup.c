@@ -51,12 +51,15 @@ int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
         return -1;
     r->progs_ready = true;
     PB_CHECK(pb_programs_validate(&r->pipe, r->progs, 1, e) == 0);
+    r->optim = c->optim;
+    r->optim.keep_d_last = false;
     for (int k = 0; k < c->stages; k++)
         for (int i = 0; i < r->progs[k].n; i++) {
             const struct pb_op *op = &r->progs[k].ops[i];
             bool predicts = op->wsrc == PB_W_PREDICTED || op->wsrc == PB_W_GROUP;
             if (predicts && pb_predictor_check(c->optim.kind, &c->optim, op->pform, e))
                 return pb_err_prefix(e, "schedule '%s': ", c->schedule);
+            r->optim.keep_d_last |= predicts;
         }
     return 0;
 }
@@ -147,7 +150,7 @@ static int build_stages(struct run_state *r, struct pb_err *e)
     if (c->init && pb_checkpoint_load(r->stages + r->lo, r->hi - r->lo, c->init, e))
         return -1;
     for (int k = r->lo; k < r->hi; k++) {
-        if (pb_worker_init(&r->workers[k], &r->stages[k], &c->optim, &r->pipe, c->seed, e))
+        if (pb_worker_init(&r->workers[k], &r->stages[k], &r->optim, &r->pipe, c->seed, e))
             return -1;
         r->nworkers_ready++;
     }

@@ -1,4 +1,5 @@
-/* harness/strlist.c — comma-separated lists of values (strlist.h). */
+/* harness/strlist.c — comma-separated lists of values (strlist.h): split at commas,
+ * trimmed of blanks, checked for empty and repeated items. */
 #include "strlist.h"
 
 #include <ctype.h>

@@ -41,25 +41,33 @@ static void add_error(struct pb_sweep *s, int line, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The lines of s->text, fgets-style, for ini_parse_stream; counts them in s->lineno.
+/* Where the parse is: the reader's position and line, the last key the handler saw. */
+struct parser {
+    struct pb_sweep *s;
+    const char *pos, *line_start;
+    int lineno;
+    char last_section[64], last_key[64];
+};
+
+/* The lines of the text, fgets-style, for ini_parse_stream; counts them in p->lineno.
  * A line too long for inih's buffer stops the parse with an error. */
 static char *read_line(char *str, int num, void *stream)
 {
-    struct pb_sweep *s = stream;
-    if (!*s->pos)
+    struct parser *p = stream;
+    if (!*p->pos)
         return NULL;
-    const char *nl = strchr(s->pos, '\n');
-    size_t len = nl ? (size_t)(nl - s->pos) + 1 : strlen(s->pos);
-    s->lineno++;
-    s->line_start = s->pos;
+    const char *nl = strchr(p->pos, '\n');
+    size_t len = nl ? (size_t)(nl - p->pos) + 1 : strlen(p->pos);
+    p->lineno++;
+    p->line_start = p->pos;
     if (len > (size_t)num - 1) {
-        add_error(s, s->lineno, "line longer than %d characters; a [grid] list can go on over "
-                  "indented lines", num - 3);
+        add_error(p->s, p->lineno, "line longer than %d characters; a [grid] list can go on "
+                  "over indented lines", num - 3);
         return NULL;
     }
-    memcpy(str, s->pos, len);
+    memcpy(str, p->pos, len);
     str[len] = 0;
-    s->pos += len;
+    p->pos += len;
     return str;
 }
 
@@ -155,14 +163,17 @@ static void run_value(struct pb_sweep *s, const char *name, const char *value, i
     check_value(s, name, *value ? value : NULL, line);
 }
 
+/* inih's handler: one key = value of the file (an indented line after a key continues
+ * it: inih hands it over under the same key). */
 static int on_pair(void *user, const char *section, const char *name, const char *value)
 {
-    struct pb_sweep *s = user;
-    int line = s->lineno;
-    bool cont = isspace((unsigned char)*s->line_start) && !strcmp(section, s->last_section) &&
-                !strcmp(name, s->last_key);
-    snprintf(s->last_section, sizeof s->last_section, "%s", section);
-    snprintf(s->last_key, sizeof s->last_key, "%s", name);
+    struct parser *p = user;
+    struct pb_sweep *s = p->s;
+    int line = p->lineno;
+    bool cont = isspace((unsigned char)*p->line_start) && !strcmp(section, p->last_section) &&
+                !strcmp(name, p->last_key);
+    snprintf(p->last_section, sizeof p->last_section, "%s", section);
+    snprintf(p->last_key, sizeof p->last_key, "%s", name);
     if (!strcmp(section, "grid")) {
         int g = grid_index(name);
         if (g < 0)
@@ -213,10 +224,10 @@ static char *slurp(const char *path, struct pb_err *e)
     return buf;
 }
 
-/* What inih could not parse on line `line`. */
-static void syntax_error(struct pb_sweep *s, int line)
+/* What inih could not parse on line `line` of text. */
+static void syntax_error(struct pb_sweep *s, const char *text, int line)
 {
-    const char *p = s->text;
+    const char *p = text;
     for (int i = 1; i < line && *p; i++) {
         const char *nl = strchr(p, '\n');
         p = nl ? nl + 1 : p + strlen(p);
@@ -381,10 +392,10 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
     char *text = slurp(path, e);
     if (!text)
         return -1;
-    s->text = s->pos = s->line_start = text;
-    int rc = ini_parse_stream(read_line, s, on_pair, s);
+    struct parser p = {.s = s, .pos = text, .line_start = text};
+    int rc = ini_parse_stream(read_line, &p, on_pair, &p);
     if (rc > 0)
-        syntax_error(s, rc);
+        syntax_error(s, text, rc);
     else if (rc < 0)
         add_error(s, 0, "inih could not parse the file (error %d)", rc);
     if (!s->nerrors)
@@ -392,7 +403,6 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
     if (!s->nerrors)
         expand(s, db, threads);
     free(text);
-    s->text = s->pos = s->line_start = NULL;
     if (!s->nerrors)
         return 0;
     sort_errors(s);

@@ -1,7 +1,6 @@
-/* harness/sweep.h — a sweep file (INI, parsed by inih): [grid] lists whose product gives
- * the configurations, [run] options fixed for all of them. Every value is checked, with
- * its line, and every configuration with pb_run_check, before anything runs; the results
- * database says which configurations are already finished, so a sweep resumes. */
+/* harness/sweep.h — a sweep file (INI, parsed by inih): the product of the [grid] lists,
+ * with the [run] options fixed, each value and configuration checked before anything
+ * runs; and which configurations the results database holds finished (resuming). */
 #ifndef PB_SWEEP_H
 #define PB_SWEEP_H
 
@@ -41,10 +40,6 @@ struct pb_sweep {
     int n;
     int nunsupported;      /* configurations left out: the schedule refuses the optimizer */
     char unsupported_note[1024];               /* the first one's reason */
-    /* parsing state */
-    int lineno, last_key_line;
-    char last_section[64], last_key[64];
-    const char *text, *pos, *line_start;
 };
 
 /* Reads, checks and expands the sweep file at path. db, when not NULL, replaces the

@@ -14,6 +14,7 @@ void pb_delta_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c, i
             dw[i - lo] = o->buf[i];
         return;
     }
+    PB_CHECK(o->d_last != NULL);  /* kept when the run predicts (cfg.keep_d_last) */
     for (size_t i = lo; i < hi; i++)
         dw[i - lo] = o->d_last[i] / (sqrtf(o->sq[i]) + c->eps);
 }

@@ -9,12 +9,14 @@ void pb_delta_sgd(const struct pb_optim *o, const struct pb_optim_coef *c, int v
     const float *buf = o->buf, *d = o->d_last;
     if (!buf) {
         /* u = 0: the last step's d in the paper and code forms alike */
+        PB_CHECK(d != NULL);  /* kept when the run predicts (cfg.keep_d_last) */
         for (size_t i = lo; i < hi; i++)
             dw[i - lo] = d[i];
         return;
     }
     switch (variant) {
     case PB_PREDICT_CODE:
+        PB_CHECK(d != NULL);
         for (size_t i = lo; i < hi; i++)
             dw[i - lo] = c->mom * buf[i] + c->one_minus_damp * d[i];
         break;

@@ -279,20 +279,25 @@ START_TEST(test_cfg_check_good)
 }
 END_TEST
 
-/* Floats of optimizer state per parameter: only what the configuration needs. */
+/* Floats of optimizer state per parameter: only what the configuration needs; the
+ * last d only when a predicting schedule will read it (keep_d_last). */
 START_TEST(test_state_allocation)
 {
     static const struct {
         const char *name;
         float momentum;
+        bool keep;
         size_t per_param;  /* buffers of n floats */
     } cases[] = {
-        {"sgd", 0.0f, 1},      /* d_last */
-        {"sgdm", 0.9f, 2},     /* buf, d_last (code form) */
-        {"adam", 0.0f, 2},     /* m, v */
-        {"adamw", 0.0f, 2},    /* m, v */
-        {"rmsprop", 0.0f, 2},  /* sq, d_last */
-        {"rmsprop", 0.9f, 2},  /* sq, buf */
+        {"sgd", 0.0f, true, 1},      /* d_last */
+        {"sgd", 0.0f, false, 0},     /* nothing */
+        {"sgdm", 0.9f, true, 2},     /* buf, d_last (code form) */
+        {"sgdm", 0.9f, false, 1},    /* buf */
+        {"adam", 0.0f, true, 2},     /* m, v */
+        {"adamw", 0.0f, false, 2},   /* m, v */
+        {"rmsprop", 0.0f, true, 2},  /* sq, d_last */
+        {"rmsprop", 0.0f, false, 1}, /* sq */
+        {"rmsprop", 0.9f, true, 2},  /* sq, buf */
     };
     struct pb_err e;
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
@@ -303,6 +308,7 @@ START_TEST(test_state_allocation)
         struct pb_optim o;
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, cases[i].name, &e), 0);
         c.momentum = cases[i].momentum;
+        c.keep_d_last = cases[i].keep;
         ck_assert_msg(pb_optim_init(&o, be, &c, n, &e) == 0, "%s", e.msg);
         ck_assert_uint_eq(be->mem_cur[PB_MEM_OPTSTATE], cases[i].per_param * n * sizeof(float));
         ck_assert(o.t == 0 && o.lr == c.lr && o.n == n);
@@ -387,6 +393,7 @@ START_TEST(test_threads_bit_identical)
         struct pb_optim_cfg c;
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, names[_i], &e), 0);
         c.weight_decay = 0.01f;
+        c.keep_d_last = true;  /* the prediction below reads it for sgd and rmsprop */
         float *w = pb_backend_alloc(be, n * sizeof(float), PB_MEM_PARAMS, &e);
         float *g = pb_backend_alloc(be, n * sizeof(float), PB_MEM_GRADS, &e);
         float *w_hat = pb_backend_alloc(be, n * sizeof(float), PB_MEM_WCOPIES, &e);

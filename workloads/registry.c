@@ -5,10 +5,11 @@
 
 #include "workload.h"
 
-extern const struct pb_workload pb_workload_mlp, pb_workload_lenet;
+extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
 
 const struct pb_workload *const pb_workloads[] = {
     &pb_workload_mlp,
+    &pb_workload_mlp_deep,
     &pb_workload_lenet,
     NULL,
 };

@@ -86,7 +86,8 @@ enum pb_layout pb_cpu_s2d_layout(const struct pb_cpu_s2d *s)
 }
 
 /* x [n, cin, h, w] (any layout) → x' in s->xbuf, one row of a channel block at a time
- * (the writes are then contiguous) */
+ * (the writes are then contiguous; the columns every channel reads inside x are copied
+ * without tests) */
 static void space_to_depth(struct pb_backend *be, const struct pb_cpu_s2d *s,
                            const struct pb_tensor *x)
 {
@@ -100,20 +101,36 @@ static void space_to_depth(struct pb_backend *be, const struct pb_cpu_s2d *s,
         int n = r / (nblk * x2.h), blk = r / x2.h % nblk, i = r % x2.h;
         const float *src[16];  /* per channel of the block: its source row, NULL if none */
         int off[16];           /* per channel: iw = j·sw + off */
+        bool all_rows = true;
+        int lo = 0, hi = x2.w;  /* columns j whose iw is inside x for every channel */
         for (int k = 0; k < db; k++) {
             int c2 = blk * db + k, c = c2 / (d->sh * d->sw);
             int a = c2 / d->sw % d->sh, ih = i * d->sh + a - d->ph;
             src[k] = c2 < x2.c && ih >= 0 && ih < s->x.h
                          ? x->data + pb_cpu_offset(s->x, x->layout, n, c, ih, 0)
                          : NULL;
+            all_rows = all_rows && src[k];
             off[k] = c2 % d->sw - d->pw;
+            int first = off[k] >= 0 ? 0 : (-off[k] + d->sw - 1) / d->sw;
+            int last = s->x.w - 1 - off[k] < 0 ? -1 : (s->x.w - 1 - off[k]) / d->sw;
+            lo = first > lo ? first : lo;
+            hi = last + 1 < hi ? last + 1 : hi;
         }
+        if (!all_rows || hi < lo)
+            lo = hi = 0;
         float *dst = s->xbuf + pb_cpu_offset(x2, s->l2, n, blk * db, i, 0);
-        for (int j = 0; j < x2.w; j++)
+        for (int j = 0; j < x2.w; j++) {
+            float *o = dst + (size_t)j * db;
+            if (j >= lo && j < hi) {
+                for (int k = 0; k < db; k++)
+                    o[k] = src[k][(size_t)(j * d->sw + off[k]) * sb];
+                continue;
+            }
             for (int k = 0; k < db; k++) {
                 int iw = j * d->sw + off[k];
-                dst[j * db + k] = src[k] && iw >= 0 && iw < s->x.w ? src[k][(size_t)iw * sb] : 0.0f;
+                o[k] = src[k] && iw >= 0 && iw < s->x.w ? src[k][(size_t)iw * sb] : 0.0f;
             }
+        }
     }
 }
 

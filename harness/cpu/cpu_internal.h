@@ -113,7 +113,7 @@ void pb_cpu_cache_finish(struct pb_backend *be);
 
 /* The oneDNN descriptor of a tensor of this shape and layout (nchw, nChw8c, nChw16c). */
 dnnl_memory_desc_t pb_cpu_md(struct pb_shape s, enum pb_layout l);
-/* 1-D [n] and 4-D plain descriptors. */
+/* A 1-D [n] descriptor; a 4-D one of a format tag (dnnl_format_tag_any included). */
 dnnl_memory_desc_t pb_cpu_md_1d(int n);
 dnnl_memory_desc_t pb_cpu_md_tag(int d0, int d1, int d2, int d3, dnnl_format_tag_t tag);
 

@@ -181,6 +181,9 @@ int run_begin(struct run_state *r, struct pb_err *e)
     int rc = 0;
     if (run_writer(r)) {
         rc = pb_results_open(&r->db, c->db, e);
+        /* runs left 'running' by a process of this host that no longer exists */
+        if (!rc && pb_results_mark_orphans(r->db, e) < 0)
+            rc = -1;
         char *json = rc ? NULL : pb_run_cfg_json(c);
         struct pb_run_info info = {
             .config_json = json,

@@ -145,3 +145,23 @@ void pb_backend_reset_peaks(struct pb_backend *be)
 {
     memcpy(be->mem_peak, be->mem_cur, sizeof be->mem_peak);
 }
+
+size_t pb_backend_disown(struct pb_backend *be, void *p)
+{
+    PB_CHECK(be->ops->host_memory);
+    struct pb_alloc_entry *en = table_find(be->allocs, p);
+    PB_CHECK(en != NULL);
+    size_t bytes = en->bytes;
+    be->mem_cur[en->kind] -= bytes;
+    en->kind = -1;
+    return bytes;
+}
+
+void pb_backend_adopt(struct pb_backend *be, void *p, size_t bytes, enum pb_mem_kind kind)
+{
+    PB_CHECK(be->ops->host_memory);
+    table_insert(be->allocs, p, bytes, (int)kind);
+    be->mem_cur[kind] += bytes;
+    if (be->mem_cur[kind] > be->mem_peak[kind])
+        be->mem_peak[kind] = be->mem_cur[kind];
+}

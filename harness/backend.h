@@ -54,6 +54,9 @@ struct pb_backend;
 
 struct pb_backend_ops {
     const char *name;
+    /* Device memory is host memory from posix_memalign (freed by free()): a tensor can
+     * move from one such instance to another, or into a message, without a copy. */
+    bool host_memory;
     void (*destroy)(struct pb_backend *be);
     void (*sync)(struct pb_backend *be);
 
@@ -169,6 +172,11 @@ void pb_backend_free(struct pb_backend *be, void *p);
 int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
                     enum pb_layout l, enum pb_mem_kind kind, struct pb_err *e);
 void pb_backend_reset_peaks(struct pb_backend *be);
+/* Hands an allocation of a host-memory backend over: disown removes it from be's
+ * accounting (returning its bytes) and leaves it to the caller; adopt accounts a
+ * posix_memalign'ed block as be's own. */
+size_t pb_backend_disown(struct pb_backend *be, void *p);
+void pb_backend_adopt(struct pb_backend *be, void *p, size_t bytes, enum pb_mem_kind kind);
 
 /* Shared helpers of the backend implementations (harness/backend.c). */
 void pb_backend_init_common(struct pb_backend *be, const struct pb_backend_ops *ops, void *impl,

@@ -182,7 +182,7 @@ int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_pr
         }
         if (from >= 0) {
             double t0 = now_s();
-            in.data = pb_xmalloc(pb_shape_count(in.shape) * sizeof(float));
+            in.data = pb_msg_alloc(pb_shape_count(in.shape));
             MPI_Recv(in.data, (int)pb_shape_count(in.shape), MPI_FLOAT, from, tag, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
             w->st.wait_s += now_s() - t0;

@@ -220,30 +220,51 @@ static void note_event(struct pb_worker *w, const struct pb_op *op, long version
     w->st.nevents++;
 }
 
-/* Moves a host message into a tensor of this stage's backend. */
+float *pb_msg_alloc(size_t count)
+{
+    void *p = NULL;
+    PB_CHECK(posix_memalign(&p, 64, count ? count * sizeof(float) : 64) == 0);
+    return p;
+}
+
+/* Moves a host message into a tensor of this stage's backend: a host-memory backend
+ * adopts the buffer, another gets a copy. */
 static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
                          struct pb_tensor *t, struct pb_err *e)
 {
     struct pb_backend *be = w->stage->be;
     double t0 = now_s();
-    int rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
-    if (!rc)
-        be->ops->upload(be, t->data, m->data, pb_shape_count(m->shape) * sizeof(float));
-    free(m->data);
+    size_t bytes = pb_shape_count(m->shape) * sizeof(float);
+    int rc = 0;
+    if (be->ops->host_memory) {
+        pb_backend_adopt(be, m->data, bytes, kind);
+        *t = (struct pb_tensor){m->data, m->shape, PB_LAYOUT_PLAIN};
+    } else {
+        rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
+        if (!rc)
+            be->ops->upload(be, t->data, m->data, bytes);
+        free(m->data);
+    }
     m->data = NULL;
     w->st.comm_s += now_s() - t0;
     return rc;
 }
 
+/* The other way: a host-memory backend hands the buffer over, another copies. */
 static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, struct pb_msg *m)
 {
     struct pb_backend *be = w->stage->be;
     double t0 = now_s();
     size_t n = pb_shape_count(t->shape);
-    m->data = pb_xmalloc(n * sizeof(float));
     m->shape = t->shape;
-    be->ops->download(be, m->data, t->data, n * sizeof(float));
-    pb_backend_free(be, t->data);
+    if (be->ops->host_memory) {
+        pb_backend_disown(be, t->data);
+        m->data = t->data;
+    } else {
+        m->data = pb_msg_alloc(n);
+        be->ops->download(be, m->data, t->data, n * sizeof(float));
+        pb_backend_free(be, t->data);
+    }
     t->data = NULL;
     w->st.comm_s += now_s() - t0;
 }
@@ -255,10 +276,12 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
     int b = w->data.batch;
     if (!is_first(w))
         return msg_to_tensor(w, in, PB_MEM_ACTS, x, e);
-    pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, w->host_x, w->host_y ? w->host_y : NULL);
     if (pb_tensor_alloc(s->be, x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
         return -1;
-    s->be->ops->upload(s->be, x->data, w->host_x, pb_shape_count(s->in_shape) * sizeof(float));
+    bool direct = s->be->ops->host_memory;  /* gather straight into the tensor */
+    pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, direct ? x->data : w->host_x, w->host_y);
+    if (!direct)
+        s->be->ops->upload(s->be, x->data, w->host_x, pb_shape_count(s->in_shape) * sizeof(float));
     return 0;
 }
 

@@ -17,11 +17,15 @@
 
 #define PB_EVENTS_PER_EPOCH 4096
 
-/* A tensor between stages: plain float32 in host memory, owned by whoever holds it. */
+/* A tensor between stages: plain float32 in host memory from posix_memalign (64),
+ * owned by whoever holds it (free() releases it). */
 struct pb_msg {
     float *data;
     struct pb_shape shape;
 };
+
+/* A message buffer for count floats. */
+float *pb_msg_alloc(size_t count);
 
 struct pb_worker_stats {
     double busy_s, comm_s, wait_s;     /* seconds in ops, in copies, blocked */

@@ -94,6 +94,7 @@ static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
 
 static const struct pb_backend_ops cpu_ops = {
     .name = "cpu",
+    .host_memory = true,
     .destroy = cpu_destroy,
     .sync = cpu_sync,
     .alloc = cpu_alloc,

@@ -1,5 +1,6 @@
 /* workloads/registry.c — the table of workloads, and the balanced partitioner. */
 #include <float.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,17 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e)
     return NULL;
 }
 
+/* A partial partition's cost: its largest stage, then the sum of squared stage costs
+ * (among cuts with the same largest stage, the most even). */
+struct part_cost {
+    double max, sumsq;
+};
+
+static bool part_less(struct part_cost a, struct part_cost b)
+{
+    return a.max < b.max || (a.max == b.max && a.sumsq < b.sumsq);
+}
+
 int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e)
 {
     int nb = m->nblocks;
@@ -35,24 +47,24 @@ int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, str
     if (stages > nb)
         return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
                              "(got --stages %d)", m->name, nb, nb, stages);
-    /* best[k][i]: the smallest possible largest-stage cost of blocks [0, i) in k stages */
+    /* best[k][i]: the best cost of blocks [0, i) in k stages; cut[k][i] its last cut */
     double *prefix = pb_xcalloc((size_t)nb + 1, sizeof *prefix);
-    double *best = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *best);
+    struct part_cost *best = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *best);
     int *cut = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *cut);
     for (int i = 0; i < nb; i++)
         prefix[i + 1] = prefix[i] + m->blocks[i].flops;
 #define AT(a, k, i) a[(size_t)(k) * (nb + 1) + (i)]
     for (int i = 0; i <= nb; i++)
-        AT(best, 1, i) = prefix[i];
+        AT(best, 1, i) = (struct part_cost){prefix[i], prefix[i] * prefix[i]};
     for (int k = 2; k <= stages; k++)
         for (int i = k; i <= nb; i++) {
-            AT(best, k, i) = DBL_MAX;
+            AT(best, k, i) = (struct part_cost){DBL_MAX, DBL_MAX};
             for (int j = k - 1; j < i; j++) {
-                double c = AT(best, k - 1, j);
                 double last = prefix[i] - prefix[j];
-                if (last > c)
-                    c = last;
-                if (c < AT(best, k, i)) {
+                struct part_cost c = AT(best, k - 1, j);
+                c.max = last > c.max ? last : c.max;
+                c.sumsq += last * last;
+                if (part_less(c, AT(best, k, i))) {
                     AT(best, k, i) = c;
                     AT(cut, k, i) = j;
                 }

@@ -18,7 +18,8 @@ extern const struct pb_workload *const pb_workloads[];
 const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
 
 /* Cuts the finalised model's blocks into `stages` contiguous ranges minimising the
- * largest stage's forward FLOPs (ties: the earliest cut), bounds[0..stages]:
+ * largest stage's forward FLOPs, then (among equal largest stages) the sum of the
+ * squared stage FLOPs, so the other stages are as even as they can be; bounds[0..stages]:
  * stage k holds blocks [bounds[k], bounds[k+1]). Errors when stages < 1 or the model
  * has fewer blocks than stages. */
 int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e);

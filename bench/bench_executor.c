@@ -11,29 +11,13 @@
 
 #include "cli.h"
 #include "run.h"
-
-static double query(const char *db, const char *sql)
-{
-    sqlite3 *h;
-    sqlite3_stmt *st;
-    double v = -1;
-    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_double(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(h);
-    return v;
-}
+#include "bench_db.h"
 
 int main(void)
 {
     char db[] = "/tmp/pb-bench-XXXXXX";
-    int fd = mkstemp(db);
-    if (fd < 0)
+    if (bench_tmp_db(db))
         return 1;
-    close(fd);
-    unlink(db);
     const char *models[] = {"mlp", "lenet"};
     const char *schedules[] = {"pipedream", "pipeoptim", "gpipe"};
     printf("sequential executor overhead, D = 4, Fashion-MNIST, micro-batches of 64, "
@@ -60,15 +44,15 @@ int main(void)
             char sql[256];
             snprintf(sql, sizeof sql, "SELECT wall_s FROM epochs WHERE run_id = %lld AND epoch = 1",
                      (long long)sum.run_id);
-            double wall = query(db, sql);
+            double wall = bench_query(db, sql);
             snprintf(sql, sizeof sql,
                      "SELECT sum(busy_s) FROM stage_stats WHERE run_id = %lld AND epoch = 1",
                      (long long)sum.run_id);
-            double busy = query(db, sql);
+            double busy = bench_query(db, sql);
             snprintf(sql, sizeof sql,
                      "SELECT sum(comm_s) FROM stage_stats WHERE run_id = %lld AND epoch = 1",
                      (long long)sum.run_id);
-            double comm = query(db, sql);
+            double comm = bench_query(db, sql);
             printf("%-6s %-10s %9.3f %9.3f %9.3f %8.1f%%\n", models[m], schedules[s], wall, busy,
                    comm, 100.0 * (1.0 - busy / wall));
         }

@@ -14,23 +14,10 @@
 
 #include "cli.h"
 #include "run.h"
+#include "bench_db.h"
 
 #define TRAIN 20000
 #define EPOCHS 2
-
-static double query(const char *db, const char *sql)
-{
-    sqlite3 *h;
-    sqlite3_stmt *st;
-    double v = -1;
-    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_double(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(h);
-    return v;
-}
 
 /* Throughput and ideal throughput of the newest run's last epoch. */
 static void measured(const char *db, double *thr, double *ideal)
@@ -38,11 +25,11 @@ static void measured(const char *db, double *thr, double *ideal)
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT throughput FROM epochs WHERE run_id = (SELECT max(id) FROM "
                               "runs) AND epoch = %d", EPOCHS - 1);
-    *thr = query(db, sql);
+    *thr = bench_query(db, sql);
     snprintf(sql, sizeof sql, "SELECT e.samples / max(s.busy_s) FROM stage_stats s JOIN epochs e "
                               "USING (run_id, epoch) WHERE run_id = (SELECT max(id) FROM runs) AND "
                               "epoch = %d", EPOCHS - 1);
-    *ideal = query(db, sql);
+    *ideal = bench_query(db, sql);
 }
 
 static int run_local(const char *db, const char *schedule, const char *executor)
@@ -82,11 +69,8 @@ int main(int argc, char **argv)
 {
     const char *bin = argc > 1 ? argv[1] : getenv("PB_PIPEBENCH");
     char db[] = "/tmp/pb-bench-XXXXXX";
-    int fd = mkstemp(db);
-    if (fd < 0)
+    if (bench_tmp_db(db))
         return 1;
-    close(fd);
-    unlink(db);
     const char *schedules[] = {"pipedream", "pipeoptim", "gpipe"};
     printf("pipeline executors: mlp-deep, D = 2, one core per stage, %d Fashion-MNIST samples, "
            "micro-batches of 64, epoch %d of %d\n", TRAIN, EPOCHS, EPOCHS);

@@ -18,6 +18,9 @@ void pb_compare_cfg_defaults(struct pb_run_cfg *c)
     c->epochs = PB_COMPARE_EPOCHS;
     c->limit_train = PB_COMPARE_LIMIT_TRAIN;
     c->limit_val = PB_COMPARE_LIMIT_VAL;
+    /* stages run at the same time, so throughput and bubbles are the schedule's own;
+     * the weights are those of the sequential reference, bit for bit */
+    c->executor = "threads";
 }
 
 /* Runs one query with run_id as ?1 (and target as ?2 when it has one); fills the

@@ -3,6 +3,7 @@
  * nothing in the results; once the row exists, every way out records a status. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -26,6 +27,20 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c)
     c->shuffle = true;
 }
 
+/* The shortest decimal that reads back as f (0.01f is stored as 0.01, not as
+ * 0.00999999977648258), so the configuration reads as it was typed. */
+double run_decimal(float f)
+{
+    char buf[32];
+    for (int prec = 6; prec < 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f)
+            return strtod(buf, NULL);
+    }
+    snprintf(buf, sizeof buf, "%.9g", (double)f);
+    return strtod(buf, NULL);
+}
+
 char *pb_run_cfg_json(const struct pb_run_cfg *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -37,19 +52,19 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON_AddStringToObject(o, "variant", c->variant ? c->variant : "");
     cJSON_AddStringToObject(o, "executor", c->executor);
     cJSON_AddStringToObject(o, "optimizer", c->optimizer);
-    cJSON_AddNumberToObject(o, "lr", oc->lr);
-    cJSON_AddNumberToObject(o, "momentum", oc->momentum);
-    cJSON_AddNumberToObject(o, "dampening", oc->dampening);
+    cJSON_AddNumberToObject(o, "lr", run_decimal(oc->lr));
+    cJSON_AddNumberToObject(o, "momentum", run_decimal(oc->momentum));
+    cJSON_AddNumberToObject(o, "dampening", run_decimal(oc->dampening));
     cJSON_AddBoolToObject(o, "nesterov", oc->nesterov);
-    cJSON_AddNumberToObject(o, "weight_decay", oc->weight_decay);
-    cJSON_AddNumberToObject(o, "beta1", oc->beta1);
-    cJSON_AddNumberToObject(o, "beta2", oc->beta2);
-    cJSON_AddNumberToObject(o, "eps", oc->eps);
-    cJSON_AddNumberToObject(o, "alpha", oc->alpha);
+    cJSON_AddNumberToObject(o, "weight_decay", run_decimal(oc->weight_decay));
+    cJSON_AddNumberToObject(o, "beta1", run_decimal(oc->beta1));
+    cJSON_AddNumberToObject(o, "beta2", run_decimal(oc->beta2));
+    cJSON_AddNumberToObject(o, "eps", run_decimal(oc->eps));
+    cJSON_AddNumberToObject(o, "alpha", run_decimal(oc->alpha));
     cJSON *steps = cJSON_AddArrayToObject(o, "lr_steps");
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
-    cJSON_AddNumberToObject(o, "lr_gamma", oc->lr_gamma);
+    cJSON_AddNumberToObject(o, "lr_gamma", run_decimal(oc->lr_gamma));
     cJSON_AddNumberToObject(o, "stages", c->stages);
     cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
     cJSON_AddNumberToObject(o, "microbatches", c->microbatches);
@@ -61,7 +76,7 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
-    cJSON_AddNumberToObject(o, "label_smoothing", c->label_smoothing);
+    cJSON_AddNumberToObject(o, "label_smoothing", run_decimal(c->label_smoothing));
     cJSON_AddStringToObject(o, "init", c->init ? c->init : "");
     cJSON_AddStringToObject(o, "save", c->save ? c->save : "");
     char *s = cJSON_PrintUnformatted(o);

@@ -56,5 +56,8 @@ int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summ
 int run_save(struct run_state *r, const char *path, struct pb_err *e);
 
 double run_now_s(void);
+/* The shortest decimal that reads back as f (what the user typed: 0.01, not
+ * 0.00999999977648258). */
+double run_decimal(float f);
 
 #endif

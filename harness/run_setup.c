@@ -198,7 +198,7 @@ int run_begin(struct run_state *r, struct pb_err *e)
             .microbatches = r->pipe.microbatches,
             .epochs = c->epochs,
             .seed = c->seed,
-            .lr = c->optim.lr,
+            .lr = run_decimal(c->optim.lr),
         };
         if (!rc) {
             r->run_id = pb_results_run_begin(r->db, &info, e);

@@ -67,8 +67,9 @@ void pb_run_flags_usage(FILE *f)
         "                          sgd/sgdm/rmsprop 0.01, adam/adamw 0.001)\n"
         "  --momentum X --dampening X --nesterov --weight-decay X\n"
         "  --betas B1,B2 --eps X --alpha X   (Adam/AdamW betas and eps; RMSprop alpha)\n"
-        "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (default 0.1) at these\n"
-        "                          epochs (1-based: 2 = from the 2nd epoch on)\n"
+        "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (default 0.1) after\n"
+        "                          these many epochs, as torch's MultiStepLR milestones\n"
+        "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
         "  --stages D              pipeline stages (default 4)\n"
         "  --microbatch-size B     samples per micro-batch (default 64)\n"
         "  --microbatches M        micro-batches per update for gpipe, pipedream-2bw and\n"
@@ -191,8 +192,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
                          &o->n_lr_steps, e);
         for (int i = 0; !rc && i < o->n_lr_steps; i++) {
             if (o->lr_steps[i] < 1)
-                rc = pb_err_set(e, "--lr-steps are 1-based epochs (got %d)", o->lr_steps[i]);
-            o->lr_steps[i] -= 1;
+                rc = pb_err_set(e, "--lr-steps are epoch counts of at least 1, as torch's "
+                                   "MultiStepLR milestones (got %d)", o->lr_steps[i]);
         }
     }
     if (!rc && val[O_SEED])

@@ -4,6 +4,8 @@
  * op saw as logged in the results database. Real data: Fashion-MNIST. */
 #include <check.h>
 #include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -217,6 +219,30 @@ START_TEST(test_every_schedule_learns)
 }
 END_TEST
 
+/* --lr-steps are torch's MultiStepLR milestones stepped once per epoch: with 1,2 the
+ * rate is lr for the first epoch, lr·γ for the second, lr·γ² from the third on. */
+START_TEST(test_lr_steps_flag)
+{
+    char cmd[1024];
+    const char *db = tmp_path("lr.db");
+    snprintf(cmd, sizeof cmd, "%s run --quiet --limit-train 320 --limit-val 64 --microbatch-size 32 "
+                              "--epochs 3 --lr 0.1 --lr-steps 1,2 --lr-gamma 0.5 --db %s",
+             getenv("PB_PIPEBENCH"), db);
+    ck_assert_int_eq(system(cmd), 0);
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_prepare_v2(h, "SELECT lr FROM epochs ORDER BY epoch", -1, &st, NULL) == SQLITE_OK);
+    const double want[3] = {0.1, 0.05, 0.025};
+    for (int i = 0; i < 3; i++) {
+        ck_assert(sqlite3_step(st) == SQLITE_ROW);
+        ck_assert_double_eq_tol(sqlite3_column_double(st, 0), want[i], 1e-7);  /* float lr */
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("train");
@@ -228,6 +254,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_checkpoint_round_trip);
     tcase_add_test(tc, test_logged_staleness);
     tcase_add_test(tc, test_every_schedule_learns);
+    tcase_add_test(tc, test_lr_steps_flag);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -77,18 +77,20 @@ static int collective(struct run_state *r, int rc, struct pb_err *e)
     return -1;
 }
 
-/* The first stage reads the inputs and the last the labels: only ranks holding one
- * of them load the dataset; the others learn its size and shape from rank 0. */
+/* The first stage reads the inputs and the last the labels: a process loads only the
+ * parts its stages read; the others learn the size and shape from rank 0. */
 static int load_data(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     const char *ds = r->dataset = c->dataset ? c->dataset : r->workload->dataset;
     int rc = 0;
-    if (r->lo == 0 || r->hi == c->stages)
+    struct pb_dataset_opts opts = c->synthetic;
+    opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
+    if (opts.parts)
         rc = pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
-                                  c->seed, &c->synthetic, e) ||
+                                  c->seed, &opts, e) ||
              pb_dataset_load_opts(&r->val, ds, c->data_dir, PB_SPLIT_TEST, c->limit_val, c->seed,
-                                  &c->synthetic, e);
+                                  &opts, e);
     if (collective(r, rc, e))
         return -1;
     int info[6] = {r->train.n, r->val.n, r->train.c, r->train.h, r->train.w, r->train.nclasses};

@@ -174,6 +174,31 @@ static int load_case(struct idx_case c, struct pb_dataset *ds, struct pb_err *e)
 
 static const struct idx_case good = {0x803, 0x801, 5, 28, 28, 5, 0, 0, 3, false};
 
+/* A pipeline's first stage loads the inputs only, its last stage the labels only:
+ * the same numbers as a full load, the other part absent; synthetic data too. */
+START_TEST(parts_only)
+{
+    struct pb_err e;
+    const char *names[] = {"fashion-mnist", "synthetic"};
+    for (int k = 0; k < 2; k++) {
+        struct pb_dataset all, in, lab;
+        struct pb_dataset_opts o_in = {.parts = PB_DATA_INPUTS}, o_lab = {.parts = PB_DATA_LABELS};
+        ck_assert_msg(pb_dataset_load_opts(&all, names[k], NULL, PB_SPLIT_TEST, 500, 3, NULL, &e) == 0,
+                      "%s", e.msg);
+        ck_assert(pb_dataset_load_opts(&in, names[k], NULL, PB_SPLIT_TEST, 500, 3, &o_in, &e) == 0);
+        ck_assert(pb_dataset_load_opts(&lab, names[k], NULL, PB_SPLIT_TEST, 500, 3, &o_lab, &e) == 0);
+        ck_assert(in.x && !in.y && !lab.x && lab.y);
+        ck_assert(in.n == all.n && lab.n == all.n && in.h == all.h && lab.w == all.w);
+        size_t per = (size_t)all.c * all.h * all.w;
+        ck_assert(memcmp(in.x, all.x, (size_t)all.n * per * sizeof(float)) == 0);
+        ck_assert(memcmp(lab.y, all.y, (size_t)all.n * sizeof(int32_t)) == 0);
+        pb_dataset_finish(&all);
+        pb_dataset_finish(&in);
+        pb_dataset_finish(&lab);
+    }
+}
+END_TEST
+
 START_TEST(idx_valid_plain_and_gz)
 {
     for (int gz = 0; gz < 2; gz++) {
@@ -482,6 +507,7 @@ Suite *pb_test_suite(void)
     TCase *real = tcase_create("fashion-mnist");
     tcase_add_test(real, fmnist_train);
     tcase_add_test(real, fmnist_test_split_and_limit);
+    tcase_add_test(real, parts_only);
     suite_add_tcase(s, real);
     TCase *idx = tcase_create("idx");
     tcase_add_test(idx, idx_valid_plain_and_gz);

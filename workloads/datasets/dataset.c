@@ -58,7 +58,8 @@ int pb_dataset_load_opts(struct pb_dataset *ds, const char *name, const char *da
         return pb_err_set(e, "dataset %s: the sample limit must be >= 0 (0 keeps all), got %d",
                           name, limit);
     if (name && !strcmp(name, "fashion-mnist"))
-        return pb_dataset_fashion_mnist(ds, data_dir, split, limit, e);
+        return pb_dataset_fashion_mnist_parts(ds, data_dir, split, limit,
+                                              opts && opts->parts ? opts->parts : PB_DATA_ALL, e);
     if (name && !strcmp(name, "synthetic"))
         return pb_dataset_synthetic(ds, split, limit, seed, opts, e);
     char list[256] = "";
@@ -101,6 +102,7 @@ void pb_dataset_gather(const struct pb_dataset *ds, const int32_t *order, int fi
     for (int i = 0; i < count; i++) {
         int s = order ? order[first + i] : first + i;
         PB_CHECK(s >= 0 && s < ds->n);
+        PB_CHECK((!x || ds->x) && (!y || ds->y));
         if (x)
             memcpy(x + (size_t)i * per, ds->x + (size_t)s * per, per * sizeof *x);
         if (y)

@@ -25,7 +25,12 @@ enum pb_split { PB_SPLIT_TRAIN, PB_SPLIT_TEST };
  * (1×28×28, 10 classes, 10000 train / 2000 test samples). Files ignore them. */
 struct pb_dataset_opts {
     int c, h, w, nclasses, n;
+    int parts;   /* what to load: PB_DATA_INPUTS | PB_DATA_LABELS; 0 = both */
 };
+
+/* Parts of a dataset: a pipeline's first stage needs the inputs only, its last stage
+ * the labels only (the part not loaded stays NULL; counts and shapes are always set). */
+enum { PB_DATA_INPUTS = 1, PB_DATA_LABELS = 2, PB_DATA_ALL = 3 };
 
 /* Registered dataset names (NULL-terminated) for `pipebench list`. */
 extern const char *const pb_dataset_names[];
@@ -60,6 +65,12 @@ int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *ima
  * {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir (NULL = default). */
 int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum pb_split split,
                              int limit, struct pb_err *e);
+/* The same, loading only `parts` (PB_DATA_*); the headers of both files are checked. */
+int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
+                                   enum pb_split split, int limit, int parts, struct pb_err *e);
+int pb_dataset_load_idx_parts(struct pb_dataset *ds, const char *name, const char *images_path,
+                              const char *labels_path, int expect_h, int expect_w, int nclasses,
+                              int limit, int parts, struct pb_err *e);
 /* Class prototypes plus Gaussian noise, a pure function of (seed, split, sample). */
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
                          const struct pb_dataset_opts *opts, struct pb_err *e);
@@ -74,7 +85,8 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
 void pb_epoch_order(uint64_t seed, int epoch, int n, bool shuffle, int32_t *order);
 
 /* Copies samples order[first .. first+count) (order NULL = file order) into
- * x [count, c, h, w] and y [count]; x or y may be NULL (a stage that needs only one). */
+ * x [count, c, h, w] and y [count]; x or y may be NULL (a stage that needs only one),
+ * and must be when that part was not loaded. */
 void pb_dataset_gather(const struct pb_dataset *ds, const int32_t *order, int first, int count,
                        float *x, int32_t *y);
 

@@ -119,6 +119,15 @@ int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *ima
                         const char *labels_path, int expect_h, int expect_w, int nclasses,
                         int limit, struct pb_err *e)
 {
+    return pb_dataset_load_idx_parts(ds, name, images_path, labels_path, expect_h, expect_w,
+                                     nclasses, limit, PB_DATA_ALL, e);
+}
+
+int pb_dataset_load_idx_parts(struct pb_dataset *ds, const char *name, const char *images_path,
+                              const char *labels_path, int expect_h, int expect_w, int nclasses,
+                              int limit, int parts, struct pb_err *e)
+{
+    bool want_x = parts & PB_DATA_INPUTS, want_y = parts & PB_DATA_LABELS;
     memset(ds, 0, sizeof *ds);
     struct idx_file im = {0}, lb = {0};
     unsigned char *pixels = NULL, *labels = NULL;
@@ -149,10 +158,10 @@ int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *ima
                    images_path, n, h, w);
         goto out;
     }
-    if (read_body(&im, (size_t)n * per, "pixels", &pixels, e) ||
-        read_body(&lb, (size_t)n, "labels", &labels, e))
+    if ((want_x && read_body(&im, (size_t)n * per, "pixels", &pixels, e)) ||
+        (want_y && read_body(&lb, (size_t)n, "labels", &labels, e)))
         goto out;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; want_y && i < n; i++)
         if (labels[i] >= nclasses) {
             pb_err_set(e, "%s: label %d of sample %d is not below %d (corrupt file)",
                        labels_path, labels[i], i, nclasses);
@@ -161,12 +170,16 @@ int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *ima
     float table[256];
     for (int v = 0; v < 256; v++)
         table[v] = ((float)v / 255.0f - PB_FMNIST_MEAN) / PB_FMNIST_STD;
-    ds->x = pb_xmalloc((size_t)keep * per * sizeof *ds->x);
-    ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
-    for (size_t i = 0; i < (size_t)keep * per; i++)
-        ds->x[i] = table[pixels[i]];
-    for (int i = 0; i < keep; i++)
-        ds->y[i] = labels[i];
+    if (want_x) {
+        ds->x = pb_xmalloc((size_t)keep * per * sizeof *ds->x);
+        for (size_t i = 0; i < (size_t)keep * per; i++)
+            ds->x[i] = table[pixels[i]];
+    }
+    if (want_y) {
+        ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
+        for (int i = 0; i < keep; i++)
+            ds->y[i] = labels[i];
+    }
     ds->name = pb_xstrdup(name);
     ds->n = keep;
     ds->c = 1;
@@ -214,6 +227,12 @@ static int find_file(char *out, size_t cap, const char *dir, const char *base, b
 int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum pb_split split,
                              int limit, struct pb_err *e)
 {
+    return pb_dataset_fashion_mnist_parts(ds, data_dir, split, limit, PB_DATA_ALL, e);
+}
+
+int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
+                                   enum pb_split split, int limit, int parts, struct pb_err *e)
+{
     memset(ds, 0, sizeof *ds);
     const char *dir = data_dir ? data_dir : pb_dataset_default_dir("fashion-mnist");
     const char *prefix = split == PB_SPLIT_TRAIN ? "train" : "t10k";
@@ -224,5 +243,6 @@ int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum p
     snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
     if (find_file(labels, sizeof labels, dir, base, data_dir == NULL, e))
         return -1;
-    return pb_dataset_load_idx(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, e);
+    return pb_dataset_load_idx_parts(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, parts,
+                                     e);
 }

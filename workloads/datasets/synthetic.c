@@ -75,16 +75,22 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
 
     float sigma = (float)(sqrt((double)d / 2.0) / margin(nclasses));
     float scale = (float)(1.0 / sqrt(1.0 + (double)sigma * sigma));
-    ds->x = pb_xmalloc(d * (uint64_t)keep * sizeof *ds->x);
-    ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
+    int parts = o.parts ? o.parts : PB_DATA_ALL;
+    if (parts & PB_DATA_INPUTS)
+        ds->x = pb_xmalloc(d * (uint64_t)keep * sizeof *ds->x);
+    if (parts & PB_DATA_LABELS)
+        ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
     for (int i = 0; i < keep; i++) {
         struct pb_rng_key key = pb_rng_key(PB_RNG_DATA, seed, 1 + (uint64_t)split, (uint64_t)i, 0);
         int label = (int)pb_rng_below(key, 0, (uint64_t)nclasses);
         const float *p = proto + (size_t)label * d;
-        float *x = ds->x + (size_t)i * d;
-        for (uint64_t j = 0; j < d; j++)
-            x[j] = (p[j] + sigma * pb_rng_normal(key, 1 + j)) * scale;
-        ds->y[i] = label;
+        if (ds->x) {
+            float *x = ds->x + (size_t)i * d;
+            for (uint64_t j = 0; j < d; j++)
+                x[j] = (p[j] + sigma * pb_rng_normal(key, 1 + j)) * scale;
+        }
+        if (ds->y)
+            ds->y[i] = label;
     }
     free(proto);
     ds->name = pb_xstrdup("synthetic");

@@ -151,20 +151,20 @@ static int sweep(const struct args *a)
     rc = PB_EXIT_OK;
     if (a->dry_run || ndone == s.n)
         goto out;
-    struct pb_batch_item *todo = pb_xcalloc((size_t)(s.n - ndone), sizeof *todo);
+    struct pb_batch_item *pending = pb_xcalloc((size_t)(s.n - ndone), sizeof *pending);
     int n = 0;
     for (int i = 0; i < s.n; i++)
         if (!done[i])
-            todo[n++] = s.items[i];
+            pending[n++] = s.items[i];
     struct pb_batch_totals t;
-    pb_batch_run(todo, n, a->jobs, "sweep", &t);
+    pb_batch_run(pending, n, a->jobs, "sweep", &t);
     printf("sweep: %d runs: %d done, %d diverged, %d failed, %d errors", n, t.done, t.diverged,
            t.failed, t.errors);
     if (t.interrupted || t.not_started)
         printf(", %d interrupted, %d not started (run the sweep again to go on)",
                t.interrupted, t.not_started);
     printf("\n");
-    free(todo);
+    free(pending);
     rc = status_of(&t);
 out:
     free(done);

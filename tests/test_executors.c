@@ -112,6 +112,25 @@ START_TEST(test_threads_failure_stops_all)
 }
 END_TEST
 
+/* Under MPI a divergence on the last rank ends every rank at the epoch's end: exit
+ * status 1 and the run recorded as 'diverged' by rank 0. */
+START_TEST(test_mpi_divergence_stops_all)
+{
+    char cmd[1024];
+    const char *db = tmp_path("mpi-div.db");
+    snprintf(cmd, sizeof cmd,
+             "mpirun --oversubscribe %s -np 2 %s run --executor mpi --quiet --stages 2 --lr 1e8 "
+             "--limit-train 640 --limit-val 64 --microbatch-size 32 --epochs 3 --db %s >%s 2>&1",
+             geteuid() == 0 ? "--allow-run-as-root" : "", getenv("PB_PIPEBENCH"), db,
+             tmp_path("mpirun.log"));
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) != 0, "mpirun status %d", st);
+    int epochs;
+    ck_assert_str_eq(status_of_last_run(db, &epochs), "diverged");
+    ck_assert_int_eq(epochs, 0);
+}
+END_TEST
+
 /* SIGINT during the second epoch: exit status 1, status 'interrupted', the first
  * epoch's rows intact. */
 START_TEST(test_sigint_interrupts)
@@ -167,6 +186,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tf, 300);
     tcase_add_test(tf, test_threads_failure_stops_all);
     tcase_add_test(tf, test_sigint_interrupts);
+    tcase_add_test(tf, test_mpi_divergence_stops_all);
     suite_add_tcase(s, tf);
     return s;
 }

@@ -59,7 +59,7 @@ int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
             bool predicts = op->wsrc == PB_W_PREDICTED || op->wsrc == PB_W_GROUP;
             if (predicts && pb_predictor_check(c->optim.kind, &c->optim, op->pform, e))
                 return pb_err_prefix(e, "schedule '%s': ", c->schedule);
-            r->optim.keep_d_last |= predicts;
+            r->optim.keep_d_last |= predicts && pb_predictor_reads_d_last(&c->optim, op->pform);
         }
     return 0;
 }

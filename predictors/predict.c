@@ -30,6 +30,13 @@ int pb_predictor_check(enum pb_optim_kind k, const struct pb_optim_cfg *c,
     return 0;
 }
 
+bool pb_predictor_reads_d_last(const struct pb_optim_cfg *c, enum pb_predict_variant v)
+{
+    if (c->kind == PB_OPT_SGD)
+        return c->momentum == 0.0f || v == PB_PREDICT_CODE;
+    return c->kind == PB_OPT_RMSPROP && c->momentum == 0.0f;
+}
+
 #define PB_PREDICT_BLOCK 256
 
 void pb_predict_ref(const struct pb_optim *o, int variant, float s, const float *w, float *w_hat,

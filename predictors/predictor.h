@@ -4,6 +4,7 @@
 #ifndef PB_PREDICTOR_H
 #define PB_PREDICTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "optim.h"
@@ -49,5 +50,9 @@ void pb_delta_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c, i
  * it would silently predict nothing. */
 int pb_predictor_check(enum pb_optim_kind k, const struct pb_optim_cfg *c,
                        enum pb_predict_variant v, struct pb_err *e);
+
+/* Whether ΔW of this form reads the last step's d (SGD without momentum, SGDM's code
+ * form, RMSprop without momentum), so the optimizer must keep it. */
+bool pb_predictor_reads_d_last(const struct pb_optim_cfg *c, enum pb_predict_variant v);
 
 #endif

@@ -3,7 +3,9 @@
  * (a) throughput of the threads and mpi executors as a ratio to the sequential one
  *     (ideal 2.0: both stages busy all the time);
  * (b) measured throughput as a ratio to the ideal b / max_k(stage k's busy time per
- *     micro-batch), the stage times taken from the same run's per-op measurements.
+ *     micro-batch), the stage times taken from the same run's per-op measurements;
+ * and how much slower the ops themselves ran with both stages at once than alone
+ * (the seq run's ideal over this run's: (a) ≈ 2 · (b) / that slowdown).
  * The mpi rows need the pipebench binary: argv[1] or $PB_PIPEBENCH. Prints; asserts
  * nothing. */
 #include <sqlite3.h>
@@ -74,10 +76,10 @@ int main(int argc, char **argv)
     const char *schedules[] = {"pipedream", "pipeoptim", "gpipe"};
     printf("pipeline executors: mlp-deep, D = 2, one core per stage, %d Fashion-MNIST samples, "
            "micro-batches of 64, epoch %d of %d\n", TRAIN, EPOCHS, EPOCHS);
-    printf("%-10s %-8s %12s %12s %14s %14s\n", "schedule", "executor", "samples/s", "ideal/s",
-           "vs seq (2.0)", "vs ideal (1.0)");
+    printf("%-10s %-8s %12s %12s %14s %14s %14s\n", "schedule", "executor", "samples/s", "ideal/s",
+           "vs seq (2.0)", "vs ideal (1.0)", "op slowdown");
     for (int s = 0; s < 3; s++) {
-        double seq_thr = 0;
+        double seq_thr = 0, seq_ideal = 0;
         const char *executors[] = {"seq", "threads", "mpi"};
         for (int x = 0; x < 3; x++) {
             int rc = x < 2 ? run_local(db, schedules[s], executors[x])
@@ -89,10 +91,12 @@ int main(int argc, char **argv)
             }
             double thr, ideal;
             measured(db, &thr, &ideal);
-            if (x == 0)
+            if (x == 0) {
                 seq_thr = thr;
-            printf("%-10s %-8s %12.1f %12.1f %14.2f %14.2f\n", schedules[s], executors[x], thr,
-                   ideal, thr / seq_thr, thr / ideal);
+                seq_ideal = ideal;
+            }
+            printf("%-10s %-8s %12.1f %12.1f %14.2f %14.2f %14.2f\n", schedules[s], executors[x], thr,
+                   ideal, thr / seq_thr, thr / ideal, seq_ideal / ideal);
         }
     }
     unlink(db);

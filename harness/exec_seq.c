@@ -2,7 +2,6 @@
  * runs each device's program in order, moving to the next device when an op waits
  * for an activation or gradient that has not been produced yet. */
 #include "executor.h"
-#include "interrupt.h"
 #include "msgq.h"
 
 /* Whether op can run now: its activation (F, stage > 0) or gradient (B, not last). */
@@ -42,11 +41,8 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
                 free(in.data);
                 if (!rc && out.data)
                     pb_msgq_push(op->kind == PB_OP_F ? &fwd[k] : &bwd[k - 1], out);
-                if (!rc && workers[k].diverged)
-                    rc = pb_err_set(e, "the loss is not finite at micro-batch %d: the run diverged "
-                                       "(try a smaller --lr)", op->mb);
-                if (!rc && pb_interrupted())
-                    rc = pb_err_set(e, "interrupted");
+                if (!rc)
+                    rc = pb_worker_should_stop(&workers[k], op, e);
                 pc[k]++;
                 left--;
                 progress = true;

@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "executor.h"
-#include "interrupt.h"
 #include "msgq.h"
 
 struct channel {
@@ -123,11 +122,8 @@ static void *device_main(void *arg)
             return NULL;
         d->rc = pb_worker_exec(w, op, &in, &out, &e);
         free(in.data);
-        if (!d->rc && w->diverged)
-            d->rc = pb_err_set(&e, "the loss is not finite at micro-batch %d: the run diverged "
-                                   "(try a smaller --lr)", op->mb);
-        if (!d->rc && pb_interrupted())
-            d->rc = pb_err_set(&e, "interrupted");
+        if (!d->rc)
+            d->rc = pb_worker_should_stop(w, op, &e);
         if (d->rc) {
             free(out.data);
             stop_all(sh, d->ndev, d->k, &e);

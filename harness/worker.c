@@ -3,6 +3,8 @@
  * SPEC §6. */
 #include "worker.h"
 
+#include "interrupt.h"
+
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -393,6 +395,16 @@ int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *i
     if (rc)
         pb_err_prefix(e, "stage %d, %c%d: ", w->stage->index, "FBU"[op->kind], op->mb);
     return rc;
+}
+
+int pb_worker_should_stop(const struct pb_worker *w, const struct pb_op *op, struct pb_err *e)
+{
+    if (w->diverged)
+        return pb_err_set(e, "the loss is not finite at micro-batch %d: the run diverged (try a "
+                             "smaller --lr)", op->mb);
+    if (pb_interrupted())
+        return pb_err_set(e, "interrupted");
+    return 0;
 }
 
 void pb_worker_record(const struct pb_worker *w, struct pb_stage_record *r)

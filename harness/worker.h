@@ -85,6 +85,10 @@ void pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_progr
 int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *in,
                    struct pb_msg *out, struct pb_err *e);
 
+/* For the in-process executors, after an op: -1 with a message when the run must
+ * stop now (the loss diverged, or SIGINT/SIGTERM arrived), else 0. */
+int pb_worker_should_stop(const struct pb_worker *w, const struct pb_op *op, struct pb_err *e);
+
 /* Seconds since the epoch began (for events and wait accounting). */
 double pb_worker_clock(const struct pb_worker *w);
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "run.h"
-#include "bench_db.h"
+#include "harness/base/err.h"
+#include "harness/driver/run.h"
+#include "bench/bench_db.h"
 
 int main(void)
 {

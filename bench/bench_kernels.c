@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "rng.h"
+#include "harness/compute/backend.h"
+#include "harness/base/rng.h"
 
 #define WARMUP 2
 #define REPS 7

@@ -1,6 +1,6 @@
 # plots/convergence.gp — the convergence figure (SPEC §6): validation accuracy per schedule
 # against the epoch (left) and the training seconds elapsed (right), a curve per schedule.
-# Data (harness/plot_data.c): a block per schedule, columns epoch, accuracy %, seconds, runs.
+# Data (plots/plot_data.c): a block per schedule, columns epoch, accuracy %, seconds, runs.
 # Variables: datafile, outfile, fmt, plottitle, nseries, colors.
 width = 1400
 height = 620

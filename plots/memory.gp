@@ -1,7 +1,7 @@
 # plots/memory.gp — the memory figure (SPEC §6, DESIGN principle 8): one run's peak memory
 # per stage, stacked by kind (params, grads, optimizer state, weight copies, activations,
 # comm buffers, scratch), with each stage's total above its bar.
-# Data (harness/plot_run.c): a row per stage, a column per kind in MiB.
+# Data (plots/plot_run.c): a row per stage, a column per kind in MiB.
 # Variables: datafile, outfile, fmt, plottitle.
 width = 1000
 height = 600

@@ -1,7 +1,7 @@
 # plots/staleness.gp — the staleness figure (SPEC §6): per stage and schedule the mean
 # version lag of forwards and of backwards behind the synchronous run, and the mean
 # prediction error ||W_pred - W|| / ||W|| (log scale; absent where nothing was predicted).
-# Data (harness/plot_data.c): blocks F lag, B lag, error; a row per stage, a column per
+# Data (plots/plot_data.c): blocks F lag, B lag, error; a row per stage, a column per
 # schedule. Variables: datafile, outfile, fmt, plottitle, nseries, colors, haspred,
 # nstages.
 width = 1500

@@ -1,7 +1,7 @@
 # plots/timeline.gp — the timeline figure: a Gantt chart of one run's ops per device over
 # one epoch, as in the papers' pipeline diagrams: F, B and U boxes in their colours, idle
 # time white, micro-batch numbers in the boxes wide enough for them.
-# Data (harness/plot_run.c): block 0 an op per line (device, start ms, end ms, kind 0 F /
+# Data (plots/plot_run.c): block 0 an op per line (device, start ms, end ms, kind 0 F /
 # 1 B / 2 U, micro-batch), block 1 the device labels. Variables: datafile, outfile, fmt,
 # plottitle, ndevices, showlabels.
 if (!exists("ndevices")) ndevices = 4

@@ -1,4 +1,4 @@
-/* predictors/predictor.h — what the optimizer reference (harness/optim.c) and the
+/* predictors/predictor.h — what the optimizer reference (harness/optim/optim.c) and the
  * weight predictors (SPEC §3, PipeOptim Table I) share: the per-step scalars of a
  * torch.optim step, and ΔW per optimizer family over elements [lo, hi). */
 #ifndef PB_PREDICTOR_H
@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "optim.h"
+#include "harness/optim/optim.h"
 
 /* The scalars torch.optim (1.13, single-tensor) derives from the hyperparameters in
  * Python doubles and hands to its float32 kernels. Each float hyperparameter is first
@@ -30,7 +30,7 @@ struct pb_optim_coef {
 };
 
 /* Fills c from o's configuration, rate in force (o->lr) and step count (o->t);
- * harness/optim.c. */
+ * harness/optim/optim.c. */
 void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o);
 
 /* dw[i - lo] = ΔW_i for i in [lo, hi), in the given form (enum pb_predict_variant),

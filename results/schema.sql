@@ -1,6 +1,6 @@
 -- results/schema.sql — the pipebench results database (SQLite), embedded in the library.
 -- One row per run, per epoch, per (epoch, stage) and per op event; the metrics of SPEC §6.
--- Bump schema_version (and PB_RESULTS_SCHEMA_VERSION in harness/results.h) on any change.
+-- Bump schema_version (and PB_RESULTS_SCHEMA_VERSION in results/results.h) on any change.
 
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
@@ -49,7 +49,7 @@ CREATE TABLE epochs (
     PRIMARY KEY (run_id, epoch)
 );
 
--- Peak bytes per memory kind, in enum pb_mem_kind order (harness/backend.h).
+-- Peak bytes per memory kind, in enum pb_mem_kind order (harness/compute/backend.h).
 CREATE TABLE stage_stats (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,

@@ -1,5 +1,5 @@
 -- results/views.sql — reporting views over results/schema.sql (SPEC §6 metrics), embedded
--- in the library and created as TEMP views on each reporting connection (harness/report_db.c),
+-- in the library and created as TEMP views on each reporting connection (plots/report_db.c),
 -- so every database of the schema works unchanged. Accuracies are fractions; bytes are bytes.
 
 -- One row per run: how the paper-style tables group it. The column label of a schedule

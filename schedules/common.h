@@ -4,7 +4,7 @@
 #ifndef PB_SCHEDULES_COMMON_H
 #define PB_SCHEDULES_COMMON_H
 
-#include "program.h"
+#include "harness/ir/program.h"
 
 extern const struct pb_schedule pb_schedule_gpipe, pb_schedule_pipedream,
     pb_schedule_pipedream_2bw, pb_schedule_spectrain, pb_schedule_xpipe, pb_schedule_pipeoptim;

@@ -2,7 +2,7 @@
  * mini-batch of M micro-batches F(first … last), B(last … first), then one update
  * (flush); every pass reads the latest weights. A final partial mini-batch
  * (N mod M ≠ 0) is run the same way. */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

@@ -1,7 +1,7 @@
 /* schedules/pipedream.c — PipeDream, asynchronous 1F1B with weight stashing
  * (SPEC §4.1): F(j) reads the latest weights and stashes them, B(j) reads the
  * stash, one update per micro-batch. */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

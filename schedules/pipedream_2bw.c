@@ -4,7 +4,7 @@
  * A final partial mini-batch (N mod M ≠ 0) still gets its update at the end. With
  * D = 1 every mini-batch enters after the previous update, so it reads the latest
  * weights (SPEC §4.7: D = 1 is plain training). */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

@@ -1,7 +1,7 @@
 /* schedules/pipeoptim.c — PipeOptim, 1F1B with optimizer-dependent weight
  * prediction (SPEC §4.2): F(j) reads Ŵ = W − lr·s·ΔW with s = D−1−k (variant
  * `code`: s = D−k and the code's ΔW form), B(j) the current W. */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

@@ -2,7 +2,7 @@
  * schedule is one file and one line here) and lookup by name (SPEC §4). */
 #include <string.h>
 
-#include "common.h"
+#include "schedules/common.h"
 
 const struct pb_schedule *const pb_schedules[] = {
     &pb_schedule_gpipe,

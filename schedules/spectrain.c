@@ -2,7 +2,7 @@
  * passes (SPEC §4.3): F predicts s_F = ⌊k/2⌋ + D−k−1 ahead, B s_B = ⌊k/2⌋, each
  * from the current W; SGD/SGDM only. Variant `code`: forward ΔW = u·buf + g_last,
  * backward ΔW = u·buf. */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

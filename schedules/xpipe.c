@@ -4,7 +4,7 @@
  * reads that Ŵ in both passes. Variant `note`: the mini-batch's Fs read the
  * bellwether's Ŵ with s_F = round((D + T − k/2 − 2)/T), each B predicts afresh with
  * s_B = round((T + ⌊k/2⌋ − 1)/T) (round half to even). ΔW follows the optimizer. */
-#include "common.h"
+#include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
 {

@@ -1,6 +1,6 @@
 /* tests/layer_cases.c — block builders mirroring fixtures_layers.py, and a runner
  * of one block as the middle stage of a pipeline (layer_cases.h). */
-#include "layer_cases.h"
+#include "tests/layer_cases.h"
 
 #include <check.h>
 #include <string.h>

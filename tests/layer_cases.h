@@ -5,7 +5,7 @@
 #ifndef PB_LAYER_CASES_H
 #define PB_LAYER_CASES_H
 
-#include "stage.h"
+#include "harness/model/stage.h"
 
 struct layer_case {
     const char *name;

@@ -1,8 +1,9 @@
 /* tests/report_fixture.c — the made-up results database of report_fixture.h. Accuracies
  * per epoch, throughputs, memory (MiB multiples) and staleness are set per run so each
  * table cell has a value checkable by hand; wall_s is 10 s per epoch. */
-#include "report_fixture.h"
+#include "tests/report_fixture.h"
 
+#include <stdbool.h>
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "results.h"
+#include "results/results.h"
 
 #define MIB (1024 * 1024)
 

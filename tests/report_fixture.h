@@ -1,5 +1,5 @@
 /* tests/report_fixture.h — a small results database with made-up numbers for the report,
- * plot and trace suites, written through harness/results.h, plus helpers that run the
+ * plot and trace suites, written through results/results.h, plus helpers that run the
  * CLI and read files back. The numbers are chosen so the expected tables can be worked
  * out by hand (see report_fixture.c). */
 #ifndef PB_TESTS_REPORT_FIXTURE_H

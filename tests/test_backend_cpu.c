@@ -1,4 +1,4 @@
-/* tests/test_backend_cpu.c — the oneDNN CPU backend (harness/cpu/) op by op against
+/* tests/test_backend_cpu.c — the oneDNN CPU backend (harness/compute/cpu/) op by op against
  * naive C loops written here (double accumulation), on small random shapes, in the
  * plain and blocked layouts; plus the accumulation (+=) of gradients and
  * determinism (the same call twice, and on a fresh instance, gives identical bits). */
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "rng.h"
-#include "test_util.h"
+#include "harness/compute/backend.h"
+#include "harness/base/rng.h"
+#include "tests/test_util.h"
 
 /* ---- helpers ---- */
 

@@ -1,9 +1,9 @@
 /* tests/test_compare.c — `pipebench compare` through the built binary on a tiny
  * configuration: the comparison tables hold one row per run, the runs are in the
  * database, the figures are drawn; bad input is refused before anything runs. */
-#include "cli_util.h"
+#include "tests/cli_util.h"
 
-#include "plot.h"
+#include "plots/plot.h"
 
 static char dir[64], out[1 << 16];
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "test_util.h"
+#include "tests/test_util.h"
 #include "workloads/datasets/dataset.h"
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "train_util.h"
+#include "harness/base/err.h"
+#include "tests/train_util.h"
 
 static const char *const schedules[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain",
                                         "xpipe", "pipeoptim"};

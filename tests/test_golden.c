@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "tests/cli_util.h"
 
 /* The ISA the hashes below were recorded with (oneDNN's dnnl_get_effective_cpu_isa). */
 #define GOLDEN_ISA dnnl_cpu_isa_avx512_core_amx

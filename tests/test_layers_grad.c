@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "layer_cases.h"
-#include "rng.h"
-#include "test_util.h"
+#include "tests/layer_cases.h"
+#include "harness/base/rng.h"
+#include "tests/test_util.h"
 
 /* h = 1e-3: the truncation error (h² · L''') is far below the tolerance for smooth
  * layers, and ReLU and max-pooling kinks are rarely within h of a random input.

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layer_cases.h"
-#include "test_util.h"
+#include "tests/layer_cases.h"
+#include "tests/test_util.h"
 
 /* Tolerances: float32 with a different summation order than PyTorch's. A sum of K
  * products of O(1) numbers carries a rounding error of about sqrt(K)·2^-24 relative

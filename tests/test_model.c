@@ -4,8 +4,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "model.h"
-#include "workload.h"
+#include "harness/model/model.h"
+#include "workloads/workload.h"
 
 static void expect_error(struct pb_model *m, int batch, const char *const *fragments)
 {

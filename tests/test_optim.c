@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backend.h"
-#include "optim.h"
-#include "test_util.h"
+#include "harness/compute/backend.h"
+#include "harness/optim/optim.h"
+#include "tests/test_util.h"
 
 #define FIX_N 37
 #define FIX_STEPS 20

@@ -1,5 +1,5 @@
-/* tests/test_plot.c — `pipebench plot` (harness/plot.c and the scripts of plots/) and
- * `pipebench trace` (harness/trace.c) on a made-up database: every figure as non-empty PNG
+/* tests/test_plot.c — `pipebench plot` (plots/plot.c and the scripts of plots/) and
+ * `pipebench trace` (plots/trace.c) on a made-up database: every figure as non-empty PNG
  * and SVG, the rows and values of its .dat file, skipping and errors, and the Chrome
  * trace's slices per device and flow arrows read back with cJSON (needs gnuplot-nox). */
 #include <cjson/cJSON.h>
@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "plot.h"
-#include "report_fixture.h"
-#include "test_util.h"
-#include "trace.h"
+#include "plots/plot.h"
+#include "tests/report_fixture.h"
+#include "tests/test_util.h"
+#include "plots/trace.h"
 
 static const char *dir, *db;
 static char out[512];

@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backend.h"
-#include "optim.h"
+#include "harness/compute/backend.h"
+#include "harness/optim/optim.h"
 #include "predictors/predictor.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 /* SPEC §3: a float32 implementation agrees with the double vectors to 1e-6 relative. */
 #define SPEC_RTOL 1e-6

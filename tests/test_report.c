@@ -1,5 +1,5 @@
 /* tests/test_report.c — the reporting views (results/views.sql) and `pipebench report`
- * (harness/report.c): exact Markdown and CSV tables of a made-up database (two seeds in
+ * (plots/report.c): exact Markdown and CSV tables of a made-up database (two seeds in
  * one cell give mean ± std, a failed run is ignored, ties are all marked best), and exit
  * status 2 with a message for an empty database and bad flags. */
 #include <sqlite3.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
-#include "report_db.h"
-#include "report_fixture.h"
-#include "test_util.h"
+#include "plots/report.h"
+#include "plots/report_db.h"
+#include "tests/report_fixture.h"
+#include "tests/test_util.h"
 
 static const char *dir, *db;
 

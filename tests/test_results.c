@@ -1,4 +1,4 @@
-/* tests/test_results.c — the SQLite results store (harness/results.c): schema creation,
+/* tests/test_results.c — the SQLite results store (results/results.c): schema creation,
  * a run's round trip read back with sqlite3 directly, clean errors for unwritable
  * paths and foreign files, whole-epoch rollback, and refusal of a future schema. */
 #include <sqlite3.h>
@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "pb_config.h"
-#include "results.h"
-#include "test_util.h"
+#include "results/results.h"
+#include "tests/test_util.h"
 
 static char tmpdir[64], dbpath[256];
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "program.h"
+#include "harness/ir/program.h"
 
 #define MAXD 8
 

@@ -1,7 +1,7 @@
 /* tests/test_sweep.c — `pipebench sweep` through the built binary: a grid runs every
  * configuration, a second run resumes (adds nothing), --jobs 2 gives the same results
  * as --jobs 1, and bad sweep files are refused with their line and reason. */
-#include "cli_util.h"
+#include "tests/cli_util.h"
 
 /* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
 static const char *const small_sweep =

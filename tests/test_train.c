@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "train_util.h"
+#include "harness/base/err.h"
+#include "tests/train_util.h"
 
 static const char *const schedules[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain",
                                         "xpipe", "pipeoptim"};

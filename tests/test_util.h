@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "safetensors.h"
+#include "harness/base/safetensors.h"
 
 /* Path of a committed fixture: $PB_FIXTURES/name (set by tests/meson.build). */
 static inline const char *pb_fixture_path(const char *name)

@@ -1,5 +1,5 @@
 /* tests/train_util.c — helpers of the training tests (train_util.h). */
-#include "train_util.h"
+#include "tests/train_util.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "cli.h"
-#include "workload.h"
+#include "harness/store/checkpoint.h"
+#include "harness/base/err.h"
+#include "workloads/workload.h"
 
 const char *tmp_dir(void)
 {

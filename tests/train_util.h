@@ -4,8 +4,8 @@
 #ifndef PB_TRAIN_UTIL_H
 #define PB_TRAIN_UTIL_H
 
-#include "run.h"
-#include "safetensors.h"
+#include "harness/driver/run.h"
+#include "harness/base/safetensors.h"
 
 /* A fresh temporary folder for the test (removed by the OS's tmp cleaning). */
 const char *tmp_dir(void);

@@ -1,7 +1,7 @@
 /* workloads/lenet.c — a small LeNet-style CNN with convolution, batch-norm, max-pooling
  * and dropout, for 1×28×28 images: conv5x5(16, pad 2)+BN, ReLU, pool 2, conv5x5(32)+BN,
  * ReLU+pool 2, flatten+fc(128)+ReLU, dropout 0.5, fc(84)+ReLU, fc(classes): 9 blocks. */
-#include "workload.h"
+#include "workloads/workload.h"
 
 static int lenet_build(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e)
 {

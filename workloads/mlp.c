@@ -3,7 +3,7 @@
  * so the chain can be cut into up to 8 stages. */
 #include <stdio.h>
 
-#include "workload.h"
+#include "workloads/workload.h"
 
 static int mlp_build(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e)
 {

@@ -4,7 +4,7 @@
  * equal cost. */
 #include <stdio.h>
 
-#include "workload.h"
+#include "workloads/workload.h"
 
 #define MLP_DEEP_LAYERS 8
 #define MLP_DEEP_WIDTH 512

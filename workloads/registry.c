@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "workload.h"
+#include "workloads/workload.h"
 
 extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
 

@@ -4,7 +4,7 @@
 #ifndef PB_WORKLOAD_H
 #define PB_WORKLOAD_H
 
-#include "model.h"
+#include "harness/model/model.h"
 
 struct pb_workload {
     const char *name, *summary;

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "rng.h"
+#include "harness/base/rng.h"
 
 struct dataset_kind {
     const char *name, *summary;

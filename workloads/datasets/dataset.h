@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "harness/base/err.h"
 
 /* A whole split held on the host, already normalised. */
 struct pb_dataset {

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rng.h"
+#include "harness/base/rng.h"
 #include "workloads/datasets/dataset.h"
 
 /* Target error of the nearest-prototype rule (union bound over the other classes). */

@@ -1,0 +1,42 @@
+/* harness/base/rng.h — counter-based random numbers (DESIGN principle 3).
+ * Every random draw is a pure function of a key and a counter, never of a shared
+ * stream, so every executor and thread count draws the same numbers. The key is
+ * built from the run seed and a position, e.g. (seed, stage, micro-batch, layer)
+ * for dropout (SPEC §1). Philox4x32-10 (Salmon et al., SC'11). */
+#ifndef PB_RNG_H
+#define PB_RNG_H
+
+#include <stdint.h>
+
+/* Domains keep keys of different purposes apart. */
+enum pb_rng_domain {
+    PB_RNG_INIT = 1,     /* parameter initialisation: (seed, stage-independent layer id) */
+    PB_RNG_SHUFFLE = 2,  /* epoch permutation: (seed, epoch) */
+    PB_RNG_DROPOUT = 3,  /* dropout masks: (seed, stage, micro-batch, layer) */
+    PB_RNG_DATA = 4,     /* synthetic datasets: (seed, sample) */
+};
+
+struct pb_rng_key {
+    uint32_t k[2];       /* Philox key */
+    uint32_t ctr_hi[2];  /* the upper half of the counter: fixes the stream */
+};
+
+/* Key from a domain, a seed and up to three position coordinates. */
+struct pb_rng_key pb_rng_key(enum pb_rng_domain d, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+/* Four 32-bit words for counter i of the stream. */
+void pb_rng_words(struct pb_rng_key key, uint64_t i, uint32_t out[4]);
+
+/* Uniform float in [0, 1) for element i (24 random bits). */
+float pb_rng_uniform(struct pb_rng_key key, uint64_t i);
+
+/* Fills out[0..n) with uniforms in [lo, hi) for elements first..first+n. */
+void pb_rng_fill_uniform(struct pb_rng_key key, uint64_t first, float *out, uint64_t n, float lo, float hi);
+
+/* Standard normal for element i (Box–Muller on the words of counter i). */
+float pb_rng_normal(struct pb_rng_key key, uint64_t i);
+
+/* Uniform integer in [0, n) for element i (n > 0; 64-bit multiply-shift). */
+uint64_t pb_rng_below(struct pb_rng_key key, uint64_t i, uint64_t n);
+
+#endif

@@ -1,0 +1,53 @@
+/* harness/base/safetensors.h — the safetensors format (checkpoints and test fixtures).
+ * File: u64 little-endian header length, a JSON header mapping each tensor name to
+ * {dtype, shape, data_offsets}, then the raw little-endian data. PyTorch's
+ * safetensors package loads what this writes, and the fixtures written by
+ * tests/fixtures/gen_fixtures.py load here. */
+#ifndef PB_SAFETENSORS_H
+#define PB_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/base/err.h"
+
+#define PB_ST_MAX_DIMS 8
+
+enum pb_st_dtype { PB_ST_F32, PB_ST_F64, PB_ST_I32, PB_ST_I64 };
+
+struct pb_st_tensor {
+    char *name;
+    enum pb_st_dtype dtype;
+    int ndim;
+    int64_t shape[PB_ST_MAX_DIMS];
+    size_t count;                /* elements */
+    const unsigned char *data;   /* into the file's data section (reader) or the
+                                    caller's memory (writer) */
+};
+
+struct pb_safetensors {
+    int n, cap;
+    struct pb_st_tensor *t;
+    unsigned char *blob;  /* the whole file (reader) */
+    char *metadata;       /* "__metadata__" as a JSON object text, or NULL */
+};
+
+/* Reader: checks the header, dtypes, shapes against offsets, and the file size. */
+int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e);
+void pb_st_finish(struct pb_safetensors *st);
+const struct pb_st_tensor *pb_st_find(const struct pb_safetensors *st, const char *name);
+/* The F32 tensor `name` copied into out[count], or an error naming what is missing
+ * or of the wrong size/dtype. F64 tensors are converted. */
+int pb_st_read_f32(const struct pb_safetensors *st, const char *name, float *out, size_t count,
+                   struct pb_err *e);
+
+/* Writer: tensors are referenced (not copied) until pb_st_save returns. */
+void pb_st_writer_init(struct pb_safetensors *w);
+void pb_st_add(struct pb_safetensors *w, const char *name, enum pb_st_dtype dtype, int ndim,
+               const int64_t *shape, const void *data);
+/* Writes atomically: a temporary file renamed over path, so no half-written file is
+ * ever left. metadata: a flat JSON object text of string values, or NULL. */
+int pb_st_save(const struct pb_safetensors *w, const char *path, const char *metadata,
+               struct pb_err *e);
+
+#endif

@@ -1,0 +1,22 @@
+/* harness/cli/cli.h — the `pipebench` subcommands. Each returns the process exit status
+ * (PB_EXIT_*, harness/base/err.h). */
+#ifndef PB_CLI_H
+#define PB_CLI_H
+
+#include "harness/base/err.h"
+
+int pb_cmd_program(int argc, char **argv);
+int pb_cmd_list(int argc, char **argv);
+int pb_cmd_run(int argc, char **argv);   /* harness/cli/cli_run.c */
+int pb_cmd_runs(int argc, char **argv);   /* harness/cli/cli_results.c */
+int pb_cmd_show(int argc, char **argv);
+int pb_cmd_report(int argc, char **argv);   /* harness/cli/cli_report.c */
+int pb_cmd_plot(int argc, char **argv);     /* harness/cli/cli_plot.c */
+int pb_cmd_trace(int argc, char **argv);    /* harness/cli/cli_trace.c */
+int pb_cmd_compare(int argc, char **argv);   /* harness/cli/cli_compare.c */
+int pb_cmd_sweep(int argc, char **argv);     /* harness/cli/cli_sweep.c */
+
+/* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
+int pb_cli_fail(const char *msg);
+
+#endif

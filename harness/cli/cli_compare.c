@@ -1,0 +1,276 @@
+/* harness/cli/cli_compare.c — `pipebench compare`: runs the schedules × optimizers on one
+ * workload (run's flags set it), prints the comparison tables of compare.h from the
+ * database and writes the figures (plot.h) for each optimizer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/driver/batch.h"
+#include "harness/cli/cli.h"
+#include "harness/base/args.h"
+#include "harness/driver/compare.h"
+#include "plots/plot.h"
+#include "harness/ir/program.h"
+#include "harness/driver/run_flags.h"
+#include "harness/base/strlist.h"
+#include "workloads/workload.h"
+
+enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT };
+
+static const struct option compare_options[] = {
+    {"schedules", required_argument, 0, O_SCHEDULES},
+    {"optimizers", required_argument, 0, O_OPTIMIZERS},
+    {"target", required_argument, 0, O_TARGET},
+    {"out", required_argument, 0, O_OUT},
+    {0, 0, 0, 0},
+};
+
+static void compare_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pipebench compare [options]\n"
+        "Runs every schedule on one workload with each optimizer, prints a comparison read\n"
+        "back from the results database and draws the figures.\n\n"
+        "  --schedules LIST        comma-separated (default: all of `pipebench list`)\n"
+        "  --optimizers LIST       comma-separated (default %s); a schedule that cannot\n"
+        "                          run an optimizer is skipped for it (spectrain: SGD only)\n"
+        "  --target ACC            validation accuracy, a fraction, for the \"epochs to\" and\n"
+        "                          \"s to\" columns (default %.2f)\n"
+        "  --out DIR               figures, DIR/OPTIMIZER/NAME.png (default %s)\n\n"
+        "The default workload is lenet on Fashion-MNIST with D = 4 for %d epochs of the\n"
+        "first %d training samples, validated on the first %d test samples, with the\n"
+        "threads executor (one thread per stage): eleven runs in about three minutes on\n"
+        "two cores. The options of `pipebench run` below, but\n"
+        "--schedule and --optimizer, apply to all the runs (the defaults they list are\n"
+        "run's; compare's are the above). The runs go to --db (default\n"
+        "%s).\n"
+        "Columns: best and final validation accuracy; epochs and training seconds until the\n"
+        "first epoch at the target; samples per training second; bubble (idle / makespan,\n"
+        "mean over stages and epochs); F lag (mean versions by which a forward's weights\n"
+        "differ from the synchronous run's); pred err (mean ||W_hat - W|| / ||W||); peak\n"
+        "memory by kind, each stage's peak summed over the stages. Exit status: 0 when every\n"
+        "run is done, 1 when one failed or diverged (it is in the table), 2 on bad input.\n\n"
+        "Options of pipebench run:\n",
+        PB_COMPARE_OPTIMIZERS, PB_COMPARE_TARGET, PB_COMPARE_OUTDIR, PB_COMPARE_EPOCHS,
+        PB_COMPARE_LIMIT_TRAIN, PB_COMPARE_LIMIT_VAL, PB_RESULTS_DEFAULT_DB);
+    pb_run_flags_usage(f);
+}
+
+struct opts {
+    struct pb_strlist schedules, optimizers;
+    float target;
+    const char *out;
+};
+
+static int on_option(void *ctx, int opt, const char *arg, struct pb_err *e)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case O_SCHEDULES:
+        pb_strlist_finish(&o->schedules);
+        return pb_strlist_add(&o->schedules, arg, "--schedules", e);
+    case O_OPTIMIZERS:
+        pb_strlist_finish(&o->optimizers);
+        return pb_strlist_add(&o->optimizers, arg, "--optimizers", e);
+    case O_TARGET:
+        if (pb_arg_float("--target", arg, &o->target, e))
+            return -1;
+        if (!(o->target > 0 && o->target <= 1))
+            return pb_err_set(e, "--target is a fraction in (0, 1] (got %s; for 80%% write "
+                                 "0.80)", arg);
+        return 0;
+    default:
+        o->out = arg;
+        return 0;
+    }
+}
+
+/* Names valid in their registries, so a typo fails before anything runs. */
+static int check_names(const struct opts *o, struct pb_err *e)
+{
+    for (int i = 0; i < o->schedules.n; i++)
+        if (!pb_schedule_find(o->schedules.items[i], e))
+            return pb_err_prefix(e, "--schedules: ");
+    for (int i = 0; i < o->optimizers.n; i++) {
+        struct pb_optim_cfg oc;
+        if (pb_optim_cfg_from_name(&oc, o->optimizers.items[i], e))
+            return pb_err_prefix(e, "--optimizers: ");
+    }
+    return 0;
+}
+
+/* The runs: optimizer by optimizer, schedules in the order given; pairs a schedule
+ * cannot run are left out with a note. Returns the count, or -1 with e. */
+static int plan(const struct opts *o, const struct pb_run_flags *flags,
+                struct pb_batch_item *items, struct pb_err *e)
+{
+    int n = 0;
+    for (int j = 0; j < o->optimizers.n; j++)
+        for (int i = 0; i < o->schedules.n; i++) {
+            struct pb_run_flags f = *flags;
+            pb_run_flags_set(&f, "schedule", o->schedules.items[i], NULL);
+            pb_run_flags_set(&f, "optimizer", o->optimizers.items[j], NULL);
+            struct pb_batch_item *it = &items[n];
+            memset(it, 0, sizeof *it);
+            pb_compare_cfg_defaults(&it->cfg);
+            snprintf(it->label, sizeof it->label, "%s %s", o->schedules.items[i],
+                     o->optimizers.items[j]);
+            bool unsupported;
+            if (pb_run_flags_apply(&f, &it->cfg, e))
+                return -1;
+            if (pb_batch_check(&it->cfg, &unsupported, e)) {
+                if (!unsupported)
+                    return pb_err_prefix(e, "%s: ", it->label);
+                printf("compare: skipping %s: %s\n", it->label, e->msg);
+                continue;
+            }
+            n++;
+        }
+    if (n == 0)
+        return pb_err_set(e, "no schedule in --schedules can run an optimizer in --optimizers");
+    return n;
+}
+
+/* The runs of one optimizer into DIR/OPTIMIZER; the figures show pipeoptim's run (the
+ * paper's method) where compare made one, else the optimizer's first finished run. */
+static int figures(const struct opts *o, const char *db, const struct pb_batch_item *items,
+                   int n, const char *optimizer, struct pb_err *e)
+{
+    int64_t show = 0;
+    for (int i = 0; i < n; i++) {
+        const struct pb_batch_item *it = &items[i];
+        if (strcmp(it->cfg.optimizer, optimizer) || it->exit_status != PB_EXIT_OK)
+            continue;
+        if (!show || !strcmp(it->cfg.schedule, "pipeoptim"))
+            show = it->run_id;
+    }
+    if (!show) {
+        printf("figures for %s: none, no run finished\n", optimizer);
+        return 0;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", o->out, optimizer);
+    if (pb_plot_figure(db, "all", dir, "png", show, e))
+        return pb_err_prefix(e, "figures for %s: ", optimizer);
+    printf("figures for %s: %s/\n", optimizer, dir);
+    return 0;
+}
+
+/* Fails early when the figures' folder cannot be made (mkdir -p). */
+static int check_outdir(const char *dir, struct pb_err *e)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return pb_err_set(e, "--out: path too long");
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        char saved = *p;
+        *p = 0;
+        struct stat st;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return pb_err_set(e, "--out: cannot create %s: %s; pass a writable folder", buf,
+                              strerror(errno));
+        if (stat(buf, &st) || !S_ISDIR(st.st_mode))
+            return pb_err_set(e, "--out: %s is not a folder; pass another --out", buf);
+        if (!(*p = saved))
+            return 0;
+    }
+}
+
+static int report(const struct opts *o, const struct pb_batch_item *items, int n)
+{
+    struct pb_compare_row *rows = pb_xcalloc((size_t)n, sizeof *rows);
+    int status = PB_EXIT_OK;
+    struct pb_err e;
+    for (int i = 0; i < n; i++) {
+        const struct pb_batch_item *it = &items[i];
+        struct pb_compare_row *r = &rows[i];
+        snprintf(r->schedule, sizeof r->schedule, "%s", it->cfg.schedule);
+        snprintf(r->optimizer, sizeof r->optimizer, "%s", it->cfg.optimizer);
+        snprintf(r->status, sizeof r->status, "%s",
+                 it->run_id > 0           ? pb_run_status_names[it->status]
+                 : !it->started           ? "not run"
+                 : it->exit_status == -1  ? "crashed"
+                                          : "error");
+        int st = it->exit_status == PB_EXIT_USAGE ? PB_EXIT_USAGE
+                 : it->exit_status != PB_EXIT_OK  ? PB_EXIT_RUN
+                                                  : PB_EXIT_OK;
+        status = st > status ? st : status;
+        if (pb_compare_fetch(it->cfg.db, it->run_id, o->target, r, &e)) {
+            fprintf(stderr, "pipebench: %s\n", e.msg);
+            status = PB_EXIT_USAGE;
+        }
+    }
+    printf("\n");
+    pb_compare_print(stdout, rows, n, o->target);
+    bool first = true;
+    for (int i = 0; i < n; i++)
+        if (items[i].exit_status != PB_EXIT_OK) {
+            printf("%s%s: %s\n", first ? "\n" : "", items[i].label, items[i].message);
+            first = false;
+        }
+    printf("\n");
+    free(rows);
+    for (int j = 0; j < o->optimizers.n; j++)
+        if (figures(o, items[0].cfg.db, items, n, o->optimizers.items[j], &e)) {
+            fprintf(stderr, "pipebench: %s\n", e.msg);
+            status = PB_EXIT_USAGE;
+        }
+    return status;
+}
+
+static int compare(struct opts *o, const struct pb_run_flags *flags)
+{
+    struct pb_err e;
+    if (pb_run_flags_get(flags, "schedule") || pb_run_flags_get(flags, "optimizer"))
+        return pb_cli_fail("compare runs several schedules and optimizers: use --schedules "
+                           "LIST and --optimizers LIST");
+    if (!o->schedules.n)
+        for (int i = 0; pb_schedules[i]; i++)
+            pb_strlist_add(&o->schedules, pb_schedules[i]->name, "schedules", NULL);
+    if (!o->optimizers.n)
+        pb_strlist_add(&o->optimizers, PB_COMPARE_OPTIMIZERS, "optimizers", NULL);
+    if (check_names(o, &e))
+        return pb_cli_fail(e.msg);
+    struct pb_batch_item *items =
+        pb_xcalloc((size_t)(o->schedules.n * o->optimizers.n), sizeof *items);
+    int n = plan(o, flags, items, &e);
+    if (n < 0 || check_outdir(o->out, &e)) {
+        free(items);
+        return pb_cli_fail(e.msg);
+    }
+    const struct pb_run_cfg *c = &items[0].cfg;
+    const char *dataset = c->dataset ? c->dataset : pb_workload_find(c->model, NULL)->dataset;
+    printf("compare: %d runs of %s on %s, D = %d, %d epochs; results in %s\n", n, c->model,
+           dataset, c->stages, c->epochs, c->db);
+    struct pb_batch_totals t;
+    pb_batch_run(items, n, 1, "compare", &t);
+    int status = report(o, items, n);
+    if (t.not_started && status == PB_EXIT_OK)
+        status = PB_EXIT_RUN;
+    free(items);
+    return status;
+}
+
+int pb_cmd_compare(int argc, char **argv)
+{
+    struct opts o = {.target = (float)PB_COMPARE_TARGET, .out = PB_COMPARE_OUTDIR};
+    struct pb_run_flags flags = {0};
+    struct pb_err e;
+    int rc = pb_run_flags_parse(argc, argv, &flags, compare_options, on_option, &o, &e);
+    if (rc == 1) {
+        compare_usage(stdout);
+        rc = PB_EXIT_OK;
+    } else if (rc) {
+        fprintf(stderr, "pipebench compare: %s\n", e.msg);
+        rc = PB_EXIT_USAGE;
+    } else {
+        rc = compare(&o, &flags);
+    }
+    pb_strlist_finish(&o.schedules);
+    pb_strlist_finish(&o.optimizers);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/* harness/cli/cli_program.c — `pipebench program`: prints a schedule's per-device op
+ * programs in the text form of SPEC §4, optionally with the weight version each F
+ * and B reads (program.h, DESIGN principle 2). */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness/cli/cli.h"
+#include "harness/ir/program.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: pipebench program --schedule S --stages D [--length N] [--microbatches M]\n"
+            "                         [--variant V] [--optimizer O] [--versions]\n\n"
+            "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\" (SPEC 4).\n\n"
+            "  --schedule S      one of:");
+    for (int i = 0; pb_schedules[i]; i++)
+        fprintf(f, "%s %s", i ? "," : "", pb_schedules[i]->name);
+    fprintf(f,
+            "\n"
+            "  --stages D        pipeline stages, D >= 1\n"
+            "  --length N        micro-batches in the epoch (default 8)\n"
+            "  --microbatches M  micro-batches per update for gpipe, pipedream-2bw and xpipe\n"
+            "                    (default D); the other schedules update per micro-batch\n"
+            "  --variant V       a schedule's variant: pipeoptim and spectrain 'code',\n"
+            "                    xpipe 'note' (default: the paper's form)\n"
+            "  --optimizer O     sgd, sgdm, adam, adamw or rmsprop (default sgdm)\n"
+            "  --versions        tag each F and B with the weights it reads: ':u' for W^(u),\n"
+            "                    ':u+s' for weights predicted from W^(u) s updates ahead\n"
+            "  --help            this text\n");
+}
+
+/* Parses a whole decimal int into *v. */
+static int parse_int(const char *flag, const char *s, int *v, struct pb_err *e)
+{
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || x < INT_MIN || x > INT_MAX)
+        return pb_err_set(e, "%s wants an integer (got '%s')", flag, s);
+    *v = (int)x;
+    return 0;
+}
+
+int pb_cmd_program(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"schedule", required_argument, NULL, 's'},
+        {"stages", required_argument, NULL, 'd'},
+        {"length", required_argument, NULL, 'n'},
+        {"microbatches", required_argument, NULL, 'm'},
+        {"variant", required_argument, NULL, 'v'},
+        {"optimizer", required_argument, NULL, 'o'},
+        {"versions", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *sched_name = NULL, *opt_name = "sgdm";
+    struct pb_pipe pipe = {.stages = 0, .length = 8, .microbatches = 0};
+    bool have_stages = false, have_m = false, versions = false;
+    struct pb_err e;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            sched_name = optarg;
+            break;
+        case 'd':
+            if (parse_int("--stages", optarg, &pipe.stages, &e))
+                return pb_cli_fail(e.msg);
+            have_stages = true;
+            break;
+        case 'n':
+            if (parse_int("--length", optarg, &pipe.length, &e))
+                return pb_cli_fail(e.msg);
+            break;
+        case 'm':
+            if (parse_int("--microbatches", optarg, &pipe.microbatches, &e))
+                return pb_cli_fail(e.msg);
+            have_m = true;
+            break;
+        case 'v':
+            pipe.variant = optarg;
+            break;
+        case 'o':
+            opt_name = optarg;
+            break;
+        case 'V':
+            versions = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return PB_EXIT_OK;
+        default:
+            usage(stderr);
+            return PB_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        pb_err_set(&e, "program: unexpected argument '%s' (see pipebench program --help)",
+                   argv[optind]);
+        return pb_cli_fail(e.msg);
+    }
+    if (!sched_name)
+        return pb_cli_fail("program: --schedule is required (see pipebench program --help)");
+    if (!have_stages)
+        return pb_cli_fail("program: --stages is required (see pipebench program --help)");
+    const struct pb_schedule *sch = pb_schedule_find(sched_name, &e);
+    if (!sch)
+        return pb_cli_fail(e.msg);
+    struct pb_optim_cfg oc;
+    if (pb_optim_cfg_from_name(&oc, opt_name, &e))
+        return pb_cli_fail(e.msg);
+    pipe.optimizer = oc.kind;
+    if (!have_m)
+        pipe.microbatches = pipe.stages;
+    else if (pipe.microbatches < 1)
+        return pb_cli_fail("program: --microbatches must be at least 1");
+    struct pb_program *progs = pb_xcalloc((size_t)pipe.stages, sizeof *progs);
+    if (pb_programs_build(sch, &pipe, progs, &e)) {
+        free(progs);
+        return pb_cli_fail(e.msg);
+    }
+    for (int k = 0; k < pipe.stages; k++)
+        pb_program_print(stdout, &pipe, &progs[k], versions);
+    pb_programs_finish(progs, pipe.stages);
+    free(progs);
+    return PB_EXIT_OK;
+}

@@ -1,0 +1,90 @@
+/* harness/cli/cli_report.c — `pipebench report`: prints a paper-style table (plots/report.h)
+ * of the finished runs in a results database as Markdown, CSV or LaTeX. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/cli/cli.h"
+#include "harness/base/args.h"
+#include "plots/report.h"
+#include "results/results.h"
+
+static const char usage[] =
+    "usage: pipebench report --table accuracy|throughput|memory|staleness [--db FILE]\n"
+    "                        [--format md|csv|latex] [--target ACC]\n"
+    "Prints a table of the runs with status done to stdout.\n"
+    "  accuracy    maximum validation accuracy (%), the layout of PipeOptim's Table IV: a\n"
+    "              row per optimizer, model, dataset and D, a column per schedule (and\n"
+    "              variant); mean ± std over the runs of a cell; the best of a row marked\n"
+    "  throughput  samples/s (mean over epochs), same layout; the highest of a row marked\n"
+    "  memory      a row per configuration and schedule: peak MiB of each kind (params,\n"
+    "              grads, optstate, wcopies, acts, comm, scratch) summed over the stages,\n"
+    "              their total, and the largest stage's total\n"
+    "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
+    "              run, mean and maximum prediction error\n"
+    "Runs sharing a row and schedule (normally seeds) are averaged; other settings (lr,\n"
+    "batch, epochs) are not told apart, so keep one database per experiment.\n"
+    "  --db FILE      results database (default " PB_RESULTS_DEFAULT_DB ")\n"
+    "  --format F     md (default; best in bold), csv (best with a trailing *), latex\n"
+    "  --target ACC   accuracy table: also the epochs and seconds to reach ACC %\n";
+
+static int lookup(const char *flag, const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    fprintf(stderr, "pipebench: report: unknown %s '%s'; valid:", flag, v);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, " %s", names[i]);
+    fprintf(stderr, "\n");
+    return -1;
+}
+
+int pb_cmd_report(int argc, char **argv)
+{
+    const char *db = PB_RESULTS_DEFAULT_DB, *table = NULL, *format = "md";
+    struct pb_report_opts o = {0};
+    struct pb_err e;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return PB_EXIT_OK;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--db") && v) {
+            db = v;
+        } else if (!strcmp(a, "--table") && v) {
+            table = v;
+        } else if (!strcmp(a, "--format") && v) {
+            format = v;
+        } else if (!strcmp(a, "--target") && v) {
+            float t;
+            if (pb_arg_float("--target", v, &t, &e))
+                return pb_cli_fail(e.msg);
+            if (!(t > 0 && t <= 100))
+                return pb_cli_fail("--target is a validation accuracy in percent, in (0, 100] "
+                                   "(for example --target 80)");
+            o.target = t;
+        } else {
+            fprintf(stderr, "pipebench: report: unexpected argument '%s'%s\n%s", a,
+                    v ? "" : " (or a missing value)", usage);
+            return PB_EXIT_USAGE;
+        }
+        i++;
+    }
+    if (!table) {
+        fprintf(stderr, "pipebench: report needs --table\n%s", usage);
+        return PB_EXIT_USAGE;
+    }
+    int t = lookup("table", table, pb_report_table_names, PB_REPORT_NTABLES);
+    int f = lookup("format", format, pb_report_format_names, PB_FORMAT_N);
+    if (t < 0 || f < 0)
+        return PB_EXIT_USAGE;
+    if (o.target > 0 && t != PB_REPORT_ACCURACY)
+        return pb_cli_fail("--target applies to --table accuracy only");
+    o.table = (enum pb_report_table)t;
+    o.format = (enum pb_report_format)f;
+    if (pb_report_write(db, &o, stdout, &e))
+        return pb_cli_fail(e.msg);
+    return PB_EXIT_OK;
+}

@@ -1,0 +1,82 @@
+/* harness/cli/cli_run.c — `pipebench run`: trains one configuration and logs it to the
+ * results database, and `pipebench list`: the registries. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/cli/cli.h"
+#include "workloads/datasets/dataset.h"
+#include "harness/ir/program.h"
+#include "harness/driver/run.h"
+#include "harness/driver/run_flags.h"
+#include "workloads/workload.h"
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pipebench run [options]\n"
+        "Trains a model with a pipeline schedule and logs it to the results database.\n\n");
+    pb_run_flags_usage(f);
+}
+
+int pb_cmd_run(int argc, char **argv)
+{
+    struct pb_run_flags flags = {0};
+    struct pb_run_cfg c;
+    struct pb_err e;
+    int rc = pb_run_flags_parse(argc, argv, &flags, NULL, NULL, NULL, &e);
+    if (rc == 1) {
+        run_usage(stdout);
+        return PB_EXIT_OK;
+    }
+    if (rc) {
+        fprintf(stderr, "pipebench run: %s\n", e.msg);
+        return PB_EXIT_USAGE;
+    }
+    pb_run_cfg_defaults(&c);
+    if (pb_run_flags_apply(&flags, &c, &e))
+        return pb_cli_fail(e.msg);
+    struct pb_run_summary sum;
+    rc = pb_run(&c, &sum, &e);
+    if (rc == PB_EXIT_USAGE)
+        return pb_cli_fail(e.msg);
+    if (rc == PB_EXIT_RUN) {
+        if (sum.run_id > 0)  /* under MPI, the rank that writes the results says it */
+            fprintf(stderr, "pipebench: run %lld %s: %s\n", (long long)sum.run_id,
+                    pb_run_status_names[sum.status], e.msg);
+        return rc;
+    }
+    if (!c.quiet && sum.run_id > 0)
+        printf("run %lld done: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",
+               (long long)sum.run_id, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds, c.db);
+    return PB_EXIT_OK;
+}
+
+int pb_cmd_list(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: pipebench list\nPrints the schedules, models, datasets and optimizers.\n");
+        return PB_EXIT_OK;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "pipebench list: unexpected argument '%s'\n", argv[1]);
+        return PB_EXIT_USAGE;
+    }
+    printf("schedules:\n");
+    for (int i = 0; pb_schedules[i]; i++)
+        printf("  %-14s %s%s%s%s\n", pb_schedules[i]->name, pb_schedules[i]->summary,
+               *pb_schedules[i]->variants ? " (variants: " : "", pb_schedules[i]->variants,
+               *pb_schedules[i]->variants ? ")" : "");
+    printf("models:\n");
+    for (int i = 0; pb_workloads[i]; i++)
+        printf("  %-14s %s\n", pb_workloads[i]->name, pb_workloads[i]->summary);
+    printf("datasets:\n");
+    for (int i = 0; pb_dataset_names[i]; i++)
+        printf("  %-14s %s\n", pb_dataset_names[i], pb_dataset_summary(pb_dataset_names[i]));
+    printf("optimizers:\n");
+    printf("  %-14s %s\n", "sgd", "SGD (torch.optim.SGD; --momentum, --dampening, --nesterov)");
+    printf("  %-14s %s\n", "sgdm", "SGD with momentum 0.9");
+    printf("  %-14s %s\n", "adam", "Adam with L2 weight decay (torch.optim.Adam)");
+    printf("  %-14s %s\n", "adamw", "AdamW, decoupled weight decay (torch.optim.AdamW)");
+    printf("  %-14s %s\n", "rmsprop", "RMSprop (torch.optim.RMSprop; --alpha, --momentum)");
+    return PB_EXIT_OK;
+}

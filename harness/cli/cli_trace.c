@@ -1,0 +1,67 @@
+/* harness/cli/cli_trace.c — `pipebench trace RUN --out FILE.json`: one epoch of a run's op
+ * timeline as a Chrome trace for Perfetto (plots/trace.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cli.h"
+#include "harness/base/args.h"
+#include "results/results.h"
+#include "plots/trace.h"
+
+static const char usage[] =
+    "usage: pipebench trace RUN --out FILE.json [--db FILE] [--epoch E]\n"
+    "Writes run RUN's op events (F, B, U per device) of one epoch as a Chrome trace (JSON\n"
+    "Trace Event Format): open it at https://ui.perfetto.dev or chrome://tracing. A track\n"
+    "per stage, flow arrows along the pipeline per micro-batch, times in microseconds.\n"
+    "  --out FILE   the trace to write\n"
+    "  --db FILE    results database (default " PB_RESULTS_DEFAULT_DB ")\n"
+    "  --epoch E    the epoch, counted from 0 as `pipebench show` lists them (default the\n"
+    "               last one with events)\n";
+
+int pb_cmd_trace(int argc, char **argv)
+{
+    const char *db = PB_RESULTS_DEFAULT_DB, *out = NULL, *run = NULL;
+    int epoch = -1;
+    struct pb_err e;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return PB_EXIT_OK;
+        }
+        if (!strcmp(a, "--db") && v) {
+            db = argv[++i];
+        } else if (!strcmp(a, "--out") && v) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--epoch") && v) {
+            if (pb_arg_int("--epoch", argv[++i], &epoch, &e))
+                return pb_cli_fail(e.msg);
+            if (epoch < 0)
+                return pb_cli_fail("--epoch counts from 0; leave it out for the last epoch");
+        } else if (a[0] != '-' && !run) {
+            run = a;
+        } else {
+            fprintf(stderr, "pipebench: trace: unexpected argument '%s'%s\n%s", a,
+                    a[0] == '-' && !v ? " (or a missing value)" : "", usage);
+            return PB_EXIT_USAGE;
+        }
+    }
+    char *end;
+    long long id = run ? strtoll(run, &end, 10) : 0;
+    if (!run || *end || id <= 0) {
+        fprintf(stderr, "pipebench: trace needs a run id (a positive integer; `pipebench runs` "
+                        "lists them)\n%s", usage);
+        return PB_EXIT_USAGE;
+    }
+    if (!out) {
+        fprintf(stderr, "pipebench: trace needs --out FILE.json\n%s", usage);
+        return PB_EXIT_USAGE;
+    }
+    struct pb_trace_info info;
+    if (pb_trace_write(db, id, epoch, out, &info, &e))
+        return pb_cli_fail(e.msg);
+    printf("wrote %s: run %lld, epoch %d, %d devices, %d slices, %d flows\n", out, id,
+           info.epoch, info.devices, info.slices, info.flows);
+    return PB_EXIT_OK;
+}

@@ -1,0 +1,149 @@
+/* harness/compute/cpu/cpu_backend.c — the CPU backend instance (DESIGN principle 5): creation
+ * (oneDNN engine, stream, thread count), host memory as device memory, the ops
+ * table and the helpers every op file shares. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "harness/compute/cpu/cpu_internal.h"
+
+_Noreturn void pb_cpu_die(const char *file, int line, const char *what, dnnl_status_t st)
+{
+    fprintf(stderr, "pipebench: internal error at %s:%d: oneDNN returned %s (%d) from %s\n",
+            file, line, dnnl_status2str(st), (int)st, what);
+    abort();
+}
+
+void pb_cpu_begin(struct pb_backend *be)
+{
+    omp_set_num_threads(be->nthreads);
+}
+
+void *pb_cpu_scratch(struct pb_backend *be, size_t bytes)
+{
+    if (!bytes)
+        return NULL;
+    struct pb_err e;
+    void *p = pb_backend_alloc(be, bytes, PB_MEM_SCRATCH, &e);
+    if (!p) {
+        fprintf(stderr, "pipebench: %s\n", e.msg);
+        PB_CHECK(p != NULL);
+    }
+    return p;
+}
+
+void pb_cpu_scratch_free(struct pb_backend *be, void *p)
+{
+    pb_backend_free(be, p);
+}
+
+static void cpu_destroy(struct pb_backend *be)
+{
+    struct pb_cpu *cpu = pb_cpu_of(be);
+    pb_cpu_begin(be);
+    pb_cpu_cache_finish(be);
+    dnnl_primitive_attr_destroy(cpu->attr);
+    dnnl_stream_destroy(cpu->stream);
+    dnnl_engine_destroy(cpu->eng);
+    pb_backend_finish_common(be);
+    free(cpu);
+    free(be);
+}
+
+static void cpu_sync(struct pb_backend *be)
+{
+    (void)be;
+}
+
+/* 64-byte aligned host memory (a cache line; what oneDNN's kernels prefer). */
+static void *cpu_alloc(struct pb_backend *be, size_t bytes)
+{
+    (void)be;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64))
+        return NULL;
+    return p;
+}
+
+static void cpu_free(struct pb_backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+static void cpu_copy(struct pb_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes)
+        memmove(dst, src, bytes);
+}
+
+static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
+{
+    pb_cpu_begin(be);
+    size_t nchunks = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
+#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+    for (size_t ch = 0; ch < nchunks; ch++) {
+        size_t hi = (ch + 1) * PB_CPU_CHUNK < n ? (ch + 1) * PB_CPU_CHUNK : n;
+        for (size_t i = ch * PB_CPU_CHUNK; i < hi; i++)
+            dst[i] = value;
+    }
+}
+
+static const struct pb_backend_ops cpu_ops = {
+    .name = "cpu",
+    .host_memory = true,
+    .destroy = cpu_destroy,
+    .sync = cpu_sync,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .reorder = pb_cpu_reorder,
+    .gemm = pb_cpu_gemm,
+    .bias_add = pb_cpu_bias_add,
+    .bias_grad = pb_cpu_bias_grad,
+    .conv_layout = pb_cpu_conv_layout,
+    .conv_fwd = pb_cpu_conv_fwd,
+    .conv_bwd_data = pb_cpu_conv_bwd_data,
+    .conv_bwd_weights = pb_cpu_conv_bwd_weights,
+    .pool_workspace = pb_cpu_pool_workspace,
+    .pool_fwd = pb_cpu_pool_fwd,
+    .pool_bwd = pb_cpu_pool_bwd,
+    .bn_fwd = pb_cpu_bn_fwd,
+    .bn_bwd = pb_cpu_bn_bwd,
+    .relu_fwd = pb_cpu_relu_fwd,
+    .relu_bwd = pb_cpu_relu_bwd,
+    .add = pb_cpu_add,
+    .axpby = pb_cpu_axpby,
+    .dropout = pb_cpu_dropout,
+    .concat = pb_cpu_concat,
+    .split = pb_cpu_split,
+    .softmax_xent = pb_cpu_softmax_xent,
+    .optim_step = pb_cpu_optim_step,
+    .predict = pb_cpu_predict,
+};
+
+struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e)
+{
+    if (nthreads <= 0)
+        nthreads = omp_get_num_procs();
+    struct pb_cpu *cpu = pb_xcalloc(1, sizeof *cpu);
+    if (dnnl_engine_create(&cpu->eng, dnnl_cpu, 0) != dnnl_success) {
+        free(cpu);
+        pb_err_set(e, "cpu backend: oneDNN could not create a CPU engine (is libdnnl2 "
+                      "installed and the CPU supported?)");
+        return NULL;
+    }
+    PB_DNNL(dnnl_stream_create(&cpu->stream, cpu->eng, dnnl_stream_default_flags));
+    PB_DNNL(dnnl_primitive_attr_create(&cpu->attr));
+    PB_DNNL(dnnl_primitive_attr_set_scratchpad_mode(cpu->attr, dnnl_scratchpad_mode_user));
+    pb_cpu_cache_init(&cpu->cache);
+    struct pb_backend *be = pb_xcalloc(1, sizeof *be);
+    pb_backend_init_common(be, &cpu_ops, cpu, nthreads);
+    return be;
+}

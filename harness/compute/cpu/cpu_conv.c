@@ -1,0 +1,330 @@
+/* harness/compute/cpu/cpu_conv.c — 2-D convolution on oneDNN (DESIGN principle 5): primitives
+ * choose their formats; activations are reordered only where the caller's layout
+ * differs, PyTorch OIHW weights into the primitive's format at every call. */
+#include <string.h>
+
+#include "harness/compute/cpu/cpu_internal.h"
+
+/* Output size of a convolution along one axis: (in + 2p - k) / s + 1. */
+static int conv_out(int in, int k, int s, int p)
+{
+    return (in + 2 * p - k) / s + 1;
+}
+
+/* The shapes of a convolution: x [n, cin, h, w] → y [n, cout, oh, ow]. */
+struct conv_shapes {
+    struct pb_shape x, y;
+    dnnl_memory_desc_t src, wei, bias, dst;  /* format_tag_any */
+    dnnl_dims_t strides, pad;
+};
+
+static void conv_shapes(const struct pb_conv_desc *d, int n, int h, int w, struct conv_shapes *cs)
+{
+    PB_CHECK(d->cin > 0 && d->cout > 0 && d->kh > 0 && d->kw > 0 && d->sh > 0 && d->sw > 0);
+    cs->x = (struct pb_shape){n, d->cin, h, w};
+    cs->y = (struct pb_shape){n, d->cout, conv_out(h, d->kh, d->sh, d->ph),
+                              conv_out(w, d->kw, d->sw, d->pw)};
+    PB_CHECK(cs->y.h > 0 && cs->y.w > 0);
+    cs->src = pb_cpu_md_tag(n, d->cin, h, w, dnnl_format_tag_any);
+    cs->wei = pb_cpu_md_tag(d->cout, d->cin, d->kh, d->kw, dnnl_format_tag_any);
+    cs->bias = pb_cpu_md_1d(d->cout);
+    cs->dst = pb_cpu_md_tag(n, d->cout, cs->y.h, cs->y.w, dnnl_format_tag_any);
+    cs->strides[0] = d->sh;
+    cs->strides[1] = d->sw;
+    cs->pad[0] = d->ph;
+    cs->pad[1] = d->pw;
+}
+
+static void fwd_desc(const struct pb_conv_desc *d, const struct conv_shapes *cs,
+                     dnnl_convolution_desc_t *cd)
+{
+    PB_DNNL(dnnl_convolution_forward_desc_init(cd, dnnl_forward_training, dnnl_convolution_direct,
+                                               &cs->src, &cs->wei, d->bias ? &cs->bias : NULL,
+                                               &cs->dst, cs->strides, cs->pad, cs->pad));
+}
+
+/* The forward primitive descriptor a backward one is created against. */
+static dnnl_primitive_desc_t fwd_hint(struct pb_backend *be, const struct pb_conv_desc *d,
+                                      const struct conv_shapes *cs)
+{
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd;
+    fwd_desc(d, cs, &cd);
+    PB_DNNL(dnnl_primitive_desc_create(&pd, &cd, pb_cpu_of(be)->attr, pb_cpu_of(be)->eng, NULL));
+    return pd;
+}
+
+static dnnl_memory_desc_t oihw_md(const struct pb_conv_desc *d)
+{
+    return pb_cpu_md_tag(d->cout, d->cin, d->kh, d->kw, dnnl_oihw);
+}
+
+static struct pb_cpu_key conv_key(enum pb_cpu_op op, const struct pb_conv_desc *d,
+                                  struct pb_shape x, enum pb_layout l0, enum pb_layout l1)
+{
+    return (struct pb_cpu_key){
+        .op = op,
+        .v = {x.n, x.c, x.h, x.w, d->cout, d->kh, d->kw, d->sh, d->sw, d->ph, d->pw, d->bias,
+              (int)l0, (int)l1},
+    };
+}
+
+/* ---- forward ---- */
+
+struct conv_fwd {
+    struct pb_cpu_prim p;
+    struct pb_cpu_xfer src, wei, dst;
+    enum pb_layout y_layout;
+    struct conv_shapes cs;
+};
+
+static void drop_fwd(struct pb_backend *be, void *val)
+{
+    struct conv_fwd *f = val;
+    pb_cpu_xfer_destroy(be, &f->src);
+    pb_cpu_xfer_destroy(be, &f->wei);
+    pb_cpu_xfer_destroy(be, &f->dst);
+    pb_cpu_prim_destroy(be, &f->p);
+    free(f);
+}
+
+/* The layout y takes: the primitive's dst format when it is one of the pb layouts,
+ * else plain (the output is then reordered). */
+static enum pb_layout dst_layout(const dnnl_memory_desc_t *dmd, struct pb_shape y)
+{
+    static const enum pb_layout cand[] = {PB_LAYOUT_NCHW8C, PB_LAYOUT_NCHW16C, PB_LAYOUT_PLAIN};
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+        dnnl_memory_desc_t md = pb_cpu_md(y, cand[i]);
+        if (dnnl_memory_desc_equal(dmd, &md))
+            return cand[i];
+    }
+    return PB_LAYOUT_PLAIN;
+}
+
+static struct conv_fwd *fwd_get(struct pb_backend *be, const struct pb_conv_desc *d,
+                                const struct pb_tensor *x)
+{
+    PB_CHECK(x->shape.c == d->cin);
+    struct pb_cpu_key k = conv_key(PB_CPU_OP_CONV_FWD, d, x->shape, x->layout, 0);
+    struct conv_fwd *f = pb_cpu_cache_get(be, &k);
+    if (f)
+        return f;
+    f = pb_xcalloc(1, sizeof *f);
+    conv_shapes(d, x->shape.n, x->shape.h, x->shape.w, &f->cs);
+    dnnl_convolution_desc_t cd;
+    fwd_desc(d, &f->cs, &cd);
+    pb_cpu_prim_create(be, &f->p, &cd, NULL);
+    dnnl_memory_desc_t xmd = pb_cpu_md(x->shape, x->layout), wmd = oihw_md(d);
+    pb_cpu_xfer_in_init(be, &f->src, &xmd, pb_cpu_prim_md(&f->p, dnnl_query_src_md, 0));
+    pb_cpu_xfer_in_init(be, &f->wei, &wmd, pb_cpu_prim_md(&f->p, dnnl_query_weights_md, 0));
+    const dnnl_memory_desc_t *dmd = pb_cpu_prim_md(&f->p, dnnl_query_dst_md, 0);
+    f->y_layout = dst_layout(dmd, f->cs.y);
+    dnnl_memory_desc_t ymd = pb_cpu_md(f->cs.y, f->y_layout);
+    pb_cpu_xfer_out_init(be, &f->dst, dmd, &ymd);
+    pb_cpu_cache_put(be, &k, f, drop_fwd);
+    return f;
+}
+
+enum pb_layout pb_cpu_conv_direct_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                         struct pb_shape x)
+{
+    struct conv_shapes cs;
+    conv_shapes(d, x.n, x.h, x.w, &cs);
+    dnnl_primitive_desc_t pd = fwd_hint(be, d, &cs);
+    enum pb_layout l = dst_layout(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), cs.y);
+    dnnl_primitive_desc_destroy(pd);
+    return l;
+}
+
+static void direct_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
+                       const struct pb_tensor *x, const float *w, const float *b,
+                       struct pb_tensor *y)
+{
+    struct conv_fwd *f = fwd_get(be, d, x);
+    PB_CHECK(pb_shape_eq(y->shape, f->cs.y) && y->layout == f->y_layout);
+    struct pb_cpu_arg a[4] = {
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &f->src, x->data)},
+        {DNNL_ARG_WEIGHTS, pb_cpu_xfer_in(be, &f->wei, w)},
+        {DNNL_ARG_DST, pb_cpu_xfer_out_ptr(&f->dst, y->data)},
+        {DNNL_ARG_BIAS, b},
+    };
+    pb_cpu_prim_exec(be, &f->p, d->bias ? 4 : 3, a);
+    pb_cpu_xfer_out(be, &f->dst, y->data);
+}
+
+/* ---- backward data ---- */
+
+struct conv_bwd_data {
+    struct pb_cpu_prim p;
+    struct pb_cpu_xfer wei, dy, dx;
+    struct conv_shapes cs;
+};
+
+static void drop_bwd_data(struct pb_backend *be, void *val)
+{
+    struct conv_bwd_data *bd = val;
+    pb_cpu_xfer_destroy(be, &bd->wei);
+    pb_cpu_xfer_destroy(be, &bd->dy);
+    pb_cpu_xfer_destroy(be, &bd->dx);
+    pb_cpu_prim_destroy(be, &bd->p);
+    free(bd);
+}
+
+static void direct_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
+                            const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
+{
+    struct pb_cpu_key k = conv_key(PB_CPU_OP_CONV_BWD_DATA, d, dx->shape, dx->layout, dy->layout);
+    struct conv_bwd_data *bd = pb_cpu_cache_get(be, &k);
+    if (!bd) {
+        bd = pb_xcalloc(1, sizeof *bd);
+        conv_shapes(d, dx->shape.n, dx->shape.h, dx->shape.w, &bd->cs);
+        struct conv_shapes *cs = &bd->cs;
+        dnnl_convolution_desc_t cd;
+        PB_DNNL(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &cs->src,
+                                                         &cs->wei, &cs->dst, cs->strides, cs->pad,
+                                                         cs->pad));
+        dnnl_primitive_desc_t hint = fwd_hint(be, d, cs);
+        pb_cpu_prim_create(be, &bd->p, &cd, hint);
+        dnnl_primitive_desc_destroy(hint);
+        dnnl_memory_desc_t wmd = oihw_md(d), dymd = pb_cpu_md(cs->y, dy->layout),
+                           dxmd = pb_cpu_md(cs->x, dx->layout);
+        pb_cpu_xfer_in_init(be, &bd->wei, &wmd, pb_cpu_prim_md(&bd->p, dnnl_query_weights_md, 0));
+        pb_cpu_xfer_in_init(be, &bd->dy, &dymd, pb_cpu_prim_md(&bd->p, dnnl_query_diff_dst_md, 0));
+        pb_cpu_xfer_out_init(be, &bd->dx, pb_cpu_prim_md(&bd->p, dnnl_query_diff_src_md, 0), &dxmd);
+        pb_cpu_cache_put(be, &k, bd, drop_bwd_data);
+    }
+    PB_CHECK(pb_shape_eq(dy->shape, bd->cs.y));
+    struct pb_cpu_arg a[3] = {
+        {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &bd->dy, dy->data)},
+        {DNNL_ARG_WEIGHTS, pb_cpu_xfer_in(be, &bd->wei, w)},
+        {DNNL_ARG_DIFF_SRC, pb_cpu_xfer_out_ptr(&bd->dx, dx->data)},
+    };
+    pb_cpu_prim_exec(be, &bd->p, 3, a);
+    pb_cpu_xfer_out(be, &bd->dx, dx->data);
+}
+
+/* ---- backward weights ---- */
+
+struct conv_bwd_w {
+    struct pb_cpu_prim p;
+    struct pb_cpu_xfer src, dy, dw;
+    float *dw_oihw;  /* [cout, cin, kh, kw] this call's gradient */
+    float *db;       /* [cout] */
+    struct conv_shapes cs;
+};
+
+static void drop_bwd_w(struct pb_backend *be, void *val)
+{
+    struct conv_bwd_w *bw = val;
+    pb_cpu_xfer_destroy(be, &bw->src);
+    pb_cpu_xfer_destroy(be, &bw->dy);
+    pb_cpu_xfer_destroy(be, &bw->dw);
+    pb_cpu_scratch_free(be, bw->dw_oihw);
+    pb_cpu_scratch_free(be, bw->db);
+    pb_cpu_prim_destroy(be, &bw->p);
+    free(bw);
+}
+
+static struct conv_bwd_w *bwd_w_get(struct pb_backend *be, const struct pb_conv_desc *d,
+                                    const struct pb_tensor *x, const struct pb_tensor *dy)
+{
+    struct pb_cpu_key k = conv_key(PB_CPU_OP_CONV_BWD_WEIGHTS, d, x->shape, x->layout, dy->layout);
+    struct conv_bwd_w *bw = pb_cpu_cache_get(be, &k);
+    if (bw)
+        return bw;
+    bw = pb_xcalloc(1, sizeof *bw);
+    conv_shapes(d, x->shape.n, x->shape.h, x->shape.w, &bw->cs);
+    struct conv_shapes *cs = &bw->cs;
+    dnnl_convolution_desc_t cd;
+    PB_DNNL(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &cs->src,
+                                                        &cs->wei, d->bias ? &cs->bias : NULL,
+                                                        &cs->dst, cs->strides, cs->pad, cs->pad));
+    dnnl_primitive_desc_t hint = fwd_hint(be, d, cs);
+    pb_cpu_prim_create(be, &bw->p, &cd, hint);
+    dnnl_primitive_desc_destroy(hint);
+    dnnl_memory_desc_t wmd = oihw_md(d), xmd = pb_cpu_md(cs->x, x->layout),
+                       dymd = pb_cpu_md(cs->y, dy->layout);
+    pb_cpu_xfer_in_init(be, &bw->src, &xmd, pb_cpu_prim_md(&bw->p, dnnl_query_src_md, 0));
+    pb_cpu_xfer_in_init(be, &bw->dy, &dymd, pb_cpu_prim_md(&bw->p, dnnl_query_diff_dst_md, 0));
+    pb_cpu_xfer_out_init(be, &bw->dw, pb_cpu_prim_md(&bw->p, dnnl_query_diff_weights_md, 0), &wmd);
+    bw->dw_oihw = pb_cpu_scratch(be, dnnl_memory_desc_get_size(&wmd));
+    if (d->bias)
+        bw->db = pb_cpu_scratch(be, (size_t)d->cout * sizeof(float));
+    pb_cpu_cache_put(be, &k, bw, drop_bwd_w);
+    return bw;
+}
+
+static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
+                               const struct pb_tensor *x, const struct pb_tensor *dy,
+                               float *dw_acc, float *db_acc)
+{
+    struct conv_bwd_w *bw = bwd_w_get(be, d, x, dy);
+    PB_CHECK(pb_shape_eq(dy->shape, bw->cs.y));
+    struct pb_cpu_arg a[4] = {
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &bw->src, x->data)},
+        {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &bw->dy, dy->data)},
+        {DNNL_ARG_DIFF_WEIGHTS, pb_cpu_xfer_out_ptr(&bw->dw, bw->dw_oihw)},
+        {DNNL_ARG_DIFF_BIAS, bw->db},
+    };
+    pb_cpu_prim_exec(be, &bw->p, d->bias ? 4 : 3, a);
+    pb_cpu_xfer_out(be, &bw->dw, bw->dw_oihw);
+    size_t nw = (size_t)d->cout * (size_t)d->cin * (size_t)d->kh * (size_t)d->kw;
+    const float *g = bw->dw_oihw;
+#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+    for (size_t i = 0; i < nw; i++)
+        dw_acc[i] += g[i];
+    if (d->bias)
+        for (int i = 0; i < d->cout; i++)
+            db_acc[i] += bw->db[i];
+}
+
+/* ---- the ops: forward and backward data in space-to-depth form when it is planned,
+ * else (and backward weights always) direct ---- */
+
+enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                  const struct pb_tensor *x)
+{
+    pb_cpu_begin(be);
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    return s ? pb_cpu_s2d_layout(s) : fwd_get(be, d, x)->y_layout;
+}
+
+/* x [n, cin, h, w] (any layout), w [cout, cin, kh, kw] OIHW, b [cout] or NULL,
+ * y [n, cout, oh, ow] in conv_layout's layout */
+void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
+                     const struct pb_tensor *x, const float *w, const float *b,
+                     struct pb_tensor *y)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(x->shape.c == d->cin && (!d->bias || b != NULL));
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    if (s)
+        pb_cpu_s2d_fwd(be, s, x, w, b, y);
+    else
+        direct_fwd(be, d, x, w, b, y);
+}
+
+/* dy [n, cout, oh, ow] (any layout), w [cout, cin, kh, kw] OIHW,
+ * dx [n, cin, h, w] (layout set by the caller) = conv^T(dy, w) */
+void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
+                          const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(dx->shape.c == d->cin);
+    const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, dx->shape);
+    if (s)
+        pb_cpu_s2d_bwd_data(be, s, dy, w, dx);
+    else
+        direct_bwd_data(be, d, dy, w, dx);
+}
+
+/* x [n, cin, h, w], dy [n, cout, oh, ow] (any layouts);
+ * dw_acc [cout, cin, kh, kw] OIHW += dL/dw, db_acc [cout] += dL/db */
+void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
+                             const struct pb_tensor *x, const struct pb_tensor *dy,
+                             float *dw_acc, float *db_acc)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(x->shape.c == d->cin && (!d->bias || db_acc != NULL));
+    direct_bwd_weights(be, d, x, dy, dw_acc, db_acc);
+}

@@ -1,0 +1,77 @@
+/* harness/compute/cpu/cpu_eltwise.c — the elementwise ops of the CPU backend in plain C:
+ * ReLU and its backward, add, axpby and dropout with counter-based masks (SPEC §1).
+ * Each element is computed alone, so the bits never depend on the thread count. */
+#include "harness/compute/cpu/cpu_internal.h"
+
+/* Runs body(lo, hi) over [0, n) in chunks of PB_CPU_CHUNK on the instance's threads. */
+#define PB_CPU_CHUNKED(be, n, lo, hi, body)                                            \
+    do {                                                                               \
+        size_t nch_ = ((n) + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;                         \
+        _Pragma("omp parallel for num_threads(be->nthreads) schedule(static)")         \
+        for (size_t ch_ = 0; ch_ < nch_; ch_++) {                                      \
+            size_t lo = ch_ * PB_CPU_CHUNK;                                            \
+            size_t hi = lo + PB_CPU_CHUNK < (n) ? lo + PB_CPU_CHUNK : (n);             \
+            body;                                                                      \
+        }                                                                              \
+    } while (0)
+
+/* y[n] = max(x, 0); NaN propagates as in PyTorch */
+void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n)
+{
+    pb_cpu_begin(be);
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
+            y[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
+    });
+}
+
+/* dx[n] = dy * (y > 0) */
+void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n)
+{
+    pb_cpu_begin(be);
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
+            dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    });
+}
+
+/* y[n] = a + b */
+void pb_cpu_add(struct pb_backend *be, const float *a, const float *b, float *y, size_t n)
+{
+    pb_cpu_begin(be);
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
+            y[i] = a[i] + b[i];
+    });
+}
+
+/* y[n] = alpha * x + beta * y; beta = 0 does not read y (as BLAS) */
+void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta, float *y,
+                  size_t n)
+{
+    pb_cpu_begin(be);
+    if (beta == 0.0f) {
+        PB_CPU_CHUNKED(be, n, lo, hi, {
+            for (size_t i = lo; i < hi; i++)
+                y[i] = alpha * x[i];
+        });
+        return;
+    }
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
+            y[i] = alpha * x[i] + beta * y[i];
+    });
+}
+
+/* y[n] = x * mask / (1 - p), mask[i] = uniform(key, first + i) >= p; dropped
+ * elements are 0 (p = 1 drops all) and p = 0 is the identity */
+void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
+                    struct pb_rng_key key, uint64_t first)
+{
+    pb_cpu_begin(be);
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
+            y[i] = pb_rng_uniform(key, first + i) >= p ? x[i] * scale : 0.0f;
+    });
+}

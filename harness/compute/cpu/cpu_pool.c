@@ -1,0 +1,214 @@
+/* harness/compute/cpu/cpu_pool.c — 2-D max and average pooling on oneDNN with PyTorch's output
+ * sizes (ceil_mode becomes extra right padding) and divisors (windows that ceil_mode lets
+ * overhang the padded input are rescaled: oneDNN divides by kh·kw). y keeps x's layout. */
+#include <string.h>
+
+#include "harness/compute/cpu/cpu_internal.h"
+
+/* PyTorch's pooling output size along one axis. */
+static int pool_out(int in, int k, int s, int p, bool ceil_mode)
+{
+    int span = in + 2 * p - k;
+    PB_CHECK(span >= 0 && s > 0);
+    int out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (out - 1) * s >= in + p)
+        out--;
+    return out;
+}
+
+/* The right padding that makes oneDNN's size (in + p + pr - k) / s + 1 equal out. */
+static int pool_pad_r(int in, int out, int k, int s, int p)
+{
+    int pr = (out - 1) * s + k - in - p;
+    return pr > 0 ? pr : 0;
+}
+
+/* The window size PyTorch divides by, clipped to the padded input, along one axis. */
+static int clipped(int o, int in, int k, int s, int p)
+{
+    int start = o * s - p, end = start + k;
+    return (end < in + p ? end : in + p) - start;
+}
+
+static bool needs_rescale(const struct pb_pool_desc *d, struct pb_shape x, struct pb_shape y)
+{
+    return d->kind == PB_POOL_AVG && !d->exclude_pad &&
+           (clipped(y.h - 1, x.h, d->kh, d->sh, d->ph) < d->kh ||
+            clipped(y.w - 1, x.w, d->kw, d->sw, d->pw) < d->kw);
+}
+
+/* t [n, c, oh, ow] *= kh·kw / clipped window, where the window is clipped (in place;
+ * only the last rows and columns can be). */
+static void rescale(struct pb_backend *be, const struct pb_pool_desc *d, struct pb_shape x,
+                    const struct pb_tensor *t, float *out)
+{
+    struct pb_shape y = t->shape;
+    int nc = y.n * y.c;
+#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+    for (int i = 0; i < nc; i++) {
+        int n = i / y.c, c = i % y.c;
+        for (int oh = 0; oh < y.h; oh++) {
+            int ch = clipped(oh, x.h, d->kh, d->sh, d->ph);
+            for (int ow = 0; ow < y.w; ow++) {
+                int cw = clipped(ow, x.w, d->kw, d->sw, d->pw);
+                if (ch == d->kh && cw == d->kw)
+                    continue;
+                size_t off = pb_cpu_offset(y, t->layout, n, c, oh, ow);
+                out[off] = t->data[off] * ((float)(d->kh * d->kw) / (float)(ch * cw));
+            }
+        }
+    }
+}
+
+static dnnl_alg_kind_t pool_alg(const struct pb_pool_desc *d)
+{
+    if (d->kind == PB_POOL_MAX)
+        return dnnl_pooling_max;
+    return d->exclude_pad ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_avg_include_padding;
+}
+
+/* The forward descriptor of pooling x [n, c, h, w] → y (layouts as given). */
+static void fwd_desc(const struct pb_pool_desc *d, struct pb_shape x, enum pb_layout xl,
+                     struct pb_shape y, enum pb_layout yl, bool train, dnnl_pooling_desc_t *pd)
+{
+    PB_CHECK(y.n == x.n && y.c == x.c);
+    PB_CHECK(y.h == pool_out(x.h, d->kh, d->sh, d->ph, d->ceil_mode));
+    PB_CHECK(y.w == pool_out(x.w, d->kw, d->sw, d->pw, d->ceil_mode));
+    dnnl_memory_desc_t src = pb_cpu_md(x, xl), dst = pb_cpu_md(y, yl);
+    dnnl_dims_t strides = {d->sh, d->sw}, kernel = {d->kh, d->kw}, pl = {d->ph, d->pw};
+    dnnl_dims_t pr = {pool_pad_r(x.h, y.h, d->kh, d->sh, d->ph),
+                      pool_pad_r(x.w, y.w, d->kw, d->sw, d->pw)};
+    dnnl_prop_kind_t prop = train ? dnnl_forward_training : dnnl_forward_inference;
+    PB_DNNL(dnnl_pooling_forward_desc_init(pd, prop, pool_alg(d), &src, &dst, strides, kernel, pl,
+                                           pr));
+}
+
+static struct pb_cpu_key pool_key(enum pb_cpu_op op, const struct pb_pool_desc *d,
+                                  struct pb_shape x, enum pb_layout xl, struct pb_shape y,
+                                  enum pb_layout yl, bool train)
+{
+    return (struct pb_cpu_key){
+        .op = op,
+        .v = {x.n, x.c, x.h, x.w, y.h, y.w, (int)xl, (int)yl, (int)d->kind, d->kh, d->kw, d->sh,
+              d->sw, d->ph, d->pw, d->ceil_mode, d->exclude_pad, train},
+    };
+}
+
+struct pool_fwd {
+    struct pb_cpu_prim p;
+    bool train, rescale;
+};
+
+static void drop_fwd(struct pb_backend *be, void *val)
+{
+    struct pool_fwd *f = val;
+    pb_cpu_prim_destroy(be, &f->p);
+    free(f);
+}
+
+/* Training (max pooling with a workspace) or inference forward of x → y. */
+static struct pool_fwd *fwd_get(struct pb_backend *be, const struct pb_pool_desc *d,
+                                const struct pb_tensor *x, const struct pb_tensor *y, bool train)
+{
+    struct pb_cpu_key k = pool_key(PB_CPU_OP_POOL_FWD, d, x->shape, x->layout, y->shape,
+                                   y->layout, train);
+    struct pool_fwd *f = pb_cpu_cache_get(be, &k);
+    if (f)
+        return f;
+    f = pb_xcalloc(1, sizeof *f);
+    dnnl_pooling_desc_t pd;
+    fwd_desc(d, x->shape, x->layout, y->shape, y->layout, train, &pd);
+    pb_cpu_prim_create(be, &f->p, &pd, NULL);
+    f->train = train;
+    f->rescale = needs_rescale(d, x->shape, y->shape);
+    pb_cpu_cache_put(be, &k, f, drop_fwd);
+    return f;
+}
+
+size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d,
+                             const struct pb_tensor *x, const struct pb_tensor *y)
+{
+    if (d->kind != PB_POOL_MAX)
+        return 0;
+    pb_cpu_begin(be);
+    struct pool_fwd *f = fwd_get(be, d, x, y, true);
+    return dnnl_memory_desc_get_size(pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0));
+}
+
+/* x [n, c, h, w] → y [n, c, oh, ow] (x's layout); workspace: pool_workspace bytes for a
+ * training max pooling, NULL for inference */
+void pb_cpu_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d,
+                     const struct pb_tensor *x, struct pb_tensor *y, void *workspace)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(y->layout == x->layout);
+    bool train = d->kind == PB_POOL_MAX && workspace != NULL;
+    struct pool_fwd *f = fwd_get(be, d, x, y, train);
+    struct pb_cpu_arg a[3] = {
+        {DNNL_ARG_SRC, x->data}, {DNNL_ARG_DST, y->data}, {DNNL_ARG_WORKSPACE, workspace}};
+    pb_cpu_prim_exec(be, &f->p, train ? 3 : 2, a);
+    if (f->rescale)
+        rescale(be, d, x->shape, y, y->data);
+}
+
+struct pool_bwd {
+    struct pb_cpu_prim p;
+    struct pb_cpu_xfer dy;  /* dy's layout → dx's */
+    float *scaled;          /* dy rescaled (average pooling with overhanging windows) */
+    bool rescale;
+};
+
+static void drop_bwd(struct pb_backend *be, void *val)
+{
+    struct pool_bwd *b = val;
+    pb_cpu_xfer_destroy(be, &b->dy);
+    pb_cpu_scratch_free(be, b->scaled);
+    pb_cpu_prim_destroy(be, &b->p);
+    free(b);
+}
+
+/* dy [n, c, oh, ow], workspace from the training forward (max pooling),
+ * dx [n, c, h, w] (x's layout) */
+void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
+                     const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx)
+{
+    pb_cpu_begin(be);
+    PB_CHECK(d->kind != PB_POOL_MAX || workspace != NULL);
+    struct pb_cpu_key k = pool_key(PB_CPU_OP_POOL_BWD, d, dx->shape, dx->layout, dy->shape,
+                                   dy->layout, true);
+    struct pool_bwd *b = pb_cpu_cache_get(be, &k);
+    if (!b) {
+        b = pb_xcalloc(1, sizeof *b);
+        dnnl_pooling_desc_t fd, bd;
+        fwd_desc(d, dx->shape, dx->layout, dy->shape, dx->layout, true, &fd);
+        dnnl_primitive_desc_t hint;
+        PB_DNNL(dnnl_primitive_desc_create(&hint, &fd, pb_cpu_of(be)->attr, pb_cpu_of(be)->eng,
+                                           NULL));
+        dnnl_memory_desc_t dsrc = pb_cpu_md(dx->shape, dx->layout),
+                           ddst = pb_cpu_md(dy->shape, dx->layout),
+                           dyu = pb_cpu_md(dy->shape, dy->layout);
+        dnnl_dims_t strides = {d->sh, d->sw}, kernel = {d->kh, d->kw}, pl = {d->ph, d->pw};
+        dnnl_dims_t pr = {pool_pad_r(dx->shape.h, dy->shape.h, d->kh, d->sh, d->ph),
+                          pool_pad_r(dx->shape.w, dy->shape.w, d->kw, d->sw, d->pw)};
+        PB_DNNL(dnnl_pooling_backward_desc_init(&bd, pool_alg(d), &dsrc, &ddst, strides, kernel,
+                                                pl, pr));
+        pb_cpu_prim_create(be, &b->p, &bd, hint);
+        dnnl_primitive_desc_destroy(hint);
+        pb_cpu_xfer_in_init(be, &b->dy, &dyu, &ddst);
+        b->rescale = needs_rescale(d, dx->shape, dy->shape);
+        if (b->rescale)
+            b->scaled = pb_cpu_scratch(be, pb_layout_count(dy->shape, dx->layout) * sizeof(float));
+        pb_cpu_cache_put(be, &k, b, drop_bwd);
+    }
+    const void *g = pb_cpu_xfer_in(be, &b->dy, dy->data);
+    if (b->rescale) {
+        size_t n = pb_layout_count(dy->shape, dx->layout);
+        memcpy(b->scaled, g, n * sizeof(float));
+        struct pb_tensor t = {(float *)g, dy->shape, dx->layout};
+        rescale(be, d, dx->shape, &t, b->scaled);
+        g = b->scaled;
+    }
+    struct pb_cpu_arg a[3] = {
+        {DNNL_ARG_DIFF_DST, g}, {DNNL_ARG_DIFF_SRC, dx->data}, {DNNL_ARG_WORKSPACE, workspace}};
+    pb_cpu_prim_exec(be, &b->p, d->kind == PB_POOL_MAX ? 3 : 2, a);
+}

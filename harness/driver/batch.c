@@ -1,0 +1,360 @@
+/* harness/driver/batch.c — runs configurations in forked processes (batch.h). Each child runs
+ * pb_run and reports over its own pipe: one message per epoch (the on_epoch hook) and
+ * one at the end; the parent polls the pipes, reaps the children and draws progress. */
+#include "harness/driver/batch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/base/err.h"
+#include "harness/base/interrupt.h"
+#include "harness/ir/program.h"
+#include "harness/driver/progress.h"
+
+int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
+{
+    *unsupported = false;
+    if (pb_run_check(c, e) == 0)
+        return 0;
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
+    if (!sch)
+        return -1;
+    struct pb_pipe p = {
+        .stages = c->stages,
+        .length = 1,
+        .microbatches = c->microbatches ? c->microbatches : c->stages,
+        .optimizer = c->optim.kind,
+        .variant = c->variant,
+    };
+    if (sch->check(&p, NULL) != 0) {
+        p.optimizer = PB_OPT_SGD;
+        *unsupported = sch->check(&p, NULL) == 0;
+    }
+    return -1;
+}
+
+enum { MSG_EPOCH, MSG_END };
+
+/* What a child tells its parent; small enough for one atomic pipe write. */
+struct msg {
+    int kind;
+    int epoch, epochs;
+    double val_acc;
+    int exit_status, status, epochs_done;
+    int64_t run_id;
+    double best_acc, final_acc, seconds;
+    char message[1024];
+};
+_Static_assert(sizeof(struct msg) <= PIPE_BUF, "one atomic write per message");
+
+/* A running child. */
+struct slot {
+    int item;          /* -1: free */
+    pid_t pid;
+    int fd;            /* read end of its pipe */
+    int epoch;         /* epochs finished */
+    size_t have;       /* bytes of buf filled */
+    bool ended;        /* its MSG_END arrived */
+    char buf[sizeof(struct msg)];
+};
+
+static void write_msg(int fd, const struct msg *m)
+{
+    const char *p = (const char *)m;
+    size_t left = sizeof *m;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        left -= (size_t)w;
+    }
+}
+
+static void child_on_epoch(void *ctx, int epoch, int epochs, double val_acc)
+{
+    struct msg m = {.kind = MSG_EPOCH, .epoch = epoch, .epochs = epochs, .val_acc = val_acc};
+    write_msg(*(int *)ctx, &m);
+}
+
+static _Noreturn void run_child(struct pb_batch_item *it, int fd)
+{
+    struct pb_run_cfg c = it->cfg;
+    c.quiet = true;
+    c.on_epoch = child_on_epoch;
+    c.on_epoch_ctx = &fd;
+    struct pb_run_summary sum = {0};
+    struct pb_err e = {{0}};
+    int rc = pb_run(&c, &sum, &e);
+    struct msg m = {
+        .kind = MSG_END,
+        .exit_status = rc,
+        .status = (int)sum.status,
+        .epochs_done = sum.epochs_done,
+        .run_id = sum.run_id,
+        .best_acc = sum.best_acc,
+        .final_acc = sum.final_acc,
+        .seconds = sum.seconds,
+    };
+    if (rc != PB_EXIT_OK)
+        snprintf(m.message, sizeof m.message, "%s", e.msg);
+    write_msg(fd, &m);
+    close(fd);
+    _exit(rc);
+}
+
+struct batch {
+    struct pb_batch_item *items;
+    int n, jobs, next, nrunning;
+    struct slot *slots;
+    struct pb_progress prog;
+    struct pb_batch_totals *totals;
+};
+
+static void start(struct batch *b, struct slot *s)
+{
+    int i = b->next++;
+    struct pb_batch_item *it = &b->items[i];
+    int fds[2];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = -1;
+    int err = 0;
+    if (pipe(fds) == 0) {
+        pid = fork();
+        err = errno;
+        if (pid < 0) {
+            close(fds[0]);
+            close(fds[1]);
+        }
+    } else {
+        err = errno;
+    }
+    if (pid < 0) {
+        it->exit_status = PB_EXIT_USAGE;
+        snprintf(it->message, sizeof it->message, "cannot start a process: %s; free memory "
+                 "or lower --jobs", strerror(err));
+        b->totals->errors++;
+        b->prog.runs_finished++;
+        pb_progress_epochs(&b->prog, it->cfg.epochs);
+        pb_progress_line(&b->prog, "[%d/%d] %s: %s", i + 1, b->n, it->label, it->message);
+        return;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        close(fds[0]);
+        for (int k = 0; k < b->jobs; k++)
+            if (b->slots[k].item >= 0)
+                close(b->slots[k].fd);
+        run_child(it, fds[1]);
+    }
+    close(fds[1]);
+    *s = (struct slot){.item = i, .pid = pid, .fd = fds[0]};
+    it->started = true;
+    b->nrunning++;
+    if (!b->prog.tty)
+        pb_progress_line(&b->prog, "[%d/%d] %s: started", i + 1, b->n, it->label);
+}
+
+static void on_msg(struct batch *b, struct slot *s, const struct msg *m)
+{
+    struct pb_batch_item *it = &b->items[s->item];
+    if (m->kind == MSG_EPOCH) {
+        s->epoch = m->epoch + 1;
+        pb_progress_epochs(&b->prog, 1);
+        if (!b->prog.tty)
+            pb_progress_line(&b->prog, "[%d/%d] %s: epoch %d/%d, val acc %.2f%%", s->item + 1,
+                             b->n, it->label, m->epoch + 1, m->epochs, 100 * m->val_acc);
+        return;
+    }
+    s->ended = true;
+    it->exit_status = m->exit_status;
+    it->run_id = m->run_id;
+    it->status = (enum pb_run_status)m->status;
+    it->epochs_done = m->epochs_done;
+    it->best_acc = m->best_acc;
+    it->final_acc = m->final_acc;
+    it->seconds = m->seconds;
+    snprintf(it->message, sizeof it->message, "%s", m->message);
+}
+
+/* Reads what is there; returns false at end of file. */
+static bool drain(struct batch *b, struct slot *s)
+{
+    for (;;) {
+        ssize_t r = read(s->fd, s->buf + s->have, sizeof s->buf - s->have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        s->have += (size_t)r;
+        if (s->have == sizeof s->buf) {
+            struct msg m;
+            memcpy(&m, s->buf, sizeof m);
+            s->have = 0;
+            on_msg(b, s, &m);
+        }
+        return true;
+    }
+}
+
+/* The child closed its pipe: reap it and report the outcome. */
+static void finish(struct batch *b, struct slot *s)
+{
+    struct pb_batch_item *it = &b->items[s->item];
+    int st = 0;
+    close(s->fd);
+    while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!s->ended) {
+        it->exit_status = -1;
+        if (WIFSIGNALED(st))
+            snprintf(it->message, sizeof it->message, "the run's process died (%s)",
+                     strsignal(WTERMSIG(st)));
+        else
+            snprintf(it->message, sizeof it->message, "the run's process ended without a "
+                     "result (exit status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    pb_progress_epochs(&b->prog, it->cfg.epochs - s->epoch);
+    b->prog.runs_finished++;
+    struct pb_batch_totals *t = b->totals;
+    if (it->exit_status == PB_EXIT_OK) {
+        t->done++;
+        pb_progress_line(&b->prog, "[%d/%d] %s: done, run %lld: best val acc %.2f%%, final "
+                         "%.2f%%, %.1f s", s->item + 1, b->n, it->label, (long long)it->run_id,
+                         100 * it->best_acc, 100 * it->final_acc, it->seconds);
+    } else if (it->exit_status == PB_EXIT_RUN) {
+        if (it->status == PB_RUN_DIVERGED)
+            t->diverged++;
+        else if (it->status == PB_RUN_INTERRUPTED)
+            t->interrupted++;
+        else
+            t->failed++;
+        pb_progress_line(&b->prog, "[%d/%d] %s: %s, run %lld: %s", s->item + 1, b->n,
+                         it->label, pb_run_status_names[it->status], (long long)it->run_id,
+                         it->message);
+    } else if (it->exit_status == -1) {
+        t->failed++;
+        pb_progress_line(&b->prog, "[%d/%d] %s: crashed: %s", s->item + 1, b->n, it->label,
+                         it->message);
+    } else {
+        t->errors++;
+        pb_progress_line(&b->prog, "[%d/%d] %s: error: %s", s->item + 1, b->n, it->label,
+                         it->message);
+    }
+    s->item = -1;
+    b->nrunning--;
+}
+
+static void draw(struct batch *b)
+{
+    char running[512] = "";
+    size_t len = 0;
+    for (int k = 0; k < b->jobs && len < sizeof running; k++) {
+        const struct slot *s = &b->slots[k];
+        if (s->item < 0)
+            continue;
+        const struct pb_batch_item *it = &b->items[s->item];
+        int epoch = s->epoch < it->cfg.epochs ? s->epoch + 1 : it->cfg.epochs;
+        if (b->nrunning == 1)
+            len += (size_t)snprintf(running + len, sizeof running - len, "[%d] %s: epoch %d/%d",
+                                    s->item + 1, it->label, epoch, it->cfg.epochs);
+        else
+            len += (size_t)snprintf(running + len, sizeof running - len, "%s[%d] epoch %d/%d",
+                                    len ? ", " : "", s->item + 1, epoch, it->cfg.epochs);
+    }
+    pb_progress_draw(&b->prog, running);
+}
+
+/* A stop was requested (SIGINT, SIGTERM): pass it on to the running runs, which record
+ * themselves as interrupted. */
+static void stop_running(struct batch *b)
+{
+    for (int k = 0; k < b->jobs; k++)
+        if (b->slots[k].item >= 0)
+            kill(b->slots[k].pid, SIGTERM);
+    pb_progress_line(&b->prog, "%s: interrupted; waiting for the running runs to record "
+                     "their state", b->prog.what);
+}
+
+/* Marks failed the rows of runs whose process crashed (still 'running'). */
+static void mark_crashed(const struct pb_batch_item *items, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (items[i].exit_status != -1)
+            continue;
+        struct pb_results *db;
+        struct pb_err e;
+        if (pb_results_open_existing(&db, items[i].cfg.db, &e) == 0) {
+            pb_results_mark_orphans(db, &e);
+            pb_results_close(db);
+        }
+    }
+}
+
+void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what,
+                  struct pb_batch_totals *totals)
+{
+    long epochs = 0;
+    for (int i = 0; i < n; i++)
+        epochs += items[i].cfg.epochs;
+    *totals = (struct pb_batch_totals){0};
+    struct batch b = {.items = items, .n = n, .jobs = jobs < 1 ? 1 : jobs, .totals = totals};
+    b.slots = pb_xcalloc((size_t)b.jobs, sizeof *b.slots);
+    for (int k = 0; k < b.jobs; k++)
+        b.slots[k].item = -1;
+    pb_progress_init(&b.prog, what, n, epochs);
+    struct pollfd *pfd = pb_xcalloc((size_t)b.jobs, sizeof *pfd);
+    bool stopping = false;
+    pb_interrupt_install();
+    while ((!stopping && b.next < n) || b.nrunning > 0) {
+        if (!stopping && pb_interrupted()) {
+            stopping = true;
+            stop_running(&b);
+        }
+        for (int k = 0; k < b.jobs && b.next < n && !stopping; k++)
+            if (b.slots[k].item < 0)
+                start(&b, &b.slots[k]);
+        draw(&b);
+        int np = 0;
+        for (int k = 0; k < b.jobs; k++)
+            if (b.slots[k].item >= 0)
+                pfd[np++] = (struct pollfd){.fd = b.slots[k].fd, .events = POLLIN};
+        if (np == 0)
+            continue;
+        int r = poll(pfd, (nfds_t)np, 1000);
+        if (r <= 0)
+            continue;
+        for (int j = 0; j < np; j++) {
+            if (!pfd[j].revents)
+                continue;
+            for (int k = 0; k < b.jobs; k++) {
+                struct slot *s = &b.slots[k];
+                if (s->item >= 0 && s->fd == pfd[j].fd) {
+                    if (!drain(&b, s))
+                        finish(&b, s);
+                    break;
+                }
+            }
+        }
+    }
+    pb_interrupt_restore();
+    for (int i = b.next; i < n; i++) {
+        items[i].exit_status = -1;
+        snprintf(items[i].message, sizeof items[i].message, "not started: interrupted");
+        totals->not_started++;
+    }
+    pb_progress_finish(&b.prog);
+    mark_crashed(items, b.next);
+    free(pfd);
+    free(b.slots);
+}

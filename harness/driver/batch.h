@@ -1,0 +1,47 @@
+/* harness/driver/batch.h — runs a list of configurations for compare and sweep, each in a
+ * forked process (one at a time or N at once), and shows the progress: a bar redrawn
+ * in place on a terminal (runs done, each current run's epoch, ETA), plain lines else. */
+#ifndef PB_BATCH_H
+#define PB_BATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "harness/driver/run.h"
+
+struct pb_batch_item {
+    struct pb_run_cfg cfg;    /* in: what to run (its on_epoch hook is the batch's) */
+    char label[160];          /* in: how progress lines name it */
+    /* out */
+    bool started;             /* a process ran it */
+    int exit_status;          /* PB_EXIT_OK, PB_EXIT_RUN, PB_EXIT_USAGE; -1: it crashed */
+    int64_t run_id;           /* 0 when no run row was written */
+    enum pb_run_status status;
+    int epochs_done;
+    double best_acc, final_acc, seconds;
+    char message[1024];       /* why, when it did not end done */
+};
+
+/* What a batch ended with. */
+struct pb_batch_totals {
+    int done, diverged, interrupted;
+    int failed;                           /* also crashed */
+    int errors;                           /* the environment stopped a run from starting */
+    int not_started;                      /* left when SIGINT/SIGTERM stopped the batch */
+};
+
+/* Checks a configuration with pb_run_check. *unsupported is set when the only problem
+ * is that the schedule cannot run the optimizer (spectrain with Adam): compare and sweep
+ * skip those pairs. */
+int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e);
+
+/* Runs items[0 .. n) in order, `jobs` processes at a time (each a fork that runs
+ * pb_run quietly and exits), and fills their outcomes and *totals. `what` names the
+ * batch in the progress ("compare", "sweep"). The run row of a process that crashed is
+ * marked failed; an item whose process could not be started counts as an error.
+ * SIGINT or SIGTERM stops it: the running runs are told to stop (each records itself
+ * as interrupted), no other starts. */
+void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what,
+                  struct pb_batch_totals *totals);
+
+#endif

@@ -1,0 +1,55 @@
+/* harness/driver/compare.h — `pipebench compare`: its default workload, and one row per
+ * schedule × optimizer read back from the results database with the metrics of SPEC §6
+ * (accuracy, time to a target, throughput, bubbles, memory, staleness, prediction). */
+#ifndef PB_COMPARE_H
+#define PB_COMPARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/compute/backend.h"
+#include "harness/driver/run.h"
+
+/* The default workload: lenet on Fashion-MNIST, D = 4 (run's default), 4 epochs of
+ * the first 6000 training samples, validated on the first 2000 test samples: eleven
+ * runs take about three minutes on two cores. */
+#define PB_COMPARE_MODEL "lenet"
+#define PB_COMPARE_EPOCHS 4
+#define PB_COMPARE_LIMIT_TRAIN 6000
+#define PB_COMPARE_LIMIT_VAL 2000
+#define PB_COMPARE_OPTIMIZERS "sgdm,adam"
+/* Validation accuracy for "epochs / seconds to target": reached within the default
+ * epochs by most schedules, so the columns separate them. */
+#define PB_COMPARE_TARGET 0.75
+#define PB_COMPARE_OUTDIR "plots/out"
+
+/* pb_run_cfg_defaults, then the default workload above. */
+void pb_compare_cfg_defaults(struct pb_run_cfg *c);
+
+/* One row of the comparison, from the database. */
+struct pb_compare_row {
+    char schedule[64], optimizer[32];
+    int64_t run_id;                /* 0: the run never started */
+    char status[16];               /* the run's status, or "error" */
+    int epochs;                    /* recorded */
+    double best_acc, final_acc;
+    int epochs_to_target;          /* 1-based; 0 = not reached */
+    double seconds_to_target;      /* training seconds up to that epoch */
+    double throughput;             /* samples / training second, all epochs */
+    double bubble;                 /* mean bubble fraction over stages and epochs */
+    double mem_mib[PB_MEM_NKINDS]; /* per kind: peak per stage, summed over stages */
+    double f_lag;                  /* mean forward staleness (versions) */
+    double pred_err;               /* mean ||Ŵ − W|| / ||W|| over the predictions */
+    int64_t pred_count;            /* predictions made (0: pred_err is meaningless) */
+};
+
+/* Fills row's measurements for run_id from the database at db_path (row's names and
+ * status are the caller's when run_id is 0). */
+int pb_compare_fetch(const char *db_path, int64_t run_id, double target,
+                     struct pb_compare_row *row, struct pb_err *e);
+
+/* Prints the two tables: convergence and speed, then peak memory by kind. */
+void pb_compare_print(FILE *f, const struct pb_compare_row *rows, int n, double target);
+
+#endif

@@ -1,0 +1,176 @@
+/* harness/driver/run.c — one training run end to end (run.h). Everything the user can get
+ * wrong is checked before the run's row is written, so a bad configuration leaves
+ * nothing in the results; once the row exists, every way out records a status. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/err.h"
+#include "harness/base/interrupt.h"
+#include "harness/driver/run_internal.h"
+
+void pb_run_cfg_defaults(struct pb_run_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    c->model = "mlp";
+    c->schedule = "pipedream";
+    c->executor = "seq";
+    c->db = PB_RESULTS_DEFAULT_DB;
+    c->optimizer = "sgdm";
+    pb_optim_cfg_defaults(&c->optim, PB_OPT_SGD);
+    c->optim.momentum = 0.9f;
+    c->stages = 4;
+    c->microbatch_size = 64;
+    c->epochs = 1;
+    c->seed = 1;
+    c->shuffle = true;
+}
+
+/* The shortest decimal that reads back as f (0.01f is stored as 0.01, not as
+ * 0.00999999977648258), so the configuration reads as it was typed. */
+double run_decimal(float f)
+{
+    char buf[32];
+    for (int prec = 6; prec < 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f)
+            return strtod(buf, NULL);
+    }
+    snprintf(buf, sizeof buf, "%.9g", (double)f);
+    return strtod(buf, NULL);
+}
+
+char *pb_run_cfg_json(const struct pb_run_cfg *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    const struct pb_optim_cfg *oc = &c->optim;
+    cJSON_AddStringToObject(o, "model", c->model);
+    cJSON_AddStringToObject(o, "dataset", c->dataset ? c->dataset : "");
+    cJSON_AddStringToObject(o, "data_dir", c->data_dir ? c->data_dir : "");
+    cJSON_AddStringToObject(o, "schedule", c->schedule);
+    cJSON_AddStringToObject(o, "variant", c->variant ? c->variant : "");
+    cJSON_AddStringToObject(o, "executor", c->executor);
+    cJSON_AddStringToObject(o, "optimizer", c->optimizer);
+    cJSON_AddNumberToObject(o, "lr", run_decimal(oc->lr));
+    cJSON_AddNumberToObject(o, "momentum", run_decimal(oc->momentum));
+    cJSON_AddNumberToObject(o, "dampening", run_decimal(oc->dampening));
+    cJSON_AddBoolToObject(o, "nesterov", oc->nesterov);
+    cJSON_AddNumberToObject(o, "weight_decay", run_decimal(oc->weight_decay));
+    cJSON_AddNumberToObject(o, "beta1", run_decimal(oc->beta1));
+    cJSON_AddNumberToObject(o, "beta2", run_decimal(oc->beta2));
+    cJSON_AddNumberToObject(o, "eps", run_decimal(oc->eps));
+    cJSON_AddNumberToObject(o, "alpha", run_decimal(oc->alpha));
+    cJSON *steps = cJSON_AddArrayToObject(o, "lr_steps");
+    for (int i = 0; i < oc->n_lr_steps; i++)
+        cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
+    cJSON_AddNumberToObject(o, "lr_gamma", run_decimal(oc->lr_gamma));
+    cJSON_AddNumberToObject(o, "stages", c->stages);
+    cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
+    cJSON_AddNumberToObject(o, "microbatches", c->microbatches);
+    cJSON_AddNumberToObject(o, "epochs", c->epochs);
+    cJSON_AddNumberToObject(o, "limit_train", c->limit_train);
+    cJSON_AddNumberToObject(o, "limit_val", c->limit_val);
+    cJSON_AddNumberToObject(o, "threads", c->threads);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    cJSON_AddStringToObject(o, "seed", seed);
+    cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
+    cJSON_AddNumberToObject(o, "label_smoothing", run_decimal(c->label_smoothing));
+    cJSON_AddStringToObject(o, "init", c->init ? c->init : "");
+    cJSON_AddStringToObject(o, "save", c->save ? c->save : "");
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    int32_t *order = pb_xmalloc((size_t)r->ntrain * sizeof *order + 1);
+    double t0 = run_now_s();
+    int rc = 0;
+    bool diverged = false;
+    for (int epoch = 0; epoch < c->epochs && !rc; epoch++)
+        rc = run_epoch(r, epoch, order, sum, &diverged, e);
+    free(order);
+    sum->seconds = run_now_s() - t0;
+    if (!rc && c->save)
+        rc = run_save(r, c->save, e);
+    enum pb_run_status st = !rc                             ? PB_RUN_DONE
+                            : diverged                      ? PB_RUN_DIVERGED
+                            : pb_dist_any(r->dist, pb_interrupted()) ? PB_RUN_INTERRUPTED
+                                                            : PB_RUN_FAILED;
+    sum->status = st;
+    struct pb_err e2;
+    if (run_writer(r) && pb_results_run_end(r->db, r->run_id, st, rc ? e->msg : NULL, &e2) && !rc) {
+        *e = e2;
+        rc = -1;
+    }
+    return rc;
+}
+
+int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
+{
+    if (run_check_cfg(c, e) || !pb_workload_find(c->model, e))
+        return -1;
+    if (c->dataset && !pb_dataset_summary(c->dataset))
+        return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets",
+                          c->dataset);
+    /* two mini-batches' worth of micro-batches: every op kind the schedule emits */
+    struct run_state r = {.cfg = c};
+    int m = c->microbatches > c->stages ? c->microbatches : c->stages;
+    int rc = run_setup_schedule(&r, 2 * m, e);
+    if (r.progs_ready)
+        pb_programs_finish(r.progs, c->stages);
+    free(r.progs);
+    return rc;
+}
+
+/* MPI: one rank per stage. */
+static int start_dist(struct run_state *r, struct pb_dist *dist, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    if (strcmp(c->executor, "mpi"))
+        return 0;
+    if (!pb_dist_available())
+        return run_check_cfg(c, e);
+    if (pb_dist_init(dist, e))
+        return -1;
+    r->dist = dist;
+    if (dist->size != c->stages) {
+        if (dist->rank == 0)
+            return pb_err_set(e, "--executor mpi runs one rank per stage: start it as "
+                                 "`mpirun -np %d pipebench run ... --stages %d` (got %d ranks)",
+                              c->stages, c->stages, dist->size);
+        e->msg[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e)
+{
+    struct run_state r = {.cfg = c};
+    struct pb_run_summary sum = {.status = PB_RUN_FAILED};
+    struct pb_dist dist;
+    int status = PB_EXIT_USAGE;
+    if (start_dist(&r, &dist, e) || run_setup(&r, e) || run_begin(&r, e)) {
+        if (r.run_id > 0) {
+            struct pb_err e2;
+            pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);
+        }
+        goto done;
+    }
+    sum.run_id = r.run_id;
+    pb_interrupt_install();
+    status = train(&r, &sum, e) ? PB_EXIT_RUN : PB_EXIT_OK;
+    pb_interrupt_restore();
+done:
+    run_state_finish(&r);
+    if (r.dist)
+        pb_dist_finish(r.dist);
+    if (out)
+        *out = sum;
+    return status;
+}

@@ -1,0 +1,60 @@
+/* harness/driver/run.h — one training run end to end: validate the configuration, load the
+ * data, build and partition the model, generate and validate the schedule's programs,
+ * train with an executor, validate after each epoch, and log everything to SQLite.
+ * `pipebench run` is a thin flag parser over pb_run; compare and sweep reuse it. */
+#ifndef PB_RUN_H
+#define PB_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "workloads/datasets/dataset.h"
+#include "harness/optim/optim.h"
+#include "results/results.h"
+
+struct pb_run_cfg {
+    const char *model, *dataset, *data_dir;
+    const char *schedule, *variant;
+    const char *executor;         /* "seq" */
+    const char *db;               /* results database */
+    const char *init, *save;      /* safetensors checkpoints, NULL for none */
+    struct pb_optim_cfg optim;
+    const char *optimizer;        /* its name as given ("sgdm", ...) */
+    int stages, microbatch_size, microbatches, epochs;
+    int limit_train, limit_val;   /* 0 = all */
+    int threads;                  /* cores for all stages together, 0 = all */
+    uint64_t seed;
+    bool shuffle, quiet;
+    float label_smoothing;
+    struct pb_dataset_opts synthetic;
+    /* Called after each epoch is recorded (NULL: none); epoch is 0-based, val_acc a
+     * fraction. Not part of the configuration's JSON. */
+    void (*on_epoch)(void *ctx, int epoch, int epochs, double val_acc);
+    void *on_epoch_ctx;
+};
+
+struct pb_run_summary {
+    int64_t run_id;
+    enum pb_run_status status;
+    int epochs_done;
+    double best_acc, final_acc, final_train_loss, seconds;
+};
+
+/* Defaults: mlp on fashion-mnist, pipedream, sgdm lr 0.01, D 4, b 64, M = D, 1 epoch,
+ * seed 1, shuffled, results/pipebench.db. */
+void pb_run_cfg_defaults(struct pb_run_cfg *c);
+
+/* Runs; returns PB_EXIT_OK (done), PB_EXIT_RUN (the run diverged or failed while
+ * training: recorded so in the database) or PB_EXIT_USAGE (bad configuration or
+ * environment: nothing recorded). e says why when not OK. */
+int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e);
+
+/* Checks c as pb_run does before it reads any data — flag ranges, executor, optimizer,
+ * model and dataset names, the schedule's pipe and its predictions — without writing
+ * anything. Returns 0, or -1 with the message pb_run would give. */
+int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e);
+
+/* The configuration as a JSON object (for the runs table); free() the result. */
+char *pb_run_cfg_json(const struct pb_run_cfg *c);
+
+#endif

@@ -1,0 +1,243 @@
+/* harness/driver/run_flags.c — the options of `pipebench run` (run_flags.h): the table, the
+ * recording by name, their application over a configuration, and the --help lines that
+ * run prints and compare repeats. */
+#include "harness/driver/run_flags.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/args.h"
+
+enum {
+    O_MODEL = 1, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
+    O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
+    O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
+    O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_HELP, O_COUNT
+};
+_Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
+
+static const struct option run_options[] = {
+    {"model", required_argument, 0, O_MODEL},
+    {"dataset", required_argument, 0, O_DATASET},
+    {"data-dir", required_argument, 0, O_DATA_DIR},
+    {"schedule", required_argument, 0, O_SCHEDULE},
+    {"variant", required_argument, 0, O_VARIANT},
+    {"optimizer", required_argument, 0, O_OPTIMIZER},
+    {"lr", required_argument, 0, O_LR},
+    {"momentum", required_argument, 0, O_MOMENTUM},
+    {"dampening", required_argument, 0, O_DAMPENING},
+    {"nesterov", no_argument, 0, O_NESTEROV},
+    {"weight-decay", required_argument, 0, O_WEIGHT_DECAY},
+    {"betas", required_argument, 0, O_BETAS},
+    {"eps", required_argument, 0, O_EPS},
+    {"alpha", required_argument, 0, O_ALPHA},
+    {"lr-steps", required_argument, 0, O_LR_STEPS},
+    {"lr-gamma", required_argument, 0, O_LR_GAMMA},
+    {"stages", required_argument, 0, O_STAGES},
+    {"microbatch-size", required_argument, 0, O_MB_SIZE},
+    {"microbatches", required_argument, 0, O_MICROBATCHES},
+    {"epochs", required_argument, 0, O_EPOCHS},
+    {"limit-train", required_argument, 0, O_LIMIT_TRAIN},
+    {"limit-val", required_argument, 0, O_LIMIT_VAL},
+    {"seed", required_argument, 0, O_SEED},
+    {"shuffle", required_argument, 0, O_SHUFFLE},
+    {"executor", required_argument, 0, O_EXECUTOR},
+    {"db", required_argument, 0, O_DB},
+    {"init", required_argument, 0, O_INIT},
+    {"save", required_argument, 0, O_SAVE},
+    {"quiet", no_argument, 0, O_QUIET},
+    {"threads", required_argument, 0, O_THREADS},
+    {"label-smoothing", required_argument, 0, O_LABEL_SMOOTHING},
+    {"help", no_argument, 0, O_HELP},
+    {0, 0, 0, 0},
+};
+#define NOPTIONS (int)(sizeof run_options / sizeof run_options[0] - 1)
+
+void pb_run_flags_usage(FILE *f)
+{
+    fprintf(f,
+        "  --model NAME            mlp | lenet (default mlp; `pipebench list`)\n"
+        "  --dataset NAME          fashion-mnist | synthetic (default: the model's)\n"
+        "  --data-dir DIR          dataset folder (default /usr/share/datasets/fashion-mnist)\n"
+        "  --schedule NAME         gpipe | pipedream | pipedream-2bw | spectrain | xpipe |\n"
+        "                          pipeoptim (default pipedream)\n"
+        "  --variant V             code (pipeoptim, spectrain), note (xpipe)\n"
+        "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop (default sgdm)\n"
+        "  --lr X                  learning rate (default: the optimizer's torch default;\n"
+        "                          sgd/sgdm/rmsprop 0.01, adam/adamw 0.001)\n"
+        "  --momentum X --dampening X --nesterov --weight-decay X\n"
+        "  --betas B1,B2 --eps X --alpha X   (Adam/AdamW betas and eps; RMSprop alpha)\n"
+        "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (default 0.1) after\n"
+        "                          these many epochs, as torch's MultiStepLR milestones\n"
+        "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
+        "  --stages D              pipeline stages (default 4)\n"
+        "  --microbatch-size B     samples per micro-batch (default 64)\n"
+        "  --microbatches M        micro-batches per update for gpipe, pipedream-2bw and\n"
+        "                          xpipe (default D)\n"
+        "  --epochs N              (default 1)\n"
+        "  --limit-train N         keep the first N training samples (default all)\n"
+        "  --limit-val N           keep the first N validation samples (default all)\n"
+        "  --seed S                initialisation, shuffling and dropout (default 1)\n"
+        "  --shuffle on|off        per-epoch shuffling (default on)\n"
+        "  --label-smoothing X     (default 0)\n"
+        "  --executor E            seq (one thread runs every stage) | threads (one thread\n"
+        "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
+        "                          pipebench run --executor mpi ...) (default seq)\n"
+        "  --threads N             cores for all stages together (default all)\n"
+        "  --db FILE               results database (default results/pipebench.db)\n"
+        "  --init FILE             start from weights saved with --save\n"
+        "  --save FILE             save the final weights (safetensors)\n"
+        "  --quiet                 no per-epoch lines\n");
+}
+
+/* The table entry of a run option by name; --help is not a flag to record. */
+static const struct option *find(const char *name)
+{
+    for (int i = 0; i < NOPTIONS; i++)
+        if (run_options[i].val != O_HELP && !strcmp(run_options[i].name, name))
+            return &run_options[i];
+    return NULL;
+}
+
+bool pb_run_flag_known(const char *name, bool *switch_)
+{
+    const struct option *o = find(name);
+    if (o && switch_)
+        *switch_ = o->has_arg == no_argument;
+    return o != NULL;
+}
+
+int pb_run_flags_set(struct pb_run_flags *f, const char *name, const char *value,
+                     struct pb_err *e)
+{
+    const struct option *o = find(name);
+    if (!o)
+        return pb_err_set(e, "'%s' is not an option of pipebench run (pipebench run --help "
+                             "lists them)", name);
+    if (o->has_arg == no_argument) {
+        bool on = true;
+        if (value) {
+            char flag[64];
+            snprintf(flag, sizeof flag, "--%s", name);
+            if (pb_arg_bool(flag, value, &on, e))
+                return -1;
+        }
+        f->val[o->val] = on ? "1" : NULL;
+        return 0;
+    }
+    if (!value)
+        return pb_err_set(e, "--%s needs a value", name);
+    f->val[o->val] = value;
+    return 0;
+}
+
+const char *pb_run_flags_get(const struct pb_run_flags *f, const char *name)
+{
+    const struct option *o = find(name);
+    return o ? f->val[o->val] : NULL;
+}
+
+int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struct pb_err *e)
+{
+    const char *const *val = f->val;
+    struct pb_optim_cfg *o = &c->optim;
+    if (val[O_OPTIMIZER]) {
+        c->optimizer = val[O_OPTIMIZER];
+        if (pb_optim_cfg_from_name(o, c->optimizer, e))
+            return -1;
+    }
+#define STR(id, field) if (val[id]) c->field = val[id]
+    STR(O_MODEL, model);
+    STR(O_DATASET, dataset);
+    STR(O_DATA_DIR, data_dir);
+    STR(O_SCHEDULE, schedule);
+    STR(O_VARIANT, variant);
+    STR(O_EXECUTOR, executor);
+    STR(O_DB, db);
+    STR(O_INIT, init);
+    STR(O_SAVE, save);
+#undef STR
+    int rc = 0;
+#define FLT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_float(flag, val[id], &(dst), e)
+#define INT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_int(flag, val[id], &(dst), e)
+    FLT(O_LR, "--lr", o->lr);
+    FLT(O_MOMENTUM, "--momentum", o->momentum);
+    FLT(O_DAMPENING, "--dampening", o->dampening);
+    FLT(O_WEIGHT_DECAY, "--weight-decay", o->weight_decay);
+    FLT(O_EPS, "--eps", o->eps);
+    FLT(O_ALPHA, "--alpha", o->alpha);
+    FLT(O_LR_GAMMA, "--lr-gamma", o->lr_gamma);
+    FLT(O_LABEL_SMOOTHING, "--label-smoothing", c->label_smoothing);
+    INT(O_STAGES, "--stages", c->stages);
+    INT(O_MB_SIZE, "--microbatch-size", c->microbatch_size);
+    INT(O_MICROBATCHES, "--microbatches", c->microbatches);
+    INT(O_EPOCHS, "--epochs", c->epochs);
+    INT(O_LIMIT_TRAIN, "--limit-train", c->limit_train);
+    INT(O_LIMIT_VAL, "--limit-val", c->limit_val);
+    INT(O_THREADS, "--threads", c->threads);
+#undef FLT
+#undef INT
+    if (!rc && val[O_NESTEROV])
+        o->nesterov = true;
+    if (!rc && val[O_QUIET])
+        c->quiet = true;
+    if (!rc && val[O_BETAS]) {
+        float b[2];
+        rc = pb_arg_floats("--betas", val[O_BETAS], b, 2, e);
+        o->beta1 = b[0];
+        o->beta2 = b[1];
+    }
+    if (!rc && val[O_LR_STEPS]) {
+        rc = pb_arg_ints("--lr-steps", val[O_LR_STEPS], o->lr_steps, PB_LR_MAX_STEPS,
+                         &o->n_lr_steps, e);
+        for (int i = 0; !rc && i < o->n_lr_steps; i++) {
+            if (o->lr_steps[i] < 1)
+                rc = pb_err_set(e, "--lr-steps are epoch counts of at least 1, as torch's "
+                                   "MultiStepLR milestones (got %d)", o->lr_steps[i]);
+        }
+    }
+    if (!rc && val[O_SEED])
+        rc = pb_arg_u64("--seed", val[O_SEED], &c->seed, e);
+    if (!rc && val[O_SHUFFLE])
+        rc = pb_arg_bool("--shuffle", val[O_SHUFFLE], &c->shuffle, e);
+    if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
+        rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
+    return rc;
+}
+
+/* run's table followed by the extra options, {0}-terminated; free() it. */
+static struct option *merged_options(const struct option *extra)
+{
+    int nextra = 0;
+    while (extra && extra[nextra].name)
+        nextra++;
+    struct option *all = pb_xcalloc((size_t)(NOPTIONS + nextra + 1), sizeof *all);
+    memcpy(all, run_options, (size_t)NOPTIONS * sizeof *all);
+    if (nextra)
+        memcpy(all + NOPTIONS, extra, (size_t)nextra * sizeof *all);
+    return all;
+}
+
+int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
+                       pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e)
+{
+    struct option *all = merged_options(extra);
+    int opt, rc = 0;
+    optind = 0;
+    opterr = 0;
+    while (!rc && (opt = getopt_long(argc, argv, "", all, NULL)) != -1) {
+        if (opt == O_HELP)
+            rc = 1;
+        else if (opt == '?' || opt == ':')
+            rc = pb_err_set(e, "unknown option or missing value: '%s' (pipebench %s --help "
+                               "lists the options)", argv[optind - 1], argv[0]);
+        else if (opt >= PB_RUN_FLAGS_EXTRA)
+            rc = handle(ctx, opt, optarg, e);
+        else
+            f->val[opt] = optarg ? optarg : "1";
+    }
+    free(all);
+    if (!rc && optind < argc)
+        rc = pb_err_set(e, "unexpected argument '%s'", argv[optind]);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* harness/driver/run_flags.h — the options of `pipebench run`, shared by run, compare and sweep:
+ * one table of long options, recorded by name (from a command line or a sweep file),
+ * applied over a struct pb_run_cfg with the checks of run, and their --help lines. */
+#ifndef PB_RUN_FLAGS_H
+#define PB_RUN_FLAGS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "harness/driver/run.h"
+
+/* Room for every run option (indexed by the table's internal ids). */
+#define PB_RUN_FLAGS_MAX 48
+/* Extra options given to pb_run_flags_parse use ids from here on. */
+#define PB_RUN_FLAGS_EXTRA 256
+
+/* The values given, by option; NULL = not given. Switches (--nesterov, --quiet) hold
+ * "1". The strings are not copied: they must outlive every use of the flags. */
+struct pb_run_flags {
+    const char *val[PB_RUN_FLAGS_MAX];
+};
+
+/* Whether name (a long option without its dashes, e.g. "lr") is a run option;
+ * *switch_ set when it takes no value. */
+bool pb_run_flag_known(const char *name, bool *switch_);
+
+/* Records one option by name. For a switch, value is NULL, or on/off (true/false,
+ * 1/0): off clears it. A later value replaces an earlier one. Errors: unknown name,
+ * missing value, bad on/off. */
+int pb_run_flags_set(struct pb_run_flags *f, const char *name, const char *value,
+                     struct pb_err *e);
+/* The recorded value of option name, NULL when not given (or unknown). */
+const char *pb_run_flags_get(const struct pb_run_flags *f, const char *name);
+
+/* Applies the recorded flags over c: --optimizer first (its torch defaults), then the
+ * others whatever order they came in. Numbers are parsed strictly; the message names
+ * the flag. */
+int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struct pb_err *e);
+
+/* Handles an extra option: opt is its id (>= PB_RUN_FLAGS_EXTRA), arg its value or NULL. */
+typedef int (*pb_run_flags_extra_fn)(void *ctx, int opt, const char *arg, struct pb_err *e);
+
+/* Parses argv[1 ..] (argv[0] is the command's name) into f with getopt_long: run's
+ * options plus `extra` (a {0}-terminated table, NULL for none) whose options go to
+ * handle. Returns 0, 1 when --help was given (parsing stops there), or -1 with e: an
+ * unknown option, a missing value, a positional argument or the handler's error. */
+int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
+                       pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e);
+
+/* The option lines of `pipebench run --help`. */
+void pb_run_flags_usage(FILE *f);
+
+#endif

@@ -1,0 +1,63 @@
+/* harness/driver/run_internal.h — the pieces of a run shared by harness/run*.c: its state,
+ * setup (run_setup.c) and one epoch (run_epoch.c). A run spans one process (seq,
+ * threads: it holds every stage) or one MPI rank per stage (mpi: it holds stage
+ * `rank`); `dist` is NULL in the first case. Rank 0 writes the results. */
+#ifndef PB_RUN_INTERNAL_H
+#define PB_RUN_INTERNAL_H
+
+#include "harness/exec/dist.h"
+#include "harness/driver/run.h"
+#include "harness/exec/worker.h"
+#include "workloads/workload.h"
+
+struct run_state {
+    const struct pb_run_cfg *cfg;
+    const struct pb_schedule *sch;
+    const struct pb_workload *workload;
+    const char *dataset;          /* --dataset, or the workload's own */
+    struct pb_pipe pipe;
+    struct pb_optim_cfg optim;    /* the run's, keeping d_last when the schedule predicts */
+    struct pb_dataset train, val; /* loaded where a local stage is first or last */
+    int ntrain, nval;             /* samples (known on every rank) */
+    struct pb_model model;
+    int *bounds;                  /* [D + 1] block bounds of the stages */
+    int lo, hi;                   /* the stages this process holds: [lo, hi) */
+    struct pb_dist *dist;         /* NULL: one process */
+    struct pb_backend **be;       /* [D], the local ones set */
+    struct pb_stage *stages;      /* [D] */
+    struct pb_worker *workers;    /* [D] */
+    struct pb_program *progs;     /* [D] */
+    int nstages_ready, nworkers_ready;
+    bool progs_ready;
+    struct pb_results *db;        /* rank 0 only */
+    int64_t run_id;
+};
+
+static inline bool run_writer(const struct run_state *r)
+{
+    return !r->dist || r->dist->rank == 0;
+}
+
+int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e);
+/* Builds and validates the programs of an epoch of nmb micro-batches. */
+int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e);
+/* Data, model, partition, schedule, the local stages and workers: all that can fail
+ * before a run row exists. Collective with MPI: every rank fails together. */
+int run_setup(struct run_state *r, struct pb_err *e);
+/* Rank 0: opens the database and writes the run row. */
+int run_begin(struct run_state *r, struct pb_err *e);
+void run_state_finish(struct run_state *r);
+
+/* One epoch: train, validate, record (rank 0). -1 with e and *diverged on failure. */
+int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
+              bool *diverged, struct pb_err *e);
+
+/* Saves every stage's weights (gathered to rank 0 with MPI). */
+int run_save(struct run_state *r, const char *path, struct pb_err *e);
+
+double run_now_s(void);
+/* The shortest decimal that reads back as f (what the user typed: 0.01, not
+ * 0.00999999977648258). */
+double run_decimal(float f);
+
+#endif

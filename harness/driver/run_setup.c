@@ -1,0 +1,234 @@
+/* harness/driver/run_setup.c — everything a run does before its first epoch (run_internal.h):
+ * check the configuration, load the data, build and partition the model, build and
+ * validate the schedule's programs, create the local stages, and write the run row.
+ * Everything the user can get wrong fails here, before the row exists. */
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/store/checkpoint.h"
+#include "predictors/predictor.h"
+#include "harness/driver/run_internal.h"
+
+int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
+{
+    if (c->stages < 1)
+        return pb_err_set(e, "--stages must be at least 1 (got %d)", c->stages);
+    if (c->microbatch_size < 1)
+        return pb_err_set(e, "--microbatch-size must be at least 1 (got %d)", c->microbatch_size);
+    if (c->microbatches < 0)
+        return pb_err_set(e, "--microbatches must be at least 1 (got %d)", c->microbatches);
+    if (c->epochs < 1)
+        return pb_err_set(e, "--epochs must be at least 1 (got %d)", c->epochs);
+    if (c->limit_train < 0 || c->limit_val < 0)
+        return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
+    if (c->threads < 0)
+        return pb_err_set(e, "--threads must be >= 0 (0 = all cores)");
+    if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
+        return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
+    if (strcmp(c->executor, "seq") && strcmp(c->executor, "threads") && strcmp(c->executor, "mpi"))
+        return pb_err_set(e, "unknown executor '%s'; valid executors: seq, threads, mpi", c->executor);
+    if (!strcmp(c->executor, "mpi") && !pb_dist_available())
+        return pb_err_set(e, "--executor mpi: this pipebench was built without MPI; install "
+                             "libopenmpi-dev and openmpi-bin, then reconfigure the build");
+    return pb_optim_cfg_check(&c->optim, e);
+}
+
+int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    r->sch = pb_schedule_find(c->schedule, e);
+    if (!r->sch)
+        return -1;
+    r->pipe = (struct pb_pipe){
+        .stages = c->stages,
+        .length = nmb,
+        .microbatches = c->microbatches ? c->microbatches : c->stages,
+        .optimizer = c->optim.kind,
+        .variant = c->variant,
+    };
+    r->progs = pb_xcalloc((size_t)c->stages, sizeof *r->progs);
+    if (pb_programs_build(r->sch, &r->pipe, r->progs, e))
+        return -1;
+    r->progs_ready = true;
+    PB_CHECK(pb_programs_validate(&r->pipe, r->progs, 1, e) == 0);
+    r->optim = c->optim;
+    r->optim.keep_d_last = false;
+    for (int k = 0; k < c->stages; k++)
+        for (int i = 0; i < r->progs[k].n; i++) {
+            const struct pb_op *op = &r->progs[k].ops[i];
+            bool predicts = op->wsrc == PB_W_PREDICTED || op->wsrc == PB_W_GROUP;
+            if (predicts && pb_predictor_check(c->optim.kind, &c->optim, op->pform, e))
+                return pb_err_prefix(e, "schedule '%s': ", c->schedule);
+            r->optim.keep_d_last |= predicts && pb_predictor_reads_d_last(&c->optim, op->pform);
+        }
+    return 0;
+}
+
+/* Every rank fails when one does. Only rank 0 says why when it failed too (the
+ * ranks check the same configuration), else the ranks that failed do. */
+static int collective(struct run_state *r, int rc, struct pb_err *e)
+{
+    if (!pb_dist_any(r->dist, rc != 0))
+        return 0;
+    int root_failed = rc != 0;
+    pb_dist_bcast(r->dist, &root_failed, sizeof root_failed, 0);
+    if (!rc || (root_failed && r->dist && r->dist->rank != 0))
+        e->msg[0] = 0;
+    return -1;
+}
+
+/* The first stage reads the inputs and the last the labels: a process loads only the
+ * parts its stages read; the others learn the size and shape from rank 0. */
+static int load_data(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    const char *ds = r->dataset = c->dataset ? c->dataset : r->workload->dataset;
+    int rc = 0;
+    struct pb_dataset_opts opts = c->synthetic;
+    opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
+    if (opts.parts)
+        rc = pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
+                                  c->seed, &opts, e) ||
+             pb_dataset_load_opts(&r->val, ds, c->data_dir, PB_SPLIT_TEST, c->limit_val, c->seed,
+                                  &opts, e);
+    if (collective(r, rc, e))
+        return -1;
+    int info[6] = {r->train.n, r->val.n, r->train.c, r->train.h, r->train.w, r->train.nclasses};
+    pb_dist_bcast(r->dist, info, sizeof info, 0);
+    r->ntrain = info[0];
+    r->nval = info[1];
+    r->train.c = info[2];
+    r->train.h = info[3];
+    r->train.w = info[4];
+    r->train.nclasses = info[5];
+    if (r->ntrain / c->microbatch_size < 1)
+        return pb_err_set(e, "%d training samples make no micro-batch of %d; lower "
+                             "--microbatch-size or raise --limit-train",
+                          r->ntrain, c->microbatch_size);
+    if (r->nval / c->microbatch_size < 1)
+        return pb_err_set(e, "%d validation samples make no batch of %d; lower --microbatch-size "
+                             "or raise --limit-val", r->nval, c->microbatch_size);
+    return 0;
+}
+
+static int build_model(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    struct pb_shape sample = {1, r->train.c, r->train.h, r->train.w};
+    if (r->workload->build(&r->model, sample, r->train.nclasses, e))
+        return -1;
+    r->model.label_smoothing = c->label_smoothing;
+    if (pb_model_finalize(&r->model, c->microbatch_size, e))
+        return -1;
+    r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
+    return pb_partition_balanced(&r->model, c->stages, r->bounds, e);
+}
+
+/* Cores per stage: the same under every executor, so kernels split their work the
+ * same way and all executors give the same bits (DESIGN principle 3). */
+static int stage_threads(const struct pb_run_cfg *c)
+{
+    int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int t = cores / c->stages;
+    return t > 0 ? t : 1;
+}
+
+static int build_stages(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    int d = c->stages;
+    r->be = pb_xcalloc((size_t)d, sizeof *r->be);
+    r->stages = pb_xcalloc((size_t)d, sizeof *r->stages);
+    r->workers = pb_xcalloc((size_t)d, sizeof *r->workers);
+    for (int k = r->lo; k < r->hi; k++) {
+        r->be[k] = pb_backend_create("cpu", stage_threads(c), e);
+        if (!r->be[k])
+            return -1;
+        if (pb_stage_init(&r->stages[k], r->be[k], &r->model, k, d, r->bounds[k], r->bounds[k + 1], e))
+            return -1;
+        r->nstages_ready++;
+        pb_stage_init_params(&r->stages[k], c->seed, e);
+    }
+    if (c->init && pb_checkpoint_load(r->stages + r->lo, r->hi - r->lo, c->init, e))
+        return -1;
+    for (int k = r->lo; k < r->hi; k++) {
+        if (pb_worker_init(&r->workers[k], &r->stages[k], &r->optim, &r->pipe, c->seed, e))
+            return -1;
+        r->nworkers_ready++;
+    }
+    return 0;
+}
+
+int run_setup(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    r->lo = r->dist ? r->dist->rank : 0;
+    r->hi = r->dist ? r->dist->rank + 1 : c->stages;
+    int rc = run_check_cfg(c, e);
+    if (!rc) {
+        r->workload = pb_workload_find(c->model, e);
+        rc = r->workload ? 0 : -1;
+    }
+    if (collective(r, rc, e) || load_data(r, e))
+        return -1;
+    rc = build_model(r, e) || run_setup_schedule(r, r->ntrain / c->microbatch_size, e);
+    if (collective(r, rc, e))
+        return -1;
+    return collective(r, build_stages(r, e), e);
+}
+
+int run_begin(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    int rc = 0;
+    if (run_writer(r)) {
+        rc = pb_results_open(&r->db, c->db, e);
+        /* runs left 'running' by a process of this host that no longer exists */
+        if (!rc && pb_results_mark_orphans(r->db, e) < 0)
+            rc = -1;
+        char *json = rc ? NULL : pb_run_cfg_json(c);
+        struct pb_run_info info = {
+            .config_json = json,
+            .model = c->model,
+            .dataset = r->dataset,
+            .schedule = c->schedule,
+            .variant = c->variant,
+            .optimizer = c->optimizer,
+            .executor = c->executor,
+            .stages = c->stages,
+            .microbatch_size = c->microbatch_size,
+            .microbatches = r->pipe.microbatches,
+            .epochs = c->epochs,
+            .seed = c->seed,
+            .lr = run_decimal(c->optim.lr),
+        };
+        if (!rc) {
+            r->run_id = pb_results_run_begin(r->db, &info, e);
+            rc = r->run_id > 0 ? pb_results_run_started(r->db, r->run_id, e) : -1;
+        }
+        free(json);
+    }
+    return collective(r, rc, e);
+}
+
+void run_state_finish(struct run_state *r)
+{
+    for (int k = r->lo; k < r->lo + r->nworkers_ready; k++)
+        pb_worker_finish(&r->workers[k]);
+    for (int k = r->lo; k < r->lo + r->nstages_ready; k++)
+        pb_stage_finish(&r->stages[k]);
+    if (r->be)
+        for (int k = 0; k < r->cfg->stages; k++)
+            pb_backend_destroy(r->be[k]);
+    if (r->progs_ready)
+        pb_programs_finish(r->progs, r->cfg->stages);
+    free(r->progs);
+    free(r->be);
+    free(r->stages);
+    free(r->workers);
+    free(r->bounds);
+    pb_model_finish(&r->model);
+    pb_dataset_finish(&r->train);
+    pb_dataset_finish(&r->val);
+    pb_results_close(r->db);
+}

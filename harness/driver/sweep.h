@@ -1,0 +1,61 @@
+/* harness/driver/sweep.h — a sweep file (INI, parsed by inih): the product of the [grid] lists,
+ * with the [run] options fixed, each value and configuration checked before anything
+ * runs; and which configurations the results database holds finished (resuming). */
+#ifndef PB_SWEEP_H
+#define PB_SWEEP_H
+
+#include <stdbool.h>
+
+#include "harness/driver/batch.h"
+#include "harness/driver/run_flags.h"
+#include "harness/base/strlist.h"
+
+/* The [grid] keys, in the order the configurations vary (the last fastest). */
+#define PB_SWEEP_NGRID 7
+extern const char *const pb_sweep_grid_keys[PB_SWEEP_NGRID];
+
+/* Most configurations one sweep may hold. */
+#define PB_SWEEP_MAX_CONFIGS 10000
+
+struct pb_sweep_error {
+    int line;          /* 0: not tied to a line */
+    char msg[1024];
+};
+
+struct pb_sweep_entry {   /* one [run] option */
+    char *name, *value;   /* value NULL: a switch written without a value */
+    int line;
+};
+
+struct pb_sweep {
+    const char *path;
+    struct pb_strlist grid[PB_SWEEP_NGRID];   /* values of each [grid] key, empty if absent */
+    int grid_line[PB_SWEEP_NGRID];
+    struct pb_sweep_entry *run;                /* [run] */
+    int nrun;
+    struct pb_run_flags flags;                 /* [run] as run flags */
+    struct pb_sweep_error *errors;
+    int nerrors;
+    struct pb_batch_item *items;               /* the configurations to run */
+    int n;
+    int nunsupported;      /* configurations left out: the schedule refuses the optimizer */
+    char unsupported_note[1024];               /* the first one's reason */
+};
+
+/* Reads, checks and expands the sweep file at path. db, when not NULL, replaces the
+ * file's [run] db; threads (cores per run), when > 0, applies where [run] sets none.
+ * Returns 0, or -1: s->errors lists every problem found (by line), or e says why the
+ * file could not be read. */
+int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
+                  struct pb_err *e);
+
+/* done[i] = whether configuration i already has a finished run (status done or
+ * diverged) in the database: the same configuration JSON (pb_run_cfg_json) but for the
+ * thread count. With create, makes the database when missing (before parallel runs
+ * start, so they do not race to make it) and marks as failed the runs left 'running'
+ * by processes that died; without, a missing database holds nothing. */
+int pb_sweep_finished(struct pb_sweep *s, bool *done, bool create, struct pb_err *e);
+
+void pb_sweep_finish(struct pb_sweep *s);
+
+#endif

@@ -1,0 +1,51 @@
+/* harness/exec/dist.h — the processes a run spans. One process (seq, threads) passes
+ * d = NULL and every call below is then local; the mpi executor runs one rank per
+ * stage and these become MPI collectives and point-to-point messages (Open MPI),
+ * so the same command spans machines with a hostfile. */
+#ifndef PB_DIST_H
+#define PB_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "harness/base/err.h"
+#include "harness/ir/program.h"
+
+struct pb_worker;
+
+struct pb_dist {
+    int rank, size;
+};
+
+/* Whether this build has the mpi executor. */
+bool pb_dist_available(void);
+/* MPI_Init (once per process) and the world's rank and size. */
+int pb_dist_init(struct pb_dist *d, struct pb_err *e);
+void pb_dist_finish(struct pb_dist *d);
+
+/* true when `local` is true on any rank (d NULL: local). */
+bool pb_dist_any(const struct pb_dist *d, bool local);
+/* Root's bytes to every rank. */
+void pb_dist_bcast(const struct pb_dist *d, void *buf, size_t bytes, int root);
+/* Point-to-point, blocking; FIFO per (source, tag). */
+void pb_dist_send(const struct pb_dist *d, const void *buf, size_t bytes, int to, int tag);
+void pb_dist_recv(const struct pb_dist *d, void *buf, size_t bytes, int from, int tag);
+/* Every rank's `bytes` (the same on all) into all[size · bytes] at root. */
+void pb_dist_gather(const struct pb_dist *d, const void *mine, size_t bytes, void *all, int root);
+/* Variable sizes: root receives a malloc'ed concatenation and its length. */
+void pb_dist_gatherv(const struct pb_dist *d, const void *mine, size_t bytes, void **all,
+                     size_t *total, int root);
+void pb_dist_barrier(const struct pb_dist *d);
+/* Ends every rank at once, after the message was printed. */
+_Noreturn void pb_dist_abort(const struct pb_dist *d, int status);
+
+/* The mpi executor: this rank's worker runs its program; activations and gradients
+ * go to the neighbouring ranks by MPI point-to-point (non-blocking sends, so
+ * channels never block a sender). A failure prints the reason and aborts every rank
+ * (bounded time, no hang). Divergence is reported through w->diverged at the end. */
+int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
+                struct pb_err *e);
+
+enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_VAL = 3, PB_TAG_WEIGHTS = 4 };
+
+#endif

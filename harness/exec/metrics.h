@@ -1,0 +1,33 @@
+/* harness/exec/metrics.h — what the workers measure (SPEC §6): one record per stage
+ * and epoch, and one per op for timelines. results/ stores them and plots/ reads them
+ * back; neither looks below this header. */
+#ifndef PB_METRICS_H
+#define PB_METRICS_H
+
+#include <stdint.h>
+
+#include "harness/compute/memory.h"
+
+/* One stage's measurements for an epoch. */
+struct pb_stage_record {
+    double busy_s, wait_s, comm_s, bubble_frac;
+    int64_t mem_peak[PB_MEM_NKINDS];   /* peak bytes, by enum pb_mem_kind */
+    int versions_kept;
+    /* staleness: version difference versus the synchronous run, forward and backward */
+    double f_mean, f_max, b_mean, b_max;
+    /* prediction error ||W_hat - W|| / ||W|| over pred_count predictions (0: none) */
+    double pred_err_mean, pred_err_max;
+    int64_t pred_count;
+};
+
+/* One op a device ran, for timelines. */
+struct pb_event_record {
+    int device, seq;
+    char kind;          /* 'F', 'B' or 'U' */
+    int mb;             /* micro-batch; < 0 for U (stored as NULL) */
+    int version;        /* weight version read (F, B) or produced (U) */
+    int ahead;          /* prediction look-ahead s, 0 when none */
+    double start_s, end_s;   /* seconds since the epoch began */
+};
+
+#endif

@@ -1,0 +1,99 @@
+/* harness/ir/program.h — the op IR every schedule emits (DESIGN principles 1, 2).
+ * A program is one device's ordered list of ops: F(j) forward, B(j) backward,
+ * U optimizer update. Each F and B names the weight source it reads, so the
+ * version every op used is explicit and derivable from the program alone
+ * (pb_program_versions). Schedules (schedules/) fill programs; the validator,
+ * executors, `pipebench program` and the traces read them. */
+#ifndef PB_PROGRAM_H
+#define PB_PROGRAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/base/err.h"
+#include "harness/optim/optim.h"
+
+enum pb_op_kind { PB_OP_F, PB_OP_B, PB_OP_U };
+
+/* Where an F or B reads its weights (SPEC §4). The version each resolves to is
+ * given for a stage that has applied u updates when the op runs. */
+enum pb_wsrc {
+    PB_W_LATEST,     /* W^(u) */
+    PB_W_STASHED,    /* B only: the version its F(j) read (PipeDream weight stashing) */
+    PB_W_PREDICTED,  /* Ŵ = W^(u) − lr·s·ΔW, made at this op (PipeOptim, SpecTrain) */
+    PB_W_GROUP,      /* XPipe: the Ŵ its mini-batch's first micro-batch predicted at its F
+                        with look-ahead s, kept until the mini-batch's update */
+    PB_W_BUFFERED,   /* PipeDream-2BW: W^(max(0, b−1)) for mini-batch b = mb / M */
+};
+
+struct pb_op {
+    uint8_t kind;   /* enum pb_op_kind */
+    uint8_t wsrc;   /* enum pb_wsrc (F and B) */
+    uint8_t pform;  /* enum pb_predict_variant: the ΔW form of a prediction */
+    int16_t s;      /* look-ahead of PB_W_PREDICTED / PB_W_GROUP */
+    int16_t chunk;  /* model chunk on this device (0 for the seed schedules) */
+    int32_t mb;     /* micro-batch index within the epoch (F and B); -1 for U */
+};
+
+struct pb_program {
+    int device;
+    struct pb_op *ops;
+    int n, cap;
+};
+
+/* What a schedule is asked to generate. */
+struct pb_pipe {
+    int stages;        /* D ≥ 1 */
+    int length;        /* N: micro-batches in the epoch */
+    int microbatches;  /* M: micro-batches per update (gpipe, pipedream-2bw, xpipe) */
+    enum pb_optim_kind optimizer;
+    const char *variant;  /* NULL or "" for the default; "code", "note" per SPEC */
+};
+
+struct pb_schedule {
+    const char *name, *summary;
+    const char *variants;          /* comma-separated accepted variants, "" if none */
+    bool uses_microbatches;        /* M matters (else one update per micro-batch) */
+    /* Rejects pipes the schedule cannot run, with a message saying what to change. */
+    int (*check)(const struct pb_pipe *p, struct pb_err *e);
+    /* Appends device d's program for one epoch. */
+    void (*emit)(const struct pb_pipe *p, int device, struct pb_program *out);
+};
+
+/* The registry (schedules/registry.c). */
+extern const struct pb_schedule *const pb_schedules[];
+const struct pb_schedule *pb_schedule_find(const char *name, struct pb_err *e);
+
+void pb_program_init(struct pb_program *p, int device);
+void pb_program_finish(struct pb_program *p);
+void pb_program_push(struct pb_program *p, struct pb_op op);
+/* Convenience emitters */
+void pb_program_f(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
+void pb_program_b(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
+void pb_program_u(struct pb_program *p);
+
+/* Builds all D programs after schedule->check; programs[] has D entries. */
+int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
+                      struct pb_program *programs, struct pb_err *e);
+void pb_programs_finish(struct pb_program *programs, int d);
+
+/* The version each F and B reads: base u (updates applied on the stage when the op
+ * runs, or the stashed/buffered version) and look-ahead s (0 unless predicted).
+ * base[i], ahead[i] per op index of the program; -1 for U. */
+void pb_program_versions(const struct pb_pipe *p, const struct pb_program *prog, int *base,
+                         int *ahead);
+
+/* Checks: every F before its B on a stage; every micro-batch's F and B on every
+ * stage exactly once; forward order on stage k+1 equals that on stage k and backward
+ * order on stage k equals that on stage k+1 (FIFO channels); no deadlock when each
+ * device runs its program with blocking sends into channels of capacity `capacity`;
+ * every weight version read exists when read. */
+int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
+                         int capacity, struct pb_err *e);
+
+/* Text form (SPEC §4): "stage 0: F0 F1 B0 U ..."; with versions, "F4:1+3 B1:0". */
+void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,
+                      bool versions);
+
+#endif

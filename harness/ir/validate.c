@@ -1,0 +1,276 @@
+/* harness/ir/validate.c — pb_programs_validate (program.h; SPEC §4, DESIGN
+ * principles 1–3): every micro-batch once per stage, FIFO-consistent orders across
+ * stages, no deadlock with blocking sends, every weight version read exists. */
+#include <string.h>
+
+#include "harness/ir/program.h"
+
+/* "F3", "B3" or "U" */
+static const char *tok(const struct pb_op *op, char buf[24])
+{
+    if (op->kind == PB_OP_U)
+        return "U";
+    snprintf(buf, 24, "%c%d", op->kind == PB_OP_F ? 'F' : 'B', (int)op->mb);
+    return buf;
+}
+
+/* Each op well formed; each mb of [0, N) has one F and, later, one B; every B's
+ * gradient reaches a U. fpos/bpos[mb] receive the op indices. */
+static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, int *fpos,
+                       int *bpos, struct pb_err *e)
+{
+    int k = prog->device, n = p->length, last_b = -1;
+    char t[24];
+    for (int j = 0; j < n; j++)
+        fpos[j] = bpos[j] = -1;
+    for (int i = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind > PB_OP_U)
+            return pb_err_set(e, "stage %d op %d: unknown op kind %d", k, i, op->kind);
+        if (op->chunk != 0)
+            return pb_err_set(e, "stage %d op %d (%s): model chunk %d; the validator knows one "
+                                 "chunk per device", k, i, tok(op, t), op->chunk);
+        if (op->kind == PB_OP_U)
+            continue;
+        if (op->mb < 0 || op->mb >= n)
+            return pb_err_set(e, "stage %d op %d (%s): micro-batch outside the epoch's 0..%d", k,
+                              i, tok(op, t), n - 1);
+        if (op->wsrc > PB_W_BUFFERED)
+            return pb_err_set(e, "stage %d op %d (%s): unknown weight source %d", k, i,
+                              tok(op, t), op->wsrc);
+        int *pos = op->kind == PB_OP_F ? fpos : bpos;
+        if (pos[op->mb] >= 0)
+            return pb_err_set(e, "stage %d op %d (%s): %s appears twice (also op %d)", k, i,
+                              tok(op, t), t, pos[op->mb]);
+        pos[op->mb] = i;
+        if (op->kind == PB_OP_B) {
+            if (fpos[op->mb] < 0 && op->wsrc == PB_W_STASHED)
+                return pb_err_set(e, "stage %d op %d (%s): reads the stash of F%d, which has not "
+                                     "run (backward before its forward)", k, i, tok(op, t),
+                                  (int)op->mb);
+            if (fpos[op->mb] < 0)
+                return pb_err_set(e, "stage %d op %d (%s): backward before its forward F%d", k, i,
+                                  tok(op, t), (int)op->mb);
+            last_b = i;
+        } else if (op->wsrc == PB_W_STASHED) {
+            return pb_err_set(e, "stage %d op %d (%s): a forward cannot read stashed weights", k,
+                              i, tok(op, t));
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        if (fpos[j] < 0)
+            return pb_err_set(e, "stage %d: micro-batch %d has no forward F%d", k, j, j);
+        if (bpos[j] < 0)
+            return pb_err_set(e, "stage %d: micro-batch %d has no backward B%d (F%d is op %d)", k,
+                              j, j, j, fpos[j]);
+    }
+    for (int i = last_b + 1; i < prog->n; i++)
+        if (prog->ops[i].kind == PB_OP_U)
+            return 0;
+    if (last_b >= 0)
+        return pb_err_set(e, "stage %d op %d (%s): its gradient is never applied (no U after it)",
+                          k, last_b, tok(&prog->ops[last_b], t));
+    return 0;
+}
+
+/* Stage k+1 must receive activations in the order stage k sends them, and stage k
+ * gradients in the order stage k+1 sends them (FIFO channels). */
+static int check_orders(const struct pb_pipe *p, const struct pb_program *pr, int kind,
+                        struct pb_err *e)
+{
+    for (int k = 0; k + 1 < p->stages; k++) {
+        int i = 0, j = 0, nth = 0;
+        for (;; i++, j++, nth++) {
+            while (i < pr[k].n && pr[k].ops[i].kind != kind)
+                i++;
+            while (j < pr[k + 1].n && pr[k + 1].ops[j].kind != kind)
+                j++;
+            if (i == pr[k].n || j == pr[k + 1].n)
+                break;
+            if (pr[k].ops[i].mb != pr[k + 1].ops[j].mb) {
+                const char *what = kind == PB_OP_F ? "forward" : "backward";
+                char c = kind == PB_OP_F ? 'F' : 'B';
+                return pb_err_set(e, "%s order differs between stages %d and %d: %s #%d is %c%d "
+                                     "on stage %d (op %d) but %c%d on stage %d (op %d); channels "
+                                     "are FIFO", what, k, k + 1, what, nth, c,
+                                  (int)pr[k].ops[i].mb, k, i, c, (int)pr[k + 1].ops[j].mb, k + 1,
+                                  j);
+            }
+        }
+    }
+    return 0;
+}
+
+/* A FIFO channel of micro-batch indices; each carries at most N items in an epoch. */
+struct chan {
+    int *items;
+    int head, tail;
+};
+
+enum phase { PH_RECV, PH_SEND, PH_WAIT };
+
+/* Runs every device in program order: F on stage k > 0 receives stage k−1's
+ * activation, B on stage k < D−1 receives stage k+1's gradient; after the op, F
+ * sends on stage k < D−1 and B on stage k > 0. A send deposits its item and
+ * completes once the channel holds at most `capacity` items (capacity 0 is a
+ * rendezvous). fwd[k]: k → k+1, bwd[k]: k+1 → k. */
+static int check_deadlock(const struct pb_pipe *p, const struct pb_program *pr, int capacity,
+                          struct pb_err *e)
+{
+    int D = p->stages, n = p->length;
+    struct chan *fwd = pb_xcalloc((size_t)D, sizeof *fwd);
+    struct chan *bwd = pb_xcalloc((size_t)D, sizeof *bwd);
+    int *pc = pb_xcalloc((size_t)D, sizeof *pc), *ph = pb_xcalloc((size_t)D, sizeof *ph);
+    for (int k = 0; k < D; k++) {
+        fwd[k].items = pb_xmalloc((size_t)n * sizeof(int));
+        bwd[k].items = pb_xmalloc((size_t)n * sizeof(int));
+    }
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int k = 0; k < D; k++) {
+            for (;;) {
+                if (pc[k] == pr[k].n)
+                    break;
+                const struct pb_op *op = &pr[k].ops[pc[k]];
+                bool f = op->kind == PB_OP_F, b = op->kind == PB_OP_B;
+                struct chan *in = f && k > 0 ? &fwd[k - 1] : b && k + 1 < D ? &bwd[k] : NULL;
+                struct chan *out = f && k + 1 < D ? &fwd[k] : b && k > 0 ? &bwd[k - 1] : NULL;
+                if (ph[k] == PH_RECV && in) {
+                    if (in->head == in->tail)
+                        break;
+                    PB_CHECK(in->items[in->head] == op->mb);
+                    in->head++;
+                } else if (ph[k] == PH_SEND && out) {
+                    out->items[out->tail++] = op->mb;
+                } else if (ph[k] == PH_WAIT && out && out->tail - out->head > capacity) {
+                    break;
+                }
+                if (ph[k] == PH_WAIT) {
+                    pc[k]++;
+                    ph[k] = PH_RECV;
+                } else {
+                    ph[k]++;
+                }
+                progress = true;
+            }
+        }
+    }
+    char msg[sizeof e->msg] = "";
+    for (int k = 0; k < D; k++) {
+        if (pc[k] == pr[k].n)
+            continue;
+        char t[24];
+        size_t len = strlen(msg);
+        const struct pb_op *op = &pr[k].ops[pc[k]];
+        bool f = op->kind == PB_OP_F;
+        if (ph[k] == PH_RECV)
+            snprintf(msg + len, sizeof msg - len, "; stage %d at op %d (%s) waits for the %s of "
+                     "stage %d", k, pc[k], tok(op, t), f ? "activation" : "gradient",
+                     f ? k - 1 : k + 1);
+        else
+            snprintf(msg + len, sizeof msg - len, "; stage %d at op %d (%s) waits to send its %s "
+                     "to stage %d (channel full)", k, pc[k], tok(op, t),
+                     f ? "activation" : "gradient", f ? k + 1 : k - 1);
+    }
+    for (int k = 0; k < D; k++) {
+        free(fwd[k].items);
+        free(bwd[k].items);
+    }
+    free(fwd);
+    free(bwd);
+    free(pc);
+    free(ph);
+    if (*msg)
+        return pb_err_set(e, "deadlock with channel capacity %d%s", capacity, msg);
+    return 0;
+}
+
+/* Every version read exists when read (enum pb_wsrc; check_stage has already seen
+ * every STASHED read come after its F): BUFFERED version v needs u−1 ≤ v ≤ u (two
+ * buffers); GROUP needs the mini-batch's first F, itself GROUP with the same s, and
+ * must come before the mini-batch's update (the first U after one of its
+ * backwards), which frees Ŵ. */
+static int check_versions(const struct pb_pipe *p, const struct pb_program *prog,
+                          const int *fpos, struct pb_err *e)
+{
+    int k = prog->device, M = p->microbatches, u = 0, npend = 0, rc = 0;
+    /* per mini-batch: its update has run; the mini-batches with a B since the last U */
+    bool *closed = pb_xcalloc((size_t)p->length, sizeof *closed);
+    int *pend = pb_xmalloc((size_t)p->length * sizeof *pend);
+    char t[24];
+    for (int i = 0; i < prog->n && !rc; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind == PB_OP_U) {
+            u++;
+            while (npend)
+                closed[pend[--npend]] = true;
+            continue;
+        }
+        if ((op->wsrc == PB_W_BUFFERED || op->wsrc == PB_W_GROUP) && M < 1) {
+            rc = pb_err_set(e, "stage %d op %d (%s): reads per mini-batch but M = %d", k, i,
+                            tok(op, t), M);
+            break;
+        }
+        int g = M >= 1 ? op->mb / M : 0, first = g * M;
+        if (op->wsrc == PB_W_BUFFERED) {
+            int v = g >= 1 ? g - 1 : 0;
+            if (v < u - 1 || v > u)
+                rc = pb_err_set(e, "stage %d op %d (%s): reads W^(%d) but after %d updates the "
+                                   "two buffers hold W^(%d) and W^(%d)", k, i, tok(op, t), v, u,
+                                u > 0 ? u - 1 : 0, u);
+        } else if (op->wsrc == PB_W_GROUP) {
+            const struct pb_op *bell = &prog->ops[fpos[first]];
+            if (fpos[first] > i)
+                rc = pb_err_set(e, "stage %d op %d (%s): reads the prediction of its mini-batch's "
+                                   "first forward F%d, which has not run", k, i, tok(op, t), first);
+            else if (bell->wsrc != PB_W_GROUP || bell->s != op->s)
+                rc = pb_err_set(e, "stage %d op %d (%s): reads a group prediction with look-ahead "
+                                   "%d that its mini-batch's first forward F%d did not make", k,
+                                i, tok(op, t), op->s, first);
+            else if (closed[g])
+                rc = pb_err_set(e, "stage %d op %d (%s): its mini-batch's update already ran, "
+                                   "so the group prediction made at F%d is gone", k, i,
+                                tok(op, t), first);
+        }
+        if (op->kind == PB_OP_B && M >= 1 && !closed[g]) {
+            bool listed = false;
+            for (int q = 0; q < npend; q++)
+                listed |= pend[q] == g;
+            if (!listed)
+                pend[npend++] = g;
+        }
+    }
+    free(closed);
+    free(pend);
+    return rc;
+}
+
+int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
+                         int capacity, struct pb_err *e)
+{
+    if (p->stages < 1 || p->length < 1)
+        return pb_err_set(e, "validate: need D >= 1 and N >= 1 (got D = %d, N = %d)", p->stages,
+                          p->length);
+    if (capacity < 0)
+        return pb_err_set(e, "validate: channel capacity must be >= 0 (got %d)", capacity);
+    int n = p->length, rc = 0;
+    int *fpos = pb_xmalloc((size_t)n * p->stages * sizeof *fpos);
+    int *bpos = pb_xmalloc((size_t)n * p->stages * sizeof *bpos);
+    for (int k = 0; k < p->stages && !rc; k++) {
+        if (programs[k].device != k)
+            rc = pb_err_set(e, "validate: programs[%d] is for device %d", k, programs[k].device);
+        else
+            rc = check_stage(p, &programs[k], fpos + (size_t)k * n, bpos + (size_t)k * n, e);
+    }
+    if (!rc)
+        rc = check_orders(p, programs, PB_OP_F, e);
+    if (!rc)
+        rc = check_orders(p, programs, PB_OP_B, e);
+    if (!rc)
+        rc = check_deadlock(p, programs, capacity, e);
+    for (int k = 0; k < p->stages && !rc; k++)
+        rc = check_versions(p, &programs[k], fpos + (size_t)k * n, e);
+    free(fpos);
+    free(bpos);
+    return rc;
+}

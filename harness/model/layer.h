@@ -1,0 +1,108 @@
+/* harness/model/layer.h — layers, the nodes of a model's blocks.
+ * A layer computes forward (train and eval) and backward (dX, and dW accumulated
+ * into the stage's flat gradient buffer), initialises its parameters as PyTorch
+ * does, and reports its FLOPs and activation memory. Parameters live at an offset
+ * in the stage's flat buffers (DESIGN principle 4), so the same layer runs on any
+ * weight version: the caller passes the flat buffer of the version to read. */
+#ifndef PB_LAYER_H
+#define PB_LAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/compute/backend.h"
+
+#define PB_LAYER_MAX_INPUTS 8
+#define PB_NAME_MAX 48
+
+enum pb_layer_kind {
+    PB_LAYER_LINEAR,
+    PB_LAYER_CONV2D,
+    PB_LAYER_BATCHNORM2D,
+    PB_LAYER_RELU,
+    PB_LAYER_MAXPOOL2D,
+    PB_LAYER_AVGPOOL2D,
+    PB_LAYER_GLOBAL_AVGPOOL,
+    PB_LAYER_DROPOUT,
+    PB_LAYER_FLATTEN,
+    PB_LAYER_ADD,
+    PB_LAYER_CONCAT,
+};
+
+/* Hyperparameters; which fields apply depends on the kind. */
+struct pb_layer_cfg {
+    enum pb_layer_kind kind;
+    int in_features, out_features;  /* linear */
+    struct pb_conv_desc conv;       /* conv2d */
+    struct pb_pool_desc pool;       /* max/avg pool */
+    int channels;                   /* batchnorm2d */
+    float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
+    float p;                        /* dropout probability */
+    bool bias;                      /* linear */
+};
+
+/* Where a forward runs: the per-micro-batch facts a layer may need. */
+struct pb_fwd_ctx {
+    struct pb_backend *be;
+    bool train;
+    uint64_t seed;  /* dropout key: (seed, stage, micro-batch, layer uid), SPEC §1 */
+    int stage;
+    int64_t mb;
+};
+
+/* What a forward leaves for the backward of one micro-batch. */
+struct pb_node_act {
+    struct pb_tensor out;
+    void *aux;          /* pooling workspace, batch mean/var, ... (device, PB_MEM_ACTS) */
+};
+
+struct pb_layer;
+
+struct pb_layer_ops {
+    const char *kind;
+    /* Output shape from input shapes, or an error saying what does not fit. */
+    int (*infer)(const struct pb_layer *l, const struct pb_shape *in, int nin,
+                 struct pb_shape *out, struct pb_err *e);
+    size_t (*param_count)(const struct pb_layer *l);
+    size_t (*buffer_count)(const struct pb_layer *l);  /* non-trained state (BN running stats) */
+    /* PyTorch's default initialisation into host memory; names[i] of param tensor i */
+    void (*init)(const struct pb_layer *l, float *params, float *buffers, uint64_t seed);
+    int (*param_tensors)(const struct pb_layer *l, const char **names, size_t *counts);
+    /* Forward: allocates act->out (and act->aux) in PB_MEM_ACTS. params and buffers
+     * point at this layer's slice of the flat buffers. */
+    int (*forward)(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                   const struct pb_tensor *const *in, const float *params, float *buffers,
+                   struct pb_node_act *act, struct pb_err *e);
+    /* Backward: dx[i] are allocated by the caller with in[i]'s shape and layout
+     * (NULL where no gradient is wanted); dW accumulated into grads. params is the
+     * version the schedule names for the backward. */
+    int (*backward)(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                    const struct pb_tensor *const *in, const struct pb_node_act *act,
+                    const struct pb_tensor *dy, const float *params, float *grads,
+                    struct pb_tensor *const *dx, struct pb_err *e);
+    /* Forward FLOPs for the micro-batch of the inferred shapes. */
+    double (*flops)(const struct pb_layer *l);
+};
+
+struct pb_layer {
+    const struct pb_layer_ops *ops;
+    struct pb_layer_cfg cfg;
+    char name[PB_NAME_MAX];
+    int uid;                         /* index of the layer in the whole model */
+    int nin;
+    int in[PB_LAYER_MAX_INPUTS];     /* node indices in the block; -1 = the block's input */
+    struct pb_shape in_shape[PB_LAYER_MAX_INPUTS], out_shape;
+    size_t param_off, buffer_off;    /* offsets into the stage's flat buffers */
+};
+
+const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k);
+
+/* Bytes a forward keeps for the backward (output + aux), for memory estimates. */
+size_t pb_layer_act_bytes(const struct pb_layer *l);
+
+/* PyTorch's default init for a weight of fan_in inputs: U(−1/√fan_in, 1/√fan_in),
+ * which is kaiming_uniform_(a = √5) for weights and the bias rule alike. */
+void pb_init_uniform_fan_in(float *w, size_t n, int fan_in, uint64_t seed, int uid, int which);
+
+#endif

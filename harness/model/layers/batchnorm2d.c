@@ -1,0 +1,112 @@
+/* harness/model/layers/batchnorm2d.c — batch normalisation over N, H, W (torch.nn.BatchNorm2d).
+ * x, y [N, C, H, W] in x's layout; γ, β [C] trained; running mean and variance [C] are
+ * buffers, updated by every training forward with momentum m and the unbiased batch
+ * variance (SPEC §1: also under predicted weights; never stashed or predicted). */
+#include "harness/model/layers/layer_util.h"
+
+static int bn_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
+                    struct pb_shape *out, struct pb_err *e)
+{
+    char buf[64];
+    PB_CHECK(nin == 1);
+    if (in[0].c != l->cfg.channels)
+        return pb_err_set(e, "batchnorm2d '%s' expects %d channels but gets %s", l->name,
+                          l->cfg.channels, pb_shape_str(in[0], buf, sizeof buf));
+    if ((long)in[0].n * in[0].h * in[0].w < 2)
+        return pb_err_set(e, "batchnorm2d '%s' needs more than one value per channel in training "
+                             "(input %s); use a larger micro-batch",
+                          l->name, pb_shape_str(in[0], buf, sizeof buf));
+    *out = in[0];
+    return 0;
+}
+
+static size_t bn_params(const struct pb_layer *l)
+{
+    return 2 * (size_t)l->cfg.channels;
+}
+
+static void bn_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
+{
+    (void)seed;
+    int c = l->cfg.channels;
+    for (int i = 0; i < c; i++) {
+        params[i] = 1.0f;      /* γ */
+        params[c + i] = 0.0f;  /* β */
+        buffers[i] = 0.0f;     /* running mean */
+        buffers[c + i] = 1.0f; /* running variance */
+    }
+}
+
+static int bn_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+{
+    names[0] = "weight";
+    names[1] = "bias";
+    counts[0] = counts[1] = (size_t)l->cfg.channels;
+    return 2;
+}
+
+static int bn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                      const struct pb_tensor *const *in, const float *params, float *buffers,
+                      struct pb_node_act *act, struct pb_err *e)
+{
+    struct pb_backend *be = c->be;
+    int ch = l->cfg.channels;
+    float *run_mean = buffers, *run_var = buffers + ch;
+    if (pb_tensor_alloc(be, &act->out, l->out_shape, in[0]->layout, PB_MEM_ACTS, e))
+        return -1;
+    if (!c->train) {
+        be->ops->bn_fwd(be, in[0], params, params + ch, run_mean, run_var, l->cfg.eps, false, &act->out);
+        return 0;
+    }
+    float *stats = pb_backend_alloc(be, 2 * (size_t)ch * sizeof(float), PB_MEM_ACTS, e);
+    if (!stats) {
+        pb_backend_free(be, act->out.data);
+        return -1;
+    }
+    act->aux = stats;
+    be->ops->bn_fwd(be, in[0], params, params + ch, stats, stats + ch, l->cfg.eps, true, &act->out);
+    /* running = (1 − m)·running + m·batch, with the unbiased variance (as PyTorch) */
+    double count = (double)in[0]->shape.n * in[0]->shape.h * in[0]->shape.w;
+    float m = l->cfg.momentum;
+    be->ops->axpby(be, m, stats, 1.0f - m, run_mean, (size_t)ch);
+    be->ops->axpby(be, (float)(m * count / (count - 1.0)), stats + ch, 1.0f - m, run_var, (size_t)ch);
+    return 0;
+}
+
+static int bn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                       const struct pb_tensor *const *in, const struct pb_node_act *act,
+                       const struct pb_tensor *dy, const float *params, float *grads,
+                       struct pb_tensor *const *dx, struct pb_err *e)
+{
+    struct pb_backend *be = c->be;
+    int ch = l->cfg.channels;
+    const float *stats = act->aux;
+    PB_CHECK(stats != NULL);
+    struct pb_tensor scratch = {0};
+    struct pb_tensor *d = dx[0];
+    if (!d) {
+        if (pb_tensor_alloc(be, &scratch, in[0]->shape, in[0]->layout, PB_MEM_SCRATCH, e))
+            return -1;
+        d = &scratch;
+    }
+    be->ops->bn_bwd(be, in[0], dy, params, stats, stats + ch, l->cfg.eps, d, grads, grads + ch);
+    pb_backend_free(be, scratch.data);
+    return 0;
+}
+
+static double bn_flops(const struct pb_layer *l)
+{
+    return 4.0 * (double)pb_shape_count(l->out_shape);
+}
+
+const struct pb_layer_ops pb_batchnorm2d_ops = {
+    .kind = "batchnorm2d",
+    .infer = bn_infer,
+    .param_count = bn_params,
+    .buffer_count = bn_params,
+    .init = bn_init,
+    .param_tensors = bn_tensors,
+    .forward = bn_forward,
+    .backward = bn_backward,
+    .flops = bn_flops,
+};

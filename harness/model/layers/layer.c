@@ -1,0 +1,125 @@
+/* harness/model/layers/layer.c — the layer registry, PyTorch's default initialisation,
+ * and helpers shared by the layer implementations. */
+#include <math.h>
+#include <stdio.h>
+
+#include "harness/model/layers/layer_util.h"
+#include "harness/base/rng.h"
+
+const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k)
+{
+    switch (k) {
+    case PB_LAYER_LINEAR: return &pb_linear_ops;
+    case PB_LAYER_CONV2D: return &pb_conv2d_ops;
+    case PB_LAYER_BATCHNORM2D: return &pb_batchnorm2d_ops;
+    case PB_LAYER_RELU: return &pb_relu_ops;
+    case PB_LAYER_MAXPOOL2D: return &pb_maxpool2d_ops;
+    case PB_LAYER_AVGPOOL2D: return &pb_avgpool2d_ops;
+    case PB_LAYER_GLOBAL_AVGPOOL: return &pb_global_avgpool_ops;
+    case PB_LAYER_DROPOUT: return &pb_dropout_ops;
+    case PB_LAYER_FLATTEN: return &pb_flatten_ops;
+    case PB_LAYER_ADD: return &pb_add_ops;
+    case PB_LAYER_CONCAT: return &pb_concat_ops;
+    }
+    PB_CHECK(!"unknown layer kind");
+    return NULL;
+}
+
+size_t pb_layer_act_bytes(const struct pb_layer *l)
+{
+    size_t out = pb_shape_count(l->out_shape) * sizeof(float);
+    if (l->cfg.kind == PB_LAYER_BATCHNORM2D)
+        out += 2 * (size_t)l->cfg.channels * sizeof(float);
+    if (l->cfg.kind == PB_LAYER_MAXPOOL2D)
+        out += pb_shape_count(l->out_shape) * sizeof(int32_t);
+    return out;
+}
+
+void pb_init_uniform_fan_in(float *w, size_t n, int fan_in, uint64_t seed, int uid, int which)
+{
+    float bound = fan_in > 0 ? 1.0f / sqrtf((float)fan_in) : 0.0f;
+    pb_rng_fill_uniform(pb_rng_key(PB_RNG_INIT, seed, (uint64_t)uid, (uint64_t)which, 0), 0, w, n,
+                        -bound, bound);
+}
+
+const char *pb_shape_str(struct pb_shape s, char *buf, size_t len)
+{
+    snprintf(buf, len, "[%d, %d, %d, %d]", s.n, s.c, s.h, s.w);
+    return buf;
+}
+
+int pb_tensor_clone_as(struct pb_backend *be, const struct pb_tensor *src, enum pb_layout layout,
+                       enum pb_mem_kind kind, struct pb_tensor *dst, struct pb_err *e)
+{
+    if (pb_tensor_alloc(be, dst, src->shape, layout, kind, e))
+        return -1;
+    if (layout == src->layout)
+        be->ops->copy(be, dst->data, src->data, pb_layout_count(src->shape, layout) * sizeof(float));
+    else
+        be->ops->reorder(be, src, dst);
+    return 0;
+}
+
+int pb_plain_view(struct pb_backend *be, const struct pb_tensor *t, struct pb_tensor *tmp,
+                  const struct pb_tensor **out, struct pb_err *e)
+{
+    tmp->data = NULL;
+    if (t->layout == PB_LAYOUT_PLAIN) {
+        *out = t;
+        return 0;
+    }
+    if (pb_tensor_clone_as(be, t, PB_LAYOUT_PLAIN, PB_MEM_SCRATCH, tmp, e))
+        return -1;
+    *out = tmp;
+    return 0;
+}
+
+void pb_plain_release(struct pb_backend *be, struct pb_tensor *tmp)
+{
+    pb_backend_free(be, tmp->data);
+    tmp->data = NULL;
+}
+
+int pb_pool_out_size(int n, int k, int s, int p, bool ceil_mode)
+{
+    int span = n + 2 * p - k;
+    if (span < 0)
+        return 0;
+    int out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (out - 1) * s >= n + p)
+        out--;
+    return out;
+}
+
+size_t pb_layer_zero_count(const struct pb_layer *l)
+{
+    (void)l;
+    return 0;
+}
+
+void pb_layer_no_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
+{
+    (void)l;
+    (void)params;
+    (void)buffers;
+    (void)seed;
+}
+
+int pb_layer_no_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+{
+    (void)l;
+    (void)names;
+    (void)counts;
+    return 0;
+}
+
+double pb_layer_no_flops(const struct pb_layer *l)
+{
+    (void)l;
+    return 0.0;
+}
+
+double pb_layer_out_flops(const struct pb_layer *l)
+{
+    return (double)pb_shape_count(l->out_shape);
+}

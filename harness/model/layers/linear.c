@@ -1,0 +1,114 @@
+/* harness/model/layers/linear.c — y = x·Wᵀ + b (torch.nn.Linear).
+ * x [N, in] (a tensor [N, in, 1, 1]), W [out, in], b [out], y [N, out]; plain layout. */
+#include "harness/model/layers/layer_util.h"
+
+static int linear_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
+                        struct pb_shape *out, struct pb_err *e)
+{
+    char buf[64];
+    PB_CHECK(nin == 1);
+    if (in[0].h != 1 || in[0].w != 1 || in[0].c != l->cfg.in_features)
+        return pb_err_set(e, "linear '%s' expects [N, %d] input but gets %s (add a flatten before it "
+                             "or fix in_features)",
+                          l->name, l->cfg.in_features, pb_shape_str(in[0], buf, sizeof buf));
+    *out = (struct pb_shape){in[0].n, l->cfg.out_features, 1, 1};
+    return 0;
+}
+
+static size_t linear_params(const struct pb_layer *l)
+{
+    return (size_t)l->cfg.out_features * l->cfg.in_features + (l->cfg.bias ? l->cfg.out_features : 0);
+}
+
+static void linear_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
+{
+    (void)buffers;
+    size_t nw = (size_t)l->cfg.out_features * l->cfg.in_features;
+    pb_init_uniform_fan_in(params, nw, l->cfg.in_features, seed, l->uid, 0);
+    if (l->cfg.bias)
+        pb_init_uniform_fan_in(params + nw, (size_t)l->cfg.out_features, l->cfg.in_features, seed,
+                               l->uid, 1);
+}
+
+static int linear_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+{
+    names[0] = "weight";
+    counts[0] = (size_t)l->cfg.out_features * l->cfg.in_features;
+    if (!l->cfg.bias)
+        return 1;
+    names[1] = "bias";
+    counts[1] = (size_t)l->cfg.out_features;
+    return 2;
+}
+
+static int linear_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                          const struct pb_tensor *const *in, const float *params, float *buffers,
+                          struct pb_node_act *act, struct pb_err *e)
+{
+    (void)buffers;
+    struct pb_backend *be = c->be;
+    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
+    struct pb_tensor tmp;
+    const struct pb_tensor *x;
+    if (pb_plain_view(be, in[0], &tmp, &x, e))
+        return -1;
+    if (pb_tensor_alloc(be, &act->out, l->out_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e)) {
+        pb_plain_release(be, &tmp);
+        return -1;
+    }
+    be->ops->gemm(be, false, true, n, fo, fi, 1.0f, x->data, fi, params, fi, 0.0f, act->out.data, fo);
+    if (l->cfg.bias)
+        be->ops->bias_add(be, act->out.data, params + (size_t)fo * fi, n, fo);
+    pb_plain_release(be, &tmp);
+    return 0;
+}
+
+static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                           const struct pb_tensor *const *in, const struct pb_node_act *act,
+                           const struct pb_tensor *dy, const float *params, float *grads,
+                           struct pb_tensor *const *dx, struct pb_err *e)
+{
+    (void)act;
+    struct pb_backend *be = c->be;
+    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
+    struct pb_tensor tmp;
+    const struct pb_tensor *x;
+    if (pb_plain_view(be, in[0], &tmp, &x, e))
+        return -1;
+    /* dW[out, in] += dyᵀ[out, N] · x[N, in];  db[out] += Σ_rows dy */
+    be->ops->gemm(be, true, false, fo, fi, n, 1.0f, dy->data, fo, x->data, fi, 1.0f, grads, fi);
+    if (l->cfg.bias)
+        be->ops->bias_grad(be, dy->data, grads + (size_t)fo * fi, n, fo);
+    pb_plain_release(be, &tmp);
+    if (!dx[0])
+        return 0;
+    /* dx[N, in] = dy[N, out] · W[out, in] */
+    if (dx[0]->layout == PB_LAYOUT_PLAIN) {
+        be->ops->gemm(be, false, false, n, fi, fo, 1.0f, dy->data, fo, params, fi, 0.0f, dx[0]->data, fi);
+        return 0;
+    }
+    struct pb_tensor dplain;
+    if (pb_tensor_alloc(be, &dplain, dx[0]->shape, PB_LAYOUT_PLAIN, PB_MEM_SCRATCH, e))
+        return -1;
+    be->ops->gemm(be, false, false, n, fi, fo, 1.0f, dy->data, fo, params, fi, 0.0f, dplain.data, fi);
+    be->ops->reorder(be, &dplain, dx[0]);
+    pb_backend_free(be, dplain.data);
+    return 0;
+}
+
+static double linear_flops(const struct pb_layer *l)
+{
+    return 2.0 * l->out_shape.n * (double)l->cfg.in_features * l->cfg.out_features;
+}
+
+const struct pb_layer_ops pb_linear_ops = {
+    .kind = "linear",
+    .infer = linear_infer,
+    .param_count = linear_params,
+    .buffer_count = pb_layer_zero_count,
+    .init = linear_init,
+    .param_tensors = linear_tensors,
+    .forward = linear_forward,
+    .backward = linear_backward,
+    .flops = linear_flops,
+};

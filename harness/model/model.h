@@ -1,0 +1,64 @@
+/* harness/model/model.h — a model is a chain of blocks; a block is a small graph of
+ * layers (a plain layer, a residual bottleneck, an Inception module, a DenseNet
+ * layer). One tensor flows between blocks, so a chain can be cut into pipeline
+ * stages at any block boundary. Shapes are inferred and checked once, when the
+ * model is finalised for a micro-batch size: a chain that does not fit is a clear
+ * error then, never a crash later. */
+#ifndef PB_MODEL_H
+#define PB_MODEL_H
+
+#include "harness/model/layer.h"
+
+struct pb_block {
+    char name[PB_NAME_MAX];
+    int nnodes, cap;
+    struct pb_layer *nodes;   /* in topological order; the last node is the output */
+    struct pb_shape in_shape, out_shape;
+    size_t nparams, nbuffers; /* totals of the nodes */
+    double flops;             /* forward FLOPs of the block for one micro-batch */
+    size_t act_bytes;         /* bytes the forward keeps for the backward */
+};
+
+struct pb_model {
+    char name[PB_NAME_MAX];
+    int nblocks, cap;
+    struct pb_block *blocks;
+    struct pb_shape input;    /* one sample: n = 1, c, h, w */
+    int nclasses;             /* 0: a feature extractor without a loss (tests) */
+    float label_smoothing;
+    int nlayers;              /* uids given so far */
+    int batch;                /* micro-batch size after pb_model_finalize */
+};
+
+void pb_model_init(struct pb_model *m, const char *name, struct pb_shape sample, int nclasses);
+void pb_model_finish(struct pb_model *m);
+/* Appends an empty block; nodes are added to the returned block. */
+struct pb_block *pb_model_block(struct pb_model *m, const char *name);
+
+/* Adds a node reading `nin` inputs (node indices in the block, -1 = block input);
+ * returns the new node's index. The pb_block_* helpers below read the previous
+ * node (or the block input for the first node). */
+int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
+                  const struct pb_layer_cfg *cfg, int nin, const int *in);
+int pb_block_linear(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int out_f);
+int pb_block_conv(struct pb_model *m, struct pb_block *b, const char *name, int cin, int cout,
+                  int kh, int kw, int stride, int ph, int pw, bool bias);
+int pb_block_bn(struct pb_model *m, struct pb_block *b, const char *name, int channels);
+int pb_block_relu(struct pb_model *m, struct pb_block *b, const char *name);
+int pb_block_maxpool(struct pb_model *m, struct pb_block *b, const char *name, int k, int stride,
+                     int pad, bool ceil_mode);
+int pb_block_avgpool(struct pb_model *m, struct pb_block *b, const char *name, int k, int stride,
+                     int pad);
+int pb_block_gap(struct pb_model *m, struct pb_block *b, const char *name);
+int pb_block_dropout(struct pb_model *m, struct pb_block *b, const char *name, float p);
+int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name);
+
+/* Infers and checks every shape for micro-batches of `batch` samples, and lays out
+ * each block's parameters (offsets relative to the block). The last block must give
+ * [batch, nclasses] logits when nclasses > 0. */
+int pb_model_finalize(struct pb_model *m, int batch, struct pb_err *e);
+
+/* Parameter count of blocks [first, last). */
+size_t pb_model_param_count(const struct pb_model *m, int first, int last);
+
+#endif

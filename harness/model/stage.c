@@ -1,0 +1,311 @@
+/* harness/model/stage.c — forward and backward of a stage's blocks for one micro-batch
+ * (stage.h). Node outputs stay in the layouts the backend chose; gradients take the
+ * layout of the tensor they belong to, and fan-out (residual skips) sums them. */
+#include "harness/model/stage.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/model/layers/layer_util.h"
+
+static int stage_nodes(const struct pb_stage *s)
+{
+    int n = 0;
+    for (int b = s->first; b < s->last; b++)
+        n += s->model->blocks[b].nnodes;
+    return n;
+}
+
+void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, int nstages,
+                     int first, int last)
+{
+    PB_CHECK(m->batch > 0 && first >= 0 && first < last && last <= m->nblocks);
+    memset(s, 0, sizeof *s);
+    s->model = m;
+    s->index = index;
+    s->nstages = nstages;
+    s->first = first;
+    s->last = last;
+    int nb = last - first;
+    s->param_off = pb_xcalloc((size_t)nb, sizeof *s->param_off);
+    s->buffer_off = pb_xcalloc((size_t)nb, sizeof *s->buffer_off);
+    for (int b = first; b < last; b++) {
+        s->param_off[b - first] = s->nparams;
+        s->buffer_off[b - first] = s->nbuffers;
+        s->nparams += m->blocks[b].nparams;
+        s->nbuffers += m->blocks[b].nbuffers;
+    }
+    s->in_shape = m->blocks[first].in_shape;
+    s->out_shape = m->blocks[last - 1].out_shape;
+}
+
+int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
+                  int nstages, int first, int last, struct pb_err *e)
+{
+    pb_stage_layout(s, m, index, nstages, first, last);
+    s->be = be;
+    s->params = pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_PARAMS, e);
+    s->grads = s->params ? pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_GRADS, e) : NULL;
+    s->buffers = s->grads ? pb_backend_alloc(be, s->nbuffers * sizeof(float), PB_MEM_PARAMS, e) : NULL;
+    if (!s->buffers) {
+        pb_stage_finish(s);
+        return -1;
+    }
+    be->ops->fill(be, s->grads, 0.0f, s->nparams);
+    return 0;
+}
+
+void pb_stage_finish(struct pb_stage *s)
+{
+    if (s->be) {
+        pb_backend_free(s->be, s->params);
+        pb_backend_free(s->be, s->grads);
+        pb_backend_free(s->be, s->buffers);
+    }
+    free(s->param_off);
+    free(s->buffer_off);
+    memset(s, 0, sizeof *s);
+}
+
+int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e)
+{
+    (void)e;
+    float *p = pb_xcalloc(s->nparams, sizeof *p), *buf = pb_xcalloc(s->nbuffers, sizeof *buf);
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        for (int i = 0; i < blk->nnodes; i++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            l->ops->init(l, p + s->param_off[b - s->first] + l->param_off,
+                         buf + s->buffer_off[b - s->first] + l->buffer_off, seed);
+        }
+    }
+    s->be->ops->upload(s->be, s->params, p, s->nparams * sizeof(float));
+    s->be->ops->upload(s->be, s->buffers, buf, s->nbuffers * sizeof(float));
+    free(p);
+    free(buf);
+    return 0;
+}
+
+void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act)
+{
+    if (act->nodes) {
+        int n = stage_nodes(s);
+        for (int i = 0; i < n; i++) {
+            pb_backend_free(s->be, act->nodes[i].out.data);
+            pb_backend_free(s->be, act->nodes[i].aux);
+        }
+        free(act->nodes);
+    }
+    pb_backend_free(s->be, act->input.data);
+    pb_backend_free(s->be, act->dlogits);
+    memset(act, 0, sizeof *act);
+}
+
+static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const struct pb_tensor *y,
+                      const int32_t *labels, struct pb_stage_act *act, struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    int n = y->shape.n, k = y->shape.c;
+    struct pb_tensor tmp;
+    const struct pb_tensor *logits;
+    if (pb_plain_view(be, y, &tmp, &logits, e))
+        return -1;
+    if (c->train) {
+        act->dlogits = pb_backend_alloc(be, (size_t)n * k * sizeof(float), PB_MEM_ACTS, e);
+        if (!act->dlogits) {
+            pb_plain_release(be, &tmp);
+            return -1;
+        }
+    }
+    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, &act->loss,
+                          &act->correct, act->dlogits);
+    pb_plain_release(be, &tmp);
+    return 0;
+}
+
+int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                     struct pb_tensor input, const int32_t *labels, struct pb_stage_act *act,
+                     struct pb_tensor *out, struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    PB_CHECK(pb_shape_eq(input.shape, s->in_shape) && input.layout == PB_LAYOUT_PLAIN);
+    memset(act, 0, sizeof *act);
+    act->mb = c->mb;
+    act->input = input;
+    act->nodes = pb_xcalloc((size_t)stage_nodes(s), sizeof *act->nodes);
+    struct pb_fwd_ctx fc = {be, c->train, c->seed, s->index, c->mb};
+    const struct pb_tensor *bin = &act->input;
+    int idx = 0;
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        int base = idx;
+        for (int i = 0; i < blk->nnodes; i++, idx++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            const struct pb_tensor *ins[PB_LAYER_MAX_INPUTS];
+            for (int j = 0; j < l->nin; j++)
+                ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
+            const float *p = w + s->param_off[b - s->first] + l->param_off;
+            float *buf = s->buffers + s->buffer_off[b - s->first] + l->buffer_off;
+            if (l->ops->forward(l, &fc, ins, p, buf, &act->nodes[idx], e)) {
+                pb_stage_act_release(s, act);
+                return -1;
+            }
+        }
+        bin = &act->nodes[idx - 1].out;
+    }
+    int rc = 0;
+    if (s->index == s->nstages - 1) {
+        rc = stage_loss(s, c, bin, labels, act, e);
+    } else {
+        rc = pb_tensor_alloc(be, out, s->out_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, e);
+        if (!rc && bin->layout == PB_LAYOUT_PLAIN)
+            be->ops->copy(be, out->data, bin->data, pb_shape_count(s->out_shape) * sizeof(float));
+        else if (!rc)
+            be->ops->reorder(be, bin, out);
+    }
+    if (rc || !c->train) {
+        float loss = act->loss;
+        int correct = act->correct;
+        pb_stage_act_release(s, act);
+        act->loss = loss;
+        act->correct = correct;
+    }
+    return rc;
+}
+
+/* Gradient buffers of one backward: g[i] for node i's output, gin for a block's input. */
+struct grad_state {
+    struct pb_tensor *g;
+    struct pb_tensor gin;
+};
+
+/* The tensor a node's input j gradient goes to, allocating it on first use. */
+static int grad_target(struct pb_stage *s, struct pb_tensor *target,
+                       const struct pb_tensor *producer, enum pb_mem_kind kind,
+                       struct pb_tensor **dx, struct pb_tensor *temp, struct pb_err *e)
+{
+    if (!target->data) {
+        if (pb_tensor_alloc(s->be, target, producer->shape, producer->layout, kind, e))
+            return -1;
+        *dx = target;
+        return 0;
+    }
+    if (pb_tensor_alloc(s->be, temp, producer->shape, producer->layout, PB_MEM_SCRATCH, e))
+        return -1;
+    *dx = temp;
+    return 0;
+}
+
+static int node_backward(struct pb_stage *s, const struct pb_fwd_ctx *fc, struct pb_stage_act *act,
+                         struct grad_state *gs, int b, int base, int i, const float *w,
+                         struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    const struct pb_block *blk = &s->model->blocks[b];
+    const struct pb_layer *l = &blk->nodes[i];
+    const struct pb_tensor *bin = b == s->first ? &act->input : &act->nodes[base - 1].out;
+    bool first_of_pipe = b == s->first && s->index == 0;
+    const struct pb_tensor *ins[PB_LAYER_MAX_INPUTS];
+    struct pb_tensor *dx[PB_LAYER_MAX_INPUTS] = {0}, *targets[PB_LAYER_MAX_INPUTS] = {0};
+    struct pb_tensor temps[PB_LAYER_MAX_INPUTS] = {{0}};
+    int rc = 0;
+    for (int j = 0; j < l->nin && !rc; j++) {
+        ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
+        if (l->in[j] < 0 && first_of_pipe)
+            continue;
+        targets[j] = l->in[j] < 0 ? &gs->gin : &gs->g[base + l->in[j]];
+        enum pb_mem_kind kind = l->in[j] < 0 && b == s->first ? PB_MEM_COMM : PB_MEM_SCRATCH;
+        rc = grad_target(s, targets[j], ins[j], kind, &dx[j], &temps[j], e);
+    }
+    const float *p = w + s->param_off[b - s->first] + l->param_off;
+    float *gr = s->grads + s->param_off[b - s->first] + l->param_off;
+    if (!rc)
+        rc = l->ops->backward(l, fc, ins, &act->nodes[base + i], &gs->g[base + i], p, gr, dx, e);
+    for (int j = 0; j < l->nin; j++) {
+        if (!temps[j].data)
+            continue;
+        if (!rc)
+            be->ops->add(be, targets[j]->data, temps[j].data, targets[j]->data,
+                         pb_layout_count(temps[j].shape, temps[j].layout));
+        pb_backend_free(be, temps[j].data);
+    }
+    return rc;
+}
+
+int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                      struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
+                      struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    int n = stage_nodes(s);
+    struct grad_state gs = {.g = pb_xcalloc((size_t)n, sizeof *gs.g)};
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb};
+    const struct pb_tensor *y = &act->nodes[n - 1].out;
+    struct pb_tensor src = {act->dlogits, y->shape, PB_LAYOUT_PLAIN};
+    if (s->index != s->nstages - 1) {
+        PB_CHECK(dy && pb_shape_eq(dy->shape, s->out_shape) && dy->layout == PB_LAYOUT_PLAIN);
+        src.data = dy->data;
+    }
+    int rc = pb_tensor_clone_as(be, &src, y->layout, PB_MEM_SCRATCH, &gs.g[n - 1], e);
+    int idx = n;
+    for (int b = s->last - 1; b >= s->first && !rc; b--) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        int base = idx - blk->nnodes;
+        for (int i = blk->nnodes - 1; i >= 0 && !rc; i--) {
+            if (gs.g[base + i].data)
+                rc = node_backward(s, &fc, act, &gs, b, base, i, w, e);
+            pb_backend_free(be, gs.g[base + i].data);
+            gs.g[base + i].data = NULL;
+            pb_backend_free(be, act->nodes[base + i].out.data);
+            pb_backend_free(be, act->nodes[base + i].aux);
+            act->nodes[base + i].out.data = NULL;
+            act->nodes[base + i].aux = NULL;
+        }
+        if (b > s->first) {
+            gs.g[base - 1] = gs.gin;
+            gs.gin.data = NULL;
+        }
+        idx = base;
+    }
+    for (int i = 0; i < n; i++)
+        pb_backend_free(be, gs.g[i].data);
+    free(gs.g);
+    if (!rc && s->index > 0) {
+        PB_CHECK(gs.gin.data && gs.gin.layout == PB_LAYOUT_PLAIN);
+        *dx = gs.gin;
+    } else {
+        pb_backend_free(be, gs.gin.data);
+    }
+    pb_stage_act_release(s, act);
+    return rc;
+}
+
+void pb_stage_tensors(const struct pb_stage *s,
+                      void (*fn)(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                                 const struct pb_layer *l),
+                      void *ctx)
+{
+    char name[256];
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        for (int i = 0; i < blk->nnodes; i++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            const char *names[4];
+            size_t counts[4], off = s->param_off[b - s->first] + l->param_off;
+            int k = l->ops->param_tensors(l, names, counts);
+            for (int t = 0; t < k; t++) {
+                snprintf(name, sizeof name, "stage%d.%s.%s.%s", s->index, blk->name, l->name, names[t]);
+                fn(ctx, name, 0, off, counts[t], l);
+                off += counts[t];
+            }
+            size_t nbuf = l->ops->buffer_count(l);
+            if (nbuf) {
+                size_t boff = s->buffer_off[b - s->first] + l->buffer_off;
+                snprintf(name, sizeof name, "stage%d.%s.%s.running_mean", s->index, blk->name, l->name);
+                fn(ctx, name, 1, boff, nbuf / 2, l);
+                snprintf(name, sizeof name, "stage%d.%s.%s.running_var", s->index, blk->name, l->name);
+                fn(ctx, name, 1, boff + nbuf / 2, nbuf / 2, l);
+            }
+        }
+    }
+}

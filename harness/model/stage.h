@@ -1,0 +1,82 @@
+/* harness/model/stage.h — one pipeline stage: a contiguous range of a model's blocks on one
+ * backend, with its flat parameter, gradient and buffer memory (DESIGN principle 4).
+ * A forward keeps what its backward needs in a pb_stage_act (one per micro-batch in
+ * flight); the backward reads any weight version the schedule names, accumulates
+ * dW into the gradient buffer and releases the activations. Tensors cross stage
+ * boundaries in plain layout. */
+#ifndef PB_STAGE_H
+#define PB_STAGE_H
+
+#include "harness/model/model.h"
+
+struct pb_stage {
+    struct pb_backend *be;
+    const struct pb_model *model;
+    int index, nstages;
+    int first, last;              /* blocks [first, last) */
+    size_t nparams, nbuffers;
+    size_t *param_off, *buffer_off;  /* per block of the stage */
+    float *params;    /* the latest weights W [nparams], PB_MEM_PARAMS */
+    float *grads;     /* [nparams], PB_MEM_GRADS */
+    float *buffers;   /* BN running statistics [nbuffers], PB_MEM_PARAMS */
+    struct pb_shape in_shape, out_shape;
+};
+
+/* What one micro-batch's forward leaves for its backward. */
+struct pb_stage_act {
+    int64_t mb;
+    struct pb_tensor input;      /* the stage input (owned) */
+    struct pb_node_act *nodes;   /* every node of the stage's blocks, in order */
+    float *dlogits;              /* last stage: dL/dlogits [batch, classes] */
+    float loss;                  /* last stage: mean loss of the micro-batch */
+    int correct;                 /* last stage: rows whose argmax is the label */
+};
+
+/* Where a forward or backward runs. */
+struct pb_step_ctx {
+    bool train;
+    uint64_t seed;
+    int64_t mb;   /* global micro-batch index: keys dropout masks (SPEC §1) */
+};
+
+/* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a
+ * process needs to know of a stage another process holds. Finish with
+ * pb_stage_finish. */
+void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, int nstages,
+                     int first, int last);
+int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
+                  int nstages, int first, int last, struct pb_err *e);
+void pb_stage_finish(struct pb_stage *s);
+
+/* PyTorch's default initialisation of the stage's layers from the seed (independent
+ * of the partition: a layer's numbers depend on the seed and its uid only). */
+int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e);
+
+/* Forward of one micro-batch with weights w (a flat buffer of nparams floats: W or a
+ * copy). input: plain [batch, ...] tensor on this backend, owned by the act from now
+ * on. Non-last stages write the output, plain, to *out (allocated, PB_MEM_COMM,
+ * owned by the caller); the last stage computes the loss on labels (device [batch])
+ * and dL/dlogits. With !c->train nothing is kept: act is released before returning. */
+int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                     struct pb_tensor input, const int32_t *labels, struct pb_stage_act *act,
+                     struct pb_tensor *out, struct pb_err *e);
+
+/* Backward with weights w: dy is dL/d(output) (plain, owned by the caller; ignored
+ * on the last stage). Non-first stages write dL/d(input), plain, to *dx (allocated,
+ * PB_MEM_COMM, owned by the caller). Accumulates into s->grads; releases act. */
+int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                      struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
+                      struct pb_err *e);
+
+/* Frees what a forward kept (after an error, or for evaluation). */
+void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act);
+
+/* Checkpoint tensors of the stage: "stage<k>.<block>.<layer>.<param>" for each
+ * parameter and BN running statistic, in model order. fn is called with the tensor
+ * name, and the host-side offset and count inside params (is_buffer = 0) or buffers. */
+void pb_stage_tensors(const struct pb_stage *s,
+                      void (*fn)(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                                 const struct pb_layer *l),
+                      void *ctx);
+
+#endif

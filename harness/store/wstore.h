@@ -1,0 +1,63 @@
+/* harness/store/wstore.h — a stage's weight versions besides the latest W (SPEC §4):
+ * PipeDream's stash (one copy per version still read by a pending backward),
+ * the predicted copy Ŵ made at an op (PipeOptim, SpecTrain), XPipe's per-mini-batch
+ * Ŵ, and PipeDream-2BW's older buffer. Every copy is PB_MEM_WCOPIES memory, and the
+ * number of distinct versions held is tracked with its peak. */
+#ifndef PB_WSTORE_H
+#define PB_WSTORE_H
+
+#include <stdbool.h>
+
+#include "harness/compute/backend.h"
+
+struct pb_stash_slot {
+    long version;
+    int refs;       /* pending backwards that read it */
+    float *data;
+};
+
+struct pb_group_slot {
+    long minibatch;  /* global mini-batch index */
+    long base;       /* the version the prediction started from */
+    float *data;
+};
+
+struct pb_wstore {
+    struct pb_backend *be;
+    size_t n;                 /* floats per copy */
+    struct pb_stash_slot *stash;
+    int nstash, capstash;
+    float *pred;              /* Ŵ of the op running now */
+    struct pb_group_slot *groups;  /* XPipe: Ŵ per mini-batch in flight */
+    int ngroups, capgroups;
+    float *older;             /* 2BW: W before the last update */
+    long older_version;       /* −1 when none */
+    int versions_peak;        /* most distinct versions held at once, W included */
+};
+
+void pb_wstore_init(struct pb_wstore *s, struct pb_backend *be, size_t n);
+void pb_wstore_finish(struct pb_wstore *s);
+
+/* Stash: F reads W^(version) and a later B will read it again. */
+int pb_wstore_stash(struct pb_wstore *s, const float *w, long version, struct pb_err *e);
+/* The stashed copy of a version (PB_CHECK: it exists). */
+const float *pb_wstore_stashed(const struct pb_wstore *s, long version);
+/* A backward done with a stashed version: drops the copy when nobody reads it. */
+void pb_wstore_unstash(struct pb_wstore *s, long version);
+
+/* A buffer for a prediction made at an op (allocated once, kept). */
+float *pb_wstore_pred(struct pb_wstore *s, struct pb_err *e);
+/* XPipe: a new Ŵ buffer for a mini-batch, predicted from version base. */
+float *pb_wstore_group_new(struct pb_wstore *s, long minibatch, long base, struct pb_err *e);
+/* The mini-batch's Ŵ and its base, or NULL when none was made. */
+const float *pb_wstore_group_get(const struct pb_wstore *s, long minibatch, long *base);
+/* Drops a mini-batch's Ŵ after its update (nothing when none). */
+void pb_wstore_group_drop(struct pb_wstore *s, long minibatch);
+/* 2BW: keeps W^(version) (about to be updated) as the older buffer. */
+int pb_wstore_keep_older(struct pb_wstore *s, const float *w, long version, struct pb_err *e);
+
+/* Records the distinct versions held now, given the latest version u and `extra`
+ * versions in use by the running op (a prediction made for it). */
+void pb_wstore_note_versions(struct pb_wstore *s, long u, int extra);
+
+#endif

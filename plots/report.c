@@ -1,0 +1,371 @@
+/* plots/report.c — the paper-style tables (report.h, SPEC §6). Accuracy and throughput
+ * use PipeOptim's Table IV layout (rows optimizer × model × dataset × D, a column per
+ * schedule and variant, mean ± std over the runs of a cell); memory and staleness have a
+ * row per configuration and schedule and a column per quantity. */
+#include "plots/report.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots/report_db.h"
+
+#define MIB (1024.0 * 1024.0)
+
+const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
+    "accuracy", "throughput", "memory", "staleness",
+};
+
+/* Per-run quantities, in the order of the query's columns after the labels. */
+enum metric {
+    M_BEST_ACC, M_THROUGHPUT,
+    M_PARAMS, M_GRADS, M_OPTSTATE, M_WCOPIES, M_ACTS, M_COMM, M_SCRATCH, M_TOTAL, M_STAGE_MAX,
+    M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
+    M_EPOCHS_TO, M_SECS_TO,
+    M_N
+};
+
+static const char runs_sql[] =
+    "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
+    "100 * best_acc, throughput, params_sum, grads_sum, optstate_sum, wcopies_sum, acts_sum, "
+    "comm_sum, scratch_sum, total_sum, total_max, f_mean, f_max, b_mean, b_max, "
+    "pred_err_mean, pred_err_max, p.epochs, p.secs "
+    "FROM run_summary LEFT JOIN (SELECT run_id, min(epoch) + 1 AS epochs, "
+    "min(elapsed_s) AS secs FROM epoch_progress WHERE val_acc >= ?1 GROUP BY run_id) p "
+    "USING (run_id) WHERE status = 'done'";
+enum { Q_LABELS = 7 };
+
+struct run {
+    char *key[3];    /* optimizer, model, dataset */
+    int stages;
+    char *label;     /* "schedule" or "schedule (variant)" */
+    int rank;        /* pb_report_schedule_rank */
+    double m[M_N];   /* NAN where the run recorded nothing */
+};
+
+struct runs {
+    int n;
+    struct run *v;
+};
+
+static char *text_or_null(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? pb_xstrdup((const char *)t) : NULL;
+}
+
+static int strcmp_null(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+static int same_row(const struct run *a, const struct run *b)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp_null(a->key[i], b->key[i]))
+            return 0;
+    return a->stages == b->stages;
+}
+
+static int cmp_column(const struct run *a, const struct run *b)
+{
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return strcmp_null(a->label, b->label);
+}
+
+static int cmp_run(const void *pa, const void *pb)
+{
+    const struct run *a = pa, *b = pb;
+    for (int i = 0; i < 3; i++) {
+        int c = strcmp_null(a->key[i], b->key[i]);
+        if (c)
+            return c;
+    }
+    if (a->stages != b->stages)
+        return a->stages < b->stages ? -1 : 1;
+    return cmp_column(a, b);
+}
+
+static void runs_free(struct runs *rs)
+{
+    for (int i = 0; i < rs->n; i++) {
+        for (int k = 0; k < 3; k++)
+            free(rs->v[i].key[k]);
+        free(rs->v[i].label);
+    }
+    free(rs->v);
+}
+
+/* The finished runs, sorted by configuration and then column order. */
+static int load_runs(struct pb_results *db, double target, struct runs *rs, struct pb_err *e)
+{
+    sqlite3 *d = pb_results_sqlite(db);
+    sqlite3_stmt *s;
+    memset(rs, 0, sizeof *rs);
+    if (sqlite3_prepare_v2(d, runs_sql, -1, &s, NULL) != SQLITE_OK)
+        return pb_err_set(e, "results database %s: reading the runs: %s", pb_results_path(db),
+                          sqlite3_errmsg(d));
+    if (target > 0)
+        sqlite3_bind_double(s, 1, target / 100);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (rs->n == cap) {
+            cap = cap ? 2 * cap : 16;
+            rs->v = realloc(rs->v, (size_t)cap * sizeof *rs->v);
+            PB_CHECK(rs->v != NULL);
+        }
+        struct run *r = &rs->v[rs->n++];
+        for (int k = 0; k < 3; k++)
+            r->key[k] = text_or_null(s, k);
+        r->stages = sqlite3_column_int(s, 3);
+        r->rank = pb_report_schedule_rank((const char *)sqlite3_column_text(s, 4),
+                                          (const char *)sqlite3_column_text(s, 5));
+        r->label = text_or_null(s, 6);
+        for (int m = 0; m < M_N; m++)
+            r->m[m] = sqlite3_column_type(s, Q_LABELS + m) == SQLITE_NULL
+                          ? NAN : sqlite3_column_double(s, Q_LABELS + m);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        runs_free(rs);
+        return pb_err_set(e, "results database %s: reading the runs: %s", pb_results_path(db),
+                          sqlite3_errmsg(d));
+    }
+    qsort(rs->v, (size_t)rs->n, sizeof *rs->v, cmp_run);
+    return 0;
+}
+
+/* Mean and sample standard deviation of metric m over the runs [a, b) in column col
+ * (NULL: every run); n counts the runs that recorded it. */
+struct summary {
+    int n, total;
+    double mean, sd;
+};
+
+static struct summary cell_stat(const struct runs *rs, int a, int b, const struct run *col, int m)
+{
+    struct summary st = {0};
+    double sum = 0;
+    for (int i = a; i < b; i++)
+        if (!col || !cmp_column(&rs->v[i], col)) {
+            st.total++;
+            if (!isnan(rs->v[i].m[m])) {
+                st.n++;
+                sum += rs->v[i].m[m];
+            }
+        }
+    if (st.n == 0)
+        return st;
+    st.mean = sum / st.n;
+    double ss = 0;
+    for (int i = a; i < b; i++)
+        if ((!col || !cmp_column(&rs->v[i], col)) && !isnan(rs->v[i].m[m]))
+            ss += (rs->v[i].m[m] - st.mean) * (rs->v[i].m[m] - st.mean);
+    st.sd = st.n > 1 ? sqrt(ss / (st.n - 1)) : 0;
+    return st;
+}
+
+/* End of the block of runs sharing run a's row (and column too when by_column). */
+static int block_end(const struct runs *rs, int a, int by_column)
+{
+    int b = a + 1;
+    while (b < rs->n && same_row(&rs->v[a], &rs->v[b]) &&
+           (!by_column || !cmp_column(&rs->v[a], &rs->v[b])))
+        b++;
+    return b;
+}
+
+static void set_labels(struct pb_grid *g, int row, const struct run *r)
+{
+    char d[16];
+    for (int k = 0; k < 3; k++)
+        pb_grid_set(g, row, k, r->key[k], false);
+    snprintf(d, sizeof d, "%d", r->stages);
+    pb_grid_set(g, row, 3, d, false);
+}
+
+/* The columns present: one run standing for each distinct schedule column, in order. */
+static int columns(const struct runs *rs, const struct run ***out)
+{
+    const struct run **c = pb_xcalloc((size_t)rs->n + 1, sizeof *c);
+    int n = 0;
+    for (int i = 0; i < rs->n; i++) {
+        int j = 0;
+        while (j < n && cmp_column(c[j], &rs->v[i]))
+            j++;
+        if (j == n)
+            c[n++] = &rs->v[i];
+    }
+    for (int i = 1; i < n; i++)   /* insertion sort: few columns */
+        for (int j = i; j > 0 && cmp_column(c[j - 1], c[j]) > 0; j--) {
+            const struct run *t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+        }
+    *out = c;
+    return n;
+}
+
+/* The note after an accuracy: " (E ep, S s)", the mean epochs and seconds to the target
+ * over the runs that reached it, with "k/n" when some did not. */
+static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int b,
+                        const struct run *col)
+{
+    struct summary ep = cell_stat(rs, a, b, col, M_EPOCHS_TO);
+    struct summary sec = cell_stat(rs, a, b, col, M_SECS_TO);
+    if (ep.n == 0)
+        snprintf(buf, cap, " (not reached)");
+    else if (ep.n < ep.total)
+        snprintf(buf, cap, " (%.3g ep, %.1f s; %d/%d)", ep.mean, sec.mean, ep.n, ep.total);
+    else
+        snprintf(buf, cap, " (%.3g ep, %.1f s)", ep.mean, sec.mean);
+}
+
+/* Table IV layout: a row per configuration, a column per schedule; the highest mean of
+ * each row (at the printed precision) is marked best. */
+static void by_schedule(const struct runs *rs, int m, int decimals, double target,
+                        struct pb_grid *g)
+{
+    const struct run **col;
+    int ncol = columns(rs, &col);
+    pb_grid_init(g, 4 + ncol, 4, g->caption);
+    int h = pb_grid_add_row(g);
+    static const char *const head[] = {"optimizer", "model", "dataset", "D"};
+    for (int k = 0; k < 4; k++)
+        pb_grid_set(g, h, k, head[k], false);
+    for (int c = 0; c < ncol; c++)
+        pb_grid_set(g, h, 4 + c, col[c]->label, false);
+    double scale = pow(10, decimals);
+    for (int a = 0, b; a < rs->n; a = b) {
+        b = block_end(rs, a, 0);
+        int row = pb_grid_add_row(g);
+        set_labels(g, row, &rs->v[a]);
+        double best = -INFINITY;
+        struct summary *st = pb_xcalloc((size_t)ncol, sizeof *st);
+        for (int c = 0; c < ncol; c++) {
+            st[c] = cell_stat(rs, a, b, col[c], m);
+            if (st[c].n && round(st[c].mean * scale) > best)
+                best = round(st[c].mean * scale);
+        }
+        for (int c = 0; c < ncol; c++) {
+            if (st[c].n == 0)
+                continue;
+            char buf[128];
+            if (st[c].n > 1)
+                snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, st[c].mean, decimals,
+                         st[c].sd);
+            else
+                snprintf(buf, sizeof buf, "%.*f", decimals, st[c].mean);
+            pb_grid_set(g, row, 4 + c, buf, round(st[c].mean * scale) == best);
+            if (target > 0) {
+                target_note(buf, sizeof buf, rs, a, b, col[c]);
+                pb_grid_note(g, row, 4 + c, buf);
+            }
+        }
+        free(st);
+    }
+    free(col);
+}
+
+/* A quantity column of the per-schedule tables: heading, metric, printf format. */
+struct quantity {
+    const char *head;
+    int m;
+    const char *fmt;
+    double scale;
+};
+
+/* A row per configuration and schedule column; cells are means over its runs. */
+static void by_row(const struct runs *rs, const struct quantity *q, int nq, struct pb_grid *g)
+{
+    pb_grid_init(g, 5 + nq, 5, g->caption);
+    int h = pb_grid_add_row(g);
+    static const char *const head[] = {"optimizer", "model", "dataset", "D", "schedule"};
+    for (int k = 0; k < 5; k++)
+        pb_grid_set(g, h, k, head[k], false);
+    for (int k = 0; k < nq; k++)
+        pb_grid_set(g, h, 5 + k, q[k].head, false);
+    for (int a = 0, b; a < rs->n; a = b) {
+        b = block_end(rs, a, 1);
+        int row = pb_grid_add_row(g);
+        set_labels(g, row, &rs->v[a]);
+        pb_grid_set(g, row, 4, rs->v[a].label, false);
+        for (int k = 0; k < nq; k++) {
+            struct summary st = cell_stat(rs, a, b, NULL, q[k].m);
+            char buf[64];
+            snprintf(buf, sizeof buf, q[k].fmt, st.mean * q[k].scale);
+            pb_grid_set(g, row, 5 + k, st.n ? buf : NULL, false);
+        }
+    }
+}
+
+static const struct quantity memory_q[] = {
+    {"params", M_PARAMS, "%.2f", 1 / MIB},     {"grads", M_GRADS, "%.2f", 1 / MIB},
+    {"optstate", M_OPTSTATE, "%.2f", 1 / MIB}, {"wcopies", M_WCOPIES, "%.2f", 1 / MIB},
+    {"acts", M_ACTS, "%.2f", 1 / MIB},         {"comm", M_COMM, "%.2f", 1 / MIB},
+    {"scratch", M_SCRATCH, "%.2f", 1 / MIB},   {"total", M_TOTAL, "%.2f", 1 / MIB},
+    {"max stage", M_STAGE_MAX, "%.2f", 1 / MIB},
+};
+
+static const struct quantity staleness_q[] = {
+    {"F lag", M_F_MEAN, "%.2f", 1},          {"F max", M_F_MAX, "%.0f", 1},
+    {"B lag", M_B_MEAN, "%.2f", 1},          {"B max", M_B_MAX, "%.0f", 1},
+    {"pred err", M_PRED_MEAN, "%.2e", 1},    {"pred err max", M_PRED_MAX, "%.2e", 1},
+};
+
+int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *out,
+                    struct pb_err *e)
+{
+    PB_CHECK(o->table >= 0 && o->table < PB_REPORT_NTABLES);
+    struct pb_results *db;
+    if (pb_report_open(&db, db_path, e))
+        return -1;
+    struct runs rs;
+    if (pb_report_require_done(db, e) || load_runs(db, o->target, &rs, e)) {
+        pb_results_close(db);
+        return -1;
+    }
+    pb_results_close(db);
+    char caption[512];
+    struct pb_grid g = {.caption = caption};
+    switch (o->table) {
+    case PB_REPORT_ACCURACY: {
+        int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%) per "
+                         "schedule: mean \xc2\xb1 std over the runs of a cell when there are "
+                         "several, \xe2\x80\x93 where none; the best of each row marked.");
+        if (o->target > 0)
+            snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
+                     "of training to reach %g%% (mean over the runs that reached it).",
+                     o->target);
+        by_schedule(&rs, M_BEST_ACC, 2, o->target, &g);
+        break;
+    }
+    case PB_REPORT_THROUGHPUT:
+        snprintf(caption, sizeof caption, "Training throughput (samples/s, mean over epochs) "
+                 "per schedule: mean \xc2\xb1 std over the runs of a cell when there are "
+                 "several; the highest of each row marked.");
+        by_schedule(&rs, M_THROUGHPUT, 1, 0, &g);
+        break;
+    case PB_REPORT_MEMORY:
+        snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "
+                 "stage's peak over epochs); total: all kinds; max stage: the largest stage's "
+                 "total. Mean over the runs of a row.");
+        by_row(&rs, memory_q, (int)(sizeof memory_q / sizeof memory_q[0]), &g);
+        break;
+    default:
+        snprintf(caption, sizeof caption, "Weight version lag against the synchronous run "
+                 "(F, B: mean over stages and epochs, and maximum) and prediction error "
+                 "||W_pred - W|| / ||W|| (mean over predictions, and maximum). Mean over the "
+                 "runs of a row.");
+        by_row(&rs, staleness_q, (int)(sizeof staleness_q / sizeof staleness_q[0]), &g);
+        break;
+    }
+    runs_free(&rs);
+    int rc = pb_grid_write(&g, o->format, out);
+    pb_grid_finish(&g);
+    if (rc)
+        return pb_err_set(e, "cannot write the report (output error); check where stdout goes");
+    return 0;
+}

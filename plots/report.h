@@ -1,0 +1,33 @@
+/* plots/report.h — paper-style tables from a results database (SPEC §6): maximum
+ * accuracy in the layout of PipeOptim's Table IV, throughput, peak memory by kind and
+ * weight staleness, over the runs with status 'done', as Markdown, CSV or LaTeX. */
+#ifndef PB_REPORT_H
+#define PB_REPORT_H
+
+#include <stdio.h>
+
+#include "harness/base/err.h"
+#include "plots/report_grid.h"
+
+enum pb_report_table {
+    PB_REPORT_ACCURACY,
+    PB_REPORT_THROUGHPUT,
+    PB_REPORT_MEMORY,
+    PB_REPORT_STALENESS,
+    PB_REPORT_NTABLES
+};
+/* "accuracy", "throughput", "memory", "staleness" */
+extern const char *const pb_report_table_names[PB_REPORT_NTABLES];
+
+struct pb_report_opts {
+    enum pb_report_table table;
+    enum pb_report_format format;
+    double target;   /* accuracy table: target validation accuracy in %, 0 = none */
+};
+
+/* Writes the table for the database at db_path to out. A database without finished runs
+ * is an error with a message saying how to record some. */
+int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *out,
+                    struct pb_err *e);
+
+#endif

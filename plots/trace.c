@@ -1,0 +1,268 @@
+/* plots/trace.c — Chrome trace export of a run's op events (trace.h): complete events
+ * ("ph":"X") per device, thread names "stage k", and v1 flow events ("s"/"f", bound to
+ * the enclosing slices) between the stages a micro-batch passes, written with cJSON. */
+#include "plots/trace.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/atomic_file.h"
+#include "plots/report_db.h"
+
+struct event {
+    int device, mb, version, ahead;   /* mb < 0 for U */
+    char kind;
+    double ts, dur;                   /* microseconds */
+};
+
+struct events {
+    int n, devices, max_mb;
+    struct event *v;
+};
+
+/* Microseconds, rounded to nanoseconds so the JSON stays short. */
+static double usec(double s)
+{
+    return round(s * 1e9) / 1e3;
+}
+
+static int db_fail(struct pb_results *db, const char *what, struct pb_err *e)
+{
+    return pb_err_set(e, "results database %s: %s: %s", pb_results_path(db), what,
+                      sqlite3_errmsg(pb_results_sqlite(db)));
+}
+
+/* The epoch to trace: the requested one when it has events, else the last with events. */
+static int pick_epoch(struct pb_results *db, int64_t run, int epoch, struct pb_err *e)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT min(epoch), max(epoch), "
+                           "sum(epoch = ?2) FROM events WHERE run_id = ?1", -1, &s,
+                           NULL) != SQLITE_OK)
+        return db_fail(db, "reading the events", e);
+    sqlite3_bind_int64(s, 1, run);
+    sqlite3_bind_int(s, 2, epoch);
+    int rc = sqlite3_step(s);
+    int null = rc != SQLITE_ROW || sqlite3_column_type(s, 0) == SQLITE_NULL;
+    int lo = null ? 0 : sqlite3_column_int(s, 0), hi = null ? 0 : sqlite3_column_int(s, 1);
+    int here = null ? 0 : sqlite3_column_int(s, 2);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW)
+        return db_fail(db, "reading the events", e);
+    if (null)
+        return pb_err_set(e, "run %lld recorded no op events, so there is no timeline to "
+                          "trace; pick another run (`pipebench runs`)", (long long)run);
+    if (epoch < 0)
+        return hi;
+    if (!here)
+        return pb_err_set(e, "run %lld has no events in epoch %d; its events cover epochs "
+                          "%d to %d (--epoch counts from 0)", (long long)run, epoch, lo, hi);
+    return epoch;
+}
+
+static int load_events(struct pb_results *db, int64_t run, int epoch, struct events *ev,
+                       struct pb_err *e)
+{
+    sqlite3_stmt *s;
+    memset(ev, 0, sizeof *ev);
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT device, kind, coalesce(mb, -1), "
+                           "version, ahead, start_s, end_s FROM events WHERE run_id = ? AND "
+                           "epoch = ? ORDER BY device, seq", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(db, "reading the events", e);
+    sqlite3_bind_int64(s, 1, run);
+    sqlite3_bind_int(s, 2, epoch);
+    int rc, cap = 0;
+    ev->max_mb = -1;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (ev->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            ev->v = realloc(ev->v, (size_t)cap * sizeof *ev->v);
+            PB_CHECK(ev->v != NULL);
+        }
+        struct event *x = &ev->v[ev->n++];
+        x->device = sqlite3_column_int(s, 0);
+        x->kind = (char)sqlite3_column_text(s, 1)[0];
+        x->mb = sqlite3_column_int(s, 2);
+        x->version = sqlite3_column_int(s, 3);
+        x->ahead = sqlite3_column_int(s, 4);
+        double t0 = sqlite3_column_double(s, 5), t1 = sqlite3_column_double(s, 6);
+        x->ts = usec(t0);
+        x->dur = t1 > t0 ? usec(t1) - x->ts : 0;
+        if (x->device + 1 > ev->devices)
+            ev->devices = x->device + 1;
+        if (x->mb > ev->max_mb)
+            ev->max_mb = x->mb;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        free(ev->v);
+        return db_fail(db, "reading the events", e);
+    }
+    return 0;
+}
+
+static cJSON *meta(const char *name, int tid, const char *key, cJSON *value)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "ph", "M");
+    cJSON_AddNumberToObject(m, "pid", 0);
+    if (tid >= 0)
+        cJSON_AddNumberToObject(m, "tid", tid);
+    cJSON *args = cJSON_AddObjectToObject(m, "args");
+    cJSON_AddItemToObject(args, key, value);
+    return m;
+}
+
+static cJSON *slice(const struct event *x)
+{
+    char name[24];
+    if (x->mb >= 0)
+        snprintf(name, sizeof name, "%c%d", x->kind, x->mb);
+    else
+        snprintf(name, sizeof name, "%c", x->kind);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "cat", (char[]){x->kind, 0});
+    cJSON_AddStringToObject(o, "ph", "X");
+    cJSON_AddNumberToObject(o, "ts", x->ts);
+    cJSON_AddNumberToObject(o, "dur", x->dur);
+    cJSON_AddNumberToObject(o, "pid", 0);
+    cJSON_AddNumberToObject(o, "tid", x->device);
+    cJSON *args = cJSON_AddObjectToObject(o, "args");
+    if (x->mb >= 0)
+        cJSON_AddNumberToObject(args, "mb", x->mb);
+    cJSON_AddNumberToObject(args, "version", x->version);
+    cJSON_AddNumberToObject(args, "ahead", x->ahead);
+    return o;
+}
+
+/* One end of a flow arrow, at the middle of its slice so it binds to that slice. */
+static cJSON *flow_end(const struct event *x, const char *ph, int id)
+{
+    char name[24];
+    snprintf(name, sizeof name, "%c%d", x->kind, x->mb);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "cat", "pipeline");
+    cJSON_AddStringToObject(o, "ph", ph);
+    cJSON_AddNumberToObject(o, "id", id);
+    cJSON_AddNumberToObject(o, "ts", x->ts + x->dur / 2);
+    cJSON_AddNumberToObject(o, "pid", 0);
+    cJSON_AddNumberToObject(o, "tid", x->device);
+    if (ph[0] == 'f')
+        cJSON_AddStringToObject(o, "bp", "e");
+    return o;
+}
+
+/* Flows F(j): k → k+1 and B(j): k+1 → k, matching the first F and B of each micro-batch
+ * on each device. Returns the number of arrows. */
+static int add_flows(const struct events *ev, cJSON *list)
+{
+    int nmb = ev->max_mb + 1, flows = 0;
+    if (nmb == 0)
+        return 0;
+    size_t n = (size_t)ev->devices * nmb;
+    int *first_f = malloc(n * sizeof *first_f), *first_b = malloc(n * sizeof *first_b);
+    PB_CHECK(first_f && first_b);
+    for (size_t i = 0; i < n; i++)
+        first_f[i] = first_b[i] = -1;
+    for (int i = 0; i < ev->n; i++) {
+        const struct event *x = &ev->v[i];
+        int *slot = x->kind == 'F' ? first_f : x->kind == 'B' ? first_b : NULL;
+        if (slot && x->mb >= 0 && slot[(size_t)x->device * nmb + x->mb] < 0)
+            slot[(size_t)x->device * nmb + x->mb] = i;
+    }
+    for (int k = 0; k + 1 < ev->devices; k++)
+        for (int j = 0; j < nmb; j++) {
+            int f0 = first_f[(size_t)k * nmb + j], f1 = first_f[(size_t)(k + 1) * nmb + j];
+            int b1 = first_b[(size_t)(k + 1) * nmb + j], b0 = first_b[(size_t)k * nmb + j];
+            if (f0 >= 0 && f1 >= 0) {
+                flows++;
+                cJSON_AddItemToArray(list, flow_end(&ev->v[f0], "s", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[f1], "f", flows));
+            }
+            if (b1 >= 0 && b0 >= 0) {
+                flows++;
+                cJSON_AddItemToArray(list, flow_end(&ev->v[b1], "s", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[b0], "f", flows));
+            }
+        }
+    free(first_f);
+    free(first_b);
+    return flows;
+}
+
+/* The process name: "run N: schedule (variant), model, epoch E (from 0)". */
+static void run_title(struct pb_results *db, int64_t run, int epoch, char *buf, size_t cap)
+{
+    sqlite3_stmt *s;
+    snprintf(buf, cap, "run %lld, epoch %d (from 0)", (long long)run, epoch);
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT column_label, model FROM run_config "
+                           "WHERE run_id = ?", -1, &s, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(s, 1, run);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        snprintf(buf, cap, "run %lld: %s, %s, epoch %d (from 0)", (long long)run,
+                 sqlite3_column_text(s, 0) ? (const char *)sqlite3_column_text(s, 0) : "?",
+                 sqlite3_column_text(s, 1) ? (const char *)sqlite3_column_text(s, 1) : "?",
+                 epoch);
+    sqlite3_finalize(s);
+}
+
+static int write_json(cJSON *root, const char *path, struct pb_err *e)
+{
+    char *text = cJSON_PrintUnformatted(root);
+    PB_CHECK(text != NULL);
+    struct pb_afile a;
+    int rc = pb_afile_open(&a, path, e);
+    if (rc == 0) {
+        fputs(text, a.f);
+        fputc('\n', a.f);
+        rc = pb_afile_commit(&a, e);
+    }
+    free(text);
+    return rc;
+}
+
+int pb_trace_write(const char *db_path, int64_t run_id, int epoch, const char *out_path,
+                   struct pb_trace_info *info, struct pb_err *e)
+{
+    struct pb_results *db;
+    if (pb_report_open(&db, db_path, e))
+        return -1;
+    struct events ev;
+    int64_t run = pb_report_pick_run(db, run_id, e);
+    int ep = run > 0 ? pick_epoch(db, run, epoch, e) : -1;
+    if (ep < 0 || load_events(db, run, ep, &ev, e)) {
+        pb_results_close(db);
+        return -1;
+    }
+    char title[256];
+    run_title(db, run, ep, title, sizeof title);
+    pb_results_close(db);
+
+    cJSON *root = cJSON_CreateObject();
+    cJSON *list = cJSON_AddArrayToObject(root, "traceEvents");
+    cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+    cJSON_AddItemToArray(list, meta("process_name", -1, "name", cJSON_CreateString(title)));
+    for (int k = 0; k < ev.devices; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "stage %d", k);
+        cJSON_AddItemToArray(list, meta("thread_name", k, "name", cJSON_CreateString(name)));
+        cJSON_AddItemToArray(list, meta("thread_sort_index", k, "sort_index",
+                                        cJSON_CreateNumber(k)));
+    }
+    for (int i = 0; i < ev.n; i++)
+        cJSON_AddItemToArray(list, slice(&ev.v[i]));
+    int flows = add_flows(&ev, list);
+    int rc = write_json(root, out_path, e);
+    cJSON_Delete(root);
+    if (info)
+        *info = (struct pb_trace_info){ep, ev.devices, ev.n, flows};
+    free(ev.v);
+    return rc;
+}

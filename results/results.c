@@ -1,0 +1,494 @@
+/* results/results.c — the SQLite results store (results.h, results/schema.sql).
+ * WAL mode and a busy timeout let parallel runs share one file; every epoch is one
+ * transaction, rolled back whole on any error. */
+#include "results/results.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 30000
+
+_Static_assert(PB_MEM_NKINDS == 7, "stage_stats has one mem_ column per enum pb_mem_kind");
+
+struct pb_results {
+    sqlite3 *db;
+    char *path;
+};
+
+const char *const pb_run_status_names[PB_RUN_NSTATUS] = {
+    "running", "done", "failed", "diverged", "interrupted",
+};
+
+static int db_fail(struct pb_results *r, const char *what, struct pb_err *e)
+{
+    return pb_err_set(e, "results database %s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+}
+
+static int exec(struct pb_results *r, const char *sql, const char *what, struct pb_err *e)
+{
+    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(r, what, e);
+    return 0;
+}
+
+static void rollback(struct pb_results *r)
+{
+    if (!sqlite3_get_autocommit(r->db))
+        sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static void now_iso(char buf[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static void bind_real(sqlite3_stmt *s, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_double(s, i, v);
+}
+
+/* mkdir -p of the folder holding path. */
+static int make_parent(const char *path, struct pb_err *e)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return pb_err_set(e, "results database path is too long: %s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return pb_err_set(e, "cannot create the folder %s for the results database %s: %s; "
+                              "pass --db with a writable path", dir, path, strerror(errno));
+        if (stat(dir, &st) != 0)
+            return pb_err_set(e, "cannot use the folder %s of the results database %s: %s; "
+                              "pass --db with a writable path", dir, path, strerror(errno));
+        if (!S_ISDIR(st.st_mode))
+            return pb_err_set(e, "cannot create the results database %s: %s is not a folder; "
+                              "pass --db with a writable path", path, dir);
+        *p = saved;
+        if (saved == '\0')
+            return 0;
+    }
+}
+
+/* Applies the schema to an empty file (create) and checks the version. */
+static int check_schema(struct pb_results *r, int create, struct pb_err *e)
+{
+    sqlite3_stmt *s = NULL;
+    if (create && sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    int tables = 0, has_version = 0, version = -1;
+    if (sqlite3_prepare_v2(r->db, "SELECT name FROM sqlite_schema WHERE type = 'table'", -1, &s,
+                           NULL) != SQLITE_OK)
+        goto fail;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        tables++;
+        has_version |= !strcmp((const char *)sqlite3_column_text(s, 0), "schema_version");
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc != SQLITE_DONE)
+        goto fail;
+    if (!has_version) {
+        if (tables > 0 || !create) {
+            rollback(r);
+            return pb_err_set(e, "%s is %s, not a pipebench results database (it has no "
+                              "schema_version table); pass --db with another file", r->path,
+                              tables ? "an SQLite database" : "empty");
+        }
+        if (exec(r, pb_results_schema_sql, "creating the schema", e))
+            goto fail_set;
+    }
+    if (sqlite3_prepare_v2(r->db, "SELECT max(version) FROM schema_version", -1, &s, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW)
+        goto fail;
+    version = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    s = NULL;
+    if (version != PB_RESULTS_SCHEMA_VERSION) {
+        rollback(r);
+        if (version > PB_RESULTS_SCHEMA_VERSION)
+            return pb_err_set(e, "results database %s has schema version %d, newer than the "
+                              "version %d this pipebench knows; use a newer pipebench or pass "
+                              "--db with another file", r->path, version,
+                              PB_RESULTS_SCHEMA_VERSION);
+        return pb_err_set(e, "results database %s has schema version %d, which this pipebench "
+                          "(version %d) cannot read; pass --db with another file", r->path,
+                          version, PB_RESULTS_SCHEMA_VERSION);
+    }
+    if (create && exec(r, "COMMIT", "committing the schema", e))
+        goto fail_set;
+    return 0;
+fail:
+    pb_err_set(e, "cannot use %s as a results database: %s; pass --db with a pipebench "
+               "results database or a new file", r->path, sqlite3_errmsg(r->db));
+fail_set:
+    sqlite3_finalize(s);
+    rollback(r);
+    return -1;
+}
+
+/* WAL lets readers and one writer of parallel runs proceed together; it persists in
+ * the file. */
+static int set_wal(struct pb_results *r, struct pb_err *e)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW) {
+        db_fail(r, "setting WAL mode", e);
+        sqlite3_finalize(s);
+        return -1;
+    }
+    char mode[32];
+    snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    if (strcmp(mode, "wal"))
+        return pb_err_set(e, "results database %s: cannot use WAL mode (the journal stays "
+                          "'%s'); put the database on a local file system", r->path, mode);
+    return 0;
+}
+
+static int open_db(struct pb_results **out, const char *path, int create, struct pb_err *e)
+{
+    *out = NULL;
+    struct stat st;
+    if (create) {
+        if (make_parent(path, e))
+            return -1;
+    } else if (stat(path, &st) != 0) {
+        return pb_err_set(e, "no results database at %s (%s); pass --db FILE, or record runs "
+                          "there first with `pipebench train`", path, strerror(errno));
+    }
+    struct pb_results *r = pb_xcalloc(1, sizeof *r);
+    r->path = pb_xstrdup(path);
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
+        int err = r->db ? sqlite3_system_errno(r->db) : 0;
+        pb_err_set(e, "cannot open the results database %s: %s%s%s; pass --db with a writable "
+                   "path", path, r->db ? sqlite3_errmsg(r->db) : "out of memory",
+                   err ? ": " : "", err ? strerror(err) : "");
+        pb_results_close(r);
+        return -1;
+    }
+    sqlite3_extended_result_codes(r->db, 1);
+    sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
+    if (exec(r, "PRAGMA foreign_keys = ON", "enabling foreign keys", e))
+        goto fail;
+    if (check_schema(r, create, e))
+        goto fail;
+    if (create && set_wal(r, e))
+        goto fail;
+    *out = r;
+    return 0;
+fail:
+    pb_results_close(r);
+    return -1;
+}
+
+int pb_results_open(struct pb_results **out, const char *path, struct pb_err *e)
+{
+    return open_db(out, path, 1, e);
+}
+
+int pb_results_open_existing(struct pb_results **out, const char *path, struct pb_err *e)
+{
+    return open_db(out, path, 0, e);
+}
+
+void pb_results_close(struct pb_results *r)
+{
+    if (!r)
+        return;
+    sqlite3_close_v2(r->db);
+    free(r->path);
+    free(r);
+}
+
+struct sqlite3 *pb_results_sqlite(struct pb_results *r)
+{
+    return r->db;
+}
+
+const char *pb_results_path(const struct pb_results *r)
+{
+    return r->path;
+}
+
+int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *info,
+                             struct pb_err *e)
+{
+    static const char sql[] =
+        "INSERT INTO runs (created, status, config, model, dataset, schedule, variant, "
+        "optimizer, executor, stages, microbatch_size, microbatches, epochs, seed, lr, "
+        "git_revision, cpu_model, library_versions, host, pid) VALUES "
+        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    char now[32], cpu[256], libs[256], host[256];
+    now_iso(now);
+    pb_env_cpu_model(cpu, sizeof cpu);
+    pb_env_library_versions(libs, sizeof libs);
+    pb_env_host(host, sizeof host);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return db_fail(r, "recording a new run", e);
+    int i = 1;
+    bind_text(s, i++, now);
+    bind_text(s, i++, info->config_json);
+    bind_text(s, i++, info->model);
+    bind_text(s, i++, info->dataset);
+    bind_text(s, i++, info->schedule);
+    bind_text(s, i++, info->variant);
+    bind_text(s, i++, info->optimizer);
+    bind_text(s, i++, info->executor);
+    sqlite3_bind_int(s, i++, info->stages);
+    sqlite3_bind_int(s, i++, info->microbatch_size);
+    sqlite3_bind_int(s, i++, info->microbatches);
+    sqlite3_bind_int(s, i++, info->epochs);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)info->seed);
+    bind_real(s, i++, info->lr);
+    bind_text(s, i++, pb_env_git_revision());
+    bind_text(s, i++, cpu);
+    bind_text(s, i++, libs);
+    bind_text(s, i++, host);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)getpid());
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(r, "recording a new run", e);
+    return (int64_t)sqlite3_last_insert_rowid(r->db);
+}
+
+/* Runs a one-row UPDATE of runs: a, b, c fill its first parameters, run_id the last;
+ * a missing run is an error. */
+static int update_run(struct pb_results *r, int64_t run_id, const char *sql, const char *a,
+                      const char *b, const char *c, const char *what, struct pb_err *e)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return db_fail(r, what, e);
+    int n = sqlite3_bind_parameter_count(s);
+    const char *v[3] = {a, b, c};
+    for (int i = 1; i < n; i++)
+        bind_text(s, i, v[i - 1]);
+    sqlite3_bind_int64(s, n, run_id);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(r, what, e);
+    if (sqlite3_changes(r->db) != 1)
+        return pb_err_set(e, "results database %s: %s: there is no run %lld", r->path, what,
+                          (long long)run_id);
+    return 0;
+}
+
+int pb_results_run_started(struct pb_results *r, int64_t run_id, struct pb_err *e)
+{
+    char now[32];
+    now_iso(now);
+    return update_run(r, run_id, "UPDATE runs SET started = ? WHERE id = ?", now, NULL, NULL,
+                      "recording the start of training", e);
+}
+
+int pb_results_run_end(struct pb_results *r, int64_t run_id, enum pb_run_status status,
+                       const char *message, struct pb_err *e)
+{
+    PB_CHECK(status >= 0 && status < PB_RUN_NSTATUS);
+    char now[32];
+    now_iso(now);
+    return update_run(r, run_id, "UPDATE runs SET status = ?, ended = ?, message = ? WHERE id = ?",
+                      pb_run_status_names[status], now, message, "recording the end of a run", e);
+}
+
+static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_epoch_record *rec)
+{
+    static const char stats_sql[] =
+        "INSERT INTO stage_stats (run_id, epoch, stage, busy_s, wait_s, comm_s, bubble_frac, "
+        "mem_params, mem_grads, mem_optstate, mem_wcopies, mem_acts, mem_comm, mem_scratch, "
+        "versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    static const char stale_sql[] =
+        "INSERT INTO staleness (run_id, epoch, stage, f_mean, f_max, b_mean, b_max, "
+        "pred_err_mean, pred_err_max, pred_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    sqlite3_stmt *st = NULL, *sl = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(r->db, stats_sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(r->db, stale_sql, -1, &sl, NULL) != SQLITE_OK)
+        goto out;
+    for (int k = 0; k < rec->nstages; k++) {
+        const struct pb_stage_record *g = &rec->stages[k];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int(st, 2, rec->epoch);
+        sqlite3_bind_int(st, 3, k);
+        bind_real(st, 4, g->busy_s);
+        bind_real(st, 5, g->wait_s);
+        bind_real(st, 6, g->comm_s);
+        bind_real(st, 7, g->bubble_frac);
+        for (int m = 0; m < PB_MEM_NKINDS; m++)
+            sqlite3_bind_int64(st, 8 + m, g->mem_peak[m]);
+        sqlite3_bind_int(st, 8 + PB_MEM_NKINDS, g->versions_kept);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            goto out;
+        sqlite3_reset(sl);
+        sqlite3_bind_int64(sl, 1, run_id);
+        sqlite3_bind_int(sl, 2, rec->epoch);
+        sqlite3_bind_int(sl, 3, k);
+        bind_real(sl, 4, g->f_mean);
+        bind_real(sl, 5, g->f_max);
+        bind_real(sl, 6, g->b_mean);
+        bind_real(sl, 7, g->b_max);
+        bind_real(sl, 8, g->pred_count ? g->pred_err_mean : NAN);
+        bind_real(sl, 9, g->pred_count ? g->pred_err_max : NAN);
+        sqlite3_bind_int64(sl, 10, g->pred_count);
+        if (sqlite3_step(sl) != SQLITE_DONE)
+            goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_finalize(sl);
+    return rc;
+}
+
+static int write_events(struct pb_results *r, int64_t run_id, const struct pb_epoch_record *rec)
+{
+    static const char sql[] =
+        "INSERT INTO events (run_id, epoch, device, seq, kind, mb, version, ahead, start_s, "
+        "end_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < rec->nevents && rc == 0; i++) {
+        const struct pb_event_record *v = &rec->events[i];
+        char kind[2] = {v->kind, '\0'};
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int(s, 2, rec->epoch);
+        sqlite3_bind_int(s, 3, v->device);
+        sqlite3_bind_int(s, 4, v->seq);
+        sqlite3_bind_text(s, 5, kind, -1, SQLITE_TRANSIENT);
+        if (v->mb >= 0)
+            sqlite3_bind_int(s, 6, v->mb);
+        else
+            sqlite3_bind_null(s, 6);
+        sqlite3_bind_int(s, 7, v->version);
+        sqlite3_bind_int(s, 8, v->ahead);
+        bind_real(s, 9, v->start_s);
+        bind_real(s, 10, v->end_s);
+        rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch_record *rec,
+                     struct pb_err *e)
+{
+    PB_CHECK(rec->nstages >= 0 && (rec->nstages == 0 || rec->stages));
+    PB_CHECK(rec->nevents >= 0 && (rec->nevents == 0 || rec->events));
+    static const char sql[] =
+        "INSERT INTO epochs (run_id, epoch, train_loss, val_loss, val_acc, samples, wall_s, "
+        "throughput, lr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    char what[96];
+    snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch, (long long)run_id);
+    if (exec(r, "BEGIN IMMEDIATE", what, e))
+        return -1;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_int(s, 2, rec->epoch);
+    bind_real(s, 3, rec->train_loss);
+    bind_real(s, 4, rec->val_loss);
+    bind_real(s, 5, rec->val_acc);
+    sqlite3_bind_int64(s, 6, rec->samples);
+    bind_real(s, 7, rec->wall_s);
+    bind_real(s, 8, rec->throughput);
+    bind_real(s, 9, rec->lr);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE || write_stages(r, run_id, rec) || write_events(r, run_id, rec))
+        goto fail;
+    if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    return 0;
+fail:
+    db_fail(r, what, e);
+    rollback(r);
+    return -1;
+}
+
+int pb_results_mark_orphans(struct pb_results *r, struct pb_err *e)
+{
+    char host[256], now[32];
+    pb_env_host(host, sizeof host);
+    now_iso(now);
+    if (exec(r, "BEGIN IMMEDIATE", "marking crashed runs", e))
+        return -1;
+    sqlite3_stmt *q = NULL, *u = NULL;
+    int marked = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT id, pid FROM runs WHERE status = 'running' AND "
+                           "host = ? AND pid IS NOT NULL", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(r->db, "UPDATE runs SET status = 'failed', ended = ?, message = ? "
+                           "WHERE id = ?", -1, &u, NULL) != SQLITE_OK)
+        goto fail;
+    bind_text(q, 1, host);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_int64 id = sqlite3_column_int64(q, 0), pid = sqlite3_column_int64(q, 1);
+        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char msg[160];
+        snprintf(msg, sizeof msg, "the process (pid %lld) ended without finishing the run "
+                 "(crashed or killed)", (long long)pid);
+        sqlite3_reset(u);
+        bind_text(u, 1, now);
+        bind_text(u, 2, msg);
+        sqlite3_bind_int64(u, 3, id);
+        if (sqlite3_step(u) != SQLITE_DONE)
+            goto fail;
+        marked++;
+    }
+    if (rc != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(q);
+    sqlite3_finalize(u);
+    q = u = NULL;
+    if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    return marked;
+fail:
+    db_fail(r, "marking crashed runs", e);
+    sqlite3_finalize(q);
+    sqlite3_finalize(u);
+    rollback(r);
+    return -1;
+}

@@ -1,0 +1,93 @@
+/* results/results.h — the SQLite results store (results/schema.sql, SPEC §6 metrics).
+ * A run is a row written at its start and closed at its end; each epoch (its row, the
+ * per-stage stats and staleness, the op events) goes in one transaction, so a crash
+ * leaves at most a run still marked 'running'. */
+#ifndef PB_RESULTS_H
+#define PB_RESULTS_H
+
+#include <stdint.h>
+
+#include "harness/base/err.h"
+#include "harness/exec/metrics.h"
+
+/* The schema this build writes and reads (results/schema.sql's schema_version). */
+#define PB_RESULTS_SCHEMA_VERSION 1
+#define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
+
+struct pb_results;
+struct sqlite3;
+
+enum pb_run_status {
+    PB_RUN_RUNNING,
+    PB_RUN_DONE,
+    PB_RUN_FAILED,
+    PB_RUN_DIVERGED,
+    PB_RUN_INTERRUPTED,
+    PB_RUN_NSTATUS
+};
+/* "running", "done", "failed", "diverged", "interrupted" (the schema's CHECK values). */
+extern const char *const pb_run_status_names[PB_RUN_NSTATUS];
+
+/* What identifies a run; strings may be NULL (stored as NULL). The environment
+ * (git revision, CPU model, library versions, host, pid) is added by run_begin. */
+struct pb_run_info {
+    const char *config_json;  /* every flag as a JSON object */
+    const char *model, *dataset, *schedule, *variant, *optimizer, *executor;
+    int stages, microbatch_size, microbatches, epochs;
+    uint64_t seed;            /* stored as its 64-bit pattern in a signed INTEGER */
+    double lr;
+};
+
+/* One epoch: its row, one stage record per stage and optional events. NaN losses
+ * are stored as NULL. val_acc is a fraction in [0, 1]. */
+struct pb_epoch_record {
+    int epoch;          /* 0-based */
+    double train_loss, val_loss, val_acc;
+    int64_t samples;
+    double wall_s, throughput, lr;
+    int nstages;
+    const struct pb_stage_record *stages;   /* [nstages] */
+    int nevents;
+    const struct pb_event_record *events;   /* [nevents], may be NULL when 0 */
+};
+
+/* Opens (creating it and its parent folder when missing) the database at path,
+ * applies the schema to a new file, refuses a schema version other than this
+ * build's, and sets WAL mode and a busy timeout. */
+int pb_results_open(struct pb_results **out, const char *path, struct pb_err *e);
+/* Opens an existing database for reading and writing; a missing file is an error. */
+int pb_results_open_existing(struct pb_results **out, const char *path, struct pb_err *e);
+/* Closes; NULL is a no-op. */
+void pb_results_close(struct pb_results *db);
+
+/* The SQLite connection, for queries (reports, `pipebench show`). */
+struct sqlite3 *pb_results_sqlite(struct pb_results *db);
+const char *pb_results_path(const struct pb_results *db);
+
+/* Inserts a run with status 'running' and the environment; returns its id (> 0), or
+ * -1 with a message. */
+int64_t pb_results_run_begin(struct pb_results *db, const struct pb_run_info *info,
+                             struct pb_err *e);
+/* Records when training began (after data loading and model building). */
+int pb_results_run_started(struct pb_results *db, int64_t run_id, struct pb_err *e);
+/* Writes an epoch, its stage_stats and staleness rows and its events in one
+ * transaction; on any error nothing of it remains. */
+int pb_results_epoch(struct pb_results *db, int64_t run_id, const struct pb_epoch_record *rec,
+                     struct pb_err *e);
+/* Sets the final status, the end time and message (NULL for none). */
+int pb_results_run_end(struct pb_results *db, int64_t run_id, enum pb_run_status status,
+                       const char *message, struct pb_err *e);
+/* Marks 'failed' the runs still 'running' whose writing process, on this host, no
+ * longer exists (it crashed or was killed); returns how many, or -1. */
+int pb_results_mark_orphans(struct pb_results *db, struct pb_err *e);
+
+/* The embedded results/schema.sql. */
+extern const char pb_results_schema_sql[];
+
+/* Environment facts (results/results_env.c). Each fills buf (always terminated). */
+const char *pb_env_git_revision(void);   /* 'unknown' outside a git checkout */
+void pb_env_cpu_model(char *buf, size_t cap);
+void pb_env_library_versions(char *buf, size_t cap);
+void pb_env_host(char *buf, size_t cap);
+
+#endif

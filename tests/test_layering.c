@@ -1,0 +1,170 @@
+/* tests/test_layering.c — the architecture as a test: every #include "..." in the
+ * tree names its file from the one include root (the project's top), and points only
+ * down the layers base ← compute ← model ← optim ← predictors ← ir ← schedules ←
+ * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
+ * this order). Besides: a backend's folder is private to it (and the tests), results/
+ * and plots/ read exec's metric records and never the compute or model layers, and
+ * nothing outside harness/cli/ includes it. Each violation is named with file:line. */
+#include <check.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pb_config.h"
+
+struct layer {
+    const char *prefix;
+    int rank;
+};
+
+/* Longest prefix wins; tests/ and bench/ sit above everything. */
+static const struct layer layers[] = {
+    {"harness/base/", 0},      {"harness/compute/", 1}, {"harness/model/", 2},
+    {"harness/optim/", 3},     {"predictors/", 4},      {"harness/ir/", 5},
+    {"schedules/", 6},         {"workloads/", 7},       {"harness/store/", 8},
+    {"harness/exec/", 9},      {"results/", 10},        {"plots/", 11},
+    {"harness/driver/", 12},   {"harness/cli/", 13},    {"tests/", 100},
+    {"bench/", 100},           {"pb_config.h", 0},
+};
+
+static const char *const generated[] = {"pb_config.h", "results/pb_git_revision.h"};
+
+static int rank_of(const char *path)
+{
+    size_t best = 0;
+    int r = -1;
+    for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        size_t n = strlen(layers[i].prefix);
+        if (n > best && strncmp(path, layers[i].prefix, n) == 0) {
+            best = n;
+            r = layers[i].rank;
+        }
+    }
+    return r;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool exists_at_root(const char *rel)
+{
+    for (size_t i = 0; i < sizeof generated / sizeof *generated; i++)
+        if (strcmp(rel, generated[i]) == 0)
+            return true;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, rel);
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Why `file` may not include `inc`, or NULL when it may. */
+static const char *violation(const char *file, const char *inc)
+{
+    if (!exists_at_root(inc))
+        return "does not name its file from the include root (the project's top)";
+    int rf = rank_of(file), ri = rank_of(inc);
+    if (ri < 0)
+        return "includes a file outside the layered folders";
+    if (ri > rf)
+        return "points up the layers";
+    bool tests = starts(file, "tests/") || starts(file, "bench/");
+    const char *backends[] = {"harness/compute/cpu/", "harness/compute/cuda/"};
+    for (int i = 0; i < 2; i++)
+        if (starts(inc, backends[i]) && !starts(file, backends[i]) && !tests)
+            return "reaches into a backend's private folder";
+    if ((starts(file, "results/") || starts(file, "plots/")) &&
+        (starts(inc, "harness/compute/") || starts(inc, "harness/model/")))
+        return "reads the compute or model layer (results and plots read exec's metric records)";
+    if (starts(inc, "harness/cli/") && !starts(file, "harness/cli/"))
+        return "includes the CLI from outside it";
+    return NULL;
+}
+
+static void scan_file(const char *rel, char *report, size_t cap, int *count)
+{
+    char path[4096], line[1024];
+    snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, rel);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+        char inc[512];
+        if (sscanf(line, " #include \"%511[^\"]\"", inc) != 1)
+            continue;
+        const char *why = violation(rel, inc);
+        if (!why)
+            continue;
+        (*count)++;
+        size_t used = strlen(report);
+        snprintf(report + used, cap - used, "\n  %s:%d: \"%s\" %s", rel, ln, inc, why);
+    }
+    fclose(f);
+}
+
+static void scan_dir(const char *rel, char *report, size_t cap, int *count, int *files)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, rel);
+    DIR *d = opendir(path);
+    ck_assert_msg(d != NULL, "cannot list %s", path);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", rel, de->d_name);
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", PB_SOURCE_ROOT, sub);
+        struct stat st;
+        if (stat(full, &st))
+            continue;
+        const char *dot = strrchr(de->d_name, '.');
+        if (S_ISDIR(st.st_mode))
+            scan_dir(sub, report, cap, count, files);
+        else if (dot && (!strcmp(dot, ".c") || !strcmp(dot, ".h") || !strcmp(dot, ".cu"))) {
+            scan_file(sub, report, cap, count);
+            (*files)++;
+        }
+    }
+    closedir(d);
+}
+
+START_TEST(test_includes_point_down)
+{
+    static char report[1 << 16];
+    report[0] = 0;
+    int count = 0, files = 0;
+    const char *roots[] = {"harness", "predictors", "schedules", "workloads", "results", "plots",
+                           "tests", "bench"};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++)
+        scan_dir(roots[i], report, sizeof report, &count, &files);
+    ck_assert_msg(files > 100, "only %d source files found under %s", files, PB_SOURCE_ROOT);
+    ck_assert_msg(count == 0, "%d include(s) break the layering:%s", count, report);
+}
+END_TEST
+
+/* The rule itself: an upward include is caught, a downward one is not. */
+START_TEST(test_rule_catches_upward)
+{
+    ck_assert_ptr_nonnull(violation("harness/compute/backend.c", "harness/optim/optim.h"));
+    ck_assert_ptr_nonnull(violation("results/results.c", "harness/compute/backend.h"));
+    ck_assert_ptr_nonnull(violation("harness/driver/run.c", "harness/cli/cli.h"));
+    ck_assert_ptr_nonnull(violation("harness/exec/worker.c", "worker.h"));
+    ck_assert_ptr_nonnull(violation("harness/model/stage.c", "harness/compute/cpu/cpu_internal.h"));
+    ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/model/stage.h"));
+    ck_assert_ptr_null(violation("plots/report.c", "results/results.h"));
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("layering");
+    TCase *tc = tcase_create("includes");
+    tcase_add_test(tc, test_includes_point_down);
+    tcase_add_test(tc, test_rule_catches_upward);
+    suite_add_tcase(s, tc);
+    return s;
+}

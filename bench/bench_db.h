@@ -1,5 +1,6 @@
-/* bench/bench_db.h — what the benchmarks share: one number from the results database
- * a benchmark's runs wrote, and a fresh temporary database path. */
+/* bench/bench_db.h — what the benchmarks share: one number from the metric views
+ * (results/views.sql) over the database a benchmark's runs wrote, and a fresh
+ * temporary database path. */
 #ifndef PB_BENCH_DB_H
 #define PB_BENCH_DB_H
 
@@ -7,18 +8,23 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The first column of the first row of sql, or −1. */
+#include "plots/report_db.h"
+
+/* The first column of the first row of sql (which may read the views), or −1. */
 static inline double bench_query(const char *db, const char *sql)
 {
-    sqlite3 *h;
+    struct pb_results *r;
+    struct pb_err e;
     sqlite3_stmt *st;
     double v = -1;
-    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+    if (pb_report_open(&r, db, &e))
+        return v;
+    if (sqlite3_prepare_v2(pb_results_sqlite(r), sql, -1, &st, NULL) == SQLITE_OK) {
         if (sqlite3_step(st) == SQLITE_ROW)
             v = sqlite3_column_double(st, 0);
         sqlite3_finalize(st);
     }
-    sqlite3_close(h);
+    pb_results_close(r);
     return v;
 }
 

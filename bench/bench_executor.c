@@ -1,8 +1,9 @@
 /* bench/bench_executor.c — the sequential executor's overhead: the wall time of an
  * epoch against the sum of the stages' own op times (forward, backward, update and
  * the weight copies or predictions the schedule asks for), for mlp and lenet at
- * D = 4 on Fashion-MNIST, one run each. Overhead = 1 − Σ busy / wall: data
- * gathering, stage-boundary copies and scheduling. Prints; asserts nothing. */
+ * D = 4 on Fashion-MNIST, one run each, from the views epoch_progress and
+ * stage_epoch_time. Overhead = 1 − Σ busy / wall: data gathering, stage-boundary copies
+ * and scheduling. Prints; asserts nothing. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,15 +43,15 @@ int main(void)
                 return 1;
             }
             char sql[256];
-            snprintf(sql, sizeof sql, "SELECT wall_s FROM epochs WHERE run_id = %lld AND epoch = 1",
-                     (long long)sum.run_id);
+            snprintf(sql, sizeof sql, "SELECT wall_s FROM epoch_progress WHERE run_id = %lld AND "
+                     "epoch = 1", (long long)sum.run_id);
             double wall = bench_query(db, sql);
             snprintf(sql, sizeof sql,
-                     "SELECT sum(busy_s) FROM stage_stats WHERE run_id = %lld AND epoch = 1",
+                     "SELECT sum(busy_s) FROM stage_epoch_time WHERE run_id = %lld AND epoch = 1",
                      (long long)sum.run_id);
             double busy = bench_query(db, sql);
             snprintf(sql, sizeof sql,
-                     "SELECT sum(comm_s) FROM stage_stats WHERE run_id = %lld AND epoch = 1",
+                     "SELECT sum(comm_s) FROM stage_epoch_time WHERE run_id = %lld AND epoch = 1",
                      (long long)sum.run_id);
             double comm = bench_query(db, sql);
             printf("%-6s %-10s %9.3f %9.3f %9.3f %8.1f%%\n", models[m], schedules[s], wall, busy,

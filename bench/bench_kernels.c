@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
 
 #define WARMUP 2
@@ -179,7 +180,8 @@ int main(void)
     static const int threads[2] = {1, 0};
     for (int t = 0; t < 2; t++) {
         struct pb_err e;
-        struct pb_backend *be = pb_backend_create("cpu", threads[t], &e);
+        struct pb_backend_cfg bc = {.device = 0, .threads = threads[t]};
+        struct pb_backend *be = pb_backend_create("cpu", &bc, &e);
         if (!be) {
             fprintf(stderr, "bench_kernels: %s\n", e.msg);
             return 2;
@@ -192,7 +194,7 @@ int main(void)
         g.nt = 0;
         for (int r = 0; r < REPS; r++)
             sgemm_once(be, &g);
-        printf("\nthreads %d:\n", be->nthreads);
+        printf("\nthreads %d:\n", pb_cpu_of(be)->nthreads);
         printf("  %-37s %-7s %-7s %7s %6s   (GFLOP/s per pass)\n", "conv fwd+bwd", "x", "y",
                "GFLOP/s", "/sgemm");
         for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)

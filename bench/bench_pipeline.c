@@ -21,16 +21,17 @@
 #define TRAIN 20000
 #define EPOCHS 2
 
-/* Throughput and ideal throughput of the newest run's last epoch. */
+/* Throughput (view epoch_progress) and ideal throughput (its samples over the busiest
+ * stage's busy time, view stage_epoch_time) of the newest run's last epoch. */
 static void measured(const char *db, double *thr, double *ideal)
 {
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT throughput FROM epochs WHERE run_id = (SELECT max(id) FROM "
-                              "runs) AND epoch = %d", EPOCHS - 1);
+    snprintf(sql, sizeof sql, "SELECT throughput FROM epoch_progress WHERE run_id = (SELECT "
+                              "max(id) FROM runs) AND epoch = %d", EPOCHS - 1);
     *thr = bench_query(db, sql);
-    snprintf(sql, sizeof sql, "SELECT e.samples / max(s.busy_s) FROM stage_stats s JOIN epochs e "
-                              "USING (run_id, epoch) WHERE run_id = (SELECT max(id) FROM runs) AND "
-                              "epoch = %d", EPOCHS - 1);
+    snprintf(sql, sizeof sql, "SELECT p.samples / max(s.busy_s) FROM stage_epoch_time s JOIN "
+                              "epoch_progress p USING (run_id, epoch) WHERE run_id = (SELECT "
+                              "max(id) FROM runs) AND epoch = %d", EPOCHS - 1);
     *ideal = bench_query(db, sql);
 }
 

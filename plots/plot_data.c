@@ -1,7 +1,7 @@
 /* plots/plot_data.c — data of the figures that compare schedules (plot_data.h):
- * convergence (validation accuracy per epoch and per second), throughput and bubble
- * fraction (per schedule and D) and staleness (per stage), each a mean over the finished
- * runs of the compared configuration, one gnuplot data block or column per schedule. */
+ * convergence, throughput and bubble fraction (per schedule and D) and staleness (per
+ * stage), each the mean over the compared configuration's finished runs of a value of
+ * results/views.sql (as report.c averages them), a data block or column per schedule. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -297,9 +297,10 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
                      "c.column_label, c.stages" SAME_CONFIG ") c USING (run_id) "
                      "LEFT JOIN run_bubble b USING (run_id) GROUP BY 1, 2", &m, 0, 2, e);
     if (rc == 0)
-        rc = write_matrix(j, &m, "# throughput: block 0 the mean training throughput "
-                          "(samples/s), block 1 the mean bubble\n# fraction (%), over the runs "
-                          "of each schedule (row) and D (column)\n", "schedule", e);
+        rc = write_matrix(j, &m, "# throughput: the mean over the runs of each schedule (row) "
+                          "and D (column) of: block 0 the\n# run's throughput (samples/s over "
+                          "its epochs' wall time, view run_throughput), block 1\n# its bubble "
+                          "fraction (%, view run_bubble)\n", "schedule", e);
     if (rc == 0) {
         char what[256], title[512];
         pb_plot_describe(j, 0, what, sizeof what);
@@ -345,9 +346,8 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
     struct matrix m;
     matrix_init(&m, 3, nstages, sl, s.n, s.label);
     int rc = fill_matrix(j, "SELECT s.stage, c.column_label, avg(s.f_mean), avg(s.b_mean), "
-                         "sum(s.pred_err_mean * s.pred_count) / nullif(sum(CASE WHEN "
-                         "s.pred_err_mean IS NOT NULL THEN s.pred_count END), 0) "
-                         "FROM stage_staleness s JOIN (SELECT c.run_id, c.column_label"
+                         "avg(s.pred_err_mean) FROM stage_staleness s JOIN (SELECT c.run_id, "
+                         "c.column_label"
                          SAME_CONFIG SAME_D ") c USING (run_id) GROUP BY 1, 2", &m, 1, 2, e);
     for (int i = 0; i < nstages * s.n; i++)   /* log scale: zero errors are not drawn */
         if (m.v[2 * (size_t)nstages * s.n + i] <= 0)

@@ -1,6 +1,6 @@
 /* plots/plot_run.c — data of the figures that show one run (plot_data.h): peak memory
  * per stage by kind (stage_memory) and the op timeline of its last recorded epoch (the
- * events table, with each device's idle fraction from stage_stats). */
+ * events table, with each device's bubble fraction in that epoch from stage_epoch_time). */
 #include <sqlite3.h>
 #include <string.h>
 
@@ -30,17 +30,17 @@ static int write_memory(struct pb_plot_job *j, FILE *f, struct pb_err *e)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT stage, params, grads, optstate, "
-                           "wcopies, acts, comm, scratch FROM stage_memory WHERE run_id = ? "
+                           "wcopies, acts, comm, scratch, bnstats FROM stage_memory WHERE run_id = ? "
                            "ORDER BY stage", -1, &q, NULL) != SQLITE_OK)
         return pb_plot_db_fail(j, "reading the memory", e);
     sqlite3_bind_int64(q, 1, j->run);
     fprintf(f, "# memory: run %lld's peak MiB per stage (over its epochs) by kind\n"
             "stage params grads \"optimizer state\" \"weight copies\" activations "
-            "\"comm buffers\" scratch\n", (long long)j->run);
+            "\"comm buffers\" scratch \"BN statistics\"\n", (long long)j->run);
     int rc, rows = 0;
     for (; (rc = sqlite3_step(q)) == SQLITE_ROW; rows++) {
         fprintf(f, "\"stage %d\"", sqlite3_column_int(q, 0));
-        for (int c = 1; c <= 7; c++)
+        for (int c = 1; c <= 8; c++)
             fprintf(f, " %.6g", sqlite3_column_double(q, c) / MIB);
         fputc('\n', f);
     }
@@ -114,8 +114,9 @@ static int write_timeline(struct pb_plot_job *j, int epoch, FILE *f, struct pb_e
         return pb_plot_db_fail(j, "reading the events", e);
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT d.device, s.bubble_frac FROM "
                            "(SELECT DISTINCT device FROM events WHERE run_id = ?1 AND epoch = "
-                           "?2) d LEFT JOIN stage_stats s ON s.run_id = ?1 AND s.epoch = ?2 "
-                           "AND s.stage = d.device ORDER BY d.device", -1, &q, NULL) != SQLITE_OK)
+                           "?2) d LEFT JOIN stage_epoch_time s ON s.run_id = ?1 AND s.epoch = "
+                           "?2 AND s.stage = d.device ORDER BY d.device", -1, &q,
+                           NULL) != SQLITE_OK)
         return pb_plot_db_fail(j, "reading the stage stats", e);
     sqlite3_bind_int64(q, 1, j->run);
     sqlite3_bind_int(q, 2, epoch);

@@ -1,7 +1,6 @@
-/* plots/report.c — the paper-style tables (report.h, SPEC §6). Accuracy and throughput
- * use PipeOptim's Table IV layout (rows optimizer × model × dataset × D, a column per
- * schedule and variant, mean ± std over the runs of a cell); memory and staleness have a
- * row per configuration and schedule and a column per quantity. */
+/* plots/report.c — the paper-style tables (report.h, SPEC §6) of run_summary's columns:
+ * accuracy, throughput, bubble in Table IV's layout (mean ± std over a cell's runs), memory
+ * and staleness a row per configuration and schedule. */
 #include "plots/report.h"
 
 #include <math.h>
@@ -14,13 +13,14 @@
 #define MIB (1024.0 * 1024.0)
 
 const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
-    "accuracy", "throughput", "memory", "staleness",
+    "accuracy", "throughput", "bubble", "memory", "staleness",
 };
 
 /* Per-run quantities, in the order of the query's columns after the labels. */
 enum metric {
-    M_BEST_ACC, M_THROUGHPUT,
-    M_PARAMS, M_GRADS, M_OPTSTATE, M_WCOPIES, M_ACTS, M_COMM, M_SCRATCH, M_TOTAL, M_STAGE_MAX,
+    M_BEST_ACC, M_THROUGHPUT, M_BUBBLE,
+    M_PARAMS, M_GRADS, M_OPTSTATE, M_WCOPIES, M_ACTS, M_COMM, M_SCRATCH, M_BNSTATS, M_TOTAL,
+    M_STAGE_MAX,
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
     M_N
@@ -28,12 +28,11 @@ enum metric {
 
 static const char runs_sql[] =
     "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
-    "100 * best_acc, throughput, params_sum, grads_sum, optstate_sum, wcopies_sum, acts_sum, "
-    "comm_sum, scratch_sum, total_sum, total_max, f_mean, f_max, b_mean, b_max, "
-    "pred_err_mean, pred_err_max, p.epochs, p.secs "
-    "FROM run_summary LEFT JOIN (SELECT run_id, min(epoch) + 1 AS epochs, "
-    "min(elapsed_s) AS secs FROM epoch_progress WHERE val_acc >= ?1 GROUP BY run_id) p "
-    "USING (run_id) WHERE status = 'done'";
+    "100 * best_acc, throughput, 100 * bubble_frac, params_sum, grads_sum, optstate_sum, "
+    "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, total_sum, total_max, f_mean, "
+    "f_max, b_mean, "
+    "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target "
+    "FROM run_summary WHERE status = 'done'";
 enum { Q_LABELS = 7 };
 
 struct run {
@@ -104,11 +103,11 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
     sqlite3 *d = pb_results_sqlite(db);
     sqlite3_stmt *s;
     memset(rs, 0, sizeof *rs);
+    if (pb_report_set_target(db, target / 100, e))
+        return -1;
     if (sqlite3_prepare_v2(d, runs_sql, -1, &s, NULL) != SQLITE_OK)
         return pb_err_set(e, "results database %s: reading the runs: %s", pb_results_path(db),
                           sqlite3_errmsg(d));
-    if (target > 0)
-        sqlite3_bind_double(s, 1, target / 100);
     int rc, cap = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (rs->n == cap) {
@@ -224,9 +223,9 @@ static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int
 }
 
 /* Table IV layout: a row per configuration, a column per schedule; the highest mean of
- * each row (at the printed precision) is marked best. */
-static void by_schedule(const struct runs *rs, int m, int decimals, double target,
-                        struct pb_grid *g)
+ * each row (the lowest when lower_best), at the printed precision, is marked best. */
+static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_best,
+                        double target, struct pb_grid *g)
 {
     const struct run **col;
     int ncol = columns(rs, &col);
@@ -237,7 +236,7 @@ static void by_schedule(const struct runs *rs, int m, int decimals, double targe
         pb_grid_set(g, h, k, head[k], false);
     for (int c = 0; c < ncol; c++)
         pb_grid_set(g, h, 4 + c, col[c]->label, false);
-    double scale = pow(10, decimals);
+    double scale = pow(10, decimals), sign = lower_best ? -1 : 1;
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
@@ -246,8 +245,8 @@ static void by_schedule(const struct runs *rs, int m, int decimals, double targe
         struct summary *st = pb_xcalloc((size_t)ncol, sizeof *st);
         for (int c = 0; c < ncol; c++) {
             st[c] = cell_stat(rs, a, b, col[c], m);
-            if (st[c].n && round(st[c].mean * scale) > best)
-                best = round(st[c].mean * scale);
+            if (st[c].n && sign * round(st[c].mean * scale) > best)
+                best = sign * round(st[c].mean * scale);
         }
         for (int c = 0; c < ncol; c++) {
             if (st[c].n == 0)
@@ -258,7 +257,7 @@ static void by_schedule(const struct runs *rs, int m, int decimals, double targe
                          st[c].sd);
             else
                 snprintf(buf, sizeof buf, "%.*f", decimals, st[c].mean);
-            pb_grid_set(g, row, 4 + c, buf, round(st[c].mean * scale) == best);
+            pb_grid_set(g, row, 4 + c, buf, sign * round(st[c].mean * scale) == best);
             if (target > 0) {
                 target_note(buf, sizeof buf, rs, a, b, col[c]);
                 pb_grid_note(g, row, 4 + c, buf);
@@ -305,7 +304,8 @@ static const struct quantity memory_q[] = {
     {"params", M_PARAMS, "%.2f", 1 / MIB},     {"grads", M_GRADS, "%.2f", 1 / MIB},
     {"optstate", M_OPTSTATE, "%.2f", 1 / MIB}, {"wcopies", M_WCOPIES, "%.2f", 1 / MIB},
     {"acts", M_ACTS, "%.2f", 1 / MIB},         {"comm", M_COMM, "%.2f", 1 / MIB},
-    {"scratch", M_SCRATCH, "%.2f", 1 / MIB},   {"total", M_TOTAL, "%.2f", 1 / MIB},
+    {"scratch", M_SCRATCH, "%.2f", 1 / MIB},   {"bnstats", M_BNSTATS, "%.2f", 1 / MIB},
+    {"total", M_TOTAL, "%.2f", 1 / MIB},
     {"max stage", M_STAGE_MAX, "%.2f", 1 / MIB},
 };
 
@@ -339,14 +339,21 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
                      o->target);
-        by_schedule(&rs, M_BEST_ACC, 2, o->target, &g);
+        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, &g);
         break;
     }
     case PB_REPORT_THROUGHPUT:
-        snprintf(caption, sizeof caption, "Training throughput (samples/s, mean over epochs) "
-                 "per schedule: mean \xc2\xb1 std over the runs of a cell when there are "
-                 "several; the highest of each row marked.");
-        by_schedule(&rs, M_THROUGHPUT, 1, 0, &g);
+        snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's training "
+                 "samples over its epochs' wall time) per schedule: mean \xc2\xb1 std over the "
+                 "runs of a cell when there are several; the highest of each row marked.");
+        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, &g);
+        break;
+    case PB_REPORT_BUBBLE:
+        snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
+                 "makespan, summed over the epochs; mean over the devices) per schedule: mean "
+                 "\xc2\xb1 std over the runs of a cell when there are several; the lowest of "
+                 "each row marked.");
+        by_schedule(&rs, M_BUBBLE, 1, true, 0, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

@@ -1,6 +1,6 @@
-/* plots/report.h — paper-style tables from a results database (SPEC §6): maximum
- * accuracy in the layout of PipeOptim's Table IV, throughput, peak memory by kind and
- * weight staleness, over the runs with status 'done', as Markdown, CSV or LaTeX. */
+/* plots/report.h — paper-style tables from a results database (SPEC §6): maximum accuracy
+ * in PipeOptim's Table IV layout, throughput, bubble fraction, peak memory by kind and
+ * staleness, over the runs with status 'done', as Markdown, CSV or LaTeX. */
 #ifndef PB_REPORT_H
 #define PB_REPORT_H
 
@@ -12,11 +12,12 @@
 enum pb_report_table {
     PB_REPORT_ACCURACY,
     PB_REPORT_THROUGHPUT,
+    PB_REPORT_BUBBLE,
     PB_REPORT_MEMORY,
     PB_REPORT_STALENESS,
     PB_REPORT_NTABLES
 };
-/* "accuracy", "throughput", "memory", "staleness" */
+/* "accuracy", "throughput", "bubble", "memory", "staleness" */
 extern const char *const pb_report_table_names[PB_REPORT_NTABLES];
 
 struct pb_report_opts {

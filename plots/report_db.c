@@ -1,6 +1,6 @@
 /* plots/report_db.c — the reporting connection (report_db.h): the results database
- * opened existing plus the TEMP views of results/views.sql, the registry order of
- * schedule columns (schedules/registry.c) and the choice of a default run. */
+ * opened existing plus the TEMP views of results/views.sql and their target accuracy,
+ * the registry order of schedule columns (schedules/registry.c) and the default run. */
 #include "plots/report_db.h"
 
 #include <sqlite3.h>
@@ -24,6 +24,26 @@ int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e)
         *out = NULL;
         return -1;
     }
+    return 0;
+}
+
+int pb_report_set_target(struct pb_results *db, double target_acc, struct pb_err *e)
+{
+    sqlite3 *d = pb_results_sqlite(db);
+    sqlite3_stmt *s = NULL;
+    int ok = sqlite3_exec(d, "DELETE FROM report_target", NULL, NULL, NULL) == SQLITE_OK;
+    if (ok && target_acc > 0) {
+        ok = sqlite3_prepare_v2(d, "INSERT INTO report_target (target_acc) VALUES (?)", -1, &s,
+                                NULL) == SQLITE_OK;
+        if (ok) {
+            sqlite3_bind_double(s, 1, target_acc);
+            ok = sqlite3_step(s) == SQLITE_DONE;
+        }
+        sqlite3_finalize(s);
+    }
+    if (!ok)
+        return pb_err_set(e, "results database %s: setting the target accuracy: %s",
+                          pb_results_path(db), sqlite3_errmsg(d));
     return 0;
 }
 

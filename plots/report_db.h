@@ -16,6 +16,10 @@ extern const char pb_report_views_sql[];
  * connection (TEMP: the file is not changed). */
 int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e);
 
+/* Sets the target validation accuracy (a fraction; <= 0: none) of the run_target view and
+ * run_summary's epochs_to_target and seconds_to_target on this connection. */
+int pb_report_set_target(struct pb_results *db, double target_acc, struct pb_err *e);
+
 /* Fails with a message saying how to record runs when the database holds no run with
  * status 'done'. */
 int pb_report_require_done(struct pb_results *db, struct pb_err *e);

@@ -1,20 +1,25 @@
-/* predictors/rmsprop.c — ΔW of RMSprop (SPEC §3, PipeOptim Table I): d_last/(√sq + ε)
- * without momentum (the last step's update direction, recomputed from the state),
- * the momentum buffer with μ > 0. Paper and code forms agree. */
+/* predictors/rmsprop.c — ΔW of RMSprop (SPEC §3, PipeOptim Table I): paper d_last/(√sq + ε)
+ * without momentum (the last step's update direction, recomputed from the state) and the
+ * momentum buffer with μ > 0; the code form g_last/(√sq + ε) with the raw last gradient,
+ * with or without weight decay and momentum, as guanleics/PipeOptim. */
 #include "predictors/predictor.h"
 
-#include <math.h>
+#include <string.h>
 
-void pb_delta_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c, int variant,
-                      float *dw, size_t lo, size_t hi)
+void pb_dw_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c,
+                   enum pb_predict_variant v, struct pb_dw_desc *dw)
 {
-    (void)variant;  /* every defined form is the paper's */
-    if (o->buf) {
-        for (size_t i = lo; i < hi; i++)
-            dw[i - lo] = o->buf[i];
+    memset(dw, 0, sizeof *dw);
+    if (v != PB_PREDICT_CODE && o->buf) {
+        dw->kind = PB_DW_LINEAR;
+        dw->a = 1.0f;  /* 1·buf is exact */
+        dw->x = o->buf;
         return;
     }
-    PB_CHECK(o->d_last != NULL);  /* kept when the run predicts (cfg.keep_d_last) */
-    for (size_t i = lo; i < hi; i++)
-        dw[i - lo] = o->d_last[i] / (sqrtf(o->sq[i]) + c->eps);
+    const float *x = v == PB_PREDICT_CODE ? o->g_last : o->d_last;
+    PB_CHECK(x != NULL);  /* kept when the run predicts (cfg.keep_d_last / keep_g_last) */
+    dw->kind = PB_DW_RMS;
+    dw->x = x;
+    dw->sq = o->sq;
+    dw->eps = c->eps;
 }

@@ -14,7 +14,7 @@
 
 #define BUSY_TIMEOUT_MS 30000
 
-_Static_assert(PB_MEM_NKINDS == 7, "stage_stats has one mem_ column per enum pb_mem_kind");
+_Static_assert(PB_MEM_NKINDS == 8, "stage_stats has one mem_ column per enum pb_mem_kind");
 
 struct pb_results {
     sqlite3 *db;
@@ -186,7 +186,7 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
             return -1;
     } else if (stat(path, &st) != 0) {
         return pb_err_set(e, "no results database at %s (%s); pass --db FILE, or record runs "
-                          "there first with `pipebench train`", path, strerror(errno));
+                          "there first with `pipebench run`", path, strerror(errno));
     }
     struct pb_results *r = pb_xcalloc(1, sizeof *r);
     r->path = pb_xstrdup(path);
@@ -332,7 +332,7 @@ static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_ep
     static const char stats_sql[] =
         "INSERT INTO stage_stats (run_id, epoch, stage, busy_s, wait_s, comm_s, bubble_frac, "
         "mem_params, mem_grads, mem_optstate, mem_wcopies, mem_acts, mem_comm, mem_scratch, "
-        "versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "mem_bnstats, versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     static const char stale_sql[] =
         "INSERT INTO staleness (run_id, epoch, stage, f_mean, f_max, b_mean, b_max, "
         "pred_err_mean, pred_err_max, pred_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -381,7 +381,7 @@ static int write_events(struct pb_results *r, int64_t run_id, const struct pb_ep
 {
     static const char sql[] =
         "INSERT INTO events (run_id, epoch, device, seq, kind, mb, version, ahead, start_s, "
-        "end_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "end_s, sync_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
         return -1;
@@ -403,6 +403,7 @@ static int write_events(struct pb_results *r, int64_t run_id, const struct pb_ep
         sqlite3_bind_int(s, 8, v->ahead);
         bind_real(s, 9, v->start_s);
         bind_real(s, 10, v->end_s);
+        sqlite3_bind_int(s, 11, v->sync_version);
         rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     }
     sqlite3_finalize(s);
@@ -416,7 +417,7 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     PB_CHECK(rec->nevents >= 0 && (rec->nevents == 0 || rec->events));
     static const char sql[] =
         "INSERT INTO epochs (run_id, epoch, train_loss, val_loss, val_acc, samples, wall_s, "
-        "throughput, lr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "throughput, lr, ops, events_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char what[96];
     snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch, (long long)run_id);
     if (exec(r, "BEGIN IMMEDIATE", what, e))
@@ -433,6 +434,8 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     bind_real(s, 7, rec->wall_s);
     bind_real(s, 8, rec->throughput);
     bind_real(s, 9, rec->lr);
+    sqlite3_bind_int64(s, 10, rec->ops);
+    sqlite3_bind_int(s, 11, rec->nevents);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE || write_stages(r, run_id, rec) || write_events(r, run_id, rec))

@@ -11,7 +11,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 1
+#define PB_RESULTS_SCHEMA_VERSION 2
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -47,7 +47,8 @@ struct pb_epoch_record {
     double wall_s, throughput, lr;
     int nstages;
     const struct pb_stage_record *stages;   /* [nstages] */
-    int nevents;
+    int64_t ops;        /* ops every device ran in the epoch */
+    int nevents;        /* of them, the events kept (--trace-epochs, --trace-window) */
     const struct pb_event_record *events;   /* [nevents], may be NULL when 0 */
 };
 

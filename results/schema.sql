@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (1);
+INSERT INTO schema_version (version) VALUES (2);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -46,10 +46,12 @@ CREATE TABLE epochs (
     wall_s REAL,
     throughput REAL,                 -- samples / wall_s
     lr REAL,                         -- in force during the epoch
+    ops INTEGER,                     -- F, B and U ops all devices ran
+    events_kept INTEGER,             -- of them, rows in events (--trace-epochs, --trace-window)
     PRIMARY KEY (run_id, epoch)
 );
 
--- Peak bytes per memory kind, in enum pb_mem_kind order (harness/compute/backend.h).
+-- Peak bytes per memory kind, in enum pb_mem_kind order (harness/compute/memory.h).
 CREATE TABLE stage_stats (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,
@@ -65,6 +67,7 @@ CREATE TABLE stage_stats (
     mem_acts INTEGER,
     mem_comm INTEGER,
     mem_scratch INTEGER,
+    mem_bnstats INTEGER,             -- BatchNorm running statistics
     versions_kept INTEGER,           -- most weight versions held at once
     PRIMARY KEY (run_id, epoch, stage),
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
@@ -87,7 +90,8 @@ CREATE TABLE staleness (
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );
 
--- Op timeline: one row per F, B or U a device ran, with the weight version it read.
+-- Op timeline: one row per F, B or U a device ran (in the traced epochs and window),
+-- with the weight version it read and the one a synchronous run would read.
 CREATE TABLE events (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,
@@ -97,6 +101,7 @@ CREATE TABLE events (
     mb INTEGER,                      -- micro-batch (NULL for U)
     version INTEGER,                 -- weight version read (F, B) or produced (U)
     ahead INTEGER,                   -- prediction look-ahead s (0: none)
+    sync_version INTEGER,            -- the version a synchronous run reads here (SPEC §6)
     start_s REAL,                    -- seconds since the epoch began
     end_s REAL,
     PRIMARY KEY (run_id, epoch, device, seq),

@@ -1,6 +1,8 @@
 -- results/views.sql — reporting views over results/schema.sql (SPEC §6 metrics), embedded
 -- in the library and created as TEMP views on each reporting connection (plots/report_db.c),
 -- so every database of the schema works unchanged. Accuracies are fractions; bytes are bytes.
+-- These views are the one definition of throughput, bubble fraction, staleness, maximum
+-- accuracy and time to a target: compare, report, plot and the benchmarks read them.
 
 -- One row per run: how the paper-style tables group it. The column label of a schedule
 -- with a variant is 'schedule (variant)'.
@@ -10,7 +12,7 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
        schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label
 FROM runs;
 
--- Best and final validation accuracy, epochs recorded and their training seconds.
+-- Maximum (best) and final validation accuracy, epochs recorded and their training seconds.
 CREATE TEMP VIEW IF NOT EXISTS run_accuracy AS
 SELECT e.run_id, max(e.val_acc) AS best_acc,
        (SELECT x.val_acc FROM epochs x WHERE x.run_id = e.run_id
@@ -18,33 +20,68 @@ SELECT e.run_id, max(e.val_acc) AS best_acc,
        count(*) AS epochs_done, sum(e.wall_s) AS wall_s
 FROM epochs e GROUP BY e.run_id;
 
--- Each epoch with the training seconds elapsed at its end: the epochs and seconds to a
--- target accuracy are the first row with val_acc >= target (a query, as the target varies):
---   SELECT run_id, min(epoch) + 1, min(elapsed_s) FROM epoch_progress
---   WHERE val_acc >= ?1 GROUP BY run_id
+-- Each epoch with its throughput (SPEC §6: training samples / the epoch's wall seconds,
+-- which time the training ops only, not validation) and the training seconds elapsed at
+-- its end.
 CREATE TEMP VIEW IF NOT EXISTS epoch_progress AS
-SELECT run_id, epoch, val_acc, wall_s,
+SELECT run_id, epoch, val_acc, samples, wall_s,
+       1.0 * samples / nullif(wall_s, 0) AS throughput,
        sum(wall_s) OVER (PARTITION BY run_id ORDER BY epoch
                          ROWS UNBOUNDED PRECEDING) AS elapsed_s
 FROM epochs;
 
--- Mean training throughput over the epochs (samples/s).
-CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
-SELECT run_id, avg(throughput) AS throughput, sum(samples) AS samples
-FROM epochs GROUP BY run_id;
+-- The target validation accuracy (a fraction) of run_target: at most one row, set by
+-- pb_report_set_target (plots/report_db.h); empty means no target.
+CREATE TEMP TABLE IF NOT EXISTS report_target (target_acc REAL NOT NULL);
 
--- Mean bubble fraction (idle / makespan) over stages and epochs, and the worst stage's.
+-- Epochs and seconds to the target: the first epoch whose validation accuracy reaches it
+-- (val_acc >= target), counted from 1, and the training seconds elapsed at that epoch's
+-- end. Runs that never reach it have no row.
+CREATE TEMP VIEW IF NOT EXISTS run_target AS
+SELECT run_id, target_acc, epoch + 1 AS epochs_to_target, elapsed_s AS seconds_to_target
+FROM (SELECT p.run_id, t.target_acc, p.epoch, p.elapsed_s,
+             row_number() OVER (PARTITION BY p.run_id, t.target_acc ORDER BY p.epoch) AS k
+      FROM epoch_progress p JOIN report_target t ON p.val_acc >= t.target_acc)
+WHERE k = 1;
+
+-- A run's throughput: the training samples of all its epochs over their total wall time
+-- (samples/s of training). Each epoch weighs by its time, so this is what the run
+-- achieved; the mean of the per-epoch throughputs is not (epochs of 1200/s for 5 s and
+-- 400/s for 15 s did 12000 samples in 20 s: 600/s, not 800/s).
+CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
+SELECT run_id, 1.0 * sum(samples) / nullif(sum(wall_s), 0) AS throughput,
+       sum(samples) AS samples, sum(wall_s) AS wall_s
+FROM epochs WHERE samples IS NOT NULL AND wall_s IS NOT NULL GROUP BY run_id;
+
+-- Per epoch and stage (device): its times in seconds. Its makespan is the epoch's wall
+-- time and bubble_frac its idle time / makespan, as recorded (harness/driver/run_epoch.c
+-- writes 1 - busy_s / wall_s), so idle_s = bubble_frac * makespan_s.
+CREATE TEMP VIEW IF NOT EXISTS stage_epoch_time AS
+SELECT s.run_id, s.epoch, s.stage, s.busy_s, s.wait_s, s.comm_s, e.wall_s AS makespan_s,
+       s.bubble_frac * e.wall_s AS idle_s, s.bubble_frac
+FROM stage_stats s JOIN epochs e USING (run_id, epoch);
+
+-- Per run and stage: the bubble fraction of the device over the run, its idle seconds
+-- over its makespan summed over the epochs (so each epoch weighs by its time).
+CREATE TEMP VIEW IF NOT EXISTS stage_bubble AS
+SELECT run_id, stage, sum(busy_s) AS busy_s, sum(idle_s) AS idle_s,
+       sum(makespan_s) AS makespan_s, sum(idle_s) / nullif(sum(makespan_s), 0) AS bubble_frac
+FROM stage_epoch_time WHERE idle_s IS NOT NULL GROUP BY run_id, stage;
+
+-- Per run: the mean bubble fraction of its devices (every device has the same makespan,
+-- so this is all idle seconds over D times the makespan) and the worst device's.
 CREATE TEMP VIEW IF NOT EXISTS run_bubble AS
 SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max
-FROM stage_stats GROUP BY run_id;
+FROM stage_bubble GROUP BY run_id;
 
 -- Per run and stage: the peak bytes of each kind over the epochs, and their sum.
 CREATE TEMP VIEW IF NOT EXISTS stage_memory AS
-SELECT run_id, stage, params, grads, optstate, wcopies, acts, comm, scratch,
-       params + grads + optstate + wcopies + acts + comm + scratch AS total
+SELECT run_id, stage, params, grads, optstate, wcopies, acts, comm, scratch, bnstats,
+       params + grads + optstate + wcopies + acts + comm + scratch + bnstats AS total
 FROM (SELECT run_id, stage, max(mem_params) AS params, max(mem_grads) AS grads,
              max(mem_optstate) AS optstate, max(mem_wcopies) AS wcopies,
-             max(mem_acts) AS acts, max(mem_comm) AS comm, max(mem_scratch) AS scratch
+             max(mem_acts) AS acts, max(mem_comm) AS comm, max(mem_scratch) AS scratch,
+             max(mem_bnstats) AS bnstats
       FROM stage_stats GROUP BY run_id, stage);
 
 -- Per run: peak bytes by kind, the largest stage's (_max) and summed over stages (_sum).
@@ -57,11 +94,15 @@ SELECT run_id,
        max(acts) AS acts_max, sum(acts) AS acts_sum,
        max(comm) AS comm_max, sum(comm) AS comm_sum,
        max(scratch) AS scratch_max, sum(scratch) AS scratch_sum,
+       max(bnstats) AS bnstats_max, sum(bnstats) AS bnstats_sum,
        max(total) AS total_max, sum(total) AS total_sum
 FROM stage_memory GROUP BY run_id;
 
--- Per run and stage, over the epochs: mean and max version lag of forwards and backwards
--- against the synchronous run, and the prediction error (mean weighted by predictions).
+-- Staleness (SPEC §6): an op's version lag is the weight version the synchronous run would
+-- use minus the one it used. Per run and stage, over the epochs: the mean and max lag of
+-- forwards and of backwards (the mean of the epochs' means: every epoch runs the same
+-- program, so the same number of ops), and the prediction error (mean weighted by the
+-- predictions of each epoch).
 CREATE TEMP VIEW IF NOT EXISTS stage_staleness AS
 SELECT run_id, stage, avg(f_mean) AS f_mean, max(f_max) AS f_max,
        avg(b_mean) AS b_mean, max(b_max) AS b_max,
@@ -71,7 +112,8 @@ SELECT run_id, stage, avg(f_mean) AS f_mean, max(f_max) AS f_max,
        max(pred_err_max) AS pred_err_max, sum(pred_count) AS pred_count
 FROM staleness GROUP BY run_id, stage;
 
--- The same per run, over stages and epochs.
+-- The same per run, over stages and epochs (every stage runs an F and a B per micro-batch,
+-- so the mean over the rows is the mean over all ops).
 CREATE TEMP VIEW IF NOT EXISTS run_staleness AS
 SELECT run_id, avg(f_mean) AS f_mean, max(f_max) AS f_max,
        avg(b_mean) AS b_mean, max(b_max) AS b_max,
@@ -81,15 +123,19 @@ SELECT run_id, avg(f_mean) AS f_mean, max(f_max) AS f_max,
        max(pred_err_max) AS pred_err_max, sum(pred_count) AS pred_count
 FROM staleness GROUP BY run_id;
 
--- Everything above, one row per run (NULL where a run recorded nothing of a kind).
+-- Everything above, one row per run (NULL where a run recorded nothing of a kind; the
+-- target columns are NULL when no target is set or the run did not reach it).
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
-       b.bubble_frac, m.params_sum, m.grads_sum, m.optstate_sum, m.wcopies_sum, m.acts_sum,
-       m.comm_sum, m.scratch_sum, m.total_sum, m.total_max,
+       g.epochs_to_target, g.seconds_to_target,
+       b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,
+       m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.total_sum,
+       m.total_max,
        s.f_mean, s.f_max, s.b_mean, s.b_max, s.pred_err_mean, s.pred_err_max, s.pred_count
 FROM run_config c
 LEFT JOIN run_accuracy a USING (run_id)
 LEFT JOIN run_throughput t USING (run_id)
+LEFT JOIN run_target g USING (run_id)
 LEFT JOIN run_bubble b USING (run_id)
 LEFT JOIN run_memory m USING (run_id)
 LEFT JOIN run_staleness s USING (run_id);

@@ -1,7 +1,7 @@
 /* schedules/spectrain.c — SpecTrain v1, 1F1B with momentum prediction in both
  * passes (SPEC §4.3): F predicts s_F = ⌊k/2⌋ + D−k−1 ahead, B s_B = ⌊k/2⌋, each
- * from the current W; SGD/SGDM only. Variant `code`: forward ΔW = u·buf + g_last,
- * backward ΔW = u·buf. */
+ * from the current W; SGD/SGDM only. Variant `code`: forward ΔW = u·buf + d_last
+ * (d_last = g_last + λW, weight 1 whatever τ), backward ΔW = u·buf (0 for plain SGD). */
 #include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
@@ -30,7 +30,8 @@ static void pass(struct pb_program *out, enum pb_op_kind kind, int mb, int s,
 static void fwd(const struct pb_pipe *p, int k, int mb, struct pb_program *out)
 {
     bool code = pb_sched_variant_is(p, "code");
-    pass(out, PB_OP_F, mb, k / 2 + p->stages - k - 1, code ? PB_PREDICT_CODE : PB_PREDICT_PAPER);
+    pass(out, PB_OP_F, mb, k / 2 + p->stages - k - 1,
+         code ? PB_PREDICT_SPECTRAIN : PB_PREDICT_PAPER);
 }
 
 static void bwd(const struct pb_pipe *p, int k, int mb, struct pb_program *out)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
 #include "tests/test_util.h"
 
@@ -24,7 +25,8 @@ static int ntracked;
 static struct pb_backend *be_new(void)
 {
     struct pb_err e;
-    struct pb_backend *be = pb_backend_create("cpu", 2, &e);
+    struct pb_backend_cfg bc = {.device = 0, .threads = 2};
+    struct pb_backend *be = pb_backend_create("cpu", &bc, &e);
     ck_assert_msg(be != NULL, "%s", e.msg);
     return be;
 }
@@ -479,7 +481,7 @@ START_TEST(test_pool)
     free(got), free(want);
 
     struct pb_tensor dy = tensor_from(be, hdy, ys, pc->l), dx = tensor_new(be, xs, pc->l);
-    be->ops->pool_bwd(be, d, &dy, ws, &dx);
+    be->ops->pool_bwd(be, d, &x, &y, &dy, ws, &dx);
     got = tensor_plain(be, &dx);
     want = to_float(rdx, nx);
     pb_assert_close("pool bwd", got, want, nx, 1e-5, 1e-6);
@@ -539,24 +541,45 @@ START_TEST(test_bn)
     }
     struct pb_tensor x = tensor_from(be, hx, s, l), y = tensor_new(be, s, l);
     float *g = dev_from(be, hg, c), *b = dev_from(be, hb, c);
-    float *dmean = dev_from(be, hg, c), *dvar = dev_from(be, hg, c);
-    be->ops->bn_fwd(be, &x, g, b, dmean, dvar, eps, true, &y);
+    /* the CPU backend's aux is [2, c]: the batch mean and the biased variance */
+    ck_assert_uint_eq(be->ops->bn_aux_bytes(be, c), 2 * c * sizeof(float));
+    float *aux = dev_from(be, hg, 2 * c);
+    float *rm0 = malloc(c * sizeof *rm0), *rv0 = malloc(c * sizeof *rv0);
+    for (int ch = 0; ch < c; ch++)
+        rm0[ch] = 0.05f * ch, rv0[ch] = 1.0f + 0.1f * ch;
+    float *drm = dev_from(be, rm0, c), *drv = dev_from(be, rv0, c);
+    const float mom = 0.1f;
+    be->ops->bn_fwd_train(be, &x, g, b, drm, drv, mom, eps, &y, aux);
     float *got = tensor_plain(be, &y), *want = to_float(ry, nx);
     pb_assert_close("bn fwd train", got, want, nx, BN_RTOL, BN_ATOL);
     free(got), free(want);
-    got = host_from(be, dmean, c), want = to_float(mean, c);
+    got = host_from(be, aux, c), want = to_float(mean, c);
     pb_assert_close("bn batch mean", got, want, c, BN_RTOL, BN_ATOL);
     free(got), free(want);
-    got = host_from(be, dvar, c), want = to_float(var, c);
+    got = host_from(be, aux + c, c), want = to_float(var, c);
     pb_assert_close("bn batch variance (biased)", got, want, c, BN_RTOL, BN_ATOL);
     free(got), free(want);
+    /* running statistics as torch.nn.BatchNorm2d: (1 − m)·run + m·batch, the variance
+     * unbiased by m/(m − 1) over the m = n·h·w values of a channel */
+    double cnt = (double)s.n * s.h * s.w;
+    float *wrm = malloc(c * sizeof *wrm), *wrv = malloc(c * sizeof *wrv);
+    for (int ch = 0; ch < c; ch++) {
+        wrm[ch] = (float)((1 - mom) * rm0[ch] + mom * mean[ch]);
+        wrv[ch] = (float)((1 - mom) * rv0[ch] + mom * var[ch] * cnt / (cnt - 1));
+    }
+    got = host_from(be, drm, c);
+    pb_assert_close("bn running mean", got, wrm, c, BN_RTOL, BN_ATOL);
+    free(got);
+    got = host_from(be, drv, c);
+    pb_assert_close("bn running variance", got, wrv, c, BN_RTOL, BN_ATOL);
+    free(got), free(wrm), free(wrv), free(rm0), free(rv0);
 
     /* inference with given statistics: mean 0.1·ch, var 0.5 + 0.2·ch */
     float *imean = malloc(c * sizeof *imean), *ivar = malloc(c * sizeof *ivar);
     for (int ch = 0; ch < c; ch++)
         imean[ch] = 0.1f * ch, ivar[ch] = 0.5f + 0.2f * ch;
     float *dim = dev_from(be, imean, c), *div = dev_from(be, ivar, c);
-    be->ops->bn_fwd(be, &x, g, b, dim, div, eps, false, &y);
+    be->ops->bn_fwd_infer(be, &x, g, b, dim, div, eps, &y);
     want = malloc(nx * sizeof *want);
     for (size_t k = 0; k < nx; k++) {
         int ch = (int)(k / (s.h * s.w) % c);
@@ -568,7 +591,7 @@ START_TEST(test_bn)
 
     struct pb_tensor dy = tensor_from(be, hdy, s, l), dx = tensor_new(be, s, l);
     float *dg = dev_from(be, hdg0, c), *db = dev_from(be, hdb0, c);
-    be->ops->bn_bwd(be, &x, &dy, g, dmean, dvar, eps, &dx, dg, db);
+    be->ops->bn_bwd(be, &x, &dy, g, aux, eps, &dx, dg, db);
     got = tensor_plain(be, &dx), want = to_float(rdx, nx);
     pb_assert_close("bn bwd dx", got, want, nx, BN_RTOL, BN_ATOL);
     free(got), free(want);
@@ -829,18 +852,24 @@ START_TEST(test_softmax_xent)
     loss /= n;
     int32_t *dl = (int32_t *)dev_from(be, (const float *)labels, n);
     float *dz = dev_from(be, z, (size_t)n * c), *dd = dev_from(be, z, (size_t)n * c);
-    float got_loss = 0;
-    int got_correct = -1;
-    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, &got_loss, &got_correct, dd);
+    struct pb_err e;
+    struct pb_xent_out *dres = pb_backend_alloc(be, sizeof *dres, PB_MEM_SCRATCH, &e), res;
+    ck_assert_msg(dres != NULL, "%s", e.msg);
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, dres, dd);
+    be->ops->download(be, &res, dres, sizeof res);
+    be->ops->sync(be);
     float wl = (float)loss;
-    pb_assert_close("xent loss", &got_loss, &wl, 1, 1e-6, 0);
-    ck_assert_int_eq(got_correct, want_correct);
+    pb_assert_close("xent loss", &res.loss, &wl, 1, 1e-6, 0);
+    ck_assert_int_eq(res.correct, want_correct);
     float *got = host_from(be, dd, (size_t)n * c);
     pb_assert_close("xent dlogits", got, want, (size_t)n * c, 1e-6, 1e-8);
-    got_correct = -1;
-    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, &got_loss, &got_correct, NULL);
-    pb_assert_close("xent loss (no dlogits)", &got_loss, &wl, 1, 1e-6, 0);
-    ck_assert_int_eq(got_correct, want_correct);
+    res.correct = -1;
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, dres, NULL);
+    be->ops->download(be, &res, dres, sizeof res);
+    be->ops->sync(be);
+    pb_assert_close("xent loss (no dlogits)", &res.loss, &wl, 1, 1e-6, 0);
+    ck_assert_int_eq(res.correct, want_correct);
+    pb_backend_free(be, dres);
     free(got), free(want), free(z);
     be_done(be);
 }
@@ -868,10 +897,11 @@ static float *det_run(struct pb_backend *be, size_t *count)
     be->ops->conv_bwd_weights(be, &d, &x, &dy, dw, NULL);
     float *g = dev_from(be, hz, ys.c), *bb = dev_from(be, hz, ys.c), *m = dev_from(be, hz, ys.c);
     float *v = dev_from(be, hz, ys.c), *dg = dev_from(be, hz, ys.c), *db = dev_from(be, hz, ys.c);
+    float *aux = dev_from(be, hz, 2 * (size_t)ys.c);
     be->ops->fill(be, g, 1.0f, ys.c);
     struct pb_tensor by = tensor_new(be, ys, y.layout), bdx = tensor_new(be, ys, y.layout);
-    be->ops->bn_fwd(be, &y, g, bb, m, v, 1e-5f, true, &by);
-    be->ops->bn_bwd(be, &y, &dy, g, m, v, 1e-5f, &bdx, dg, db);
+    be->ops->bn_fwd_train(be, &y, g, bb, m, v, 0.1f, 1e-5f, &by, aux);
+    be->ops->bn_bwd(be, &y, &dy, g, aux, 1e-5f, &bdx, dg, db);
     float *parts[5] = {tensor_plain(be, &y), tensor_plain(be, &dx), host_from(be, dw, nw),
                        tensor_plain(be, &by), tensor_plain(be, &bdx)};
     size_t sizes[5] = {ny, nx, nw, ny, ny};

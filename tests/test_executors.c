@@ -1,7 +1,8 @@
 /* tests/test_executors.c — the concurrent executors (DESIGN principle 3, SPEC §4.7):
- * for every schedule, the seq, threads and mpi executors save byte-identical weights
- * (D = 2 and 4, mlp and lenet); a failing stage stops the threads executor promptly;
- * SIGINT leaves the run 'interrupted' with its finished epochs recorded. */
+ * for every registered schedule and variant, the seq, threads and mpi executors save
+ * byte-identical weights (D = 2 and 4, every registered model; the first model at D = 2
+ * is the fast case); a failing stage stops the threads executor promptly; SIGINT leaves
+ * the run 'interrupted' with its finished epochs recorded. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -11,10 +12,9 @@
 #include <unistd.h>
 
 #include "harness/base/err.h"
+#include "tests/schedule_forms.h"
 #include "tests/train_util.h"
-
-static const char *const schedules[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain",
-                                        "xpipe", "pipeoptim"};
+#include "workloads/workload.h"
 
 static void expect_same_file(const char *a, const char *b, const char *what)
 {
@@ -31,10 +31,11 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "mpirun --oversubscribe %s -np %d %s run --executor mpi --quiet --model %s "
-             "--schedule %s --stages %d --limit-train %d --limit-val %d --microbatch-size %d "
-             "--epochs %d --threads %d --db %s --save %s >%s 2>&1",
+             "--schedule %s %s%s --optimizer %s --stages %d --limit-train %d --limit-val %d "
+             "--microbatch-size %d --epochs %d --threads %d --db %s --save %s >%s 2>&1",
              geteuid() == 0 ? "--allow-run-as-root" : "", c->stages, getenv("PB_PIPEBENCH"),
-             c->model, c->schedule, c->stages, c->limit_train, c->limit_val, c->microbatch_size,
+             c->model, c->schedule, c->variant ? "--variant " : "", c->variant ? c->variant : "",
+             c->optimizer, c->stages, c->limit_train, c->limit_val, c->microbatch_size,
              c->epochs, c->threads, c->db, tmp_path(save), tmp_path("mpirun.log"));
     int st = system(cmd);
     if (st != 0) {
@@ -46,12 +47,14 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
 
 static void bit_identity(const char *model, int stages)
 {
-    for (int i = 0; i < 6; i++) {
+    struct sched_form forms[SCHED_FORMS_MAX];
+    int nforms = sched_forms(forms);
+    for (int i = 0; i < nforms; i++) {
         struct pb_run_cfg c;
         small_cfg(&c);
         c.model = model;
         c.stages = stages;
-        c.schedule = schedules[i];
+        sched_form_apply(&c, &forms[i]);
         c.threads = stages;  /* one core per stage under every executor */
         c.epochs = 2;
         c.executor = "seq";
@@ -60,19 +63,31 @@ static void bit_identity(const char *model, int stages)
         run_ok(&c, "threads.safetensors");
         mpi_run(&c, "mpi.safetensors");
         char what[128];
-        snprintf(what, sizeof what, "%s D=%d %s", model, stages, schedules[i]);
+        snprintf(what, sizeof what, "%s D=%d %s", model, stages, forms[i].label);
         expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
         expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
     }
 }
 
-START_TEST(test_identity_mlp_d2) { bit_identity("mlp", 2); }
+/* The fast case: the first registered model at D = 2. */
+START_TEST(test_identity_first_model_d2) { bit_identity(pb_workloads[0]->name, 2); }
 END_TEST
-START_TEST(test_identity_mlp_d4) { bit_identity("mlp", 4); }
-END_TEST
-START_TEST(test_identity_lenet_d2) { bit_identity("lenet", 2); }
-END_TEST
-START_TEST(test_identity_lenet_d4) { bit_identity("lenet", 4); }
+
+/* Loop index _i over (model, D) pairs: every registered model at D = 2 and D = 4, less
+ * the fast case; bit_identity_pairs() counts them. */
+static int bit_identity_pairs(void)
+{
+    int n = 0;
+    while (pb_workloads[n])
+        n++;
+    return 2 * n - 1;
+}
+
+START_TEST(test_identity_models)
+{
+    int pair = _i + 1;
+    bit_identity(pb_workloads[pair / 2]->name, pair % 2 ? 4 : 2);
+}
 END_TEST
 
 static const char *status_of_last_run(const char *db, int *epochs)
@@ -175,12 +190,14 @@ END_TEST
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("executors");
+    TCase *fast = tcase_create("bit_identity_fast");
+    tcase_set_tags(fast, "fast");
+    tcase_set_timeout(fast, 600);
+    tcase_add_test(fast, test_identity_first_model_d2);
+    suite_add_tcase(s, fast);
     TCase *tc = tcase_create("bit_identity");
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_identity_mlp_d2);
-    tcase_add_test(tc, test_identity_mlp_d4);
-    tcase_add_test(tc, test_identity_lenet_d2);
-    tcase_add_test(tc, test_identity_lenet_d4);
+    tcase_add_loop_test(tc, test_identity_models, 0, bit_identity_pairs());
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("faults");
     tcase_set_timeout(tf, 300);

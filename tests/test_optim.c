@@ -8,6 +8,7 @@
 
 #include "harness/compute/backend.h"
 #include "harness/optim/optim.h"
+#include "predictors/predictor.h"
 #include "tests/test_util.h"
 
 #define FIX_N 37
@@ -280,24 +281,28 @@ START_TEST(test_cfg_check_good)
 END_TEST
 
 /* Floats of optimizer state per parameter: only what the configuration needs; the
- * last d only when a predicting schedule will read it (keep_d_last). */
+ * last d only when a predicting schedule will read it (keep_d_last), the last raw
+ * gradient likewise (keep_g_last, RMSprop's code form). */
 START_TEST(test_state_allocation)
 {
     static const struct {
         const char *name;
         float momentum;
-        bool keep;
+        bool keep, keep_g;
         size_t per_param;  /* buffers of n floats */
     } cases[] = {
-        {"sgd", 0.0f, true, 1},      /* d_last */
-        {"sgd", 0.0f, false, 0},     /* nothing */
-        {"sgdm", 0.9f, true, 2},     /* buf, d_last (code form) */
-        {"sgdm", 0.9f, false, 1},    /* buf */
-        {"adam", 0.0f, true, 2},     /* m, v */
-        {"adamw", 0.0f, false, 2},   /* m, v */
-        {"rmsprop", 0.0f, true, 2},  /* sq, d_last */
-        {"rmsprop", 0.0f, false, 1}, /* sq */
-        {"rmsprop", 0.9f, true, 2},  /* sq, buf */
+        {"sgd", 0.0f, true, false, 1},      /* d_last */
+        {"sgd", 0.0f, false, false, 0},     /* nothing */
+        {"sgdm", 0.9f, true, false, 2},     /* buf, d_last (code form) */
+        {"sgdm", 0.9f, false, false, 1},    /* buf */
+        {"adam", 0.0f, true, false, 2},     /* m, v */
+        {"adamw", 0.0f, false, false, 2},   /* m, v */
+        {"rmsprop", 0.0f, true, false, 2},  /* sq, d_last */
+        {"rmsprop", 0.0f, false, false, 1}, /* sq */
+        {"rmsprop", 0.9f, true, false, 2},  /* sq, buf */
+        {"rmsprop", 0.0f, false, true, 2},  /* sq, g_last (code form) */
+        {"rmsprop", 0.9f, false, true, 3},  /* sq, buf, g_last (code form) */
+        {"sgdm", 0.9f, true, true, 2},      /* buf, d_last: SGD never reads g_last */
     };
     struct pb_err e;
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
@@ -309,6 +314,7 @@ START_TEST(test_state_allocation)
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, cases[i].name, &e), 0);
         c.momentum = cases[i].momentum;
         c.keep_d_last = cases[i].keep;
+        c.keep_g_last = cases[i].keep_g;
         ck_assert_msg(pb_optim_init(&o, be, &c, n, &e) == 0, "%s", e.msg);
         ck_assert_uint_eq(be->mem_cur[PB_MEM_OPTSTATE], cases[i].per_param * n * sizeof(float));
         ck_assert(o.t == 0 && o.lr == c.lr && o.n == n);
@@ -317,9 +323,10 @@ START_TEST(test_state_allocation)
         ck_assert((o.sq != NULL) == (c.kind == PB_OPT_RMSPROP));
         ck_assert((o.buf != NULL) == (c.kind != PB_OPT_ADAM && c.kind != PB_OPT_ADAMW &&
                                       c.momentum > 0.0f));
-        float *state[] = {o.buf, o.m, o.v, o.sq, o.d_last};
+        ck_assert((o.g_last != NULL) == (c.kind == PB_OPT_RMSPROP && cases[i].keep_g));
+        float *state[] = {o.buf, o.m, o.v, o.sq, o.d_last, o.g_last};
         float host[1001];
-        for (size_t s = 0; s < 5; s++) {
+        for (size_t s = 0; s < 6; s++) {
             if (!state[s])
                 continue;
             be->ops->download(be, host, state[s], sizeof host);
@@ -328,7 +335,7 @@ START_TEST(test_state_allocation)
         }
         pb_optim_finish(&o, be);
         ck_assert_uint_eq(be->mem_cur[PB_MEM_OPTSTATE], 0);
-        ck_assert(!o.buf && !o.m && !o.v && !o.sq && !o.d_last);
+        ck_assert(!o.buf && !o.m && !o.v && !o.sq && !o.d_last && !o.g_last);
         pb_optim_finish(&o, be);
     }
     struct pb_optim zero;
@@ -385,7 +392,7 @@ START_TEST(test_threads_bit_identical)
 {
     static const char *const names[] = {"sgdm", "adam", "adamw", "rmsprop"};
     const size_t n = 3 * 16384 + 7;
-    float *host[2][2];
+    float *host[2][3];
     for (int run = 0; run < 2; run++) {
         struct pb_err e;
         struct pb_backend *be = pb_backend_cpu_create(run ? 4 : 1, &e);
@@ -394,6 +401,7 @@ START_TEST(test_threads_bit_identical)
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, names[_i], &e), 0);
         c.weight_decay = 0.01f;
         c.keep_d_last = true;  /* the prediction below reads it for sgd and rmsprop */
+        c.keep_g_last = true;  /* and the code prediction g_last for rmsprop */
         float *w = pb_backend_alloc(be, n * sizeof(float), PB_MEM_PARAMS, &e);
         float *g = pb_backend_alloc(be, n * sizeof(float), PB_MEM_GRADS, &e);
         float *w_hat = pb_backend_alloc(be, n * sizeof(float), PB_MEM_WCOPIES, &e);
@@ -410,11 +418,14 @@ START_TEST(test_threads_bit_identical)
             be->ops->upload(be, g, tmp, n * sizeof(float));
             pb_optim_step(&o, be, w, g);
         }
-        be->ops->predict(be, &o, PB_PREDICT_PAPER, 3.0f, w, w_hat);
+        pb_predict(be, &o, PB_PREDICT_PAPER, 3.0f, w, w_hat);
         host[run][0] = tmp;
         host[run][1] = pb_xmalloc(n * sizeof(float));
+        host[run][2] = pb_xmalloc(n * sizeof(float));
         be->ops->download(be, host[run][0], w, n * sizeof(float));
         be->ops->download(be, host[run][1], w_hat, n * sizeof(float));
+        pb_predict(be, &o, PB_PREDICT_CODE, 4.0f, w, w_hat);
+        be->ops->download(be, host[run][2], w_hat, n * sizeof(float));
         pb_optim_finish(&o, be);
         pb_backend_free(be, w);
         pb_backend_free(be, g);
@@ -425,10 +436,11 @@ START_TEST(test_threads_bit_identical)
                   "%s: W differs between 1 and 4 threads", names[_i]);
     ck_assert_msg(memcmp(host[0][1], host[1][1], n * sizeof(float)) == 0,
                   "%s: the prediction differs between 1 and 4 threads", names[_i]);
-    for (int run = 0; run < 2; run++) {
-        free(host[run][0]);
-        free(host[run][1]);
-    }
+    ck_assert_msg(memcmp(host[0][2], host[1][2], n * sizeof(float)) == 0,
+                  "%s: the code prediction differs between 1 and 4 threads", names[_i]);
+    for (int run = 0; run < 2; run++)
+        for (int k = 0; k < 3; k++)
+            free(host[run][k]);
 }
 END_TEST
 

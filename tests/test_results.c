@@ -127,9 +127,9 @@ static struct pb_stage_record stage(int k)
 }
 
 static const struct pb_event_record events[] = {
-    {0, 0, 'F', 0, 0, 3, 0.0, 0.5},
-    {0, 1, 'B', 0, 0, 0, 0.5, 1.0},
-    {0, 2, 'U', -1, 1, 0, 1.0, 1.25},
+    {0, 0, 'F', 0, 0, 3, 0.0, 0.5, 0},
+    {0, 1, 'B', 0, 0, 0, 0.5, 1.0, 0},
+    {0, 2, 'U', -1, 1, 0, 1.0, 1.25, 1},
 };
 
 static struct pb_epoch_record epoch_rec(int epoch, const struct pb_stage_record *st)

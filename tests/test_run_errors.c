@@ -1,6 +1,7 @@
 /* tests/test_run_errors.c — bad input to `pipebench run` (through the built binary):
  * each gets a message that says what to do, exit status 2, and leaves no run row in
- * the results database. */
+ * the results database. An unknown name's message lists every registered schedule,
+ * variant, model, optimizer and dataset. */
 #include <check.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -8,6 +9,11 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "harness/ir/program.h"
+#include "harness/optim/optim.h"
+#include "workloads/datasets/dataset.h"
+#include "workloads/workload.h"
 
 static char dir[64];
 
@@ -72,16 +78,63 @@ static void expect_error(const char *args, const char *const *fragments)
 
 #define EXPECT(args, ...) expect_error(args, (const char *const[]){__VA_ARGS__, NULL})
 
+/* A NULL-terminated list of the fragments a message must hold (at most 63). */
+struct fragments {
+    const char *f[64];
+    int n;
+};
+
+static void frag_add(struct fragments *fr, const char *s)
+{
+    ck_assert_int_lt(fr->n, 63);
+    fr->f[fr->n++] = s;
+    fr->f[fr->n] = NULL;
+}
+
 START_TEST(test_unknown_names)
 {
-    EXPECT("--schedule pipedreams", "unknown schedule 'pipedreams'", "gpipe", "pipedream-2bw",
-           "spectrain", "xpipe", "pipeoptim");
-    EXPECT("--model resnet", "unknown model 'resnet'", "mlp", "lenet");
-    EXPECT("--optimizer lamb", "lamb", "sgd", "adamw", "rmsprop");
-    EXPECT("--dataset cifar", "cifar", "fashion-mnist", "synthetic");
+    struct fragments fr = {{NULL}, 0};
+    frag_add(&fr, "unknown schedule 'pipedreams'");
+    for (int i = 0; pb_schedules[i]; i++)
+        frag_add(&fr, pb_schedules[i]->name);
+    expect_error("--schedule pipedreams", fr.f);
+    fr.n = 0;
+    frag_add(&fr, "unknown model 'resnet'");
+    for (int i = 0; pb_workloads[i]; i++)
+        frag_add(&fr, pb_workloads[i]->name);
+    expect_error("--model resnet", fr.f);
+    fr.n = 0;
+    frag_add(&fr, "lamb");
+    frag_add(&fr, "sgdm");
+    for (int k = 0; k < PB_OPT_NKINDS; k++)
+        frag_add(&fr, pb_optim_kind_name((enum pb_optim_kind)k));
+    expect_error("--optimizer lamb", fr.f);
+    fr.n = 0;
+    frag_add(&fr, "cifar");
+    for (int i = 0; pb_dataset_names[i]; i++)
+        frag_add(&fr, pb_dataset_names[i]);
+    expect_error("--dataset cifar", fr.f);
     EXPECT("--executor gpu", "unknown executor 'gpu'", "seq", "threads");
-    EXPECT("--variant fast --schedule pipeoptim", "fast", "code");
     EXPECT("--frobnicate 3", "--frobnicate");
+}
+END_TEST
+
+/* An unknown variant names the schedule's variants, or says it has none. */
+START_TEST(test_unknown_variant)
+{
+    for (int i = 0; pb_schedules[i]; i++) {
+        const struct pb_schedule *s = pb_schedules[i];
+        char args[256], list[256];
+        snprintf(args, sizeof args, "--variant fast --schedule %s", s->name);
+        snprintf(list, sizeof list, "%s", s->variants ? s->variants : "");
+        struct fragments fr = {{NULL}, 0};
+        frag_add(&fr, "'fast'");
+        if (!*list)
+            frag_add(&fr, "no variants");
+        for (char *save, *v = strtok_r(list, ", ", &save); v; v = strtok_r(NULL, ", ", &save))
+            frag_add(&fr, v);
+        expect_error(args, fr.f);
+    }
 }
 END_TEST
 
@@ -150,6 +203,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_unknown_names);
+    tcase_add_test(tc, test_unknown_variant);
     tcase_add_test(tc, test_impossible_numbers);
     tcase_add_test(tc, test_schedule_preconditions);
     tcase_add_test(tc, test_missing_dataset);

@@ -1,6 +1,7 @@
-/* tests/test_schedules.c — the six seed schedules (SPEC §4): golden programs at
- * D = 4, N = 8 with and without versions, the version rules of §4.1–4.6 and §4.7,
- * validation over a grid of pipes, the validator's negative cases and bad input. */
+/* tests/test_schedules.c — the schedules (SPEC §4): golden programs at D = 4 with and
+ * without versions (every registered schedule and variant must have one), the version
+ * rules of §4.1–4.6 and §4.7, validation of every registered form over a grid of pipes,
+ * the validator's negative cases and bad input. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "harness/ir/program.h"
+#include "tests/schedule_forms.h"
 
 #define MAXD 8
 
@@ -63,143 +65,164 @@ static const char order_mb4[] =
     "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 B7 U\n"
     "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U\n";
 
-START_TEST(golden_order)
-{
-    golden("pipedream", 8, 4, NULL, false, order_1f1b);
-    golden("pipeoptim", 8, 4, NULL, false, order_1f1b);
-    golden("pipeoptim", 8, 4, "code", false, order_1f1b);
-    golden("spectrain", 8, 4, NULL, false, order_1f1b);
-    golden("pipedream-2bw", 8, 4, NULL, false, order_mb4);
-    golden("xpipe", 8, 4, NULL, false, order_mb4);
-    golden("xpipe", 8, 4, "note", false, order_mb4);
-    golden("gpipe", 8, 4, NULL, false,
-           "stage 0: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
-           "stage 1: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
-           "stage 2: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
-           "stage 3: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n");
-    golden("pipedream-2bw", 12, 4, NULL, false,
-           "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 U F7 B4 F8 B5 F9 B6 F10 B7 U F11 B8 B9 "
-           "B10 B11 U\n"
-           "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 U F6 B4 F7 B5 F8 B6 F9 B7 U F10 B8 F11 B9 "
-           "B10 B11 U\n"
-           "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 F8 B7 U F9 B8 F10 B9 F11 "
-           "B10 B11 U\n"
-           "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U F8 B8 F9 B9 F10 B10 "
-           "F11 B11 U\n");
-}
-END_TEST
-
-/* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (SPEC §4.1, stage 0:
- * max(0, j−3)); B(j) sees its F's version. */
-START_TEST(golden_versions_1f1b)
-{
-    golden("pipedream", 8, 4, NULL, true,
-           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
-           "B5:2 U B6:3 U B7:4 U\n"
-           "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:1 B1:0 U F4:2 B2:0 U F5:3 B3:1 U F6:4 B4:2 U F7:5 "
-           "B5:3 U B6:4 U B7:5 U\n"
-           "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:0 U F3:2 B2:1 U F4:3 B3:2 U F5:4 B4:3 U F6:5 B5:4 "
-           "U F7:6 B6:5 U B7:6 U\n"
-           "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
-           "F6:6 B6:6 U F7:7 B7:7 U\n");
-    /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
-    golden("pipeoptim", 8, 4, NULL, true,
-           "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
-           "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
-           "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
-           "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
-           "stage 2: F0:0+1 F1:0+1 B0:0 U F2:1+1 B1:1 U F3:2+1 B2:2 U F4:3+1 B3:3 U F5:4+1 B4:4 "
-           "U F6:5+1 B5:5 U F7:6+1 B6:6 U B7:7 U\n"
-           "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
-           "F6:6 B6:6 U F7:7 B7:7 U\n");
-    /* variant code: s = D−k, so the last stage predicts one ahead */
-    golden("pipeoptim", 8, 4, "code", true,
-           "stage 0: F0:0+4 F1:0+4 F2:0+4 F3:0+4 B0:0 U F4:1+4 B1:1 U F5:2+4 B2:2 U F6:3+4 B3:3 "
-           "U F7:4+4 B4:4 U B5:5 U B6:6 U B7:7 U\n"
-           "stage 1: F0:0+3 F1:0+3 F2:0+3 B0:0 U F3:1+3 B1:1 U F4:2+3 B2:2 U F5:3+3 B3:3 U "
-           "F6:4+3 B4:4 U F7:5+3 B5:5 U B6:6 U B7:7 U\n"
-           "stage 2: F0:0+2 F1:0+2 B0:0 U F2:1+2 B1:1 U F3:2+2 B2:2 U F4:3+2 B3:3 U F5:4+2 B4:4 "
-           "U F6:5+2 B5:5 U F7:6+2 B6:6 U B7:7 U\n"
-           "stage 3: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U "
-           "F5:5+1 B5:5 U F6:6+1 B6:6 U F7:7+1 B7:7 U\n");
-}
-END_TEST
-
 /* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (SPEC §4.3). */
-START_TEST(golden_versions_spectrain)
+static const char versions_spectrain[] =
+    "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
+    "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+    "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
+    "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
+    "stage 2: F0:0+2 F1:0+2 B0:0+1 U F2:1+2 B1:1+1 U F3:2+2 B2:2+1 U F4:3+2 B3:3+1 U "
+    "F5:4+2 B4:4+1 U F6:5+2 B5:5+1 U F7:6+2 B6:6+1 U B7:7+1 U\n"
+    "stage 3: F0:0+1 B0:0+1 U F1:1+1 B1:1+1 U F2:2+1 B2:2+1 U F3:3+1 B3:3+1 U F4:4+1 "
+    "B4:4+1 U F5:5+1 B5:5+1 U F6:6+1 B6:6+1 U F7:7+1 B7:7+1 U\n";
+
+/* A golden program (SPEC §4): all D = 4 stages of a schedule form for N micro-batches,
+ * M per update where the schedule has mini-batches, with or without versions. */
+struct golden_case {
+    const char *name, *variant;
+    int N, M;
+    bool versions;
+    const char *expect;
+};
+
+static const struct golden_case goldens[] = {
+    /* the op order (SPEC §4.1–4.6) */
+    {"pipedream", NULL, 8, 4, false, order_1f1b},
+    {"pipeoptim", NULL, 8, 4, false, order_1f1b},
+    {"pipeoptim", "code", 8, 4, false, order_1f1b},
+    {"spectrain", NULL, 8, 4, false, order_1f1b},
+    {"spectrain", "code", 8, 4, false, order_1f1b},
+    {"pipedream-2bw", NULL, 8, 4, false, order_mb4},
+    {"xpipe", NULL, 8, 4, false, order_mb4},
+    {"xpipe", "note", 8, 4, false, order_mb4},
+    {"gpipe", NULL, 8, 4, false,
+     "stage 0: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+     "stage 1: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+     "stage 2: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"
+     "stage 3: F0 F1 F2 F3 B3 B2 B1 B0 U F4 F5 F6 F7 B7 B6 B5 B4 U\n"},
+    {"pipedream-2bw", NULL, 12, 4, false,
+     "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 U F7 B4 F8 B5 F9 B6 F10 B7 U F11 B8 B9 "
+     "B10 B11 U\n"
+     "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 U F6 B4 F7 B5 F8 B6 F9 B7 U F10 B8 F11 B9 "
+     "B10 B11 U\n"
+     "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 F8 B7 U F9 B8 F10 B9 F11 "
+     "B10 B11 U\n"
+     "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U F8 B8 F9 B9 F10 B10 "
+     "F11 B11 U\n"},
+    /* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (SPEC §4.1, stage 0:
+     * max(0, j−3)); B(j) sees its F's version. */
+    {"pipedream", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
+     "B5:2 U B6:3 U B7:4 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:1 B1:0 U F4:2 B2:0 U F5:3 B3:1 U F6:4 B4:2 U F7:5 "
+     "B5:3 U B6:4 U B7:5 U\n"
+     "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:0 U F3:2 B2:1 U F4:3 B3:2 U F5:4 B4:3 U F6:5 B5:4 "
+     "U F7:6 B6:5 U B7:6 U\n"
+     "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+     "F6:6 B6:6 U F7:7 B7:7 U\n"},
+    /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
+    {"pipeoptim", NULL, 8, 4, true,
+     "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
+     "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+     "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
+     "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
+     "stage 2: F0:0+1 F1:0+1 B0:0 U F2:1+1 B1:1 U F3:2+1 B2:2 U F4:3+1 B3:3 U F5:4+1 B4:4 "
+     "U F6:5+1 B5:5 U F7:6+1 B6:6 U B7:7 U\n"
+     "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+     "F6:6 B6:6 U F7:7 B7:7 U\n"},
+    /* variant code: s = D−k, so the last stage predicts one ahead */
+    {"pipeoptim", "code", 8, 4, true,
+     "stage 0: F0:0+4 F1:0+4 F2:0+4 F3:0+4 B0:0 U F4:1+4 B1:1 U F5:2+4 B2:2 U F6:3+4 B3:3 "
+     "U F7:4+4 B4:4 U B5:5 U B6:6 U B7:7 U\n"
+     "stage 1: F0:0+3 F1:0+3 F2:0+3 B0:0 U F3:1+3 B1:1 U F4:2+3 B2:2 U F5:3+3 B3:3 U "
+     "F6:4+3 B4:4 U F7:5+3 B5:5 U B6:6 U B7:7 U\n"
+     "stage 2: F0:0+2 F1:0+2 B0:0 U F2:1+2 B1:1 U F3:2+2 B2:2 U F4:3+2 B3:3 U F5:4+2 B4:4 "
+     "U F6:5+2 B5:5 U F7:6+2 B6:6 U B7:7 U\n"
+     "stage 3: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U "
+     "F5:5+1 B5:5 U F6:6+1 B6:6 U F7:7+1 B7:7 U\n"},
+    /* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (SPEC §4.3). */
+    {"spectrain", NULL, 8, 4, true, versions_spectrain},
+    /* variant code: the same versions (the forms it predicts with differ:
+     * spectrain_versions) */
+    {"spectrain", "code", 8, 4, true, versions_spectrain},
+    /* GPipe: mini-batch b reads W^(b); 2BW: micro-batches 0–7 read W^(0), 8–11 W^(1)
+     * (SPEC §4.4 example). */
+    {"gpipe", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+     "B5:1 B4:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+     "B5:1 B4:1 U\n"
+     "stage 2: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+     "B5:1 B4:1 U\n"
+     "stage 3: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
+     "B5:1 B4:1 U\n"},
+    {"pipedream-2bw", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 B5:0 "
+     "B6:0 B7:0 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
+     "B6:0 B7:0 U\n"
+     "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
+     "B6:0 B7:0 U\n"
+     "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
+     "F7:0 B7:0 U\n"},
+    {"pipedream-2bw", NULL, 12, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 F8:1 "
+     "B5:0 F9:1 B6:0 F10:1 B7:0 U F11:1 B8:1 B9:1 B10:1 B11:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
+     "F8:1 B6:0 F9:1 B7:0 U F10:1 B8:1 F11:1 B9:1 B10:1 B11:1 U\n"
+     "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
+     "B6:0 F8:1 B7:0 U F9:1 B8:1 F10:1 B9:1 F11:1 B10:1 B11:1 U\n"
+     "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
+     "F7:0 B7:0 U F8:1 B8:1 F9:1 B9:1 F10:1 B10:1 F11:1 B11:1 U\n"},
+    /* XPipe, T = 4: s = ⌈(3−k)/4⌉ = 1, 1, 1, 0 from the base of the mini-batch's first
+     * F; variant note: s_F = 2, 1, 1, 1 for the group, s_B = 1 made at each B. */
+    {"xpipe", NULL, 8, 4, true,
+     "stage 0: F0:0+1 F1:0+1 F2:0+1 F3:0+1 B0:0+1 F4:0+1 B1:0+1 F5:0+1 B2:0+1 F6:0+1 "
+     "B3:0+1 U F7:0+1 B4:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
+     "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
+     "F6:0+1 B4:0+1 F7:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
+     "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
+     "B4:0+1 F6:0+1 B5:0+1 F7:0+1 B6:0+1 B7:0+1 U\n"
+     "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:1 B4:1 F5:1 B5:1 F6:1 B6:1 "
+     "F7:1 B7:1 U\n"},
+    {"xpipe", "note", 8, 4, true,
+     "stage 0: F0:0+2 F1:0+2 F2:0+2 F3:0+2 B0:0+1 F4:0+2 B1:0+1 F5:0+2 B2:0+1 F6:0+2 "
+     "B3:0+1 U F7:0+2 B4:1+1 B5:1+1 B6:1+1 B7:1+1 U\n"
+     "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
+     "F6:0+1 B4:1+1 F7:0+1 B5:1+1 B6:1+1 B7:1+1 U\n"
+     "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
+     "B4:1+1 F6:0+1 B5:1+1 F7:0+1 B6:1+1 B7:1+1 U\n"
+     "stage 3: F0:0+1 B0:0+1 F1:0+1 B1:0+1 F2:0+1 B2:0+1 F3:0+1 B3:0+1 U F4:1+1 B4:1+1 "
+     "F5:1+1 B5:1+1 F6:1+1 B6:1+1 F7:1+1 B7:1+1 U\n"},
+};
+
+#define NGOLDENS ((int)(sizeof goldens / sizeof *goldens))
+
+START_TEST(golden_programs)
 {
-    golden("spectrain", 8, 4, NULL, true,
-           "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
-           "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
-           "stage 1: F0:0+2 F1:0+2 F2:0+2 B0:0 U F3:1+2 B1:1 U F4:2+2 B2:2 U F5:3+2 B3:3 U "
-           "F6:4+2 B4:4 U F7:5+2 B5:5 U B6:6 U B7:7 U\n"
-           "stage 2: F0:0+2 F1:0+2 B0:0+1 U F2:1+2 B1:1+1 U F3:2+2 B2:2+1 U F4:3+2 B3:3+1 U "
-           "F5:4+2 B4:4+1 U F6:5+2 B5:5+1 U F7:6+2 B6:6+1 U B7:7+1 U\n"
-           "stage 3: F0:0+1 B0:0+1 U F1:1+1 B1:1+1 U F2:2+1 B2:2+1 U F3:3+1 B3:3+1 U F4:4+1 "
-           "B4:4+1 U F5:5+1 B5:5+1 U F6:6+1 B6:6+1 U F7:7+1 B7:7+1 U\n");
+    const struct golden_case *g = &goldens[_i];
+    golden(g->name, g->N, g->M, g->variant, g->versions, g->expect);
 }
 END_TEST
 
-/* GPipe: mini-batch b reads W^(b); 2BW: micro-batches 0–7 read W^(0), 8–11 W^(1)
- * (SPEC §4.4 example). */
-START_TEST(golden_versions_minibatch)
+/* Every registered schedule, in each of its forms, has a golden program with versions:
+ * a new schedule or variant fails here until its expected text is in goldens[]. */
+START_TEST(golden_coverage)
 {
-    golden("gpipe", 8, 4, NULL, true,
-           "stage 0: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
-           "B5:1 B4:1 U\n"
-           "stage 1: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
-           "B5:1 B4:1 U\n"
-           "stage 2: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
-           "B5:1 B4:1 U\n"
-           "stage 3: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
-           "B5:1 B4:1 U\n");
-    golden("pipedream-2bw", 8, 4, NULL, true,
-           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 B5:0 "
-           "B6:0 B7:0 U\n"
-           "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
-           "B6:0 B7:0 U\n"
-           "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
-           "B6:0 B7:0 U\n"
-           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
-           "F7:0 B7:0 U\n");
-    golden("pipedream-2bw", 12, 4, NULL, true,
-           "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 U F7:0 B4:0 F8:1 "
-           "B5:0 F9:1 B6:0 F10:1 B7:0 U F11:1 B8:1 B9:1 B10:1 B11:1 U\n"
-           "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 U F6:0 B4:0 F7:0 B5:0 "
-           "F8:1 B6:0 F9:1 B7:0 U F10:1 B8:1 F11:1 B9:1 B10:1 B11:1 U\n"
-           "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 F4:0 B3:0 U F5:0 B4:0 F6:0 B5:0 F7:0 "
-           "B6:0 F8:1 B7:0 U F9:1 B8:1 F10:1 B9:1 F11:1 B10:1 B11:1 U\n"
-           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 "
-           "F7:0 B7:0 U F8:1 B8:1 F9:1 B9:1 F10:1 B10:1 F11:1 B11:1 U\n");
+    struct sched_form forms[SCHED_FORMS_MAX];
+    int nforms = sched_forms(forms);
+    for (int i = 0; i < nforms; i++) {
+        bool found = false;
+        for (int g = 0; g < NGOLDENS; g++)
+            found |= goldens[g].versions &&
+                     sched_form_is(&forms[i], goldens[g].name, goldens[g].variant);
+        ck_assert_msg(found, "%s has no golden program with versions in goldens[] "
+                      "(tests/test_schedules.c)", forms[i].label);
+    }
 }
 END_TEST
 
-/* XPipe, T = 4: s = ⌈(3−k)/4⌉ = 1, 1, 1, 0 from the base of the mini-batch's first
- * F; variant note: s_F = 2, 1, 1, 1 for the group, s_B = 1 made at each B. */
-START_TEST(golden_versions_xpipe)
-{
-    golden("xpipe", 8, 4, NULL, true,
-           "stage 0: F0:0+1 F1:0+1 F2:0+1 F3:0+1 B0:0+1 F4:0+1 B1:0+1 F5:0+1 B2:0+1 F6:0+1 "
-           "B3:0+1 U F7:0+1 B4:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
-           "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
-           "F6:0+1 B4:0+1 F7:0+1 B5:0+1 B6:0+1 B7:0+1 U\n"
-           "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
-           "B4:0+1 F6:0+1 B5:0+1 F7:0+1 B6:0+1 B7:0+1 U\n"
-           "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:1 B4:1 F5:1 B5:1 F6:1 B6:1 "
-           "F7:1 B7:1 U\n");
-    golden("xpipe", 8, 4, "note", true,
-           "stage 0: F0:0+2 F1:0+2 F2:0+2 F3:0+2 B0:0+1 F4:0+2 B1:0+1 F5:0+2 B2:0+1 F6:0+2 "
-           "B3:0+1 U F7:0+2 B4:1+1 B5:1+1 B6:1+1 B7:1+1 U\n"
-           "stage 1: F0:0+1 F1:0+1 F2:0+1 B0:0+1 F3:0+1 B1:0+1 F4:0+1 B2:0+1 F5:0+1 B3:0+1 U "
-           "F6:0+1 B4:1+1 F7:0+1 B5:1+1 B6:1+1 B7:1+1 U\n"
-           "stage 2: F0:0+1 F1:0+1 B0:0+1 F2:0+1 B1:0+1 F3:0+1 B2:0+1 F4:0+1 B3:0+1 U F5:0+1 "
-           "B4:1+1 F6:0+1 B5:1+1 F7:0+1 B6:1+1 B7:1+1 U\n"
-           "stage 3: F0:0+1 B0:0+1 F1:0+1 B1:0+1 F2:0+1 B2:0+1 F3:0+1 B3:0+1 U F4:1+1 B4:1+1 "
-           "F5:1+1 B5:1+1 F6:1+1 B6:1+1 F7:1+1 B7:1+1 U\n");
-}
-END_TEST
-
-/* Per-op versions of stage k: base/ahead (pb_program_versions) and u, the updates
+/* Per-op versions of stage k: base/ahead (the version plan; -1 for U) and u, the updates
  * applied before the op. Arrays have room for MAXOPS ops. */
 #define MAXOPS 256
 struct vers {
@@ -210,7 +233,13 @@ struct vers {
 static void versions_of(const struct pb_pipe *p, const struct pb_program *prog, struct vers *v)
 {
     ck_assert_int_le(prog->n, MAXOPS);
-    pb_program_versions(p, prog, v->base, v->ahead);
+    struct pb_version_plan vp;
+    pb_version_plan_init(&vp, p, prog);
+    for (int i = 0; i < prog->n; i++) {
+        v->base[i] = prog->ops[i].kind == PB_OP_U ? -1 : vp.ops[i].base;
+        v->ahead[i] = prog->ops[i].kind == PB_OP_U ? -1 : vp.ops[i].ahead;
+    }
+    pb_version_plan_finish(&vp);
     for (int i = 0, u = 0; i < prog->n; i++) {
         v->u[i] = u;
         const struct pb_op *op = &prog->ops[i];
@@ -293,7 +322,7 @@ START_TEST(pipeoptim_versions)
 END_TEST
 
 /* SPEC §4.3, D = 4: s_F = 3, 2, 2, 1; s_B = 0, 0, 1, 1, both from the current W;
- * variant code: F form CODE, B form MOMENTUM. */
+ * variant code: F form SPECTRAIN, B form MOMENTUM. */
 START_TEST(spectrain_versions)
 {
     static const int sf[4] = {3, 2, 2, 1}, sb[4] = {0, 0, 1, 1};
@@ -310,7 +339,7 @@ START_TEST(spectrain_versions)
                 ck_assert_int_eq(v.ahead[v.b[j]], sb[k]);
                 ck_assert_int_eq(v.base[v.f[j]], v.u[v.f[j]]);
                 ck_assert_int_eq(v.base[v.b[j]], v.u[v.b[j]]);
-                ck_assert_int_eq(f->pform, code ? PB_PREDICT_CODE : PB_PREDICT_PAPER);
+                ck_assert_int_eq(f->pform, code ? PB_PREDICT_SPECTRAIN : PB_PREDICT_PAPER);
                 ck_assert_int_eq(b->wsrc, sb[k] ? PB_W_PREDICTED : PB_W_LATEST);
                 if (sb[k])
                     ck_assert_int_eq(b->pform, code ? PB_PREDICT_MOMENTUM : PB_PREDICT_PAPER);
@@ -361,50 +390,74 @@ START_TEST(minibatch_versions)
 }
 END_TEST
 
-static const char *const names[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain", "xpipe",
-                                     "pipeoptim"};
-
-/* Every schedule and variant validates (channel capacity 1) over the grid. */
+/* Every registered schedule in each of its forms builds and validates (channel
+ * capacity 1) over the grid, with the first optimizer it accepts (SGD unless refused). */
 START_TEST(all_validate)
 {
     static const int Ds[] = {1, 2, 3, 4, 8}, Ns[] = {1, 5, 8, 16};
-    static const char *const variants[] = {NULL, "code", "note"};
-    int checked = 0;
-    for (int si = 0; si < 6; si++)
-        for (int vi = 0; vi < 3; vi++)
-            for (int di = 0; di < 5; di++)
-                for (int ni = 0; ni < 4; ni++)
-                    for (int M = Ds[di]; M <= Ds[di] + 1; M++) {
-                        struct pb_err e;
-                        const struct pb_schedule *s = pb_schedule_find(names[si], &e);
-                        struct pb_pipe p = {.stages = Ds[di], .length = Ns[ni], .microbatches = M,
-                                            .optimizer = PB_OPT_SGD, .variant = variants[vi]};
-                        struct pb_program pr[MAXD];
-                        if (pb_programs_build(s, &p, pr, &e))
-                            continue; /* a variant the schedule does not have */
-                        ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0,
-                                      "%s %s D=%d N=%d M=%d: %s", names[si],
-                                      variants[vi] ? variants[vi] : "", p.stages, p.length, M,
-                                      e.msg);
-                        pb_programs_finish(pr, p.stages);
-                        checked++;
+    struct sched_form forms[SCHED_FORMS_MAX];
+    int nforms = sched_forms(forms);
+    for (int fi = 0; fi < nforms; fi++)
+        for (int di = 0; di < 5; di++)
+            for (int ni = 0; ni < 4; ni++)
+                for (int M = Ds[di]; M <= Ds[di] + 1; M++) {
+                    struct pb_err e;
+                    struct pb_pipe p = {.stages = Ds[di], .length = Ns[ni], .microbatches = M,
+                                        .variant = forms[fi].variant};
+                    struct pb_program pr[MAXD];
+                    int rc = -1;
+                    for (int k = 0; rc && k < PB_OPT_NKINDS; k++) {
+                        p.optimizer = (enum pb_optim_kind)k;
+                        rc = pb_programs_build(forms[fi].sch, &p, pr, &e);
                     }
-    ck_assert_int_eq(checked, 6 * 40 + 2 * 40 + 40);
+                    ck_assert_msg(rc == 0, "%s D=%d N=%d M=%d: %s", forms[fi].label, p.stages,
+                                  p.length, M, e.msg);
+                    ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0,
+                                  "%s D=%d N=%d M=%d: %s", forms[fi].label, p.stages, p.length,
+                                  M, e.msg);
+                    pb_programs_finish(pr, p.stages);
+                }
 }
 END_TEST
 
-/* D = 1 (SPEC §4.7): F B U per micro-batch, or per mini-batch, reading W^(u). */
+/* D = 1 (SPEC §4.7), N = 5, M = 2: F B U per micro-batch, or per mini-batch, reading
+ * W^(u); PipeOptim's code form still predicts one update ahead. */
+static const char d1_per_mb[] =
+    "stage 0: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U\n";
+static const char d1_mb2[] =
+    "stage 0: F0:0 B0:0 F1:0 B1:0 U F2:1 B2:1 F3:1 B3:1 U F4:2 B4:2 U\n";
+static const struct {
+    const char *name, *variant, *expect;
+} single_stage_programs[] = {
+    {"gpipe", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
+    {"pipedream", NULL, d1_per_mb},
+    {"pipedream-2bw", NULL, d1_mb2},
+    {"spectrain", NULL, d1_per_mb},
+    {"spectrain", "code", d1_per_mb},
+    {"xpipe", NULL, d1_mb2},
+    {"xpipe", "note", d1_mb2},
+    {"pipeoptim", NULL, d1_per_mb},
+    {"pipeoptim", "code",
+     "stage 0: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U\n"},
+};
+
+/* Every registered form's D = 1 program; a form missing from the table fails. */
 START_TEST(single_stage)
 {
-    for (int si = 0; si < 6; si++) {
-        char *got = text(names[si], 1, 5, 2, NULL, true);
-        const char *expect =
-            !strcmp(names[si], "gpipe")
-                ? "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"
-            : !strcmp(names[si], "pipedream-2bw") || !strcmp(names[si], "xpipe")
-                ? "stage 0: F0:0 B0:0 F1:0 B1:0 U F2:1 B2:1 F3:1 B3:1 U F4:2 B4:2 U\n"
-                : "stage 0: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U\n";
-        ck_assert_msg(!strcmp(got, expect), "%s: got %s", names[si], got);
+    struct sched_form forms[SCHED_FORMS_MAX];
+    int nforms = sched_forms(forms);
+    size_t ntab = sizeof single_stage_programs / sizeof *single_stage_programs;
+    for (int fi = 0; fi < nforms; fi++) {
+        const char *expect = NULL;
+        for (size_t t = 0; t < ntab; t++)
+            if (sched_form_is(&forms[fi], single_stage_programs[t].name,
+                              single_stage_programs[t].variant))
+                expect = single_stage_programs[t].expect;
+        ck_assert_msg(expect != NULL, "%s has no D = 1 program in single_stage_programs[] "
+                      "(tests/test_schedules.c)", forms[fi].label);
+        char *got = text(forms[fi].sch->name, 1, 5, 2, forms[fi].variant, true);
+        ck_assert_msg(!strcmp(got, expect), "%s: got %sexpected %s", forms[fi].label, got,
+                      expect);
         free(got);
     }
 }
@@ -515,19 +568,17 @@ START_TEST(bad_input)
 {
     struct pb_err e;
     ck_assert_ptr_null(pb_schedule_find("pipedreem", &e));
-    for (int i = 0; i < 6; i++)
-        ck_assert_msg(strstr(e.msg, names[i]) != NULL, "'%s' lacks %s", e.msg, names[i]);
+    for (int i = 0; pb_schedules[i]; i++)
+        ck_assert_msg(strstr(e.msg, pb_schedules[i]->name) != NULL, "'%s' lacks %s", e.msg,
+                      pb_schedules[i]->name);
     ck_assert_msg(strstr(e.msg, "pipedreem") != NULL, "%s", e.msg);
-    int n = 0;
-    while (pb_schedules[n])
-        n++;
-    ck_assert_int_eq(n, 6);
     rejects("pipedream-2bw", 4, 8, 3, NULL, PB_OPT_SGD, (const char *[]){"M >= D", "4", NULL});
     rejects("spectrain", 4, 8, 4, NULL, PB_OPT_ADAM, (const char *[]){"SGD", NULL});
     rejects("spectrain", 4, 8, 4, NULL, PB_OPT_RMSPROP, (const char *[]){"SGD", NULL});
-    for (int i = 0; i < 6; i++) {
-        rejects(names[i], 0, 8, 4, NULL, PB_OPT_SGD, (const char *[]){"--stages", NULL});
-        rejects(names[i], 4, 0, 4, NULL, PB_OPT_SGD, (const char *[]){"--length", NULL});
+    for (int i = 0; pb_schedules[i]; i++) {
+        const char *name = pb_schedules[i]->name;
+        rejects(name, 0, 8, 4, NULL, PB_OPT_SGD, (const char *[]){"--stages", NULL});
+        rejects(name, 4, 0, 4, NULL, PB_OPT_SGD, (const char *[]){"--length", NULL});
     }
     rejects("gpipe", 4, 8, 0, NULL, PB_OPT_SGD, (const char *[]){"--microbatches", NULL});
     rejects("pipeoptim", 4, 8, 4, "paper2", PB_OPT_SGD,
@@ -583,11 +634,8 @@ Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("schedules");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, golden_order);
-    tcase_add_test(tc, golden_versions_1f1b);
-    tcase_add_test(tc, golden_versions_spectrain);
-    tcase_add_test(tc, golden_versions_minibatch);
-    tcase_add_test(tc, golden_versions_xpipe);
+    tcase_add_loop_test(tc, golden_programs, 0, NGOLDENS);
+    tcase_add_test(tc, golden_coverage);
     tcase_add_test(tc, pipedream_versions);
     tcase_add_test(tc, pipeoptim_versions);
     tcase_add_test(tc, spectrain_versions);

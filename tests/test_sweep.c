@@ -1,7 +1,11 @@
 /* tests/test_sweep.c — `pipebench sweep` through the built binary: a grid runs every
  * configuration, a second run resumes (adds nothing), --jobs 2 gives the same results
- * as --jobs 1, and bad sweep files are refused with their line and reason. */
+ * as --jobs 1 (the slow case), bad sweep files are refused with their line and reason,
+ * and a grid of every registered schedule and model plans each pair that can run. */
+#include "harness/driver/run.h"
+#include "harness/ir/program.h"
 #include "tests/cli_util.h"
+#include "workloads/workload.h"
 
 /* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
 static const char *const small_sweep =
@@ -155,16 +159,68 @@ START_TEST(dry_run_skips_unsupported_pairs)
 }
 END_TEST
 
+/* A dry run over every registered schedule x model plans exactly the pairs
+ * pb_run_check accepts with the sweep's defaults and leaves out the others. */
+START_TEST(dry_run_every_registered_pair)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    char ini[4096] = "[grid]\nschedule = ";
+    for (int i = 0; pb_schedules[i]; i++)
+        snprintf(ini + strlen(ini), sizeof ini - strlen(ini), "%s%s", i ? ", " : "",
+                 pb_schedules[i]->name);
+    snprintf(ini + strlen(ini), sizeof ini - strlen(ini), "\nmodel = ");
+    for (int i = 0; pb_workloads[i]; i++)
+        snprintf(ini + strlen(ini), sizeof ini - strlen(ini), "%s%s", i ? ", " : "",
+                 pb_workloads[i]->name);
+    snprintf(ini + strlen(ini), sizeof ini - strlen(ini), "\n");
+    cli_write(dir, "all.ini", ini);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep all.ini --db all.db --dry-run") == 0, "%s",
+                  out);
+    int runnable = 0, left_out = 0;
+    for (int m = 0; pb_workloads[m]; m++)
+        for (int i = 0; pb_schedules[i]; i++) {
+            struct pb_run_cfg c;
+            struct pb_err e;
+            pb_run_cfg_defaults(&c);
+            c.model = pb_workloads[m]->name;
+            c.schedule = pb_schedules[i]->name;
+            char line[256];
+            snprintf(line, sizeof line, "model=%s schedule=%s: to run", c.model, c.schedule);
+            if (pb_run_check(&c, &e) == 0) {
+                runnable++;
+                ck_assert_msg(strstr(out, line) != NULL, "no '%s' in: %s", line, out);
+            } else {
+                left_out++;
+                ck_assert_msg(strstr(out, line) == NULL, "'%s' planned: %s", line, e.msg);
+            }
+        }
+    char want[128];
+    snprintf(want, sizeof want, "%d configurations, 0 finished already, %d to run", runnable,
+             runnable);
+    ck_assert_msg(strstr(out, want), "no '%s' in: %s", want, out);
+    if (left_out) {
+        snprintf(want, sizeof want, "leaving out %d configurations", left_out);
+        ck_assert_msg(strstr(out, want), "no '%s' in: %s", want, out);
+    }
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("sweep");
+    TCase *fast = tcase_create("sweep_fast");
+    tcase_set_tags(fast, "fast");
+    tcase_set_timeout(fast, 600);
+    tcase_add_test(fast, runs_all_then_resumes);
+    tcase_add_test(fast, bad_files);
+    tcase_add_test(fast, bad_configurations);
+    tcase_add_test(fast, dry_run_skips_unsupported_pairs);
+    tcase_add_test(fast, dry_run_every_registered_pair);
+    suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, runs_all_then_resumes);
     tcase_add_test(tc, jobs_are_deterministic);
-    tcase_add_test(tc, bad_files);
-    tcase_add_test(tc, bad_configurations);
-    tcase_add_test(tc, dry_run_skips_unsupported_pairs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -82,15 +82,20 @@ unsigned char *read_file(const char *path, size_t *len)
     return b;
 }
 
-float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n)
+/* plain_training, or with interleave each micro-batch's backward right after its
+ * forward (plain_training_1f1b). */
+static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interleave, size_t *n)
 {
     struct pb_err e;
-    struct pb_dataset ds;
-    ck_assert_msg(pb_dataset_load(&ds, "fashion-mnist", c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
-                                  c->seed, &e) == 0, "%s", e.msg);
-    struct pb_model m;
     const struct pb_workload *wl = pb_workload_find(c->model, &e);
-    ck_assert(wl && wl->build(&m, (struct pb_shape){1, ds.c, ds.h, ds.w}, ds.nclasses, &e) == 0);
+    ck_assert_msg(wl != NULL, "%s", e.msg);
+    /* the data pb_run trains on: c's dataset, else the model's own */
+    struct pb_dataset ds;
+    ck_assert_msg(pb_dataset_load_opts(&ds, c->dataset ? c->dataset : wl->dataset, c->data_dir,
+                                       PB_SPLIT_TRAIN, c->limit_train, c->seed, &c->synthetic,
+                                       &e) == 0, "%s", e.msg);
+    struct pb_model m;
+    ck_assert(wl->build(&m, (struct pb_shape){1, ds.c, ds.h, ds.w}, ds.nclasses, &e) == 0);
     ck_assert(pb_model_finalize(&m, c->microbatch_size, &e) == 0);
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
     struct pb_stage s;
@@ -118,8 +123,10 @@ float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n)
                 be->ops->upload(be, t.data, x, pb_shape_count(s.in_shape) * sizeof *x);
                 struct pb_step_ctx ctx = {true, c->seed, (int64_t)epoch * nmb + j};
                 ck_assert(pb_stage_forward(&s, &ctx, s.params, t, labels, &acts[i], NULL, &e) == 0);
+                if (interleave)
+                    ck_assert(pb_stage_backward(&s, &ctx, s.params, &acts[i], NULL, NULL, &e) == 0);
             }
-            for (int i = cnt - 1; i >= 0; i--) {
+            for (int i = cnt - 1; i >= 0 && !interleave; i--) {
                 struct pb_step_ctx ctx = {true, c->seed, acts[i].mb};
                 ck_assert(pb_stage_backward(&s, &ctx, s.params, &acts[i], NULL, NULL, &e) == 0);
             }
@@ -142,4 +149,14 @@ float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n)
     pb_model_finish(&m);
     pb_dataset_finish(&ds);
     return load_weights(path, n);
+}
+
+float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n)
+{
+    return plain_loop(c, accumulate, false, n);
+}
+
+float *plain_training_1f1b(const struct pb_run_cfg *c, int accumulate, size_t *n)
+{
+    return plain_loop(c, accumulate, true, n);
 }

@@ -28,6 +28,9 @@ float *load_weights(const char *path, size_t *n);
  * the mean gradient, one optimizer step. Writes the weights as run --save would for
  * D = 1 and returns them (concatenated, as load_weights). */
 float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n);
+/* The same with each micro-batch's backward right after its forward (F0 B0 F1 B1 ... U,
+ * as a 1F1B schedule runs on one stage): the gradients are summed in that order. */
+float *plain_training_1f1b(const struct pb_run_cfg *c, int accumulate, size_t *n);
 
 /* Bytes of a file (malloc'ed); *len receives its size. */
 unsigned char *read_file(const char *path, size_t *len);

@@ -44,6 +44,14 @@ void *pb_xcalloc(size_t count, size_t size)
     return p;
 }
 
+void *pb_malloc_or_err(size_t n, const char *what, struct pb_err *e)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        pb_err_set(e, "out of host memory: %zu bytes for %s", n, what);
+    return p;
+}
+
 char *pb_xstrdup(const char *s)
 {
     char *p = strdup(s);

@@ -39,5 +39,8 @@ int pb_err_prefix(struct pb_err *e, const char *fmt, ...) __attribute__((format(
 void *pb_xmalloc(size_t n);
 void *pb_xcalloc(size_t count, size_t size);
 char *pb_xstrdup(const char *s);
+/* malloc for data-sized host buffers: NULL and an out-of-memory message naming `what`
+ * and the size (the caller says what to reduce) when it fails. */
+void *pb_malloc_or_err(size_t n, const char *what, struct pb_err *e);
 
 #endif

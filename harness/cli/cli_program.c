@@ -13,7 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: pipebench program --schedule S --stages D [--length N] [--microbatches M]\n"
-            "                         [--variant V] [--optimizer O] [--versions]\n\n"
+            "                         [--variant V] [--optimizer O] [--versions] [--sync]\n\n"
             "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\" (SPEC 4).\n\n"
             "  --schedule S      one of:");
     for (int i = 0; pb_schedules[i]; i++)
@@ -29,6 +29,8 @@ static void usage(FILE *f)
             "  --optimizer O     sgd, sgdm, adam, adamw or rmsprop (default sgdm)\n"
             "  --versions        tag each F and B with the weights it reads: ':u' for W^(u),\n"
             "                    ':u+s' for weights predicted from W^(u) s updates ahead\n"
+            "  --sync            with the versions, '|v': the version the synchronous run\n"
+            "                    reads there (mini-batch j / updates per mini-batch)\n"
             "  --help            this text\n");
 }
 
@@ -53,12 +55,14 @@ int pb_cmd_program(int argc, char **argv)
         {"variant", required_argument, NULL, 'v'},
         {"optimizer", required_argument, NULL, 'o'},
         {"versions", no_argument, NULL, 'V'},
+        {"sync", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *sched_name = NULL, *opt_name = "sgdm";
     struct pb_pipe pipe = {.stages = 0, .length = 8, .microbatches = 0};
-    bool have_stages = false, have_m = false, versions = false;
+    bool have_stages = false, have_m = false;
+    int print = 0;
     struct pb_err e;
     int c;
     optind = 1;
@@ -88,7 +92,10 @@ int pb_cmd_program(int argc, char **argv)
             opt_name = optarg;
             break;
         case 'V':
-            versions = true;
+            print |= PB_PRINT_VERSIONS;
+            break;
+        case 'S':
+            print |= PB_PRINT_VERSIONS | PB_PRINT_SYNC;
             break;
         case 'h':
             usage(stdout);
@@ -124,7 +131,7 @@ int pb_cmd_program(int argc, char **argv)
         return pb_cli_fail(e.msg);
     }
     for (int k = 0; k < pipe.stages; k++)
-        pb_program_print(stdout, &pipe, &progs[k], versions);
+        pb_program_print(stdout, &pipe, &progs[k], print);
     pb_programs_finish(progs, pipe.stages);
     free(progs);
     return PB_EXIT_OK;

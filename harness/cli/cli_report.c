@@ -9,23 +9,28 @@
 #include "results/results.h"
 
 static const char usage[] =
-    "usage: pipebench report --table accuracy|throughput|memory|staleness [--db FILE]\n"
-    "                        [--format md|csv|latex] [--target ACC]\n"
-    "Prints a table of the runs with status done to stdout.\n"
+    "usage: pipebench report --table accuracy|throughput|bubble|memory|staleness\n"
+    "                        [--db FILE] [--format md|csv|latex] [--target ACC]\n"
+    "Prints a table of the runs with status done to stdout; the numbers are those of the\n"
+    "views in results/views.sql, as `pipebench compare` and `pipebench plot` print them.\n"
     "  accuracy    maximum validation accuracy (%), the layout of PipeOptim's Table IV: a\n"
     "              row per optimizer, model, dataset and D, a column per schedule (and\n"
     "              variant); mean ± std over the runs of a cell; the best of a row marked\n"
-    "  throughput  samples/s (mean over epochs), same layout; the highest of a row marked\n"
+    "  throughput  samples/s: a run's training samples over its epochs' total wall time;\n"
+    "              same layout; the highest of a row marked\n"
+    "  bubble      bubble fraction (%): a device's idle time over its makespan, summed over\n"
+    "              the epochs, mean over the devices; same layout; the lowest marked\n"
     "  memory      a row per configuration and schedule: peak MiB of each kind (params,\n"
-    "              grads, optstate, wcopies, acts, comm, scratch) summed over the stages,\n"
-    "              their total, and the largest stage's total\n"
+    "              grads, optstate, wcopies, acts, comm, scratch, bnstats) summed over\n"
+    "              the stages, their total, and the largest stage's total\n"
     "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
     "              run, mean and maximum prediction error\n"
     "Runs sharing a row and schedule (normally seeds) are averaged; other settings (lr,\n"
     "batch, epochs) are not told apart, so keep one database per experiment.\n"
     "  --db FILE      results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --format F     md (default; best in bold), csv (best with a trailing *), latex\n"
-    "  --target ACC   accuracy table: also the epochs and seconds to reach ACC %\n";
+    "  --target ACC   accuracy table: also the epochs and training seconds until the first\n"
+    "                 epoch whose validation accuracy reaches ACC %\n";
 
 static int lookup(const char *flag, const char *v, const char *const *names, int n)
 {

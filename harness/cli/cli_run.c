@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "harness/cli/cli.h"
+#include "harness/compute/backend.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "harness/driver/run.h"
@@ -78,5 +79,8 @@ int pb_cmd_list(int argc, char **argv)
     printf("  %-14s %s\n", "adam", "Adam with L2 weight decay (torch.optim.Adam)");
     printf("  %-14s %s\n", "adamw", "AdamW, decoupled weight decay (torch.optim.AdamW)");
     printf("  %-14s %s\n", "rmsprop", "RMSprop (torch.optim.RMSprop; --alpha, --momentum)");
+    printf("backends:\n");
+    for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
+        printf("  %-14s %s%s\n", r->name, r->summary, r->create ? "" : " (not part of pipebench yet)");
     return PB_EXIT_OK;
 }

@@ -1,24 +1,89 @@
-/* harness/compute/backend.c — what every backend shares: creation by name, and the
- * accounting of device memory by kind with peaks (DESIGN principle 8). */
+/* harness/compute/backend.c — what every backend shares: the registry and creation by
+ * name, and the allocator: accounting of device memory by kind with peaks (DESIGN
+ * principle 8) over a cache of freed blocks, so that a stage's steady state never
+ * calls the device allocator. One mutex per instance guards it: a block handed to
+ * another stage's instance (pb_backend_take) is freed from that stage's thread. */
 #include "harness/compute/backend.h"
 
+#include <pthread.h>
 #include <string.h>
 
-
 const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
-    "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch",
+    "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats",
 };
 
-/* Open-addressing map from device pointer to (bytes, kind). */
-struct pb_alloc_entry {
+const char *const pb_backend_op_names[PB_BOP_NOPS] = {
+    "gemm", "bias", "conv", "maxpool", "avgpool", "batchnorm", "relu", "add", "dropout",
+    "concat", "softmax_xent", "optim_step", "predict",
+};
+
+static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_err *e)
+{
+    if (c->device != 0)
+        return pb_err_set(e, "the cpu backend has one device, 0 (got %d)", c->device), NULL;
+    return pb_backend_cpu_create(c->threads, e);
+}
+
+const struct pb_backend_reg pb_backends[] = {
+    {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL},
+    {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
+     "the CUDA backend is not part of pipebench yet; run with --backend cpu"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const struct pb_backend_reg *find_backend(const char *name, struct pb_err *e)
+{
+    for (const struct pb_backend_reg *r = pb_backends; r->name; r++) {
+        if (strcmp(r->name, name))
+            continue;
+        if (!r->create)
+            return pb_err_set(e, "--backend %s: %s", name, r->missing), NULL;
+        return r;
+    }
+    char names[256] = "";
+    for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 r == pb_backends ? "" : ", ", r->name);
+    pb_err_set(e, "unknown backend '%s'; valid backends: %s", name, names);
+    return NULL;
+}
+
+int pb_backend_check_name(const char *name, struct pb_err *e)
+{
+    return find_backend(name, e) ? 0 : -1;
+}
+
+struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_cfg *c,
+                                     struct pb_err *e)
+{
+    const struct pb_backend_reg *r = find_backend(name, e);
+    return r ? r->create(c, e) : NULL;
+}
+
+void pb_backend_destroy(struct pb_backend *be)
+{
+    if (be)
+        be->ops->destroy(be);
+}
+
+/* ---- the allocator ---- */
+
+/* A block: a live allocation (kind >= 0) or a free one in the cache (kind -1). home
+ * is the instance whose device allocator made it and whose cache it returns to. */
+struct block {
     void *p;
     size_t bytes;
-    int kind;  /* -1: tombstone */
+    int kind;
+    struct pb_backend *home;
 };
 
-struct pb_alloc_table {
-    struct pb_alloc_entry *slots;
-    size_t cap, used;
+/* Open-addressing map from device pointer to block, and the free lists per size. */
+struct pb_allocator {
+    pthread_mutex_t mu;
+    struct block *slots;      /* live blocks of this instance, by pointer */
+    size_t cap, used;         /* used counts tombstones too */
+    struct block *cached;     /* free blocks of this instance (home = it) */
+    size_t ncached, capcached;
 };
 
 static size_t ptr_hash(const void *p, size_t cap)
@@ -30,106 +95,184 @@ static size_t ptr_hash(const void *p, size_t cap)
     return (size_t)x & (cap - 1);
 }
 
-static void table_insert(struct pb_alloc_table *t, void *p, size_t bytes, int kind);
+static void map_insert(struct pb_allocator *a, struct block b);
 
-static void table_grow(struct pb_alloc_table *t)
+static void map_grow(struct pb_allocator *a)
 {
-    struct pb_alloc_entry *old = t->slots;
-    size_t oldcap = t->cap;
-    t->cap = oldcap ? oldcap * 2 : 64;
-    t->slots = pb_xcalloc(t->cap, sizeof *t->slots);
-    t->used = 0;
+    struct block *old = a->slots;
+    size_t oldcap = a->cap;
+    a->cap = oldcap ? oldcap * 2 : 64;
+    a->slots = pb_xcalloc(a->cap, sizeof *a->slots);
+    a->used = 0;
     for (size_t i = 0; i < oldcap; i++)
         if (old[i].p && old[i].kind >= 0)
-            table_insert(t, old[i].p, old[i].bytes, old[i].kind);
+            map_insert(a, old[i]);
     free(old);
 }
 
-static void table_insert(struct pb_alloc_table *t, void *p, size_t bytes, int kind)
+static void map_insert(struct pb_allocator *a, struct block b)
 {
-    if ((t->used + 1) * 2 > t->cap)
-        table_grow(t);
-    size_t i = ptr_hash(p, t->cap);
-    while (t->slots[i].p && t->slots[i].kind >= 0)
-        i = (i + 1) & (t->cap - 1);
-    if (!t->slots[i].p)
-        t->used++;
-    t->slots[i] = (struct pb_alloc_entry){p, bytes, kind};
+    if ((a->used + 1) * 2 > a->cap)
+        map_grow(a);
+    size_t i = ptr_hash(b.p, a->cap);
+    while (a->slots[i].p && a->slots[i].kind >= 0)
+        i = (i + 1) & (a->cap - 1);
+    if (!a->slots[i].p)
+        a->used++;
+    a->slots[i] = b;
 }
 
-static struct pb_alloc_entry *table_find(struct pb_alloc_table *t, const void *p)
+static struct block *map_find(struct pb_allocator *a, const void *p)
 {
-    if (!t->cap)
+    if (!a->cap)
         return NULL;
-    size_t i = ptr_hash(p, t->cap);
-    while (t->slots[i].p) {
-        if (t->slots[i].p == p && t->slots[i].kind >= 0)
-            return &t->slots[i];
-        i = (i + 1) & (t->cap - 1);
+    size_t i = ptr_hash(p, a->cap);
+    while (a->slots[i].p) {
+        if (a->slots[i].p == p && a->slots[i].kind >= 0)
+            return &a->slots[i];
+        i = (i + 1) & (a->cap - 1);
     }
     return NULL;
 }
 
+/* Removes p from the live map and returns its block. */
+static struct block map_remove(struct pb_allocator *a, const void *p)
+{
+    struct block *b = map_find(a, p);
+    PB_CHECK(b != NULL);
+    struct block out = *b;
+    b->kind = -1;
+    return out;
+}
+
+static void count(struct pb_backend *be, int kind, size_t bytes, bool add)
+{
+    if (add) {
+        be->mem_cur[kind] += bytes;
+        if (be->mem_cur[kind] > be->mem_peak[kind])
+            be->mem_peak[kind] = be->mem_cur[kind];
+    } else {
+        be->mem_cur[kind] -= bytes;
+    }
+}
+
 void pb_backend_init_common(struct pb_backend *be, const struct pb_backend_ops *ops, void *impl,
-                            int nthreads)
+                            int device)
 {
     memset(be, 0, sizeof *be);
     be->ops = ops;
     be->impl = impl;
-    be->nthreads = nthreads;
-    be->allocs = pb_xcalloc(1, sizeof *be->allocs);
+    be->device = device;
+    be->allocator = pb_xcalloc(1, sizeof *be->allocator);
+    pthread_mutex_init(&be->allocator->mu, NULL);
 }
 
 void pb_backend_finish_common(struct pb_backend *be)
 {
-    if (be->allocs) {
-        free(be->allocs->slots);
-        free(be->allocs);
-        be->allocs = NULL;
-    }
+    struct pb_allocator *a = be->allocator;
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->ncached; i++)
+        be->ops->free(be, a->cached[i].p);
+    pthread_mutex_destroy(&a->mu);
+    free(a->cached);
+    free(a->slots);
+    free(a);
+    be->allocator = NULL;
 }
 
-struct pb_backend *pb_backend_create(const char *name, int nthreads, struct pb_err *e)
+/* A cached block of exactly this size, or NULL. */
+static void *cache_take(struct pb_allocator *a, size_t bytes)
 {
-    if (!strcmp(name, "cpu"))
-        return pb_backend_cpu_create(nthreads, e);
-    pb_err_set(e, "unknown backend '%s'; valid backends: cpu", name);
+    for (size_t i = a->ncached; i-- > 0;)
+        if (a->cached[i].bytes == bytes) {
+            void *p = a->cached[i].p;
+            a->cached[i] = a->cached[--a->ncached];
+            return p;
+        }
     return NULL;
-}
-
-void pb_backend_destroy(struct pb_backend *be)
-{
-    if (be)
-        be->ops->destroy(be);
 }
 
 void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kind, struct pb_err *e)
 {
     PB_CHECK(kind >= 0 && kind < PB_MEM_NKINDS);
-    void *p = be->ops->alloc(be, bytes ? bytes : 4);
-    if (!p) {
+    struct pb_allocator *a = be->allocator;
+    size_t size = bytes ? bytes : 4;
+    pthread_mutex_lock(&a->mu);
+    void *p = cache_take(a, size);
+    if (!p)
+        p = be->ops->alloc(be, size);
+    if (p) {
+        map_insert(a, (struct block){p, size, (int)kind, be});
+        count(be, kind, size, true);
+    }
+    size_t in_use = be->mem_cur[kind];
+    pthread_mutex_unlock(&a->mu);
+    if (!p)
         pb_err_set(e, "out of %s memory: could not allocate %zu bytes for %s (%zu bytes of that "
                       "kind in use); use a smaller micro-batch, fewer stages per device or a "
                       "smaller model preset",
-                   be->ops->name, bytes, pb_mem_kind_names[kind], be->mem_cur[kind]);
-        return NULL;
-    }
-    table_insert(be->allocs, p, bytes, (int)kind);
-    be->mem_cur[kind] += bytes;
-    if (be->mem_cur[kind] > be->mem_peak[kind])
-        be->mem_peak[kind] = be->mem_cur[kind];
+                   be->ops->name, bytes, pb_mem_kind_names[kind], in_use);
     return p;
+}
+
+/* Returns a block to its home instance's cache. */
+static void cache_put(struct pb_backend *home, void *p, size_t bytes)
+{
+    struct pb_allocator *a = home->allocator;
+    pthread_mutex_lock(&a->mu);
+    if (a->ncached == a->capcached) {
+        a->capcached = a->capcached ? 2 * a->capcached : 64;
+        a->cached = realloc(a->cached, a->capcached * sizeof *a->cached);
+        PB_CHECK(a->cached != NULL);
+    }
+    a->cached[a->ncached++] = (struct block){p, bytes, -1, home};
+    pthread_mutex_unlock(&a->mu);
 }
 
 void pb_backend_free(struct pb_backend *be, void *p)
 {
     if (!p)
         return;
-    struct pb_alloc_entry *en = table_find(be->allocs, p);
-    PB_CHECK(en != NULL);
-    be->mem_cur[en->kind] -= en->bytes;
-    en->kind = -1;
-    be->ops->free(be, p);
+    struct pb_allocator *a = be->allocator;
+    pthread_mutex_lock(&a->mu);
+    struct block b = map_remove(a, p);
+    count(be, b.kind, b.bytes, false);
+    pthread_mutex_unlock(&a->mu);
+    cache_put(b.home, p, b.bytes);
+}
+
+void pb_backend_take(struct pb_backend *to, struct pb_backend *src, void *p, enum pb_mem_kind kind)
+{
+    PB_CHECK(src->ops->shares_memory(src, to));
+    pthread_mutex_lock(&src->allocator->mu);
+    struct block b = map_remove(src->allocator, p);
+    count(src, b.kind, b.bytes, false);
+    pthread_mutex_unlock(&src->allocator->mu);
+    b.kind = (int)kind;
+    pthread_mutex_lock(&to->allocator->mu);
+    map_insert(to->allocator, b);
+    count(to, b.kind, b.bytes, true);
+    pthread_mutex_unlock(&to->allocator->mu);
+}
+
+int pb_backend_copy_across(struct pb_backend *dst_be, void *dst, struct pb_backend *src_be,
+                           const void *src, size_t bytes, struct pb_err *e)
+{
+    if (dst_be == src_be || src_be->ops->shares_memory(src_be, dst_be)) {
+        dst_be->ops->copy(dst_be, dst, src, bytes);
+        return 0;
+    }
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host)
+        return pb_err_set(e, "out of host memory: %zu bytes to copy from the %s to the %s backend",
+                          bytes, src_be->ops->name, dst_be->ops->name);
+    src_be->ops->download(src_be, host, src, bytes);
+    src_be->ops->sync(src_be);
+    dst_be->ops->upload(dst_be, dst, host, bytes);
+    dst_be->ops->sync(dst_be);
+    free(host);
+    return 0;
 }
 
 int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
@@ -137,31 +280,18 @@ int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape 
 {
     t->shape = s;
     t->layout = l;
-    t->data = pb_backend_alloc(be, pb_layout_count(s, l) * sizeof(float), kind, e);
+    t->data = pb_backend_alloc(be, be->ops->layout_floats(be, s, l) * sizeof(float), kind, e);
     return t->data ? 0 : -1;
+}
+
+size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t)
+{
+    return be->ops->layout_floats(be, t->shape, t->layout);
 }
 
 void pb_backend_reset_peaks(struct pb_backend *be)
 {
+    pthread_mutex_lock(&be->allocator->mu);
     memcpy(be->mem_peak, be->mem_cur, sizeof be->mem_peak);
-}
-
-size_t pb_backend_disown(struct pb_backend *be, void *p)
-{
-    PB_CHECK(be->ops->host_memory);
-    struct pb_alloc_entry *en = table_find(be->allocs, p);
-    PB_CHECK(en != NULL);
-    size_t bytes = en->bytes;
-    be->mem_cur[en->kind] -= bytes;
-    en->kind = -1;
-    return bytes;
-}
-
-void pb_backend_adopt(struct pb_backend *be, void *p, size_t bytes, enum pb_mem_kind kind)
-{
-    PB_CHECK(be->ops->host_memory);
-    table_insert(be->allocs, p, bytes, (int)kind);
-    be->mem_cur[kind] += bytes;
-    if (be->mem_cur[kind] > be->mem_peak[kind])
-        be->mem_peak[kind] = be->mem_cur[kind];
+    pthread_mutex_unlock(&be->allocator->mu);
 }

@@ -1,11 +1,19 @@
 /* harness/compute/backend.h — the compute interface a stage runs on (DESIGN principle 5).
- * A backend instance owns device memory and kernels. The CPU backend (harness/compute/cpu/)
- * runs on oneDNN; the CUDA backend (harness/compute/cuda/) implements the same table with
- * cuBLAS/cuDNN. All tensors are float32; every pointer passed to an op is device
- * memory of the same instance. Ops are synchronous in program order; `sync` waits
- * for queued work (a no-op on the CPU) before a timer is read.
- * Gradient outputs named *_acc are accumulated (+=), never overwritten, so a stage's
- * flat gradient buffer collects the gradients of several micro-batches. */
+ * A backend instance owns device memory, a stream and kernels; backends are created by
+ * name from a registry (pb_backend_create). The CPU backend (harness/compute/cpu/) runs
+ * on oneDNN; a CUDA backend implements the same table with cuBLAS/cuDNN.
+ * - Every pointer passed to an op is device memory of the same instance; the core
+ *   never dereferences one. Host memory crosses only through upload/download.
+ * - Ops, uploads and downloads are enqueued in order on the instance's stream and may
+ *   run asynchronously: a host buffer handed to upload/download, a timer, or a value
+ *   downloaded may be used only after `sync` returns (on the CPU every op completes
+ *   before it returns and sync is free).
+ * - Layouts belong to the backend: the core knows PB_LAYOUT_PLAIN and the layouts a
+ *   backend hands back (conv_layout), which it passes along without reading them.
+ * - Gradient outputs named *_acc are accumulated (+=), never overwritten, so a stage's
+ *   flat gradient buffer collects the gradients of several micro-batches.
+ * - supports_op says which ops an instance implements: a stage that needs another is
+ *   refused when it is built, naming the op and the backend. */
 #ifndef PB_BACKEND_H
 #define PB_BACKEND_H
 
@@ -16,9 +24,8 @@
 #include "harness/base/err.h"
 #include "harness/base/rng.h"
 #include "harness/compute/memory.h"
+#include "harness/compute/optim_kernels.h"
 #include "harness/compute/tensor.h"
-
-struct pb_optim;
 
 /* 2-D convolution, groups = 1, dilation = 1. Weights [cout, cin, kh, kw] (PyTorch
  * OIHW), bias [cout]. Output size: (in + 2p - k) / s + 1. */
@@ -40,23 +47,50 @@ struct pb_pool_desc {
 
 struct pb_backend;
 
+/* Device memory softmax_xent writes its results to. */
+struct pb_xent_out {
+    float loss;
+    int32_t correct;
+};
+
+/* The ops of the table below, for supports_op and its messages. */
+enum pb_backend_op {
+    PB_BOP_GEMM, PB_BOP_BIAS, PB_BOP_CONV, PB_BOP_POOL_MAX, PB_BOP_POOL_AVG, PB_BOP_BATCHNORM,
+    PB_BOP_RELU, PB_BOP_ADD, PB_BOP_DROPOUT, PB_BOP_CONCAT, PB_BOP_SOFTMAX_XENT,
+    PB_BOP_OPTIM_STEP, PB_BOP_PREDICT, PB_BOP_NOPS
+};
+/* "gemm", "bias", "conv", ... (backend.c) */
+extern const char *const pb_backend_op_names[PB_BOP_NOPS];
+
 struct pb_backend_ops {
     const char *name;
-    /* Device memory is host memory from posix_memalign (freed by free()): a tensor can
-     * move from one such instance to another, or into a message, without a copy. */
-    bool host_memory;
     void (*destroy)(struct pb_backend *be);
+    /* Waits until every op enqueued on the instance's stream is done. */
     void (*sync)(struct pb_backend *be);
+    bool (*supports_op)(struct pb_backend *be, enum pb_backend_op op);
 
-    /* memory: raw device allocations (accounting is done by pb_backend_alloc) */
+    /* memory: raw device allocations (accounting and caching are pb_backend_alloc's) */
     void *(*alloc)(struct pb_backend *be, size_t bytes);  /* NULL when out of memory */
     void (*free)(struct pb_backend *be, void *p);
+    /* Whether other may use this instance's allocations as its own (one address space:
+     * a tensor then moves between stages without a copy, pb_backend_take). */
+    bool (*shares_memory)(const struct pb_backend *be, const struct pb_backend *other);
+    /* Device pointers are host addresses (a transport may then send them directly;
+     * else it stages through host buffers with download/upload). */
+    bool host_visible;
     void (*upload)(struct pb_backend *be, void *dst, const void *src_host, size_t bytes);
+    /* Writing device memory from the host without an extra copy where possible:
+     * write_begin returns host memory to fill for dst (dst itself on the CPU, a staging
+     * buffer elsewhere) and write_end makes it dst's content (an upload, or nothing). */
+    void *(*write_begin)(struct pb_backend *be, void *dst, size_t bytes);
+    void (*write_end)(struct pb_backend *be, void *dst, void *host, size_t bytes);
     void (*download)(struct pb_backend *be, void *dst_host, const void *src, size_t bytes);
     void (*copy)(struct pb_backend *be, void *dst, const void *src, size_t bytes);
     void (*fill)(struct pb_backend *be, float *dst, float value, size_t n);
 
-    /* layouts: dst->shape == src->shape, dst->layout chosen by the caller */
+    /* layouts: floats a tensor of shape s occupies in layout l (blocked layouts pad
+     * channels); reorder: dst->shape == src->shape, dst->layout chosen by the caller */
+    size_t (*layout_floats)(struct pb_backend *be, struct pb_shape s, enum pb_layout l);
     void (*reorder)(struct pb_backend *be, const struct pb_tensor *src, struct pb_tensor *dst);
 
     /* C[M,N] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is [M,K]. */
@@ -82,23 +116,31 @@ struct pb_backend_ops {
                              float *dw_acc, float *db_acc);
 
     /* pooling: y keeps x's layout; the workspace (max pooling) carries the argmax
-     * from a training forward to the backward. */
+     * from a training forward to the backward, which also receives x and y (cuDNN's
+     * backward reads them). */
     size_t (*pool_workspace)(struct pb_backend *be, const struct pb_pool_desc *d,
                              const struct pb_tensor *x, const struct pb_tensor *y);
     void (*pool_fwd)(struct pb_backend *be, const struct pb_pool_desc *d,
                      const struct pb_tensor *x, struct pb_tensor *y, void *workspace);
     void (*pool_bwd)(struct pb_backend *be, const struct pb_pool_desc *d,
+                     const struct pb_tensor *x, const struct pb_tensor *y,
                      const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx);
 
-    /* batch normalisation over N, H, W per channel. Training: writes the batch mean
-     * and biased variance [C] to mean/var; inference: reads them (running stats).
-     * y and dx keep x's layout. */
-    void (*bn_fwd)(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
-                   const float *beta, float *mean, float *var, float eps, bool train,
-                   struct pb_tensor *y);
+    /* batch normalisation over N, H, W per channel; y and dx keep x's layout.
+     * Training normalises with the batch statistics, saves what the backward needs in
+     * aux (bn_aux_bytes for C channels, a format of the backend's), and updates the
+     * running statistics [C] as PyTorch does: run = (1 − m)·run + m·batch with the
+     * unbiased batch variance. Inference normalises with the running statistics. */
+    size_t (*bn_aux_bytes)(struct pb_backend *be, int channels);
+    void (*bn_fwd_train)(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, float *run_mean, float *run_var, float momentum,
+                         float eps, struct pb_tensor *y, void *aux);
+    void (*bn_fwd_infer)(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, const float *run_mean, const float *run_var,
+                         float eps, struct pb_tensor *y);
     void (*bn_bwd)(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
-                   const float *gamma, const float *mean, const float *var, float eps,
-                   struct pb_tensor *dx, float *dgamma_acc, float *dbeta_acc);
+                   const float *gamma, const void *aux, float eps, struct pb_tensor *dx,
+                   float *dgamma_acc, float *dbeta_acc);
 
     /* elementwise over n floats (any layout: padded channels stay zero) */
     void (*relu_fwd)(struct pb_backend *be, const float *x, float *y, size_t n);
@@ -113,8 +155,11 @@ struct pb_backend_ops {
     void (*dropout)(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first);
 
-    /* channel concatenation of k tensors of equal n, h, w into out (layout set by
-     * the caller), and its backward: slices of dout into douts[i] (layouts set). */
+    /* channel concatenation of k tensors of equal n, h, w into out, and its backward:
+     * slices of dout into douts[i]. concat_layout: the layout out is written in, given
+     * the inputs (douts[i] take ins[i]'s layouts). */
+    enum pb_layout (*concat_layout)(struct pb_backend *be, int k,
+                                    const struct pb_tensor *const *ins);
     void (*concat)(struct pb_backend *be, int k, const struct pb_tensor *const *ins,
                    struct pb_tensor *out);
     void (*split)(struct pb_backend *be, const struct pb_tensor *dout, int k,
@@ -123,52 +168,83 @@ struct pb_backend_ops {
     /* Softmax cross-entropy, mean over the N rows, label smoothing eps_ls as PyTorch:
      * target = (1 - eps_ls) * onehot + eps_ls / C. logits [N,C] plain, labels [N].
      * Writes the mean loss and the count of rows whose argmax equals the label to
-     * host memory; dlogits [N,C] = (softmax - target) / N when not NULL. */
+     * device memory (out->loss, out->correct: read them with download after sync);
+     * dlogits [N,C] = (softmax - target) / N when not NULL. */
     void (*softmax_xent)(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, float *loss_host, int *correct_host,
-                         float *dlogits);
+                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
 
-    /* optimizers and predictors over a flat buffer (optim.h) */
-    void (*optim_step)(struct pb_backend *be, struct pb_optim *o, float *w, const float *g);
-    /* w_hat = w - lr * s * ΔW, ΔW from o's state (SPEC §3); reads, never changes, o */
-    void (*predict)(struct pb_backend *be, const struct pb_optim *o, int variant, float s,
-                    const float *w, float *w_hat);
+    /* the optimizer step and the weight prediction over a flat buffer, from plain
+     * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */
+    void (*optim_step)(struct pb_backend *be, const struct pb_optim_step_args *a);
+    /* a->w_hat = a->w + a->scale * ΔW (SPEC §3); reads, never writes, the state in a->dw */
+    void (*predict)(struct pb_backend *be, const struct pb_predict_args *a);
 };
 
-struct pb_alloc_table;
+struct pb_allocator;
 
 struct pb_backend {
     const struct pb_backend_ops *ops;
     void *impl;
-    int nthreads;
+    int device;                        /* index among the backend's devices */
+    /* bytes in use by kind and their peaks since pb_backend_reset_peaks (cached free
+     * blocks count in no kind) */
     size_t mem_cur[PB_MEM_NKINDS];
     size_t mem_peak[PB_MEM_NKINDS];
-    struct pb_alloc_table *allocs;
+    struct pb_allocator *allocator;    /* backend.c: accounting and the block cache */
 };
 
-/* Creates a backend by name ("cpu", "cuda"); nthreads <= 0 means all cores. */
-struct pb_backend *pb_backend_create(const char *name, int nthreads, struct pb_err *e);
+/* What creating an instance takes: the device index and, for the CPU backend, its
+ * threads (cores it splits kernels over; 0 = all). */
+struct pb_backend_cfg {
+    int device;
+    int threads;
+};
+
+/* The registry of backends (backend.c): every one this project knows, built or not. */
+struct pb_backend_reg {
+    const char *name, *summary;
+    /* NULL when this build does not have it: creating it is refused with `missing` */
+    struct pb_backend *(*create)(const struct pb_backend_cfg *c, struct pb_err *e);
+    const char *missing;
+};
+extern const struct pb_backend_reg pb_backends[];   /* {NULL}-terminated */
+
+/* Creates a backend by name ("cpu"); an unknown or unbuilt name is an error that
+ * says what to use instead. */
+struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_cfg *c,
+                                     struct pb_err *e);
+/* Whether the registry has a backend of this name built (else e says why not). */
+int pb_backend_check_name(const char *name, struct pb_err *e);
 void pb_backend_destroy(struct pb_backend *be);
 
-/* The CPU backend; harness/compute/cpu/. */
+/* The CPU backend with nthreads threads (0 = all cores); harness/compute/cpu/. */
 struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e);
 
-/* Accounted allocations: NULL and an error naming the kind and size on failure. */
+/* Accounted allocations from the instance's block cache (the device allocator is
+ * called only when no cached block of that size is free, so a steady state allocates
+ * nothing): NULL and an error naming the kind and size when out of memory. */
 void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kind, struct pb_err *e);
+/* Frees into the cache of the instance that allocated the block (also from another
+ * thread after pb_backend_take). */
 void pb_backend_free(struct pb_backend *be, void *p);
 /* Allocates a tensor of the given shape and layout. */
 int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
                     enum pb_layout l, enum pb_mem_kind kind, struct pb_err *e);
+/* Floats t occupies in its layout. */
+size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t);
 void pb_backend_reset_peaks(struct pb_backend *be);
-/* Hands an allocation of a host-memory backend over: disown removes it from be's
- * accounting (returning its bytes) and leaves it to the caller; adopt accounts a
- * posix_memalign'ed block as be's own. */
-size_t pb_backend_disown(struct pb_backend *be, void *p);
-void pb_backend_adopt(struct pb_backend *be, void *p, size_t bytes, enum pb_mem_kind kind);
+/* Moves allocation p of src (src->ops->shares_memory(src, to)) to instance `to`,
+ * accounted there as kind: a zero-copy hand-off between stages. Thread-safe. */
+void pb_backend_take(struct pb_backend *to, struct pb_backend *src, void *p, enum pb_mem_kind kind);
+/* Copies bytes from src_be's buffer src to dst_be's buffer dst: a copy within one
+ * instance, a shared-memory copy, or a download, sync and upload through host memory.
+ * Returns -1 when the host buffer cannot be allocated. */
+int pb_backend_copy_across(struct pb_backend *dst_be, void *dst, struct pb_backend *src_be,
+                           const void *src, size_t bytes, struct pb_err *e);
 
 /* Shared helpers of the backend implementations (harness/compute/backend.c). */
 void pb_backend_init_common(struct pb_backend *be, const struct pb_backend_ops *ops, void *impl,
-                            int nthreads);
+                            int device);
 void pb_backend_finish_common(struct pb_backend *be);
 
 #endif

@@ -12,6 +12,7 @@ enum pb_mem_kind {
     PB_MEM_ACTS,      /* activations cached for backward, per micro-batch in flight */
     PB_MEM_COMM,      /* send/receive buffers at stage boundaries */
     PB_MEM_SCRATCH,   /* kernel workspaces and temporaries */
+    PB_MEM_BNSTATS,   /* BatchNorm running statistics (never stashed or predicted) */
     PB_MEM_NKINDS
 };
 extern const char *const pb_mem_kind_names[PB_MEM_NKINDS];

@@ -1,12 +1,13 @@
 /* harness/driver/compare.c — the comparison of `pipebench compare` (compare.h): its default
- * workload, one row per run read back from the results database with the metrics of
- * SPEC §6, and the two text tables. */
+ * workload, one row per run read back from the results database's run_summary view (the
+ * metrics of SPEC §6 as results/views.sql defines them), and the two text tables. */
 #include "harness/driver/compare.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plots/report_db.h"
 #include "results/results.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -23,79 +24,62 @@ void pb_compare_cfg_defaults(struct pb_run_cfg *c)
     c->executor = "threads";
 }
 
-/* Runs one query with run_id as ?1 (and target as ?2 when it has one); fills the
- * columns of its first row as doubles (NULL: *null set). Returns 0, 1 for no row, -1. */
-static int query(sqlite3 *db, const char *sql, int64_t run_id, double target, double *out,
-                 bool *null, int ncols, struct pb_err *e)
+/* The run's row of the run_summary view (results/views.sql, the one definition of the
+ * metrics that report and plot print too), in the order of enum summary_col. */
+static const char sql_summary[] =
+    "SELECT status, epochs_done, best_acc, final_acc, epochs_to_target, seconds_to_target, "
+    "throughput, bubble_frac, f_mean, b_mean, pred_err_mean, pred_count, params_sum, "
+    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum "
+    "FROM run_summary WHERE run_id = ?1";
+enum summary_col {
+    C_STATUS, C_EPOCHS, C_BEST, C_FINAL, C_EPOCHS_TO, C_SECS_TO, C_THROUGHPUT, C_BUBBLE,
+    C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM
+};
+_Static_assert(PB_MEM_NKINDS == 8, "sql_summary lists the memory kinds");
+
+/* Column c as a double, 0 when NULL. */
+static double num(sqlite3_stmt *s, int c)
 {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-        return pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-    sqlite3_bind_int64(s, 1, run_id);
-    if (sqlite3_bind_parameter_count(s) > 1)
-        sqlite3_bind_double(s, 2, target);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        for (int i = 0; i < ncols; i++) {
-            null[i] = sqlite3_column_type(s, i) == SQLITE_NULL;
-            out[i] = sqlite3_column_double(s, i);
-        }
-    }
-    sqlite3_finalize(s);
-    if (rc == SQLITE_ROW)
-        return 0;
-    if (rc == SQLITE_DONE)
-        return 1;
-    return pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
+    return sqlite3_column_type(s, c) == SQLITE_NULL ? 0 : sqlite3_column_double(s, c);
 }
 
-static const char *const sql_epochs =
-    "SELECT COUNT(*), MAX(val_acc), SUM(samples) / SUM(wall_s), "
-    "(SELECT val_acc FROM epochs WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1) "
-    "FROM epochs WHERE run_id = ?1";
-static const char *const sql_target =
-    "SELECT e.epoch + 1, (SELECT SUM(wall_s) FROM epochs f WHERE f.run_id = ?1 AND "
-    "f.epoch <= e.epoch) FROM epochs e WHERE e.run_id = ?1 AND e.val_acc >= ?2 "
-    "ORDER BY e.epoch LIMIT 1";
-static const char *const sql_stages =
-    "SELECT (SELECT AVG(bubble_frac) FROM stage_stats WHERE run_id = ?1), "
-    "SUM(p), SUM(g), SUM(o), SUM(w), SUM(a), SUM(c), SUM(s) FROM ("
-    "SELECT MAX(mem_params) p, MAX(mem_grads) g, MAX(mem_optstate) o, MAX(mem_wcopies) w, "
-    "MAX(mem_acts) a, MAX(mem_comm) c, MAX(mem_scratch) s FROM stage_stats "
-    "WHERE run_id = ?1 GROUP BY stage)";
-static const char *const sql_staleness =
-    "SELECT AVG(f_mean), SUM(pred_err_mean * pred_count) / SUM(pred_count), SUM(pred_count) "
-    "FROM staleness WHERE run_id = ?1";
-_Static_assert(PB_MEM_NKINDS == 7, "sql_stages lists the memory kinds");
-
-static int fetch(sqlite3 *db, int64_t id, double target, struct pb_compare_row *r,
+static int fetch(struct pb_results *db, int64_t id, double target, struct pb_compare_row *r,
                  struct pb_err *e)
 {
-    double v[8];
-    bool null[8];
-    int rc = query(db, sql_epochs, id, 0, v, null, 4, e);
-    if (rc < 0)
+    sqlite3 *d = pb_results_sqlite(db);
+    sqlite3_stmt *s;
+    if (pb_report_set_target(db, target, e))
         return -1;
-    r->epochs = (int)v[0];
-    r->best_acc = v[1];
-    r->throughput = null[2] ? 0 : v[2];
-    r->final_acc = v[3];
-    if ((rc = query(db, sql_target, id, target, v, null, 2, e)) < 0)
+    if (sqlite3_prepare_v2(d, sql_summary, -1, &s, NULL) != SQLITE_OK)
+        return pb_err_set(e, "reading the results database %s: %s", pb_results_path(db),
+                          sqlite3_errmsg(d));
+    sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (rc == SQLITE_DONE)
+            pb_err_set(e, "run %lld is not in %s", (long long)id, pb_results_path(db));
+        else
+            pb_err_set(e, "reading the results database %s: %s", pb_results_path(db),
+                       sqlite3_errmsg(d));
+        sqlite3_finalize(s);
         return -1;
-    if (rc == 0) {
-        r->epochs_to_target = (int)v[0];
-        r->seconds_to_target = v[1];
     }
-    if (query(db, sql_stages, id, 0, v, null, 8, e) < 0)
-        return -1;
-    r->bubble = v[0];
+    snprintf(r->status, sizeof r->status, "%s", (const char *)sqlite3_column_text(s, C_STATUS));
+    r->run_id = id;
+    r->epochs = (int)num(s, C_EPOCHS);
+    r->best_acc = num(s, C_BEST);
+    r->final_acc = num(s, C_FINAL);
+    r->epochs_to_target = (int)num(s, C_EPOCHS_TO);
+    r->seconds_to_target = num(s, C_SECS_TO);
+    r->throughput = num(s, C_THROUGHPUT);
+    r->bubble = num(s, C_BUBBLE);
+    r->f_lag = num(s, C_F_LAG);
+    r->b_lag = num(s, C_B_LAG);
+    r->pred_err = num(s, C_PRED_ERR);
+    r->pred_count = (int64_t)num(s, C_PRED_COUNT);
     for (int k = 0; k < PB_MEM_NKINDS; k++)
-        r->mem_mib[k] = v[k + 1] / MIB;
-    if (query(db, sql_staleness, id, 0, v, null, 3, e) < 0)
-        return -1;
-    r->f_lag = v[0];
-    r->pred_err = null[1] ? 0 : v[1];
-    r->pred_count = (int64_t)v[2];
+        r->mem_mib[k] = num(s, C_MEM + k) / MIB;
+    sqlite3_finalize(s);
     return 0;
 }
 
@@ -105,33 +89,15 @@ int pb_compare_fetch(const char *db_path, int64_t run_id, double target,
     if (run_id <= 0)
         return 0;
     struct pb_results *r;
-    if (pb_results_open_existing(&r, db_path, e))
+    if (pb_report_open(&r, db_path, e))
         return -1;
-    sqlite3 *db = pb_results_sqlite(r);
-    sqlite3_stmt *s;
-    int rc = -1;
-    if (sqlite3_prepare_v2(db, "SELECT status FROM runs WHERE id = ?1", -1, &s, NULL) !=
-        SQLITE_OK) {
-        pb_err_set(e, "reading the results database %s: %s", db_path, sqlite3_errmsg(db));
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, run_id);
-    if (sqlite3_step(s) != SQLITE_ROW) {
-        sqlite3_finalize(s);
-        pb_err_set(e, "run %lld is not in %s", (long long)run_id, db_path);
-        goto out;
-    }
-    snprintf(row->status, sizeof row->status, "%s", (const char *)sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-    row->run_id = run_id;
-    rc = fetch(db, run_id, target, row, e);
-out:
+    int rc = fetch(r, run_id, target, row, e);
     pb_results_close(r);
     return rc;
 }
 
 /* A text table: the first two columns left-aligned, the others right-aligned. */
-#define TCOLS 12
+#define TCOLS 14
 #define TCELL 32
 _Static_assert(2 + PB_MEM_NKINDS + 1 <= TCOLS, "the memory table fits");
 
@@ -181,9 +147,10 @@ static bool has_epochs(const struct pb_compare_row *r)
 static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, double target)
 {
     struct table t;
-    table_init(&t, 12, n + 1);
+    table_init(&t, 13, n + 1);
     const char *head[] = {"schedule", "optimizer", "run", "status", "best acc", "final acc",
-                          "epochs to", "s to", "samples/s", "bubble", "F lag", "pred err"};
+                          "epochs to", "s to", "samples/s", "bubble", "F lag", "B lag",
+                          "pred err"};
     for (int c = 0; c < t.ncols; c++)
         snprintf(cell(&t, 0, c), TCELL, "%s", head[c]);
     snprintf(cell(&t, 0, 6), TCELL, "epochs to %.0f%%", 100 * target);
@@ -209,8 +176,9 @@ static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, doubl
         cellf(&t, t.nrows, 8, "%.0f", r->throughput);
         cellf(&t, t.nrows, 9, "%.3f", r->bubble);
         cellf(&t, t.nrows, 10, "%.2f", r->f_lag);
+        cellf(&t, t.nrows, 11, "%.2f", r->b_lag);
         if (r->pred_count > 0)
-            cellf(&t, t.nrows, 11, "%.2e", r->pred_err);
+            cellf(&t, t.nrows, 12, "%.2e", r->pred_err);
     }
     fprintf(f, "Convergence and speed (target: %.0f%% validation accuracy; seconds are "
                "training time):\n", 100 * target);

@@ -1,6 +1,6 @@
 /* harness/driver/compare.h — `pipebench compare`: its default workload, and one row per
- * schedule × optimizer read back from the results database with the metrics of SPEC §6
- * (accuracy, time to a target, throughput, bubbles, memory, staleness, prediction). */
+ * schedule × optimizer from the run_summary view (results/views.sql) with the metrics of
+ * SPEC §6 (accuracy, time to target, throughput, bubbles, memory, staleness, prediction). */
 #ifndef PB_COMPARE_H
 #define PB_COMPARE_H
 
@@ -27,25 +27,26 @@
 /* pb_run_cfg_defaults, then the default workload above. */
 void pb_compare_cfg_defaults(struct pb_run_cfg *c);
 
-/* One row of the comparison, from the database. */
+/* One row of the comparison: a run's columns of the run_summary view (0 where NULL). */
 struct pb_compare_row {
     char schedule[64], optimizer[32];
     int64_t run_id;                /* 0: the run never started */
     char status[16];               /* the run's status, or "error" */
     int epochs;                    /* recorded */
-    double best_acc, final_acc;
-    int epochs_to_target;          /* 1-based; 0 = not reached */
-    double seconds_to_target;      /* training seconds up to that epoch */
-    double throughput;             /* samples / training second, all epochs */
-    double bubble;                 /* mean bubble fraction over stages and epochs */
+    double best_acc, final_acc;    /* maximum and last validation accuracy */
+    int epochs_to_target;          /* of the first epoch reaching it, 1-based; 0 = never */
+    double seconds_to_target;      /* training seconds up to the end of that epoch */
+    double throughput;             /* all epochs' samples / their total wall seconds */
+    double bubble;                 /* idle / makespan per device over the epochs, mean */
     double mem_mib[PB_MEM_NKINDS]; /* per kind: peak per stage, summed over stages */
-    double f_lag;                  /* mean forward staleness (versions) */
+    double f_lag, b_lag;           /* mean forward and backward staleness (versions) */
     double pred_err;               /* mean ||Ŵ − W|| / ||W|| over the predictions */
     int64_t pred_count;            /* predictions made (0: pred_err is meaningless) */
 };
 
-/* Fills row's measurements for run_id from the database at db_path (row's names and
- * status are the caller's when run_id is 0). */
+/* Fills row's measurements for run_id from the database at db_path, with target the
+ * validation accuracy (a fraction) of epochs_to_target; row's names are the caller's,
+ * and so is its status when run_id is 0. */
 int pb_compare_fetch(const char *db_path, int64_t run_id, double target,
                      struct pb_compare_row *row, struct pb_err *e);
 

@@ -16,6 +16,7 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c)
     c->model = "mlp";
     c->schedule = "pipedream";
     c->executor = "seq";
+    c->backend = "cpu";
     c->db = PB_RESULTS_DEFAULT_DB;
     c->optimizer = "sgdm";
     pb_optim_cfg_defaults(&c->optim, PB_OPT_SGD);
@@ -29,7 +30,7 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c)
 
 /* The shortest decimal that reads back as f (0.01f is stored as 0.01, not as
  * 0.00999999977648258), so the configuration reads as it was typed. */
-double run_decimal(float f)
+double pb_run_decimal(float f)
 {
     char buf[32];
     for (int prec = 6; prec < 9; prec++) {
@@ -51,20 +52,21 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON_AddStringToObject(o, "schedule", c->schedule);
     cJSON_AddStringToObject(o, "variant", c->variant ? c->variant : "");
     cJSON_AddStringToObject(o, "executor", c->executor);
+    cJSON_AddStringToObject(o, "backend", c->backend);
     cJSON_AddStringToObject(o, "optimizer", c->optimizer);
-    cJSON_AddNumberToObject(o, "lr", run_decimal(oc->lr));
-    cJSON_AddNumberToObject(o, "momentum", run_decimal(oc->momentum));
-    cJSON_AddNumberToObject(o, "dampening", run_decimal(oc->dampening));
+    cJSON_AddNumberToObject(o, "lr", pb_run_decimal(oc->lr));
+    cJSON_AddNumberToObject(o, "momentum", pb_run_decimal(oc->momentum));
+    cJSON_AddNumberToObject(o, "dampening", pb_run_decimal(oc->dampening));
     cJSON_AddBoolToObject(o, "nesterov", oc->nesterov);
-    cJSON_AddNumberToObject(o, "weight_decay", run_decimal(oc->weight_decay));
-    cJSON_AddNumberToObject(o, "beta1", run_decimal(oc->beta1));
-    cJSON_AddNumberToObject(o, "beta2", run_decimal(oc->beta2));
-    cJSON_AddNumberToObject(o, "eps", run_decimal(oc->eps));
-    cJSON_AddNumberToObject(o, "alpha", run_decimal(oc->alpha));
+    cJSON_AddNumberToObject(o, "weight_decay", pb_run_decimal(oc->weight_decay));
+    cJSON_AddNumberToObject(o, "beta1", pb_run_decimal(oc->beta1));
+    cJSON_AddNumberToObject(o, "beta2", pb_run_decimal(oc->beta2));
+    cJSON_AddNumberToObject(o, "eps", pb_run_decimal(oc->eps));
+    cJSON_AddNumberToObject(o, "alpha", pb_run_decimal(oc->alpha));
     cJSON *steps = cJSON_AddArrayToObject(o, "lr_steps");
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
-    cJSON_AddNumberToObject(o, "lr_gamma", run_decimal(oc->lr_gamma));
+    cJSON_AddNumberToObject(o, "lr_gamma", pb_run_decimal(oc->lr_gamma));
     cJSON_AddNumberToObject(o, "stages", c->stages);
     cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
     cJSON_AddNumberToObject(o, "microbatches", c->microbatches);
@@ -76,9 +78,12 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
-    cJSON_AddNumberToObject(o, "label_smoothing", run_decimal(c->label_smoothing));
+    cJSON_AddNumberToObject(o, "label_smoothing", pb_run_decimal(c->label_smoothing));
     cJSON_AddStringToObject(o, "init", c->init ? c->init : "");
     cJSON_AddStringToObject(o, "save", c->save ? c->save : "");
+    cJSON_AddStringToObject(o, "trace_epochs", c->trace_epochs ? c->trace_epochs : "first,last");
+    cJSON_AddNumberToObject(o, "trace_mb_lo", c->trace_mb_lo);
+    cJSON_AddNumberToObject(o, "trace_mb_hi", c->trace_mb_hi);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -88,15 +93,15 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
 {
     const struct pb_run_cfg *c = r->cfg;
     int32_t *order = pb_xmalloc((size_t)r->ntrain * sizeof *order + 1);
-    double t0 = run_now_s();
+    double t0 = pb_run_now_s();
     int rc = 0;
     bool diverged = false;
     for (int epoch = 0; epoch < c->epochs && !rc; epoch++)
-        rc = run_epoch(r, epoch, order, sum, &diverged, e);
+        rc = pb_run_epoch(r, epoch, order, sum, &diverged, e);
     free(order);
-    sum->seconds = run_now_s() - t0;
+    sum->seconds = pb_run_now_s() - t0;
     if (!rc && c->save)
-        rc = run_save(r, c->save, e);
+        rc = pb_run_save(r, c->save, e);
     enum pb_run_status st = !rc                             ? PB_RUN_DONE
                             : diverged                      ? PB_RUN_DIVERGED
                             : pb_dist_any(r->dist, pb_interrupted()) ? PB_RUN_INTERRUPTED
@@ -112,7 +117,7 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
 
 int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
 {
-    if (run_check_cfg(c, e) || !pb_workload_find(c->model, e))
+    if (pb_run_check_cfg(c, e) || !pb_workload_find(c->model, e))
         return -1;
     if (c->dataset && !pb_dataset_summary(c->dataset))
         return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets",
@@ -120,7 +125,7 @@ int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
     /* two mini-batches' worth of micro-batches: every op kind the schedule emits */
     struct run_state r = {.cfg = c};
     int m = c->microbatches > c->stages ? c->microbatches : c->stages;
-    int rc = run_setup_schedule(&r, 2 * m, e);
+    int rc = pb_run_setup_schedule(&r, 2 * m, e);
     if (r.progs_ready)
         pb_programs_finish(r.progs, c->stages);
     free(r.progs);
@@ -134,7 +139,7 @@ static int start_dist(struct run_state *r, struct pb_dist *dist, struct pb_err *
     if (strcmp(c->executor, "mpi"))
         return 0;
     if (!pb_dist_available())
-        return run_check_cfg(c, e);
+        return pb_run_check_cfg(c, e);
     if (pb_dist_init(dist, e))
         return -1;
     r->dist = dist;
@@ -155,7 +160,7 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
     struct pb_run_summary sum = {.status = PB_RUN_FAILED};
     struct pb_dist dist;
     int status = PB_EXIT_USAGE;
-    if (start_dist(&r, &dist, e) || run_setup(&r, e) || run_begin(&r, e)) {
+    if (start_dist(&r, &dist, e) || pb_run_setup(&r, e) || pb_run_begin(&r, e)) {
         if (r.run_id > 0) {
             struct pb_err e2;
             pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);
@@ -167,7 +172,7 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
     status = train(&r, &sum, e) ? PB_EXIT_RUN : PB_EXIT_OK;
     pb_interrupt_restore();
 done:
-    run_state_finish(&r);
+    pb_run_state_finish(&r);
     if (r.dist)
         pb_dist_finish(r.dist);
     if (out)

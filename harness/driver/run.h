@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "workloads/datasets/dataset.h"
+#include "harness/ir/program.h"
 #include "harness/optim/optim.h"
 #include "results/results.h"
 
@@ -16,6 +17,7 @@ struct pb_run_cfg {
     const char *model, *dataset, *data_dir;
     const char *schedule, *variant;
     const char *executor;         /* "seq" */
+    const char *backend;          /* "cpu" (harness/compute/backend.h's registry) */
     const char *db;               /* results database */
     const char *init, *save;      /* safetensors checkpoints, NULL for none */
     struct pb_optim_cfg optim;
@@ -26,11 +28,22 @@ struct pb_run_cfg {
     uint64_t seed;
     bool shuffle, quiet;
     float label_smoothing;
+    /* events kept: "first,last" (NULL: the default), "all", "none", or 1-based epoch
+     * numbers and first/last, comma-separated; micro-batches [trace_mb_lo, trace_mb_hi)
+     * of those epochs (trace_mb_hi 0: to the end) */
+    const char *trace_epochs;
+    int trace_mb_lo, trace_mb_hi;
     struct pb_dataset_opts synthetic;
     /* Called after each epoch is recorded (NULL: none); epoch is 0-based, val_acc a
      * fraction. Not part of the configuration's JSON. */
     void (*on_epoch)(void *ctx, int epoch, int epochs, double val_acc);
     void *on_epoch_ctx;
+    /* Called once the schedule has emitted the epoch's D programs, before they are
+     * validated (NULL: none): rewrites ops for an experiment the schedules do not
+     * offer (the equivalences of SPEC §4.7 are tested this way). The result must pass
+     * the validator like any schedule's. Not part of the configuration's JSON. */
+    void (*edit_programs)(void *ctx, const struct pb_pipe *pipe, struct pb_program *progs);
+    void *edit_programs_ctx;
 };
 
 struct pb_run_summary {

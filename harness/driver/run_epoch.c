@@ -1,6 +1,7 @@
 /* harness/driver/run_epoch.c — one epoch of a run (run_internal.h): the executor over the
  * schedule's programs, validation with the current weights, and the epoch's record
  * (gathered to rank 0 under MPI, then one database transaction). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_internal.h"
 
-double run_now_s(void)
+double pb_run_now_s(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -23,87 +24,38 @@ static int last_rank(const struct run_state *r)
     return r->cfg->stages - 1;
 }
 
-/* The input of validation batch j for local stage lo: the data, or stage lo − 1's
- * output from the previous rank. */
-static int val_input(struct run_state *r, int j, float *hx, int32_t *hy, struct pb_tensor *x,
-                     struct pb_err *e)
-{
-    struct pb_stage *s = &r->stages[r->lo];
-    int b = r->cfg->microbatch_size;
-    if (r->hi == r->cfg->stages) {
-        struct pb_stage *last = &r->stages[r->hi - 1];
-        pb_dataset_gather(&r->val, NULL, j * b, b, NULL, hy);
-        last->be->ops->upload(last->be, r->workers[r->hi - 1].labels, hy, (size_t)b * sizeof *hy);
-    }
-    if (r->lo == 0)
-        pb_dataset_gather(&r->val, NULL, j * b, b, hx, NULL);
-    else
-        pb_dist_recv(r->dist, hx, pb_shape_count(s->in_shape) * sizeof *hx, r->lo - 1, PB_TAG_VAL);
-    if (pb_tensor_alloc(s->be, x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
-        return -1;
-    s->be->ops->upload(s->be, x->data, hx, pb_shape_count(s->in_shape) * sizeof *hx);
-    return 0;
-}
-
-/* Forward-only pass over the validation set with the current weights W (never
- * predicted). Batches of the micro-batch size; a last incomplete batch is left out. */
-static int validate(struct run_state *r, double *loss, double *acc, struct pb_err *e)
-{
-    int d = r->cfg->stages, b = r->cfg->microbatch_size, nb = r->nval / b;
-    size_t maxin = 0;
-    for (int k = r->lo; k < r->hi; k++) {
-        size_t n = pb_shape_count(r->stages[k].in_shape), m = pb_shape_count(r->stages[k].out_shape);
-        maxin = n > maxin ? n : maxin;
-        maxin = m > maxin ? m : maxin;
-    }
-    float *hx = pb_xmalloc(maxin * sizeof(float));
-    int32_t *hy = pb_xmalloc((size_t)b * sizeof(int32_t));
-    double res[2] = {0, 0};  /* Σ loss, Σ correct */
-    int rc = 0;
-    for (int j = 0; j < nb && !rc; j++) {
-        struct pb_tensor x;
-        rc = val_input(r, j, hx, hy, &x, e);
-        struct pb_step_ctx c = {false, r->cfg->seed, j};
-        for (int k = r->lo; k < r->hi && !rc; k++) {
-            struct pb_stage *s = &r->stages[k];
-            struct pb_stage_act act;
-            struct pb_tensor y = {0};
-            rc = pb_stage_forward(s, &c, s->params, x, r->workers[k].labels, &act, &y, e);
-            if (rc)
-                break;
-            if (k == d - 1) {
-                res[0] += act.loss;
-                res[1] += act.correct;
-            } else if (k == r->hi - 1) {
-                s->be->ops->download(s->be, hx, y.data, pb_shape_count(y.shape) * sizeof *hx);
-                pb_dist_send(r->dist, hx, pb_shape_count(y.shape) * sizeof *hx, k + 1, PB_TAG_VAL);
-            } else {
-                struct pb_stage *next = &r->stages[k + 1];
-                rc = pb_tensor_alloc(next->be, &x, next->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e);
-                if (!rc)
-                    next->be->ops->upload(next->be, x.data, y.data,
-                                          pb_shape_count(y.shape) * sizeof(float));
-            }
-            pb_backend_free(s->be, y.data);
-        }
-    }
-    free(hx);
-    free(hy);
-    pb_dist_bcast(r->dist, res, sizeof res, last_rank(r));
-    *loss = res[0] / nb;
-    *acc = res[1] / ((double)nb * b);
-    return rc;
-}
-
-static int execute(struct run_state *r, struct pb_err *e)
+/* Runs the local devices' programs with the run's executor. */
+static int execute(struct run_state *r, const struct pb_program *progs, struct pb_err *e)
 {
     const char *ex = r->cfg->executor;
     int d = r->cfg->stages;
     if (!strcmp(ex, "threads"))
-        return pb_exec_threads(r->workers, d, r->progs, d, e);
+        return pb_exec_threads(r->workers, d, progs, d, e);
     if (!strcmp(ex, "mpi"))
-        return pb_exec_mpi(r->dist, &r->workers[r->lo], &r->progs[r->lo], e);
-    return pb_exec_seq(r->workers, d, r->progs, e);
+        return pb_exec_mpi(r->dist, &r->workers[r->lo], &progs[r->lo], e);
+    return pb_exec_seq(r->workers, d, progs, e);
+}
+
+/* Forward-only pass over the validation set with the current weights W (never
+ * predicted), through the same executor and workers as training: batches of the
+ * micro-batch size in file order; a last incomplete batch is left out. */
+static int validate(struct run_state *r, double *loss, double *acc, struct pb_err *e)
+{
+    int d = r->cfg->stages, b = r->cfg->microbatch_size, nb = r->nval / b;
+    struct pb_data_view view = {&r->val, NULL, b};
+    for (int k = r->lo; k < r->hi; k++)
+        pb_worker_begin_eval(&r->workers[k], &r->eval_progs[k], view, e);
+    pb_dist_barrier(r->dist);
+    int rc = execute(r, r->eval_progs, e);
+    double res[2] = {0, 0};  /* Σ loss, Σ correct */
+    if (r->hi == d) {
+        res[0] = r->workers[d - 1].eval.loss_sum;
+        res[1] = (double)r->workers[d - 1].eval.correct;
+    }
+    pb_dist_bcast(r->dist, res, sizeof res, last_rank(r));
+    *loss = res[0] / nb;
+    *acc = res[1] / ((double)nb * b);
+    return rc;
 }
 
 /* The epoch's row at rank 0: stage records and events of every stage, the training
@@ -115,14 +67,16 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
     int d = c->stages, nlocal = r->hi - r->lo;
     struct pb_stage_record *sr = pb_xcalloc((size_t)d, sizeof *sr);
     size_t nev = 0;
+    double ops = 0;
     for (int k = r->lo; k < r->hi; k++) {
         pb_worker_record(&r->workers[k], &sr[k]);
         nev += (size_t)r->workers[k].st.nevents;
+        ops += (double)r->workers[k].st.ops;
     }
     struct pb_event_record *ev = pb_xcalloc(nev + 1, sizeof *ev);
     nev = 0;
     for (int k = r->lo; k < r->hi; k++) {
-        memcpy(ev + nev, r->workers[k].st.events, (size_t)r->workers[k].st.nevents * sizeof *ev);
+        memcpy(ev + nev, r->workers[k].events, (size_t)r->workers[k].st.nevents * sizeof *ev);
         nev += (size_t)r->workers[k].st.nevents;
     }
     if (r->dist) {
@@ -135,6 +89,7 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         ev = all;
         nev = bytes / sizeof *ev;
     }
+    pb_dist_sum(r->dist, &ops);
     double loss[2] = {0, 0};
     if (r->hi == d) {
         loss[0] = r->workers[d - 1].st.loss_sum;
@@ -154,6 +109,7 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         .lr = r->workers[r->lo].optim.lr,
         .nstages = d,
         .stages = sr,
+        .ops = (int64_t)ops,
         .nevents = (int)nev,
         .events = ev,
     };
@@ -182,7 +138,7 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
     return 0;
 }
 
-int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
+int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
               bool *diverged, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
@@ -191,14 +147,19 @@ int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summ
         pb_epoch_order(c->seed, epoch, r->train.n, c->shuffle, order);
     struct pb_data_view view = {&r->train, order, c->microbatch_size};
     pb_dist_barrier(r->dist);
-    for (int k = r->lo; k < r->hi; k++) {
-        pb_worker_begin_epoch(&r->workers[k], epoch, &r->progs[k], view);
+    int rc = 0;
+    for (int k = r->lo; k < r->hi && !rc; k++) {
+        r->workers[k].trace = (struct pb_worker_trace){r->trace_epochs[epoch], c->trace_mb_lo,
+                                                       c->trace_mb_hi ? c->trace_mb_hi : INT_MAX};
+        rc = pb_worker_begin_epoch(&r->workers[k], epoch, &r->progs[k], view, e);
         r->workers[k].epoch_t0 = r->workers[r->lo].epoch_t0;  /* one time origin for events */
     }
-    double t0 = run_now_s();
-    int rc = execute(r, e);
+    if (pb_dist_any(r->dist, rc != 0))
+        return -1;
+    double t0 = pb_run_now_s();
+    rc = execute(r, r->progs, e);
     pb_dist_barrier(r->dist);
-    double wall = run_now_s() - t0;
+    double wall = pb_run_now_s() - t0;
     int div = r->hi == d && r->workers[d - 1].diverged;
     pb_dist_bcast(r->dist, &div, sizeof div, last_rank(r));
     *diverged = div;
@@ -214,7 +175,7 @@ int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summ
     return record(r, epoch, wall, vloss, vacc, sum, e);
 }
 
-int run_save(struct run_state *r, const char *path, struct pb_err *e)
+int pb_run_save(struct run_state *r, const char *path, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     char meta[512];

@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "harness/base/args.h"
+#include "workloads/workload.h"
 
 enum {
     O_MODEL = 1, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
-    O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_HELP, O_COUNT
+    O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND, O_HELP,
+    O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
 
@@ -48,20 +50,48 @@ static const struct option run_options[] = {
     {"quiet", no_argument, 0, O_QUIET},
     {"threads", required_argument, 0, O_THREADS},
     {"label-smoothing", required_argument, 0, O_LABEL_SMOOTHING},
+    {"trace-epochs", required_argument, 0, O_TRACE_EPOCHS},
+    {"trace-window", required_argument, 0, O_TRACE_WINDOW},
+    {"backend", required_argument, 0, O_BACKEND},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
 #define NOPTIONS (int)(sizeof run_options / sizeof run_options[0] - 1)
 
+/* "  --schedule NAME         a | b | ... (default pipedream)" and the variants, from the
+ * schedule registry, wrapped at 88 columns. */
+static void usage_schedules(FILE *f)
+{
+    int col = fprintf(f, "  --schedule NAME        ");
+    for (int i = 0; pb_schedules[i]; i++) {
+        const char *name = pb_schedules[i]->name;
+        if (col + (int)strlen(name) + 3 > 88)
+            col = fprintf(f, "\n                         ");
+        col += fprintf(f, " %s%s", name, pb_schedules[i + 1] ? " |" : "");
+    }
+    fprintf(f, " (default pipedream)\n  --variant V            ");
+    bool first = true;
+    for (int i = 0; pb_schedules[i]; i++)
+        if (pb_schedules[i]->variants[0]) {
+            fprintf(f, "%s %s (%s)", first ? "" : ",", pb_schedules[i]->variants,
+                    pb_schedules[i]->name);
+            first = false;
+        }
+    fprintf(f, "\n");
+}
+
 void pb_run_flags_usage(FILE *f)
 {
+    fprintf(f, "  --model NAME           ");
+    for (int i = 0; pb_workloads[i]; i++)
+        fprintf(f, " %s%s", pb_workloads[i]->name, pb_workloads[i + 1] ? " |" : "");
+    fprintf(f, " (default mlp;\n                          `pipebench list`)\n  --dataset NAME         ");
+    for (int i = 0; pb_dataset_names[i]; i++)
+        fprintf(f, " %s%s", pb_dataset_names[i], pb_dataset_names[i + 1] ? " |" : "");
+    fprintf(f, " (default: the model's)\n"
+        "  --data-dir DIR          dataset folder (default /usr/share/datasets/fashion-mnist)\n");
+    usage_schedules(f);
     fprintf(f,
-        "  --model NAME            mlp | lenet (default mlp; `pipebench list`)\n"
-        "  --dataset NAME          fashion-mnist | synthetic (default: the model's)\n"
-        "  --data-dir DIR          dataset folder (default /usr/share/datasets/fashion-mnist)\n"
-        "  --schedule NAME         gpipe | pipedream | pipedream-2bw | spectrain | xpipe |\n"
-        "                          pipeoptim (default pipedream)\n"
-        "  --variant V             code (pipeoptim, spectrain), note (xpipe)\n"
         "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop (default sgdm)\n"
         "  --lr X                  learning rate (default: the optimizer's torch default;\n"
         "                          sgd/sgdm/rmsprop 0.01, adam/adamw 0.001)\n"
@@ -83,11 +113,17 @@ void pb_run_flags_usage(FILE *f)
         "  --executor E            seq (one thread runs every stage) | threads (one thread\n"
         "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
         "                          pipebench run --executor mpi ...) (default seq)\n"
+        "  --backend NAME          cpu (oneDNN; default) | cuda (not part of pipebench yet)\n"
         "  --threads N             cores for all stages together (default all)\n"
         "  --db FILE               results database (default results/pipebench.db)\n"
         "  --init FILE             start from weights saved with --save\n"
         "  --save FILE             save the final weights (safetensors)\n"
-        "  --quiet                 no per-epoch lines\n");
+        "  --quiet                 no per-epoch lines\n"
+        "  --trace-epochs LIST     epochs whose ops are logged as events (timelines,\n"
+        "                          `pipebench trace`): all, none, or 1-based numbers and\n"
+        "                          first/last, comma-separated (default first,last)\n"
+        "  --trace-window A:B      of those epochs, the ops of micro-batches A to B-1\n"
+        "                          (default all); each epoch records how many it kept\n");
 }
 
 /* The table entry of a run option by name; --help is not a flag to record. */
@@ -156,6 +192,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     STR(O_DB, db);
     STR(O_INIT, init);
     STR(O_SAVE, save);
+    STR(O_TRACE_EPOCHS, trace_epochs);
+    STR(O_BACKEND, backend);
 #undef STR
     int rc = 0;
 #define FLT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_float(flag, val[id], &(dst), e)
@@ -195,6 +233,13 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
                 rc = pb_err_set(e, "--lr-steps are epoch counts of at least 1, as torch's "
                                    "MultiStepLR milestones (got %d)", o->lr_steps[i]);
         }
+    }
+    if (!rc && val[O_TRACE_WINDOW]) {
+        int end = 0;
+        if (sscanf(val[O_TRACE_WINDOW], "%d:%d%n", &c->trace_mb_lo, &c->trace_mb_hi, &end) != 2 ||
+            val[O_TRACE_WINDOW][end] != 0)
+            rc = pb_err_set(e, "--trace-window takes A:B, two micro-batch indices (got '%s')",
+                            val[O_TRACE_WINDOW]);
     }
     if (!rc && val[O_SEED])
         rc = pb_arg_u64("--seed", val[O_SEED], &c->seed, e);

@@ -27,8 +27,10 @@ struct run_state {
     struct pb_stage *stages;      /* [D] */
     struct pb_worker *workers;    /* [D] */
     struct pb_program *progs;     /* [D] */
+    struct pb_program *eval_progs; /* [D] the validation pass (pb_program_eval) */
     int nstages_ready, nworkers_ready;
     bool progs_ready;
+    bool *trace_epochs;           /* [epochs]: events kept (--trace-epochs) */
     struct pb_results *db;        /* rank 0 only */
     int64_t run_id;
 };
@@ -38,26 +40,29 @@ static inline bool run_writer(const struct run_state *r)
     return !r->dist || r->dist->rank == 0;
 }
 
-int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e);
+int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e);
+/* --trace-epochs: sel[epochs] set for the epochs whose events are kept; NULL sel only
+ * checks the text. */
+int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e);
 /* Builds and validates the programs of an epoch of nmb micro-batches. */
-int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e);
+int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e);
 /* Data, model, partition, schedule, the local stages and workers: all that can fail
  * before a run row exists. Collective with MPI: every rank fails together. */
-int run_setup(struct run_state *r, struct pb_err *e);
+int pb_run_setup(struct run_state *r, struct pb_err *e);
 /* Rank 0: opens the database and writes the run row. */
-int run_begin(struct run_state *r, struct pb_err *e);
-void run_state_finish(struct run_state *r);
+int pb_run_begin(struct run_state *r, struct pb_err *e);
+void pb_run_state_finish(struct run_state *r);
 
 /* One epoch: train, validate, record (rank 0). -1 with e and *diverged on failure. */
-int run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
+int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
               bool *diverged, struct pb_err *e);
 
 /* Saves every stage's weights (gathered to rank 0 with MPI). */
-int run_save(struct run_state *r, const char *path, struct pb_err *e);
+int pb_run_save(struct run_state *r, const char *path, struct pb_err *e);
 
-double run_now_s(void);
+double pb_run_now_s(void);
 /* The shortest decimal that reads back as f (what the user typed: 0.01, not
  * 0.00999999977648258). */
-double run_decimal(float f);
+double pb_run_decimal(float f);
 
 #endif

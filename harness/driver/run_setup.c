@@ -5,11 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/args.h"
 #include "harness/store/checkpoint.h"
 #include "predictors/predictor.h"
 #include "harness/driver/run_internal.h"
 
-int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
+int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
 {
     if (c->stages < 1)
         return pb_err_set(e, "--stages must be at least 1 (got %d)", c->stages);
@@ -25,6 +26,13 @@ int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
         return pb_err_set(e, "--threads must be >= 0 (0 = all cores)");
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
+    if (c->trace_mb_lo < 0 || c->trace_mb_hi < 0 || (c->trace_mb_hi && c->trace_mb_hi <= c->trace_mb_lo))
+        return pb_err_set(e, "--trace-window A:B keeps micro-batches A to B-1 of the traced epochs: "
+                             "0 <= A < B (got %d:%d)", c->trace_mb_lo, c->trace_mb_hi);
+    if (pb_run_trace_epochs(c->trace_epochs, c->epochs, NULL, e))
+        return -1;
+    if (pb_backend_check_name(c->backend, e))
+        return -1;
     if (strcmp(c->executor, "seq") && strcmp(c->executor, "threads") && strcmp(c->executor, "mpi"))
         return pb_err_set(e, "unknown executor '%s'; valid executors: seq, threads, mpi", c->executor);
     if (!strcmp(c->executor, "mpi") && !pb_dist_available())
@@ -33,7 +41,39 @@ int run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     return pb_optim_cfg_check(&c->optim, e);
 }
 
-int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
+int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e)
+{
+    const char *s = spec ? spec : "first,last";
+    for (int i = 0; sel && i < epochs; i++)
+        sel[i] = !strcmp(s, "all");
+    if (!strcmp(s, "all") || !strcmp(s, "none"))
+        return 0;
+    for (const char *p = s; *p;) {
+        size_t n = strcspn(p, ",");
+        char item[32];
+        if (n == 0 || n >= sizeof item)
+            return pb_err_set(e, "--trace-epochs '%s': expected all, none, or a comma-separated "
+                                 "list of epoch numbers (1-based), first and last", s);
+        memcpy(item, p, n);
+        item[n] = 0;
+        int ep = 0;
+        if (!strcmp(item, "first"))
+            ep = 1;
+        else if (!strcmp(item, "last"))
+            ep = epochs;
+        else if (pb_arg_int("--trace-epochs", item, &ep, e))
+            return pb_err_prefix(e, "(all, none, first, last or epoch numbers) ");
+        if (ep < 1 || ep > epochs)
+            return pb_err_set(e, "--trace-epochs: epoch %d is not one of the run's epochs 1 to %d",
+                              ep, epochs);
+        if (sel)
+            sel[ep - 1] = true;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     r->sch = pb_schedule_find(c->schedule, e);
@@ -50,9 +90,16 @@ int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
     if (pb_programs_build(r->sch, &r->pipe, r->progs, e))
         return -1;
     r->progs_ready = true;
-    PB_CHECK(pb_programs_validate(&r->pipe, r->progs, 1, e) == 0);
+    if (c->edit_programs)
+        c->edit_programs(c->edit_programs_ctx, &r->pipe, r->progs);
+    if (pb_programs_validate(&r->pipe, r->progs, 1, e))
+        return pb_err_prefix(e, "the %s programs do not validate: ", c->schedule);
+    r->eval_progs = pb_xcalloc((size_t)c->stages, sizeof *r->eval_progs);
+    for (int k = 0; k < c->stages; k++)
+        pb_program_eval(&r->eval_progs[k], k, r->nval / c->microbatch_size);
     r->optim = c->optim;
     r->optim.keep_d_last = false;
+    r->optim.keep_g_last = false;
     for (int k = 0; k < c->stages; k++)
         for (int i = 0; i < r->progs[k].n; i++) {
             const struct pb_op *op = &r->progs[k].ops[i];
@@ -60,6 +107,7 @@ int run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
             if (predicts && pb_predictor_check(c->optim.kind, &c->optim, op->pform, e))
                 return pb_err_prefix(e, "schedule '%s': ", c->schedule);
             r->optim.keep_d_last |= predicts && pb_predictor_reads_d_last(&c->optim, op->pform);
+            r->optim.keep_g_last |= predicts && pb_predictor_reads_g_last(&c->optim, op->pform);
         }
     return 0;
 }
@@ -141,7 +189,8 @@ static int build_stages(struct run_state *r, struct pb_err *e)
     r->stages = pb_xcalloc((size_t)d, sizeof *r->stages);
     r->workers = pb_xcalloc((size_t)d, sizeof *r->workers);
     for (int k = r->lo; k < r->hi; k++) {
-        r->be[k] = pb_backend_create("cpu", stage_threads(c), e);
+        struct pb_backend_cfg bc = {.device = 0, .threads = stage_threads(c)};
+        r->be[k] = pb_backend_create(c->backend, &bc, e);
         if (!r->be[k])
             return -1;
         if (pb_stage_init(&r->stages[k], r->be[k], &r->model, k, d, r->bounds[k], r->bounds[k + 1], e))
@@ -159,25 +208,27 @@ static int build_stages(struct run_state *r, struct pb_err *e)
     return 0;
 }
 
-int run_setup(struct run_state *r, struct pb_err *e)
+int pb_run_setup(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     r->lo = r->dist ? r->dist->rank : 0;
     r->hi = r->dist ? r->dist->rank + 1 : c->stages;
-    int rc = run_check_cfg(c, e);
+    int rc = pb_run_check_cfg(c, e);
     if (!rc) {
+        r->trace_epochs = pb_xcalloc((size_t)c->epochs, sizeof *r->trace_epochs);
+        PB_CHECK(pb_run_trace_epochs(c->trace_epochs, c->epochs, r->trace_epochs, e) == 0);
         r->workload = pb_workload_find(c->model, e);
         rc = r->workload ? 0 : -1;
     }
     if (collective(r, rc, e) || load_data(r, e))
         return -1;
-    rc = build_model(r, e) || run_setup_schedule(r, r->ntrain / c->microbatch_size, e);
+    rc = build_model(r, e) || pb_run_setup_schedule(r, r->ntrain / c->microbatch_size, e);
     if (collective(r, rc, e))
         return -1;
     return collective(r, build_stages(r, e), e);
 }
 
-int run_begin(struct run_state *r, struct pb_err *e)
+int pb_run_begin(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     int rc = 0;
@@ -200,7 +251,7 @@ int run_begin(struct run_state *r, struct pb_err *e)
             .microbatches = r->pipe.microbatches,
             .epochs = c->epochs,
             .seed = c->seed,
-            .lr = run_decimal(c->optim.lr),
+            .lr = pb_run_decimal(c->optim.lr),
         };
         if (!rc) {
             r->run_id = pb_results_run_begin(r->db, &info, e);
@@ -211,7 +262,7 @@ int run_begin(struct run_state *r, struct pb_err *e)
     return collective(r, rc, e);
 }
 
-void run_state_finish(struct run_state *r)
+void pb_run_state_finish(struct run_state *r)
 {
     for (int k = r->lo; k < r->lo + r->nworkers_ready; k++)
         pb_worker_finish(&r->workers[k]);
@@ -222,11 +273,15 @@ void run_state_finish(struct run_state *r)
             pb_backend_destroy(r->be[k]);
     if (r->progs_ready)
         pb_programs_finish(r->progs, r->cfg->stages);
+    if (r->eval_progs)
+        pb_programs_finish(r->eval_progs, r->cfg->stages);
+    free(r->eval_progs);
     free(r->progs);
     free(r->be);
     free(r->stages);
     free(r->workers);
     free(r->bounds);
+    free(r->trace_epochs);
     pb_model_finish(&r->model);
     pb_dataset_finish(&r->train);
     pb_dataset_finish(&r->val);

@@ -25,6 +25,8 @@ void pb_dist_finish(struct pb_dist *d);
 
 /* true when `local` is true on any rank (d NULL: local). */
 bool pb_dist_any(const struct pb_dist *d, bool local);
+/* The sum of *x over all ranks, on every rank (d NULL: unchanged). */
+void pb_dist_sum(const struct pb_dist *d, double *x);
 /* Root's bytes to every rank. */
 void pb_dist_bcast(const struct pb_dist *d, void *buf, size_t bytes, int root);
 /* Point-to-point, blocking; FIFO per (source, tag). */
@@ -46,6 +48,6 @@ _Noreturn void pb_dist_abort(const struct pb_dist *d, int status);
 int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
                 struct pb_err *e);
 
-enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_VAL = 3, PB_TAG_WEIGHTS = 4 };
+enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_WEIGHTS = 3 };
 
 #endif

@@ -37,6 +37,14 @@ void pb_dist_finish(struct pb_dist *d)
         MPI_Finalize();
 }
 
+void pb_dist_sum(const struct pb_dist *d, double *x)
+{
+    if (!d)
+        return;
+    double in = *x;
+    MPI_Allreduce(&in, x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
 bool pb_dist_any(const struct pb_dist *d, bool local)
 {
     if (!d)
@@ -122,10 +130,13 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Sends in flight: their requests and buffers, freed once complete. */
+/* Sends in flight: their requests and messages, freed once complete. A message stays
+ * the sending stage's communication memory until then; a backend whose memory MPI
+ * cannot read (not host-visible) sends a host copy. */
 struct pending {
     MPI_Request *req;
-    float **buf;
+    struct pb_msg *msg;
+    void **host;        /* the host copy sent, or NULL */
     int n, cap;
 };
 
@@ -139,26 +150,66 @@ static void pending_reap(struct pending *p, bool all)
         else
             MPI_Test(&p->req[i], &done, MPI_STATUS_IGNORE);
         if (done) {
-            free(p->buf[i]);
+            pb_msg_free(&p->msg[i]);
+            free(p->host[i]);
         } else {
             p->req[j] = p->req[i];
-            p->buf[j++] = p->buf[i];
+            p->msg[j] = p->msg[i];
+            p->host[j++] = p->host[i];
         }
     }
     p->n = j;
 }
 
-static void pending_send(struct pending *p, struct pb_msg m, int to, int tag)
+static int pending_send(struct pending *p, struct pb_msg m, int to, int tag, struct pb_err *e)
 {
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 16;
         p->req = realloc(p->req, (size_t)p->cap * sizeof *p->req);
-        p->buf = realloc(p->buf, (size_t)p->cap * sizeof *p->buf);
-        PB_CHECK(p->req && p->buf);
+        p->msg = realloc(p->msg, (size_t)p->cap * sizeof *p->msg);
+        p->host = realloc(p->host, (size_t)p->cap * sizeof *p->host);
+        PB_CHECK(p->req && p->msg && p->host);
     }
-    MPI_Isend(m.data, (int)pb_shape_count(m.shape), MPI_FLOAT, to, tag, MPI_COMM_WORLD,
-              &p->req[p->n]);
-    p->buf[p->n++] = m.data;
+    size_t count = pb_shape_count(m.shape);
+    void *host = NULL;
+    const void *buf = m.data;
+    if (!m.be->ops->host_visible) {
+        host = malloc(count * sizeof(float) + 1);
+        if (!host)
+            return pb_err_set(e, "out of host memory for a %zu-byte message", count * sizeof(float));
+        m.be->ops->download(m.be, host, m.data, count * sizeof(float));
+        m.be->ops->sync(m.be);
+        buf = host;
+    }
+    MPI_Isend(buf, (int)count, MPI_FLOAT, to, tag, MPI_COMM_WORLD, &p->req[p->n]);
+    p->msg[p->n] = m;
+    p->host[p->n++] = host;
+    return 0;
+}
+
+/* Receives a message into this stage's backend memory (PB_MEM_COMM until the worker
+ * takes it), through a host buffer when MPI cannot write the backend's memory. */
+static int recv_msg(struct pb_backend *be, struct pb_msg *m, int from, int tag, struct pb_err *e)
+{
+    size_t count = pb_shape_count(m->shape), bytes = count * sizeof(float);
+    m->be = be;
+    m->data = pb_backend_alloc(be, bytes, PB_MEM_COMM, e);
+    if (!m->data)
+        return -1;
+    if (be->ops->host_visible) {
+        MPI_Recv(m->data, (int)count, MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return 0;
+    }
+    void *host = malloc(bytes + 1);
+    if (!host) {
+        pb_msg_free(m);
+        return pb_err_set(e, "out of host memory for a %zu-byte message", bytes);
+    }
+    MPI_Recv(host, (int)count, MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    be->ops->upload(be, m->data, host, bytes);
+    be->ops->sync(be);
+    free(host);
+    return 0;
 }
 
 int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
@@ -180,25 +231,27 @@ int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_pr
             tag = PB_TAG_BWD;
             in.shape = s->out_shape;
         }
+        int rc = 0;
         if (from >= 0) {
             double t0 = now_s();
-            in.data = pb_msg_alloc(pb_shape_count(in.shape));
-            MPI_Recv(in.data, (int)pb_shape_count(in.shape), MPI_FLOAT, from, tag, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            rc = recv_msg(s->be, &in, from, tag, e);
             w->st.wait_s += now_s() - t0;
         }
-        if (pb_worker_exec(w, op, &in, &out, e)) {
+        if (!rc)
+            rc = pb_worker_exec(w, op, &in, &out, e);
+        pb_msg_free(&in);
+        if (!rc && out.data)
+            rc = pending_send(&p, out, op->kind == PB_OP_F ? k + 1 : k - 1,
+                              op->kind == PB_OP_F ? PB_TAG_FWD : PB_TAG_BWD, e);
+        if (rc) {
             fprintf(stderr, "pipebench: rank %d stops the run: %s\n", d->rank, e->msg);
             pb_dist_abort(d, PB_EXIT_RUN);
         }
-        free(in.data);
-        if (out.data)
-            pending_send(&p, out, op->kind == PB_OP_F ? k + 1 : k - 1,
-                         op->kind == PB_OP_F ? PB_TAG_FWD : PB_TAG_BWD);
         pending_reap(&p, false);
     }
     pending_reap(&p, true);
     free(p.req);
-    free(p.buf);
+    free(p.msg);
+    free(p.host);
     return 0;
 }

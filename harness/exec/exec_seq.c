@@ -38,7 +38,7 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
                 else if (op->kind == PB_OP_B && k < ndev - 1)
                     in = pb_msgq_pop(&bwd[k]);
                 rc = pb_worker_exec(&workers[k], op, &in, &out, e);
-                free(in.data);
+                pb_msg_free(&in);
                 if (!rc && out.data)
                     pb_msgq_push(op->kind == PB_OP_F ? &fwd[k] : &bwd[k - 1], out);
                 if (!rc)

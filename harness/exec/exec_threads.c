@@ -82,7 +82,7 @@ static bool chan_send(struct shared *sh, struct channel *c, struct pb_msg m, dou
     }
     pthread_mutex_unlock(&c->mu);
     if (!ok)
-        free(m.data);
+        pb_msg_free(&m);
     *wait += now_s() - t0;
     return ok;
 }
@@ -121,11 +121,11 @@ static void *device_main(void *arg)
         if (!ok)
             return NULL;
         d->rc = pb_worker_exec(w, op, &in, &out, &e);
-        free(in.data);
+        pb_msg_free(&in);
         if (!d->rc)
             d->rc = pb_worker_should_stop(w, op, &e);
         if (d->rc) {
-            free(out.data);
+            pb_msg_free(&out);
             stop_all(sh, d->ndev, d->k, &e);
             return NULL;
         }

@@ -22,12 +22,13 @@ struct pb_stage_record {
 
 /* One op a device ran, for timelines. */
 struct pb_event_record {
-    int device, seq;
+    int device, seq;    /* seq: the op's position in the device's program */
     char kind;          /* 'F', 'B' or 'U' */
     int mb;             /* micro-batch; < 0 for U (stored as NULL) */
     int version;        /* weight version read (F, B) or produced (U) */
     int ahead;          /* prediction look-ahead s, 0 when none */
     double start_s, end_s;   /* seconds since the epoch began */
+    int sync_version;   /* the version a synchronous run reads at this op (U: as version) */
 };
 
 #endif

@@ -41,8 +41,10 @@ static inline struct pb_msg pb_msgq_pop(struct pb_msgq *q)
 /* Frees the queued messages and the queue. */
 static inline void pb_msgq_finish(struct pb_msgq *q)
 {
-    while (q->count > 0)
-        free(pb_msgq_pop(q).data);
+    while (q->count > 0) {
+        struct pb_msg m = pb_msgq_pop(q);
+        pb_msg_free(&m);
+    }
     free(q->items);
     q->items = NULL;
     q->cap = 0;

@@ -4,6 +4,7 @@
 #include "harness/exec/worker.h"
 
 #include "harness/base/interrupt.h"
+#include "predictors/predictor.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,16 +36,12 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
     w->stage = s;
     w->pipe = *pipe;
     w->seed = seed;
-    w->update_every = 1;
     w->probe_target = -1;
     pb_wstore_init(&w->ws, s->be, s->nparams);
     w->acts = pb_xcalloc((size_t)pipe->length, sizeof *w->acts);
-    w->fwd_version = pb_xcalloc((size_t)pipe->length, sizeof *w->fwd_version);
     if (pb_optim_init(&w->optim, s->be, oc, s->nparams, e))
         return -1;
     int b = s->model->batch;
-    if (is_first(w))
-        w->host_x = pb_xmalloc(pb_shape_count(s->in_shape) * sizeof(float));
     if (is_last(w)) {
         w->host_y = pb_xmalloc((size_t)b * sizeof(int32_t));
         w->labels = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
@@ -65,52 +62,78 @@ void pb_worker_finish(struct pb_worker *w)
     pb_wstore_finish(&w->ws);
     pb_backend_free(w->stage->be, w->labels);
     free(w->acts);
-    free(w->fwd_version);
-    free(w->host_x);
+    free(w->events);
+    pb_version_plan_finish(&w->plan);
     free(w->host_y);
     free(w->probe);
     memset(w, 0, sizeof *w);
 }
 
-void pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_program *prog,
-                           struct pb_data_view data)
+int pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_program *prog,
+                          struct pb_data_view data, struct pb_err *e)
 {
     PB_CHECK(w->nacc == 0);
     w->epoch = epoch;
     w->u_epoch = w->u;
     w->data = data;
-    w->stashes = w->buffered = false;
-    int before_u = 0;
-    bool seen_u = false;
-    for (int i = 0; i < prog->n; i++) {
-        const struct pb_op *op = &prog->ops[i];
-        w->stashes |= op->kind == PB_OP_B && op->wsrc == PB_W_STASHED;
-        w->buffered |= op->wsrc == PB_W_BUFFERED;
-        seen_u |= op->kind == PB_OP_U;
-        before_u += !seen_u && op->kind == PB_OP_B;
-    }
-    w->update_every = before_u > 0 ? before_u : 1;
+    w->prog = prog;
+    w->evaluating = false;
+    pb_version_plan_finish(&w->plan);
+    pb_version_plan_init(&w->plan, &w->pipe, prog);
+    if (pb_wstore_reserve(&w->ws, w->plan.stash_slots, w->plan.group_slots, e))
+        return -1;
     memset(&w->st, 0, sizeof w->st);
     pb_optim_set_epoch(&w->optim, epoch);
     pb_backend_reset_peaks(w->stage->be);
     clock_gettime(CLOCK_MONOTONIC, &w->epoch_t0);
+    return 0;
 }
 
-static long minibatch_key(const struct pb_worker *w, int mb)
+int pb_worker_begin_eval(struct pb_worker *w, const struct pb_program *prog,
+                         struct pb_data_view data, struct pb_err *e)
 {
-    return (long)w->epoch * w->pipe.length + mb / w->pipe.microbatches;
+    PB_CHECK(w->nacc == 0);
+    (void)e;
+    w->u_epoch = w->u;
+    w->data = data;
+    w->prog = prog;
+    w->evaluating = true;
+    memset(&w->eval, 0, sizeof w->eval);
+    pb_version_plan_finish(&w->plan);
+    pb_version_plan_init(&w->plan, &w->pipe, prog);
+    return 0;
 }
 
-/* Keeps a copy of a prediction to compare with the real weights of its target. */
+/* The op's entry in the version plan. */
+static const struct pb_op_version *version_of(const struct pb_worker *w, const struct pb_op *op)
+{
+    PB_CHECK(op >= w->prog->ops && op < w->prog->ops + w->prog->n);
+    return &w->plan.ops[op - w->prog->ops];
+}
+
+/* Marks a prediction to compare with the real weights of its target version, at most
+ * one at a time and once per PROBE_EVERY updates; probe_keep copies it after the op's
+ * timing. */
 static void probe_start(struct pb_worker *w, const float *pred, long target)
 {
-    if (w->probe_target >= 0 || w->u % PROBE_EVERY != 0 || target <= w->u)
+    if (w->probe_target >= 0 || w->probe_pending || w->u % PROBE_EVERY != 0 || target <= w->u)
         return;
+    w->probe_pending = pred;
+    w->probe_pending_target = target;
+}
+
+static void probe_keep(struct pb_worker *w)
+{
+    if (!w->probe_pending)
+        return;
+    struct pb_backend *be = w->stage->be;
     size_t n = w->stage->nparams;
     if (!w->probe)
         w->probe = pb_xmalloc(n * sizeof(float) + 1);
-    w->stage->be->ops->download(w->stage->be, w->probe, pred, n * sizeof(float));
-    w->probe_target = target;
+    be->ops->download(be, w->probe, w->probe_pending, n * sizeof(float));
+    be->ops->sync(be);
+    w->probe_target = w->probe_pending_target;
+    w->probe_pending = NULL;
 }
 
 static void probe_finish(struct pb_worker *w)
@@ -120,6 +143,7 @@ static void probe_finish(struct pb_worker *w)
     size_t n = w->stage->nparams;
     float *cur = pb_xmalloc(n * sizeof(float) + 1);
     w->stage->be->ops->download(w->stage->be, cur, w->stage->params, n * sizeof(float));
+    w->stage->be->ops->sync(w->stage->be);
     double diff = 0, norm = 0;
     for (size_t i = 0; i < n; i++) {
         double d = (double)w->probe[i] - cur[i];
@@ -135,60 +159,57 @@ static void probe_finish(struct pb_worker *w)
     w->probe_target = -1;
 }
 
-/* The weights an F or B reads: *base is the version, *ahead its look-ahead. */
-static const float *resolve(struct pb_worker *w, const struct pb_op *op, long *base, int *ahead,
-                            struct pb_err *e)
+/* The weights an F or B reads, the version v of the plan names (epoch-local). The
+ * store's own state must agree with the plan: a disagreement is a broken invariant. */
+static const float *resolve(struct pb_worker *w, const struct pb_op *op,
+                            const struct pb_op_version *v, struct pb_err *e)
 {
     struct pb_backend *be = w->stage->be;
     float *params = w->stage->params;
-    *ahead = 0;
-    *base = w->u;
+    long base = w->u_epoch + v->base;
+    PB_CHECK(v->base >= 0);
     switch ((enum pb_wsrc)op->wsrc) {
     case PB_W_LATEST:
+        PB_CHECK(base == w->u);
         return params;
     case PB_W_STASHED:
-        *base = w->fwd_version[op->mb];
-        return pb_wstore_stashed(&w->ws, *base);
+        return pb_wstore_stashed(&w->ws, base);
     case PB_W_PREDICTED: {
+        PB_CHECK(base == w->u);
         float *pred = pb_wstore_pred(&w->ws, e);
         if (!pred)
             return NULL;
-        be->ops->predict(be, &w->optim, op->pform, (float)op->s, params, pred);
-        *ahead = op->s;
+        pb_predict(be, &w->optim, op->pform, (float)op->s, params, pred);
         probe_start(w, pred, w->u + op->s);
         return pred;
     }
     case PB_W_GROUP: {
-        long key = minibatch_key(w, op->mb);
-        const float *g = pb_wstore_group_get(&w->ws, key, base);
-        *ahead = op->s;
-        if (g)
+        long key = op->mb / w->pipe.microbatches, made;
+        const float *g = pb_wstore_group_get(&w->ws, key, &made);
+        if (g) {
+            PB_CHECK(made == base);
             return g;
-        PB_CHECK(op->kind == PB_OP_F && op->mb % w->pipe.microbatches == 0);
-        float *pred = pb_wstore_group_new(&w->ws, key, w->u, e);
-        if (!pred)
-            return NULL;
-        be->ops->predict(be, &w->optim, op->pform, (float)op->s, params, pred);
+        }
+        PB_CHECK(op->kind == PB_OP_F && op->mb % w->pipe.microbatches == 0 && base == w->u);
+        float *pred = pb_wstore_group_new(&w->ws, key, base);
+        pb_predict(be, &w->optim, op->pform, (float)op->s, params, pred);
         probe_start(w, pred, w->u + op->s);
         return pred;
     }
-    case PB_W_BUFFERED: {
-        long b = op->mb / w->pipe.microbatches;
-        *base = w->u_epoch + (b > 0 ? b - 1 : 0);
-        if (*base == w->u)
+    case PB_W_BUFFERED:
+        if (base == w->u)
             return params;
-        PB_CHECK(*base == w->ws.older_version);
+        PB_CHECK(base == w->ws.older_version);
         return w->ws.older;
-    }
     }
     PB_CHECK(!"unknown weight source");
     return NULL;
 }
 
-static void note_staleness(struct pb_worker *w, const struct pb_op *op, long base, int ahead)
+/* Staleness of an F or B: the synchronous run's version minus the one read (SPEC §6). */
+static void note_staleness(struct pb_worker *w, const struct pb_op *op, const struct pb_op_version *v)
 {
-    long sync = w->u_epoch + op->mb / w->update_every;
-    double d = (double)(sync - (base + ahead));
+    double d = (double)(v->sync - (v->base + v->ahead));
     if (op->kind == PB_OP_F) {
         w->st.f_stale_sum += d;
         w->st.f_count++;
@@ -202,73 +223,65 @@ static void note_staleness(struct pb_worker *w, const struct pb_op *op, long bas
     }
 }
 
-static void note_event(struct pb_worker *w, const struct pb_op *op, long version, int ahead,
+/* Logs the op when the trace window holds it (a U: the backward before it). */
+static void note_event(struct pb_worker *w, const struct pb_op *op, const struct pb_op_version *v,
                        double t0, double t1)
 {
-    if (w->st.nevents >= PB_EVENTS_PER_EPOCH)
+    w->st.ops++;
+    int mb = op->kind == PB_OP_U ? w->last_b_mb : op->mb;
+    if (!w->trace.on || mb < w->trace.mb_lo || mb >= w->trace.mb_hi)
         return;
+    if (w->st.nevents == w->events_cap) {
+        w->events_cap = w->events_cap ? 2 * w->events_cap : 1024;
+        w->events = realloc(w->events, (size_t)w->events_cap * sizeof *w->events);
+        PB_CHECK(w->events != NULL);
+    }
     double origin = (double)w->epoch_t0.tv_sec + 1e-9 * (double)w->epoch_t0.tv_nsec;
-    struct pb_event_record *ev = &w->st.events[w->st.nevents];
+    struct pb_event_record *ev = &w->events[w->st.nevents];
     *ev = (struct pb_event_record){
         .device = w->stage->index,
-        .seq = w->st.nevents,
+        .seq = (int)(op - w->prog->ops),
         .kind = op->kind == PB_OP_F ? 'F' : op->kind == PB_OP_B ? 'B' : 'U',
         .mb = op->kind == PB_OP_U ? -1 : op->mb,
-        .version = (int)version,
-        .ahead = ahead,
+        .version = (int)(w->u_epoch + v->base),
+        .ahead = v->ahead,
+        .sync_version = (int)(w->u_epoch + v->sync),
         .start_s = t0 - origin,
         .end_s = t1 - origin,
     };
     w->st.nevents++;
 }
 
-float *pb_msg_alloc(size_t count)
-{
-    void *p = NULL;
-    PB_CHECK(posix_memalign(&p, 64, count ? count * sizeof(float) : 64) == 0);
-    return p;
-}
-
-/* Moves a host message into a tensor of this stage's backend: a host-memory backend
- * adopts the buffer, another gets a copy. */
+/* Moves a message into a tensor of this stage's backend: a buffer of an instance that
+ * shares memory with it is taken over without a copy (it stops counting as the
+ * sender's communication memory now), another is copied across and freed. */
 static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
                          struct pb_tensor *t, struct pb_err *e)
 {
     struct pb_backend *be = w->stage->be;
     double t0 = now_s();
-    size_t bytes = pb_shape_count(m->shape) * sizeof(float);
     int rc = 0;
-    if (be->ops->host_memory) {
-        pb_backend_adopt(be, m->data, bytes, kind);
+    if (m->be->ops->shares_memory(m->be, be)) {
+        pb_backend_take(be, m->be, m->data, kind);
         *t = (struct pb_tensor){m->data, m->shape, PB_LAYOUT_PLAIN};
     } else {
         rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
         if (!rc)
-            be->ops->upload(be, t->data, m->data, bytes);
-        free(m->data);
+            rc = pb_backend_copy_across(be, t->data, m->be, m->data,
+                                        pb_shape_count(m->shape) * sizeof(float), e);
+        pb_backend_free(m->be, m->data);
     }
     m->data = NULL;
     w->st.comm_s += now_s() - t0;
     return rc;
 }
 
-/* The other way: a host-memory backend hands the buffer over, another copies. */
+/* The other way: the tensor (plain, PB_MEM_COMM of this stage) becomes the message
+ * and stays this stage's memory until the receiver takes it. */
 static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, struct pb_msg *m)
 {
-    struct pb_backend *be = w->stage->be;
-    double t0 = now_s();
-    size_t n = pb_shape_count(t->shape);
-    m->shape = t->shape;
-    if (be->ops->host_memory) {
-        pb_backend_disown(be, t->data);
-        m->data = t->data;
-    } else {
-        m->data = pb_msg_alloc(n);
-        be->ops->download(be, m->data, t->data, n * sizeof(float));
-        pb_backend_free(be, t->data);
-    }
+    *m = (struct pb_msg){w->stage->be, t->data, t->shape};
     t->data = NULL;
-    w->st.comm_s += now_s() - t0;
 }
 
 static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb_tensor *x,
@@ -280,10 +293,39 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
         return msg_to_tensor(w, in, PB_MEM_ACTS, x, e);
     if (pb_tensor_alloc(s->be, x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
         return -1;
-    bool direct = s->be->ops->host_memory;  /* gather straight into the tensor */
-    pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, direct ? x->data : w->host_x, w->host_y);
-    if (!direct)
-        s->be->ops->upload(s->be, x->data, w->host_x, pb_shape_count(s->in_shape) * sizeof(float));
+    size_t bytes = pb_shape_count(s->in_shape) * sizeof(float);
+    float *host = s->be->ops->write_begin(s->be, x->data, bytes);
+    pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, host, w->host_y);
+    s->be->ops->write_end(s->be, x->data, host, bytes);
+    return 0;
+}
+
+/* A validation forward: the current weights, nothing kept (SPEC §1). */
+static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg *in,
+                     struct pb_msg *out, struct pb_err *e)
+{
+    struct pb_stage *s = w->stage;
+    struct pb_tensor x, y = {0};
+    PB_CHECK(op->kind == PB_OP_F && op->wsrc == PB_W_LATEST);
+    if (stage_input(w, op->mb, in, &x, e))
+        return -1;
+    if (is_last(w)) {
+        int b = w->data.batch;
+        if (!is_first(w))
+            pb_dataset_gather(w->data.ds, w->data.order, op->mb * b, b, NULL, w->host_y);
+        s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
+    }
+    struct pb_step_ctx c = {false, w->seed, op->mb};
+    struct pb_stage_act act;
+    if (pb_stage_forward(s, &c, s->params, x, w->labels, &act, &y, e))
+        return -1;
+    if (is_last(w)) {
+        w->eval.loss_sum += act.loss;
+        w->eval.correct += act.correct;
+        w->eval.batches++;
+    } else {
+        tensor_to_msg(w, &y, out);
+    }
     return 0;
 }
 
@@ -294,29 +336,31 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     struct pb_tensor x, y = {0};
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    double t0 = now_s();
-    long base;
-    int ahead;
-    const float *wts = resolve(w, op, &base, &ahead, e);
-    if (!wts || (w->stashes && pb_wstore_stash(&w->ws, wts, base, e))) {
-        pb_backend_free(s->be, x.data);
-        return -1;
-    }
-    w->fwd_version[op->mb] = base;
     if (is_last(w)) {
         int b = w->data.batch;
         if (!is_first(w))
             pb_dataset_gather(w->data.ds, w->data.order, op->mb * b, b, NULL, w->host_y);
         s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
     }
+    double t0 = now_s();
+    const struct pb_op_version *v = version_of(w, op);
+    const float *wts = resolve(w, op, v, e);
+    if (!wts) {
+        pb_backend_free(s->be, x.data);
+        return -1;
+    }
+    if (w->plan.stash[op - w->prog->ops])
+        pb_wstore_stash(&w->ws, wts, w->u_epoch + v->base);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb};
     if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e))
         return -1;
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED);
+    s->be->ops->sync(s->be);
     double t1 = now_s();
     w->st.busy_s += t1 - t0;
-    note_staleness(w, op, base, ahead);
-    note_event(w, op, base, ahead, t0, t1);
+    note_staleness(w, op, v);
+    note_event(w, op, v, t0, t1);
+    probe_keep(w);
     if (is_last(w)) {
         float loss = w->acts[op->mb].loss;
         w->diverged |= !isfinite(loss);
@@ -336,9 +380,8 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     if (!is_last(w) && msg_to_tensor(w, in, PB_MEM_COMM, &dy, e))
         return -1;
     double t0 = now_s();
-    long base;
-    int ahead;
-    const float *wts = resolve(w, op, &base, &ahead, e);
+    const struct pb_op_version *v = version_of(w, op);
+    const float *wts = resolve(w, op, v, e);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb};
     int rc = wts ? pb_stage_backward(s, &c, wts, &w->acts[op->mb], is_last(w) ? NULL : &dy, &dx, e)
                  : -1;
@@ -347,13 +390,14 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
         return -1;
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED);
     if (op->wsrc == PB_W_STASHED)
-        pb_wstore_unstash(&w->ws, base);
+        pb_wstore_unstash(&w->ws, w->u_epoch + v->base);
     w->nacc++;
     w->last_b_mb = op->mb;
+    s->be->ops->sync(s->be);
     double t1 = now_s();
     w->st.busy_s += t1 - t0;
-    note_staleness(w, op, base, ahead);
-    note_event(w, op, base, ahead, t0, t1);
+    note_staleness(w, op, v);
+    note_event(w, op, v, t0, t1);
     if (!is_first(w))
         tensor_to_msg(w, &dx, out);
     return 0;
@@ -368,16 +412,19 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     /* the mean of the accumulated micro-batch gradients (SPEC §1) */
     if (w->nacc > 1)
         be->ops->axpby(be, 0.0f, s->grads, 1.0f / (float)w->nacc, s->grads, s->nparams);
-    if (w->buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e))
+    if (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e))
         return -1;
     pb_optim_step(&w->optim, be, s->params, s->grads);
     be->ops->fill(be, s->grads, 0.0f, s->nparams);
     w->nacc = 0;
     w->u++;
-    pb_wstore_group_drop(&w->ws, minibatch_key(w, w->last_b_mb));
+    pb_wstore_group_drop(&w->ws, w->last_b_mb / w->pipe.microbatches);
+    be->ops->sync(be);
     double t1 = now_s();
     w->st.busy_s += t1 - t0;
-    note_event(w, op, w->u, 0, t0, t1);
+    const struct pb_op_version *v = version_of(w, op);
+    PB_CHECK(w->u_epoch + v->base == w->u);
+    note_event(w, op, v, t0, t1);
     probe_finish(w);
     return 0;
 }
@@ -386,6 +433,12 @@ int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *i
                    struct pb_msg *out, struct pb_err *e)
 {
     int rc;
+    if (w->evaluating) {
+        rc = exec_eval(w, op, in, out, e);
+        if (rc)
+            pb_err_prefix(e, "stage %d, validation F%d: ", w->stage->index, op->mb);
+        return rc;
+    }
     switch ((enum pb_op_kind)op->kind) {
     case PB_OP_F: rc = exec_forward(w, op, in, out, e); break;
     case PB_OP_B: rc = exec_backward(w, op, in, out, e); break;

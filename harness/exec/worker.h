@@ -15,17 +15,22 @@
 #include "harness/model/stage.h"
 #include "harness/store/wstore.h"
 
-#define PB_EVENTS_PER_EPOCH 4096
-
-/* A tensor between stages: plain float32 in host memory from posix_memalign (64),
- * owned by whoever holds it (free() releases it). */
+/* A tensor between stages: plain float32 in the memory of the backend that sent it
+ * (device memory on a GPU), counted as that stage's communication memory until the
+ * receiver takes it (pb_backend_take) or copies and frees it. */
 struct pb_msg {
+    struct pb_backend *be;   /* owner of data */
     float *data;
     struct pb_shape shape;
 };
 
-/* A message buffer for count floats. */
-float *pb_msg_alloc(size_t count);
+/* Frees a message's buffer, if any, to its owner. */
+static inline void pb_msg_free(struct pb_msg *m)
+{
+    if (m->data)
+        pb_backend_free(m->be, m->data);
+    m->data = NULL;
+}
 
 struct pb_worker_stats {
     double busy_s, comm_s, wait_s;     /* seconds in ops, in copies, blocked */
@@ -35,8 +40,16 @@ struct pb_worker_stats {
     long pred_count;
     double loss_sum;                   /* last stage: Σ micro-batch mean losses */
     long loss_count;
-    int nevents;
-    struct pb_event_record events[PB_EVENTS_PER_EPOCH];
+    long ops;                          /* ops run this epoch */
+    int nevents;                       /* events kept this epoch (pb_worker_trace) */
+};
+
+/* Which ops of an epoch are logged as events: none, or those of micro-batches
+ * [mb_lo, mb_hi) (a U with the backward before it). Nothing is dropped silently: the
+ * epoch's record says how many ops ran and how many events were kept. */
+struct pb_worker_trace {
+    bool on;
+    int mb_lo, mb_hi;
 };
 
 /* The data a stage reads: stage 0 the inputs, the last stage the labels. */
@@ -51,8 +64,8 @@ struct pb_worker {
     struct pb_optim optim;
     struct pb_wstore ws;
     struct pb_pipe pipe;            /* D, N, M, variant of the schedule */
-    int update_every;               /* micro-batches per update (1 or M) */
-    bool stashes, buffered;         /* the program reads stashed / older weights */
+    const struct pb_program *prog;  /* this epoch's program */
+    struct pb_version_plan plan;    /* the version every op of it reads (harness/ir) */
     uint64_t seed;
     int epoch;
     long u;                         /* updates applied so far (all epochs) */
@@ -60,14 +73,22 @@ struct pb_worker {
     int nacc;                       /* backwards accumulated since the last update */
     int last_b_mb;                  /* micro-batch of the last backward */
     struct pb_stage_act *acts;      /* [N] in flight, by micro-batch */
-    long *fwd_version;              /* [N] the version F(j) read (for stashing) */
     struct pb_data_view data;
-    float *host_x;                  /* stage 0: gathered inputs [b, c, h, w] */
     int32_t *host_y, *labels;       /* last stage: host and device labels [b] */
-    float *probe;                   /* a pending prediction (host) and its target */
+    float *probe;                   /* a prediction kept (host) and its target version */
     long probe_target;
+    const float *probe_pending;     /* a prediction to keep once its op is timed */
+    long probe_pending_target;
     struct timespec epoch_t0;
     bool diverged;
+    struct pb_worker_trace trace;   /* set before pb_worker_begin_epoch */
+    bool evaluating;                /* a validation pass (pb_worker_begin_eval) */
+    struct {
+        double loss_sum;            /* Σ batch mean losses (last stage) */
+        long correct, batches;
+    } eval;
+    struct pb_event_record *events; /* [st.nevents] this epoch's, capacity kept */
+    int events_cap;
     struct pb_worker_stats st;
 };
 
@@ -75,11 +96,19 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
                    const struct pb_pipe *pipe, uint64_t seed, struct pb_err *e);
 void pb_worker_finish(struct pb_worker *w);
 
-/* Prepares an epoch: the program (scanned for stash/buffer use), data order, stats. */
-void pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_program *prog,
-                           struct pb_data_view data);
+/* Prepares an epoch: the program and its version plan (the weight store sized for
+ * it), data order, stats. */
+int pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_program *prog,
+                          struct pb_data_view data, struct pb_err *e);
 
-/* Runs one op. F on stage k > 0 consumes *in (the activation, freed here); F on a
+/* Prepares a validation pass with the current weights: prog is a forward-only
+ * program (pb_program_eval) over data in file order. Forwards then run without
+ * training (nothing kept for a backward, no statistics or events of the epoch
+ * touched); the last stage sums the loss and correct count into w->eval. */
+int pb_worker_begin_eval(struct pb_worker *w, const struct pb_program *prog,
+                         struct pb_data_view data, struct pb_err *e);
+
+/* Runs one op, an element of the epoch's program. F on stage k > 0 consumes *in (the activation, freed here); F on a
  * non-last stage produces *out. B on a non-last stage consumes *in (the gradient);
  * B on stage k > 0 produces *out. U uses neither. */
 int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *in,

@@ -1,6 +1,6 @@
 /* harness/ir/program.c — the op IR (program.h, DESIGN principles 1 and 2): building
- * per-device programs from a schedule, the weight version each op reads (SPEC §4,
- * the version rules of enum pb_wsrc) and the text form of SPEC §4. */
+ * per-device programs from a schedule and the text form of SPEC §4 (with the versions
+ * of harness/ir/versions.c). */
 #include "harness/ir/program.h"
 
 #include <string.h>
@@ -55,6 +55,13 @@ void pb_program_u(struct pb_program *p)
     pb_program_push(p, (struct pb_op){.kind = PB_OP_U, .wsrc = PB_W_LATEST, .mb = -1});
 }
 
+void pb_program_eval(struct pb_program *p, int device, int nbatches)
+{
+    pb_program_init(p, device);
+    for (int j = 0; j < nbatches; j++)
+        pb_program_f(p, j, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+}
+
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e)
 {
@@ -73,87 +80,13 @@ void pb_programs_finish(struct pb_program *programs, int d)
         pb_program_finish(&programs[i]);
 }
 
-/* Largest micro-batch index named by the program, -1 if none. */
-static int max_mb(const struct pb_program *prog)
-{
-    int m = -1;
-    for (int i = 0; i < prog->n; i++)
-        if (prog->ops[i].kind != PB_OP_U && prog->ops[i].mb > m)
-            m = prog->ops[i].mb;
-    return m;
-}
-
-/* Versions per enum pb_wsrc, u = updates before the op on this stage:
- * LATEST (u, 0); PREDICTED (u, s); STASHED the (base, ahead) of F(mb) on this stage;
- * GROUP (u at F(mb − mb mod M) on this stage, s); BUFFERED (max(0, mb/M − 1), 0).
- * A version the program cannot supply (STASHED or GROUP without the F it needs,
- * BUFFERED or GROUP with M < 1) gets base -1; U gets base -1 and ahead -1. */
-void pb_program_versions(const struct pb_pipe *p, const struct pb_program *prog, int *base,
-                         int *ahead)
-{
-    int nmb = max_mb(prog) + 1;
-    /* [mb]: op index of F(mb) on this stage and the updates applied before it */
-    int *fidx = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *fidx);
-    int *fu = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *fu);
-    for (int j = 0; j < nmb; j++)
-        fidx[j] = fu[j] = -1;
-    int M = p->microbatches, u = 0;
-    for (int i = 0; i < prog->n; i++) {
-        const struct pb_op *op = &prog->ops[i];
-        base[i] = -1;
-        ahead[i] = op->kind == PB_OP_U ? -1 : 0;
-        if (op->kind == PB_OP_U) {
-            u++;
-            continue;
-        }
-        if (op->kind == PB_OP_F && op->mb >= 0 && fidx[op->mb] < 0) {
-            fidx[op->mb] = i;
-            fu[op->mb] = u;
-        }
-        int f = -1;
-        switch ((enum pb_wsrc)op->wsrc) {
-        case PB_W_LATEST:
-            base[i] = u;
-            break;
-        case PB_W_PREDICTED:
-            base[i] = u;
-            ahead[i] = op->s;
-            break;
-        case PB_W_STASHED:
-            f = op->mb >= 0 ? fidx[op->mb] : -1;
-            if (f >= 0 && f < i) {
-                base[i] = base[f];
-                ahead[i] = ahead[f];
-            }
-            break;
-        case PB_W_GROUP:
-            f = M >= 1 && op->mb >= 0 ? fidx[op->mb - op->mb % M] : -1;
-            if (f >= 0) {
-                base[i] = fu[op->mb - op->mb % M];
-                ahead[i] = op->s;
-            }
-            break;
-        case PB_W_BUFFERED:
-            if (M >= 1 && op->mb >= 0)
-                base[i] = op->mb / M >= 1 ? op->mb / M - 1 : 0;
-            break;
-        }
-    }
-    free(fidx);
-    free(fu);
-}
-
-/* "stage K: F0 F1 B0 U ..." (SPEC §4); with versions, F and B carry ":u" or ":u+s"
- * (s > 0), ":?" where the program cannot supply the version. */
 void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,
-                      bool versions)
+                      int flags)
 {
-    int *base = NULL, *ahead = NULL;
-    if (versions) {
-        base = pb_xmalloc((size_t)(prog->n ? prog->n : 1) * sizeof *base);
-        ahead = pb_xmalloc((size_t)(prog->n ? prog->n : 1) * sizeof *ahead);
-        pb_program_versions(p, prog, base, ahead);
-    }
+    bool versions = flags & (PB_PRINT_VERSIONS | PB_PRINT_SYNC);
+    struct pb_version_plan vp = {0};
+    if (versions)
+        pb_version_plan_init(&vp, p, prog);
     fprintf(f, "stage %d:", prog->device);
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
@@ -164,14 +97,16 @@ void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program 
         fprintf(f, " %c%d", op->kind == PB_OP_F ? 'F' : 'B', (int)op->mb);
         if (!versions)
             continue;
-        if (base[i] < 0)
+        const struct pb_op_version *v = &vp.ops[i];
+        if (v->base < 0)
             fputs(":?", f);
-        else if (ahead[i] > 0)
-            fprintf(f, ":%d+%d", base[i], ahead[i]);
+        else if (v->ahead > 0)
+            fprintf(f, ":%d+%d", v->base, v->ahead);
         else
-            fprintf(f, ":%d", base[i]);
+            fprintf(f, ":%d", v->base);
+        if (flags & PB_PRINT_SYNC)
+            fprintf(f, "|%d", v->sync);
     }
     fputc('\n', f);
-    free(base);
-    free(ahead);
+    pb_version_plan_finish(&vp);
 }

@@ -72,17 +72,43 @@ void pb_program_push(struct pb_program *p, struct pb_op op);
 void pb_program_f(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
 void pb_program_b(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
 void pb_program_u(struct pb_program *p);
+/* The forward-only program of a validation pass on one device: F0 … F(n−1), each
+ * reading the latest weights (SPEC §1: validation never uses predicted weights). */
+void pb_program_eval(struct pb_program *p, int device, int nbatches);
 
 /* Builds all D programs after schedule->check; programs[] has D entries. */
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e);
 void pb_programs_finish(struct pb_program *programs, int d);
 
-/* The version each F and B reads: base u (updates applied on the stage when the op
- * runs, or the stashed/buffered version) and look-ahead s (0 unless predicted).
- * base[i], ahead[i] per op index of the program; -1 for U. */
-void pb_program_versions(const struct pb_pipe *p, const struct pb_program *prog, int *base,
-                         int *ahead);
+/* The weight version of one op (SPEC §6 staleness), counted in the updates the stage
+ * has applied since the epoch began (the pipeline fills and drains every epoch). This
+ * is the one place versions are derived: the worker resolves weights from it, logs it
+ * with every event, and `pipebench program --versions` prints it. */
+struct pb_op_version {
+    int base;   /* F, B: the version its weights start from (LATEST u, STASHED its F's,
+                   GROUP the bellwether F's u, BUFFERED max(0, b−1)); -1 when the program
+                   cannot supply it. U: the version it produces. */
+    int ahead;  /* F, B: look-ahead s of a prediction (0 when none); U: 0 */
+    int sync;   /* the version a synchronous run reads at this op: F, B mb / update_every;
+                   U: its base */
+};
+
+/* What a stage's program asks of its weight store, derived once per program. */
+struct pb_version_plan {
+    int n;                      /* ops in the program */
+    struct pb_op_version *ops;  /* [n] */
+    int update_every;           /* micro-batches per update: backwards before the first U */
+    bool *stash;                /* [n]: this F keeps its weights for its B (STASHED) */
+    int stash_slots;            /* most distinct stashed versions held at once */
+    int group_slots;            /* XPipe: most mini-batch predictions held at once */
+    bool buffered;              /* some op reads the older buffer (2BW) */
+};
+
+/* Derives the plan of one program; finish frees it. */
+void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
+                          const struct pb_program *prog);
+void pb_version_plan_finish(struct pb_version_plan *vp);
 
 /* Checks: every F before its B on a stage; every micro-batch's F and B on every
  * stage exactly once; forward order on stage k+1 equals that on stage k and backward
@@ -92,8 +118,13 @@ void pb_program_versions(const struct pb_pipe *p, const struct pb_program *prog,
 int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
                          int capacity, struct pb_err *e);
 
-/* Text form (SPEC §4): "stage 0: F0 F1 B0 U ..."; with versions, "F4:1+3 B1:0". */
+/* What pb_program_print adds to each F and B (flags, or-ed). */
+enum { PB_PRINT_VERSIONS = 1, PB_PRINT_SYNC = 2 };
+
+/* Text form (SPEC §4): "stage 0: F0 F1 B0 U ..."; with PB_PRINT_VERSIONS the version
+ * plan's read version, "F4:1+3 B1:0" (":?" where the program cannot supply it); with
+ * PB_PRINT_SYNC also the version a synchronous run reads, "F4:1|4". */
 void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,
-                      bool versions);
+                      int flags);
 
 #endif

@@ -98,6 +98,10 @@ struct pb_layer {
 
 const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k);
 
+/* The backend ops the layer's forward and backward run (for supports_op): writes them
+ * to ops[] (room for PB_BOP_NOPS) and returns how many. */
+int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops);
+
 /* Bytes a forward keeps for the backward (output + aux), for memory estimates. */
 size_t pb_layer_act_bytes(const struct pb_layer *l);
 

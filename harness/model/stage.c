@@ -39,15 +39,46 @@ void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, in
     s->out_shape = m->blocks[last - 1].out_shape;
 }
 
+/* Every op the stage's layers (and the last stage's loss) run is one the backend
+ * implements: else an error naming the op, the layer and the backend. */
+static int check_support(const struct pb_stage *s, struct pb_backend *be, struct pb_err *e)
+{
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        for (int i = 0; i < blk->nnodes; i++) {
+            enum pb_backend_op need[PB_BOP_NOPS];
+            int n = pb_layer_backend_ops(&blk->nodes[i], need);
+            for (int j = 0; j < n; j++)
+                if (!be->ops->supports_op(be, need[j]))
+                    return pb_err_set(e, "the %s backend does not implement %s, which layer '%s' "
+                                         "(%s) of stage %d needs; run that stage on another "
+                                         "backend", be->ops->name, pb_backend_op_names[need[j]],
+                                      blk->nodes[i].name, blk->nodes[i].ops->kind, s->index);
+        }
+    }
+    if (s->index == s->nstages - 1 && !be->ops->supports_op(be, PB_BOP_SOFTMAX_XENT))
+        return pb_err_set(e, "the %s backend does not implement %s, which the loss of the last "
+                             "stage needs", be->ops->name, pb_backend_op_names[PB_BOP_SOFTMAX_XENT]);
+    return 0;
+}
+
 int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_model *m, int index,
                   int nstages, int first, int last, struct pb_err *e)
 {
     pb_stage_layout(s, m, index, nstages, first, last);
+    if (check_support(s, be, e)) {
+        pb_stage_finish(s);
+        return -1;
+    }
     s->be = be;
     s->params = pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_PARAMS, e);
     s->grads = s->params ? pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_GRADS, e) : NULL;
-    s->buffers = s->grads ? pb_backend_alloc(be, s->nbuffers * sizeof(float), PB_MEM_PARAMS, e) : NULL;
-    if (!s->buffers) {
+    s->buffers = s->grads ? pb_backend_alloc(be, s->nbuffers * sizeof(float), PB_MEM_BNSTATS, e)
+                          : NULL;
+    bool last_stage = index == nstages - 1;
+    s->xent = s->buffers && last_stage
+                  ? pb_backend_alloc(be, sizeof *s->xent, PB_MEM_SCRATCH, e) : NULL;
+    if (!s->buffers || (last_stage && !s->xent)) {
         pb_stage_finish(s);
         return -1;
     }
@@ -61,6 +92,7 @@ void pb_stage_finish(struct pb_stage *s)
         pb_backend_free(s->be, s->params);
         pb_backend_free(s->be, s->grads);
         pb_backend_free(s->be, s->buffers);
+        pb_backend_free(s->be, s->xent);
     }
     free(s->param_off);
     free(s->buffer_off);
@@ -117,8 +149,13 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
             return -1;
         }
     }
-    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, &act->loss,
-                          &act->correct, act->dlogits);
+    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, s->xent,
+                          act->dlogits);
+    struct pb_xent_out res;
+    be->ops->download(be, &res, s->xent, sizeof res);
+    be->ops->sync(be);
+    act->loss = res.loss;
+    act->correct = res.correct;
     pb_plain_release(be, &tmp);
     return 0;
 }
@@ -226,7 +263,7 @@ static int node_backward(struct pb_stage *s, const struct pb_fwd_ctx *fc, struct
             continue;
         if (!rc)
             be->ops->add(be, targets[j]->data, temps[j].data, targets[j]->data,
-                         pb_layout_count(temps[j].shape, temps[j].layout));
+                         pb_tensor_floats(s->be, &temps[j]));
         pb_backend_free(be, temps[j].data);
     }
     return rc;

@@ -18,7 +18,8 @@ struct pb_stage {
     size_t *param_off, *buffer_off;  /* per block of the stage */
     float *params;    /* the latest weights W [nparams], PB_MEM_PARAMS */
     float *grads;     /* [nparams], PB_MEM_GRADS */
-    float *buffers;   /* BN running statistics [nbuffers], PB_MEM_PARAMS */
+    float *buffers;   /* BN running statistics [nbuffers], PB_MEM_BNSTATS */
+    struct pb_xent_out *xent;  /* last stage: where the loss op writes (device) */
     struct pb_shape in_shape, out_shape;
 };
 

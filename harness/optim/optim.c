@@ -1,6 +1,6 @@
 /* harness/optim/optim.c — torch.optim-exact SGD/SGDM, Adam, AdamW and RMSprop over one flat
  * float32 buffer (SPEC §2): configuration, state in backend memory, multi-step learning
- * rates, and the plain C reference step in torch 1.13's single-tensor op order. */
+ * rates, torch's scalars of a step, and the arguments of the backend's step kernel. */
 #include "harness/optim/optim.h"
 
 #include <math.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
-#include "predictors/predictor.h"
 
 static const char *const kind_names[PB_OPT_NKINDS] = {"sgd", "adam", "adamw", "rmsprop"};
 
@@ -112,7 +111,7 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
 
 /* The double that the shortest decimal of x denotes (0.9f -> 0.9): the value Python
  * holds for a hyperparameter given as text (see struct pb_optim_coef). Memoised per
- * thread, as the CPU backend derives the scalars once per chunk of every step. */
+ * thread, as the scalars are derived at every step and every prediction. */
 static double decimal_of(float x)
 {
     static _Thread_local struct { uint32_t bits; bool set; double d; } memo[16];
@@ -166,9 +165,15 @@ void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o)
 
 static bool needs_d_last(const struct pb_optim_cfg *c)
 {
-    /* SGD: ΔW of plain SGD (paper) and of SGDM's code form; RMSprop μ = 0: paper ΔW */
+    /* SGD: ΔW of plain SGD (paper) and the code forms of SGDM; RMSprop μ = 0: paper ΔW */
     return c->keep_d_last &&
            (c->kind == PB_OPT_SGD || (c->kind == PB_OPT_RMSPROP && c->momentum == 0.0f));
+}
+
+static bool needs_g_last(const struct pb_optim_cfg *c)
+{
+    /* RMSprop's code form (any μ, any λ) reads the raw gradient */
+    return c->keep_g_last && c->kind == PB_OPT_RMSPROP;
 }
 
 static int alloc_state(float **p, struct pb_backend *be, size_t n, struct pb_err *e)
@@ -196,7 +201,8 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
         (adam && (alloc_state(&o->m, be, n, e) || alloc_state(&o->v, be, n, e))) ||
         (rms && alloc_state(&o->sq, be, n, e)) ||
         (rms && c->momentum > 0.0f && alloc_state(&o->buf, be, n, e)) ||
-        (needs_d_last(c) && alloc_state(&o->d_last, be, n, e))) {
+        (needs_d_last(c) && alloc_state(&o->d_last, be, n, e)) ||
+        (needs_g_last(c) && alloc_state(&o->g_last, be, n, e))) {
         pb_optim_finish(o, be);
         return pb_err_prefix(e, "%s optimizer state: ", kind_names[c->kind]);
     }
@@ -205,7 +211,7 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
 
 void pb_optim_finish(struct pb_optim *o, struct pb_backend *be)
 {
-    float **state[] = {&o->buf, &o->m, &o->v, &o->sq, &o->d_last};
+    float **state[] = {&o->buf, &o->m, &o->v, &o->sq, &o->d_last, &o->g_last};
     for (size_t i = 0; i < sizeof state / sizeof state[0]; i++) {
         if (*state[i])
             pb_backend_free(be, *state[i]);
@@ -224,90 +230,37 @@ void pb_optim_set_epoch(struct pb_optim *o, int epoch)
     o->lr = (float)lr;
 }
 
+static const enum pb_optk_family families[PB_OPT_NKINDS] = {
+    [PB_OPT_SGD] = PB_OPTK_SGD,
+    [PB_OPT_ADAM] = PB_OPTK_ADAM,
+    [PB_OPT_ADAMW] = PB_OPTK_ADAMW,
+    [PB_OPT_RMSPROP] = PB_OPTK_RMSPROP,
+};
+
+void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim *o, float *w,
+                             const float *g)
+{
+    PB_CHECK(o->t >= 1 && o->cfg.kind >= 0 && o->cfg.kind < PB_OPT_NKINDS);
+    memset(a, 0, sizeof *a);
+    a->family = families[o->cfg.kind];
+    pb_optim_coef_init(&a->c, o);
+    a->first = o->t == 1;
+    a->nesterov = o->cfg.nesterov;
+    a->n = o->n;
+    a->w = w;
+    a->g = g;
+    a->buf = o->buf;
+    a->m = o->m;
+    a->v = o->v;
+    a->sq = o->sq;
+    a->d_last = o->d_last;
+    a->g_last = o->g_last;
+}
+
 void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, const float *g)
 {
     o->t += 1;
-    be->ops->optim_step(be, o, w, g);
-}
-
-/* The kernels below follow torch 1.13's CPU kernels: add(x, alpha) is fmaf(alpha, x, a),
- * addcmul(t1, t2, value) is fmaf(value·t1, t2, a), addcdiv(t1, t2, value) is
- * a + (value·t1)/t2, division by a Python scalar is a true division. */
-
-static void step_sgd(const struct pb_optim *o, const struct pb_optim_coef *c, float *w,
-                     const float *g, size_t lo, size_t hi)
-{
-    bool first = o->t == 1, nesterov = o->cfg.nesterov;
-    for (size_t i = lo; i < hi; i++) {
-        float d = c->wd != 0.0f ? fmaf(c->wd, w[i], g[i]) : g[i];
-        if (o->d_last)
-            o->d_last[i] = d;
-        float step = d;
-        if (o->buf) {
-            float b = first ? d : fmaf(c->one_minus_damp, d, o->buf[i] * c->mom);
-            o->buf[i] = b;
-            step = nesterov ? fmaf(c->mom, b, d) : b;
-        }
-        w[i] = fmaf(c->neg_lr, step, w[i]);
-    }
-}
-
-static void step_adam(const struct pb_optim *o, const struct pb_optim_coef *c, float *w,
-                      const float *g, size_t lo, size_t hi)
-{
-    bool adamw = o->cfg.kind == PB_OPT_ADAMW;
-    float l2 = adamw ? 0.0f : c->wd;  /* AdamW: decoupled decay instead of L2 */
-    float *m = o->m, *v = o->v;
-    for (size_t i = lo; i < hi; i++) {
-        float wi = adamw ? w[i] * c->decay : w[i];
-        float d = l2 != 0.0f ? fmaf(l2, wi, g[i]) : g[i];
-        float mi = fmaf(c->one_minus_beta1, d, m[i] * c->beta1);
-        float vi = fmaf(c->one_minus_beta2 * d, d, v[i] * c->beta2);
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / c->bc2_sqrt + c->eps;
-        w[i] = wi + (c->neg_step_size * mi) / denom;
-    }
-}
-
-static void step_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c, float *w,
-                         const float *g, size_t lo, size_t hi)
-{
-    float *sq = o->sq, *buf = o->buf, *d_last = o->d_last;
-    for (size_t i = lo; i < hi; i++) {
-        float d = c->wd != 0.0f ? fmaf(c->wd, w[i], g[i]) : g[i];
-        float s = fmaf(c->one_minus_alpha * d, d, sq[i] * c->alpha);
-        sq[i] = s;
-        float avg = sqrtf(s) + c->eps;
-        if (buf) {
-            float b = buf[i] * c->mom + d / avg;
-            buf[i] = b;
-            w[i] = fmaf(c->neg_lr, b, w[i]);
-        } else {
-            if (d_last)
-                d_last[i] = d;
-            w[i] = w[i] + (c->neg_lr * d) / avg;
-        }
-    }
-}
-
-void pb_optim_step_ref(const struct pb_optim *o, float *w, const float *g, size_t lo, size_t hi)
-{
-    PB_CHECK(o->t >= 1 && lo <= hi && hi <= o->n);
-    struct pb_optim_coef c;
-    pb_optim_coef_init(&c, o);
-    switch (o->cfg.kind) {
-    case PB_OPT_SGD:
-        step_sgd(o, &c, w, g, lo, hi);
-        break;
-    case PB_OPT_ADAM:
-    case PB_OPT_ADAMW:
-        step_adam(o, &c, w, g, lo, hi);
-        break;
-    case PB_OPT_RMSPROP:
-        step_rmsprop(o, &c, w, g, lo, hi);
-        break;
-    default:
-        PB_CHECK(!"unknown optimizer kind");
-    }
+    struct pb_optim_step_args a;
+    pb_optim_step_args_init(&a, o, w, g);
+    be->ops->optim_step(be, &a);
 }

@@ -1,8 +1,8 @@
-/* harness/optim/optim.h — torch.optim-exact optimizers over one flat buffer (SPEC §2),
- * learning-rate schedules, and the state the predictors read (SPEC §3).
- * State buffers live in the backend's memory (PB_MEM_OPTSTATE); the math runs in
- * the backend's optim_step/predict ops, whose CPU versions are the plain C
- * reference in optim.c and predictors/. */
+/* harness/optim/optim.h — torch.optim-exact optimizers over one flat buffer (SPEC §2):
+ * configurations, learning-rate schedules, the torch scalar derivation, and the state
+ * the predictors read (SPEC §3). State buffers live in the backend's memory
+ * (PB_MEM_OPTSTATE); the math runs in the backend's optim_step op, from the plain
+ * arguments (harness/compute/optim_kernels.h) pb_optim_step builds. */
 #ifndef PB_OPTIM_H
 #define PB_OPTIM_H
 
@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "harness/base/err.h"
+#include "harness/compute/optim_kernels.h"
 
 struct pb_backend;
 
@@ -32,14 +33,24 @@ struct pb_optim_cfg {
     int n_lr_steps;
     int lr_steps[PB_LR_MAX_STEPS];
     float lr_gamma;
-    /* keep the last step's d for the predictors that read it (SGD, RMSprop μ = 0);
-     * a run sets it when its schedule predicts, so the others keep no extra copy */
+    /* keep copies of the last step's d = g + λW (SGD; RMSprop μ = 0) and of its raw
+     * gradient g (RMSprop) for the prediction forms that read them
+     * (pb_predictor_reads_d_last / _g_last); a run sets them from its schedule's
+     * forms, so the others keep no extra copy */
     bool keep_d_last;
+    bool keep_g_last;
 };
 
 /* Forms of ΔW (SPEC §3, §4.3): the paper's; guanleics/PipeOptim's code (SGDM:
- * u·buf + (1−τ)·d_last; others as the paper); SpecTrain's code backward (u·buf). */
-enum pb_predict_variant { PB_PREDICT_PAPER = 0, PB_PREDICT_CODE = 1, PB_PREDICT_MOMENTUM = 2 };
+ * u·buf + (1−τ)·d_last; Adam/AdamW with ε = 1e-8; RMSprop g_last/(√sq + ε)); SpecTrain's
+ * code backward (SGD: u·buf) and forward (SGD: u·buf + d_last). */
+enum pb_predict_variant {
+    PB_PREDICT_PAPER = 0,
+    PB_PREDICT_CODE = 1,
+    PB_PREDICT_MOMENTUM = 2,
+    PB_PREDICT_SPECTRAIN = 3,
+    PB_PREDICT_NFORMS
+};
 
 struct pb_optim {
     struct pb_optim_cfg cfg;
@@ -50,7 +61,8 @@ struct pb_optim {
     float *buf;      /* SGD momentum buffer (u > 0); RMSprop momentum buffer (μ > 0) */
     float *m, *v;    /* Adam/AdamW moments */
     float *sq;       /* RMSprop square average */
-    float *d_last;   /* the last step's d = g + λW (SGD u = 0, RMSprop, SGDM code variant) */
+    float *d_last;   /* the last step's d = g + λW, when cfg.keep_d_last (SGD, RMSprop μ = 0) */
+    float *g_last;   /* the last step's raw gradient g, when cfg.keep_g_last (RMSprop) */
 };
 
 /* Names: "sgd", "sgdm" (SGD with momentum 0.9 unless set), "adam", "adamw", "rmsprop". */
@@ -67,13 +79,13 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
 void pb_optim_finish(struct pb_optim *o, struct pb_backend *be);
 /* Sets the learning rate in force for an epoch (multi-step schedule). */
 void pb_optim_set_epoch(struct pb_optim *o, int epoch);
-/* One step: W ← step(W, g); t += 1. */
+/* One step: t += 1, then W ← step(W, g) on be. w, g [o->n], device memory of be. */
 void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, const float *g);
+/* The kernel arguments of that step (o->t already counts it). */
+void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim *o, float *w,
+                             const float *g);
 
-/* Plain C reference of the step and of the prediction, over host memory, for the
- * CPU backend: elements [lo, hi) (the caller splits the range among threads). */
-void pb_optim_step_ref(const struct pb_optim *o, float *w, const float *g, size_t lo, size_t hi);
-void pb_predict_ref(const struct pb_optim *o, int variant, float s, const float *w, float *w_hat,
-                    size_t lo, size_t hi);
+/* Fills c from o's configuration, rate in force (o->lr) and step count (o->t). */
+void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o);
 
 #endif

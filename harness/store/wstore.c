@@ -1,4 +1,5 @@
-/* harness/store/wstore.c — weight copies of a stage (wstore.h). */
+/* harness/store/wstore.c — weight copies of a stage (wstore.h): rings of slots sized
+ * once from the program's version plan. */
 #include "harness/store/wstore.h"
 
 #include <string.h>
@@ -12,64 +13,87 @@ void pb_wstore_init(struct pb_wstore *s, struct pb_backend *be, size_t n)
     s->versions_peak = 1;
 }
 
+static void ring_finish(struct pb_wstore *s, struct pb_wring *r)
+{
+    pb_backend_free(s->be, r->data);
+    free(r->slots);
+    memset(r, 0, sizeof *r);
+}
+
 void pb_wstore_finish(struct pb_wstore *s)
 {
     if (!s->be)
         return;
-    for (int i = 0; i < s->nstash; i++)
-        pb_backend_free(s->be, s->stash[i].data);
-    free(s->stash);
+    ring_finish(s, &s->stash);
+    ring_finish(s, &s->groups);
     pb_backend_free(s->be, s->pred);
-    for (int i = 0; i < s->ngroups; i++)
-        pb_backend_free(s->be, s->groups[i].data);
-    free(s->groups);
     pb_backend_free(s->be, s->older);
     memset(s, 0, sizeof *s);
 }
 
-static struct pb_stash_slot *find_slot(const struct pb_wstore *s, long version)
+static int ring_reserve(struct pb_wstore *s, struct pb_wring *r, int nslots, const char *what,
+                        struct pb_err *e)
 {
-    for (int i = 0; i < s->nstash; i++)
-        if (s->stash[i].version == version)
-            return &s->stash[i];
-    return NULL;
+    if (nslots > r->nslots) {
+        ring_finish(s, r);
+        r->data = pb_backend_alloc(s->be, (size_t)nslots * s->n * sizeof(float), PB_MEM_WCOPIES, e);
+        if (!r->data)
+            return pb_err_prefix(e, "%s of %d weight copies: ", what, nslots);
+        r->slots = pb_xmalloc((size_t)nslots * sizeof *r->slots);
+        r->nslots = nslots;
+    }
+    for (int i = 0; i < r->nslots; i++)
+        r->slots[i] = (struct pb_wslot){-1, -1, 0};
+    return 0;
 }
 
-int pb_wstore_stash(struct pb_wstore *s, const float *w, long version, struct pb_err *e)
+int pb_wstore_reserve(struct pb_wstore *s, int stash_slots, int group_slots, struct pb_err *e)
 {
-    struct pb_stash_slot *slot = find_slot(s, version);
-    if (slot) {
-        slot->refs++;
-        return 0;
-    }
-    float *copy = pb_backend_alloc(s->be, s->n * sizeof(float), PB_MEM_WCOPIES, e);
-    if (!copy)
+    if (ring_reserve(s, &s->stash, stash_slots, "the stash", e) ||
+        ring_reserve(s, &s->groups, group_slots, "the group predictions", e))
         return -1;
-    s->be->ops->copy(s->be, copy, w, s->n * sizeof(float));
-    if (s->nstash == s->capstash) {
-        s->capstash = s->capstash ? 2 * s->capstash : 8;
-        s->stash = realloc(s->stash, (size_t)s->capstash * sizeof *s->stash);
-        PB_CHECK(s->stash != NULL);
-    }
-    s->stash[s->nstash++] = (struct pb_stash_slot){version, 1, copy};
     return 0;
+}
+
+static int ring_find(const struct pb_wring *r, long key)
+{
+    for (int i = 0; i < r->nslots; i++)
+        if (r->slots[i].key == key)
+            return i;
+    return -1;
+}
+
+static float *slot_data(const struct pb_wstore *s, const struct pb_wring *r, int i)
+{
+    return r->data + (size_t)i * s->n;
+}
+
+void pb_wstore_stash(struct pb_wstore *s, const float *w, long version)
+{
+    int i = ring_find(&s->stash, version);
+    if (i >= 0) {
+        s->stash.slots[i].refs++;
+        return;
+    }
+    i = ring_find(&s->stash, -1);
+    PB_CHECK(i >= 0);  /* the plan sized the ring for the most versions held at once */
+    s->stash.slots[i] = (struct pb_wslot){version, version, 1};
+    s->be->ops->copy(s->be, slot_data(s, &s->stash, i), w, s->n * sizeof(float));
 }
 
 const float *pb_wstore_stashed(const struct pb_wstore *s, long version)
 {
-    struct pb_stash_slot *slot = find_slot(s, version);
-    PB_CHECK(slot != NULL);
-    return slot->data;
+    int i = ring_find(&s->stash, version);
+    PB_CHECK(i >= 0);
+    return slot_data(s, &s->stash, i);
 }
 
 void pb_wstore_unstash(struct pb_wstore *s, long version)
 {
-    struct pb_stash_slot *slot = find_slot(s, version);
-    PB_CHECK(slot != NULL && slot->refs > 0);
-    if (--slot->refs)
-        return;
-    pb_backend_free(s->be, slot->data);
-    *slot = s->stash[--s->nstash];
+    int i = ring_find(&s->stash, version);
+    PB_CHECK(i >= 0 && s->stash.slots[i].refs > 0);
+    if (--s->stash.slots[i].refs == 0)
+        s->stash.slots[i] = (struct pb_wslot){-1, -1, 0};
 }
 
 static float *kept_buffer(struct pb_wstore *s, float **buf, struct pb_err *e)
@@ -84,40 +108,30 @@ float *pb_wstore_pred(struct pb_wstore *s, struct pb_err *e)
     return kept_buffer(s, &s->pred, e);
 }
 
-float *pb_wstore_group_new(struct pb_wstore *s, long minibatch, long base, struct pb_err *e)
+float *pb_wstore_group_new(struct pb_wstore *s, long minibatch, long base)
 {
-    PB_CHECK(pb_wstore_group_get(s, minibatch, NULL) == NULL);
-    float *copy = pb_backend_alloc(s->be, s->n * sizeof(float), PB_MEM_WCOPIES, e);
-    if (!copy)
-        return NULL;
-    if (s->ngroups == s->capgroups) {
-        s->capgroups = s->capgroups ? 2 * s->capgroups : 4;
-        s->groups = realloc(s->groups, (size_t)s->capgroups * sizeof *s->groups);
-        PB_CHECK(s->groups != NULL);
-    }
-    s->groups[s->ngroups++] = (struct pb_group_slot){minibatch, base, copy};
-    return copy;
+    PB_CHECK(ring_find(&s->groups, minibatch) < 0);
+    int i = ring_find(&s->groups, -1);
+    PB_CHECK(i >= 0);  /* sized by the plan */
+    s->groups.slots[i] = (struct pb_wslot){minibatch, base, 0};
+    return slot_data(s, &s->groups, i);
 }
 
 const float *pb_wstore_group_get(const struct pb_wstore *s, long minibatch, long *base)
 {
-    for (int i = 0; i < s->ngroups; i++)
-        if (s->groups[i].minibatch == minibatch) {
-            if (base)
-                *base = s->groups[i].base;
-            return s->groups[i].data;
-        }
-    return NULL;
+    int i = ring_find(&s->groups, minibatch);
+    if (i < 0)
+        return NULL;
+    if (base)
+        *base = s->groups.slots[i].version;
+    return slot_data(s, &s->groups, i);
 }
 
 void pb_wstore_group_drop(struct pb_wstore *s, long minibatch)
 {
-    for (int i = 0; i < s->ngroups; i++)
-        if (s->groups[i].minibatch == minibatch) {
-            pb_backend_free(s->be, s->groups[i].data);
-            s->groups[i] = s->groups[--s->ngroups];
-            return;
-        }
+    int i = ring_find(&s->groups, minibatch);
+    if (i >= 0)
+        s->groups.slots[i] = (struct pb_wslot){-1, -1, 0};
 }
 
 int pb_wstore_keep_older(struct pb_wstore *s, const float *w, long version, struct pb_err *e)
@@ -132,9 +146,10 @@ int pb_wstore_keep_older(struct pb_wstore *s, const float *w, long version, stru
 void pb_wstore_note_versions(struct pb_wstore *s, long u, int extra)
 {
     int held = 1 + extra;
-    for (int i = 0; i < s->nstash; i++)
-        held += s->stash[i].version != u;
-    held += s->ngroups;
+    for (int i = 0; i < s->stash.nslots; i++)
+        held += s->stash.slots[i].key >= 0 && s->stash.slots[i].version != u;
+    for (int i = 0; i < s->groups.nslots; i++)
+        held += s->groups.slots[i].key >= 0;
     held += s->older_version >= 0 && s->older_version != u;
     if (held > s->versions_peak)
         s->versions_peak = held;

@@ -1,8 +1,10 @@
 /* harness/store/wstore.h — a stage's weight versions besides the latest W (SPEC §4):
- * PipeDream's stash (one copy per version still read by a pending backward),
- * the predicted copy Ŵ made at an op (PipeOptim, SpecTrain), XPipe's per-mini-batch
- * Ŵ, and PipeDream-2BW's older buffer. Every copy is PB_MEM_WCOPIES memory, and the
- * number of distinct versions held is tracked with its peak. */
+ * PipeDream's stash, the predicted copy Ŵ made at an op (PipeOptim, SpecTrain),
+ * XPipe's per-mini-batch Ŵ, and PipeDream-2BW's older buffer. Each kind of copy is
+ * one ring of slots sized by the program's version plan (harness/ir/program.h),
+ * allocated once and reused: nothing is allocated per op. Every copy is
+ * PB_MEM_WCOPIES memory, and the number of distinct versions held is tracked with
+ * its peak. */
 #ifndef PB_WSTORE_H
 #define PB_WSTORE_H
 
@@ -10,26 +12,25 @@
 
 #include "harness/compute/backend.h"
 
-struct pb_stash_slot {
-    long version;
-    int refs;       /* pending backwards that read it */
-    float *data;
+/* One slot of a ring of n-float copies; key -1 when free. */
+struct pb_wslot {
+    long key;        /* stash: the version; group: the mini-batch */
+    long version;    /* the version held (group: the one the prediction started from) */
+    int refs;        /* stash: pending backwards that read it */
 };
 
-struct pb_group_slot {
-    long minibatch;  /* global mini-batch index */
-    long base;       /* the version the prediction started from */
-    float *data;
+struct pb_wring {
+    float *data;            /* [nslots × n] */
+    struct pb_wslot *slots;
+    int nslots;
 };
 
 struct pb_wstore {
     struct pb_backend *be;
     size_t n;                 /* floats per copy */
-    struct pb_stash_slot *stash;
-    int nstash, capstash;
+    struct pb_wring stash;    /* PipeDream: one slot per stashed version */
+    struct pb_wring groups;   /* XPipe: Ŵ per mini-batch in flight */
     float *pred;              /* Ŵ of the op running now */
-    struct pb_group_slot *groups;  /* XPipe: Ŵ per mini-batch in flight */
-    int ngroups, capgroups;
     float *older;             /* 2BW: W before the last update */
     long older_version;       /* −1 when none */
     int versions_peak;        /* most distinct versions held at once, W included */
@@ -38,20 +39,23 @@ struct pb_wstore {
 void pb_wstore_init(struct pb_wstore *s, struct pb_backend *be, size_t n);
 void pb_wstore_finish(struct pb_wstore *s);
 
+/* Sizes the rings for an epoch's plan (grows them when needed; every slot free). */
+int pb_wstore_reserve(struct pb_wstore *s, int stash_slots, int group_slots, struct pb_err *e);
+
 /* Stash: F reads W^(version) and a later B will read it again. */
-int pb_wstore_stash(struct pb_wstore *s, const float *w, long version, struct pb_err *e);
+void pb_wstore_stash(struct pb_wstore *s, const float *w, long version);
 /* The stashed copy of a version (PB_CHECK: it exists). */
 const float *pb_wstore_stashed(const struct pb_wstore *s, long version);
-/* A backward done with a stashed version: drops the copy when nobody reads it. */
+/* A backward done with a stashed version: frees the slot when nobody reads it. */
 void pb_wstore_unstash(struct pb_wstore *s, long version);
 
 /* A buffer for a prediction made at an op (allocated once, kept). */
 float *pb_wstore_pred(struct pb_wstore *s, struct pb_err *e);
-/* XPipe: a new Ŵ buffer for a mini-batch, predicted from version base. */
-float *pb_wstore_group_new(struct pb_wstore *s, long minibatch, long base, struct pb_err *e);
+/* XPipe: the slot for a mini-batch's Ŵ, predicted from version base. */
+float *pb_wstore_group_new(struct pb_wstore *s, long minibatch, long base);
 /* The mini-batch's Ŵ and its base, or NULL when none was made. */
 const float *pb_wstore_group_get(const struct pb_wstore *s, long minibatch, long *base);
-/* Drops a mini-batch's Ŵ after its update (nothing when none). */
+/* Frees a mini-batch's slot after its update (nothing when none). */
 void pb_wstore_group_drop(struct pb_wstore *s, long minibatch);
 /* 2BW: keeps W^(version) (about to be updated) as the older buffer. */
 int pb_wstore_keep_older(struct pb_wstore *s, const float *w, long version, struct pb_err *e);

@@ -54,23 +54,11 @@ int pb_dataset_load_opts(struct pb_dataset *ds, const char *name, const char *da
 /* Frees ds's memory and zeroes it; safe on a zeroed struct. */
 void pb_dataset_finish(struct pb_dataset *ds);
 
-/* MNIST-format IDX pair (images magic 0x803, labels magic 0x801; gzip or plain).
- * expect_h/expect_w > 0 demand that image size, 0 accepts any positive size; labels
- * must be < nclasses. Pixels are normalised as SPEC §1 says; ds->name = name. */
-int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *images_path,
-                        const char *labels_path, int expect_h, int expect_w, int nclasses,
-                        int limit, struct pb_err *e);
-
-/* The registry's loaders, callable directly. Fashion-MNIST reads
- * {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir (NULL = default). */
-int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum pb_split split,
-                             int limit, struct pb_err *e);
-/* The same, loading only `parts` (PB_DATA_*); the headers of both files are checked. */
+/* The registry's loaders (pb_dataset_load_opts calls them). Fashion-MNIST reads
+ * {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir (NULL = default),
+ * loading only `parts` (PB_DATA_*); the headers of both files are checked. */
 int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
                                    enum pb_split split, int limit, int parts, struct pb_err *e);
-int pb_dataset_load_idx_parts(struct pb_dataset *ds, const char *name, const char *images_path,
-                              const char *labels_path, int expect_h, int expect_w, int nclasses,
-                              int limit, int parts, struct pb_err *e);
 /* Class prototypes plus Gaussian noise, a pure function of (seed, split, sample). */
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
                          const struct pb_dataset_opts *opts, struct pb_err *e);

@@ -70,13 +70,19 @@ static int read_body(struct idx_file *in, size_t total, const char *unit, unsign
                      struct pb_err *e)
 {
     size_t cap = total < CHUNK ? total : CHUNK, done = 0;
-    unsigned char *buf = pb_xmalloc(cap);
+    unsigned char *buf = pb_malloc_or_err(cap, unit, e);
+    if (!buf)
+        return pb_err_prefix(e, "%s: ", in->path);
     int rc = 0;
     while (done < total) {
         if (done == cap) {
             cap = total - cap < cap ? total : 2 * cap;
             unsigned char *b = realloc(buf, cap);
-            PB_CHECK(b != NULL);
+            if (!b) {
+                rc = pb_err_set(e, "%s: out of host memory reading %zu bytes of %s; use "
+                                   "--limit-train / --limit-val", in->path, cap, unit);
+                break;
+            }
             buf = b;
         }
         size_t want = cap - done < CHUNK ? cap - done : CHUNK;
@@ -115,17 +121,13 @@ static int read_body(struct idx_file *in, size_t total, const char *unit, unsign
     return rc;
 }
 
-int pb_dataset_load_idx(struct pb_dataset *ds, const char *name, const char *images_path,
-                        const char *labels_path, int expect_h, int expect_w, int nclasses,
-                        int limit, struct pb_err *e)
-{
-    return pb_dataset_load_idx_parts(ds, name, images_path, labels_path, expect_h, expect_w,
-                                     nclasses, limit, PB_DATA_ALL, e);
-}
-
-int pb_dataset_load_idx_parts(struct pb_dataset *ds, const char *name, const char *images_path,
-                              const char *labels_path, int expect_h, int expect_w, int nclasses,
-                              int limit, int parts, struct pb_err *e)
+/* An MNIST-format IDX pair (images magic 0x803, labels magic 0x801; gzip or plain),
+ * loading only `parts` (PB_DATA_*). expect_h/expect_w > 0 demand that image size, 0
+ * accepts any positive size; labels must be < nclasses. Pixels are normalised as SPEC §1
+ * says; ds->name = name. */
+static int load_idx_pair(struct pb_dataset *ds, const char *name, const char *images_path,
+                         const char *labels_path, int expect_h, int expect_w, int nclasses,
+                         int limit, int parts, struct pb_err *e)
 {
     bool want_x = parts & PB_DATA_INPUTS, want_y = parts & PB_DATA_LABELS;
     memset(ds, 0, sizeof *ds);
@@ -171,12 +173,20 @@ int pb_dataset_load_idx_parts(struct pb_dataset *ds, const char *name, const cha
     for (int v = 0; v < 256; v++)
         table[v] = ((float)v / 255.0f - PB_FMNIST_MEAN) / PB_FMNIST_STD;
     if (want_x) {
-        ds->x = pb_xmalloc((size_t)keep * per * sizeof *ds->x);
+        ds->x = pb_malloc_or_err((size_t)keep * per * sizeof *ds->x, "the images", e);
+        if (!ds->x) {
+            pb_err_prefix(e, "%s (use --limit-train / --limit-val): ", name);
+            goto out;
+        }
         for (size_t i = 0; i < (size_t)keep * per; i++)
             ds->x[i] = table[pixels[i]];
     }
     if (want_y) {
-        ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
+        ds->y = pb_malloc_or_err((size_t)keep * sizeof *ds->y, "the labels", e);
+        if (!ds->y) {
+            pb_err_prefix(e, "%s (use --limit-train / --limit-val): ", name);
+            goto out;
+        }
         for (int i = 0; i < keep; i++)
             ds->y[i] = labels[i];
     }
@@ -224,12 +234,6 @@ static int find_file(char *out, size_t cap, const char *dir, const char *base, b
                       "the four IDX files", dir, base, dir, base, strerror(err));
 }
 
-int pb_dataset_fashion_mnist(struct pb_dataset *ds, const char *data_dir, enum pb_split split,
-                             int limit, struct pb_err *e)
-{
-    return pb_dataset_fashion_mnist_parts(ds, data_dir, split, limit, PB_DATA_ALL, e);
-}
-
 int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
                                    enum pb_split split, int limit, int parts, struct pb_err *e)
 {
@@ -243,6 +247,5 @@ int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
     snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
     if (find_file(labels, sizeof labels, dir, base, data_dir == NULL, e))
         return -1;
-    return pb_dataset_load_idx_parts(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, parts,
-                                     e);
+    return load_idx_pair(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, parts, e);
 }

@@ -62,7 +62,10 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
     if (b < 1)
         b = 1;
     int gh = (h + b - 1) / b, gw = (w + b - 1) / b;
-    float *proto = pb_xmalloc(d * (uint64_t)nclasses * sizeof *proto);
+    float *proto = pb_malloc_or_err(d * (uint64_t)nclasses * sizeof *proto,
+                                    "the synthetic class prototypes", e);
+    if (!proto)
+        return -1;
     for (int k = 0; k < nclasses; k++) {
         struct pb_rng_key key = pb_rng_key(PB_RNG_DATA, seed, 0, (uint64_t)k, 0);
         float *p = proto + (size_t)k * d;
@@ -77,9 +80,17 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
     float scale = (float)(1.0 / sqrt(1.0 + (double)sigma * sigma));
     int parts = o.parts ? o.parts : PB_DATA_ALL;
     if (parts & PB_DATA_INPUTS)
-        ds->x = pb_xmalloc(d * (uint64_t)keep * sizeof *ds->x);
+        ds->x = pb_malloc_or_err(d * (uint64_t)keep * sizeof *ds->x, "the synthetic inputs", e);
     if (parts & PB_DATA_LABELS)
-        ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y);
+        ds->y = pb_malloc_or_err((size_t)keep * sizeof *ds->y, "the synthetic labels", e);
+    if (((parts & PB_DATA_INPUTS) && !ds->x) || ((parts & PB_DATA_LABELS) && !ds->y)) {
+        free(proto);
+        free(ds->x);
+        free(ds->y);
+        ds->x = NULL;
+        ds->y = NULL;
+        return pb_err_prefix(e, "synthetic dataset of %d samples (use --limit-train): ", keep);
+    }
     for (int i = 0; i < keep; i++) {
         struct pb_rng_key key = pb_rng_key(PB_RNG_DATA, seed, 1 + (uint64_t)split, (uint64_t)i, 0);
         int label = (int)pb_rng_below(key, 0, (uint64_t)nclasses);

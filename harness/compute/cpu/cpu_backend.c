@@ -18,7 +18,7 @@ _Noreturn void pb_cpu_die(const char *file, int line, const char *what, dnnl_sta
 
 void pb_cpu_begin(struct pb_backend *be)
 {
-    omp_set_num_threads(be->nthreads);
+    omp_set_num_threads(pb_cpu_of(be)->nthreads);
 }
 
 void *pb_cpu_scratch(struct pb_backend *be, size_t bytes)
@@ -54,7 +54,25 @@ static void cpu_destroy(struct pb_backend *be)
 
 static void cpu_sync(struct pb_backend *be)
 {
+    (void)be;  /* every op completes before it returns */
+}
+
+static bool cpu_supports_op(struct pb_backend *be, enum pb_backend_op op)
+{
     (void)be;
+    return op >= 0 && op < PB_BOP_NOPS;  /* the reference implements them all */
+}
+
+/* Host memory of one process: every CPU instance can use another's blocks. */
+static bool cpu_shares_memory(const struct pb_backend *be, const struct pb_backend *other)
+{
+    return strcmp(be->ops->name, other->ops->name) == 0;
+}
+
+static size_t cpu_layout_floats(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
+{
+    (void)be;
+    return pb_layout_count(s, l);
 }
 
 /* 64-byte aligned host memory (a cache line; what oneDNN's kernels prefer). */
@@ -80,11 +98,22 @@ static void cpu_copy(struct pb_backend *be, void *dst, const void *src, size_t b
         memmove(dst, src, bytes);
 }
 
+static void *cpu_write_begin(struct pb_backend *be, void *dst, size_t bytes)
+{
+    (void)be, (void)bytes;
+    return dst;  /* device memory is host memory */
+}
+
+static void cpu_write_end(struct pb_backend *be, void *dst, void *host, size_t bytes)
+{
+    (void)be, (void)dst, (void)host, (void)bytes;
+}
+
 static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
 {
     pb_cpu_begin(be);
     size_t nchunks = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (size_t ch = 0; ch < nchunks; ch++) {
         size_t hi = (ch + 1) * PB_CPU_CHUNK < n ? (ch + 1) * PB_CPU_CHUNK : n;
         for (size_t i = ch * PB_CPU_CHUNK; i < hi; i++)
@@ -94,15 +123,20 @@ static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
 
 static const struct pb_backend_ops cpu_ops = {
     .name = "cpu",
-    .host_memory = true,
     .destroy = cpu_destroy,
     .sync = cpu_sync,
+    .supports_op = cpu_supports_op,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .shares_memory = cpu_shares_memory,
+    .host_visible = true,
     .upload = cpu_copy,
+    .write_begin = cpu_write_begin,
+    .write_end = cpu_write_end,
     .download = cpu_copy,
     .copy = cpu_copy,
     .fill = cpu_fill,
+    .layout_floats = cpu_layout_floats,
     .reorder = pb_cpu_reorder,
     .gemm = pb_cpu_gemm,
     .bias_add = pb_cpu_bias_add,
@@ -114,13 +148,16 @@ static const struct pb_backend_ops cpu_ops = {
     .pool_workspace = pb_cpu_pool_workspace,
     .pool_fwd = pb_cpu_pool_fwd,
     .pool_bwd = pb_cpu_pool_bwd,
-    .bn_fwd = pb_cpu_bn_fwd,
+    .bn_aux_bytes = pb_cpu_bn_aux_bytes,
+    .bn_fwd_train = pb_cpu_bn_fwd_train,
+    .bn_fwd_infer = pb_cpu_bn_fwd_infer,
     .bn_bwd = pb_cpu_bn_bwd,
     .relu_fwd = pb_cpu_relu_fwd,
     .relu_bwd = pb_cpu_relu_bwd,
     .add = pb_cpu_add,
     .axpby = pb_cpu_axpby,
     .dropout = pb_cpu_dropout,
+    .concat_layout = pb_cpu_concat_layout,
     .concat = pb_cpu_concat,
     .split = pb_cpu_split,
     .softmax_xent = pb_cpu_softmax_xent,
@@ -133,6 +170,7 @@ struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e)
     if (nthreads <= 0)
         nthreads = omp_get_num_procs();
     struct pb_cpu *cpu = pb_xcalloc(1, sizeof *cpu);
+    cpu->nthreads = nthreads;
     if (dnnl_engine_create(&cpu->eng, dnnl_cpu, 0) != dnnl_success) {
         free(cpu);
         pb_err_set(e, "cpu backend: oneDNN could not create a CPU engine (is libdnnl2 "
@@ -144,6 +182,6 @@ struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e)
     PB_DNNL(dnnl_primitive_attr_set_scratchpad_mode(cpu->attr, dnnl_scratchpad_mode_user));
     pb_cpu_cache_init(&cpu->cache);
     struct pb_backend *be = pb_xcalloc(1, sizeof *be);
-    pb_backend_init_common(be, &cpu_ops, cpu, nthreads);
+    pb_backend_init_common(be, &cpu_ops, cpu, 0);
     return be;
 }

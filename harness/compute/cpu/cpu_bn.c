@@ -1,6 +1,8 @@
 /* harness/compute/cpu/cpu_bn.c — batch normalisation per channel on oneDNN (scale and shift):
- * training writes the batch mean and biased variance, inference reads the given ones,
- * the backward accumulates dgamma and dbeta; y and dx keep x's layout. */
+ * training saves the batch mean and biased variance in aux ([2, C] floats, this
+ * backend's format) and updates the running statistics as PyTorch, inference reads
+ * the running ones, the backward accumulates dgamma and dbeta; y and dx keep x's
+ * layout. */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -36,7 +38,7 @@ static void fwd_desc(const struct pb_tensor *x, float eps, bool train,
 
 /* x [n, c, h, w], gamma/beta [c]; mean/var [c] written (train) or read (inference);
  * y [n, c, h, w] in x's layout */
-void pb_cpu_bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+static void bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
                    const float *beta, float *mean, float *var, float eps, bool train,
                    struct pb_tensor *y)
 {
@@ -58,6 +60,35 @@ void pb_cpu_bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float
     pb_cpu_prim_exec(be, p, 6, a);
 }
 
+size_t pb_cpu_bn_aux_bytes(struct pb_backend *be, int channels)
+{
+    (void)be;
+    return 2 * (size_t)channels * sizeof(float);
+}
+
+/* aux [2, c]: the batch mean and biased variance; run_mean, run_var [c] updated with
+ * momentum m and the unbiased variance, as torch.nn.BatchNorm2d */
+void pb_cpu_bn_fwd_train(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, float *run_mean, float *run_var, float momentum,
+                         float eps, struct pb_tensor *y, void *aux)
+{
+    int ch = x->shape.c;
+    float *stats = aux;
+    bn_fwd(be, x, gamma, beta, stats, stats + ch, eps, true, y);
+    double count = (double)x->shape.n * x->shape.h * x->shape.w;
+    float m = momentum;
+    pb_cpu_axpby(be, m, stats, 1.0f - m, run_mean, (size_t)ch);
+    pb_cpu_axpby(be, (float)(m * count / (count - 1.0)), stats + ch, 1.0f - m, run_var, (size_t)ch);
+}
+
+void pb_cpu_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, const float *run_mean, const float *run_var,
+                         float eps, struct pb_tensor *y)
+{
+    /* inference only reads mean and variance (dnnl_use_global_stats) */
+    bn_fwd(be, x, gamma, beta, (float *)run_mean, (float *)run_var, eps, false, y);
+}
+
 struct bn_bwd {
     struct pb_cpu_prim p;
     struct pb_cpu_xfer dy;  /* dy's layout → x's */
@@ -76,12 +107,13 @@ static void drop_bwd(struct pb_backend *be, void *val)
     free(b);
 }
 
-/* x, dy [n, c, h, w]; gamma, mean, var [c] (the forward's batch statistics);
+/* x, dy [n, c, h, w]; gamma [c]; aux [2, c] the forward's batch statistics;
  * dx [n, c, h, w] in x's layout; dgamma_acc, dbeta_acc [c] += */
 void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
-                   const float *gamma, const float *mean, const float *var, float eps,
-                   struct pb_tensor *dx, float *dgamma_acc, float *dbeta_acc)
+                   const float *gamma, const void *aux, float eps, struct pb_tensor *dx,
+                   float *dgamma_acc, float *dbeta_acc)
 {
+    const float *mean = aux, *var = mean + x->shape.c;
     pb_cpu_begin(be);
     PB_CHECK(pb_shape_eq(x->shape, dy->shape) && pb_shape_eq(x->shape, dx->shape));
     PB_CHECK(dx->layout == x->layout);

@@ -53,6 +53,19 @@ static struct pb_cpu_prim *concat_create(struct pb_backend *be, int k,
     return p;
 }
 
+/* Blocked output when every input shares one blocked layout on block boundaries. */
+enum pb_layout pb_cpu_concat_layout(struct pb_backend *be, int k,
+                                    const struct pb_tensor *const *ins)
+{
+    (void)be;
+    enum pb_layout lay = ins[0]->layout;
+    int blk = pb_layout_block(lay);
+    for (int i = 0; i < k; i++)
+        if (ins[i]->layout != lay || ins[i]->shape.c % blk)
+            return PB_LAYOUT_PLAIN;
+    return lay;
+}
+
 /* ins[i] [n, c_i, h, w] (any layouts) → out [n, sum c_i, h, w] (layout set) */
 void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *ins,
                    struct pb_tensor *out)

@@ -270,7 +270,7 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
     pb_cpu_xfer_out(be, &bw->dw, bw->dw_oihw);
     size_t nw = (size_t)d->cout * (size_t)d->cin * (size_t)d->kh * (size_t)d->kw;
     const float *g = bw->dw_oihw;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (size_t i = 0; i < nw; i++)
         dw_acc[i] += g[i];
     if (d->bias)

@@ -96,7 +96,7 @@ static void space_to_depth(struct pb_backend *be, const struct pb_cpu_s2d *s,
     int db = pb_layout_block(s->l2), nblk = (x2.c + db - 1) / db;
     size_t sb = (size_t)pb_layout_block(x->layout);
     int rows = x2.n * nblk * x2.h;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int r = 0; r < rows; r++) {
         int n = r / (nblk * x2.h), blk = r / x2.h % nblk, i = r % x2.h;
         const float *src[16];  /* per channel of the block: its source row, NULL if none */
@@ -179,7 +179,7 @@ void pb_cpu_s2d_bwd_data(struct pb_backend *be, const struct pb_cpu_s2d *cs,
     int blk = pb_layout_block(dx->layout), cpad = (xs.c + blk - 1) / blk * blk;
     size_t db = (size_t)blk, sb = (size_t)pb_layout_block(s->l2);
     int rows = xs.n * cpad;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int r = 0; r < rows; r++) {
         int n = r / cpad, c = r % cpad;
         for (int ih = 0; ih < xs.h; ih++) {

@@ -7,7 +7,7 @@
 #define PB_CPU_CHUNKED(be, n, lo, hi, body)                                            \
     do {                                                                               \
         size_t nch_ = ((n) + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;                         \
-        _Pragma("omp parallel for num_threads(be->nthreads) schedule(static)")         \
+        _Pragma("omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)")         \
         for (size_t ch_ = 0; ch_ < nch_; ch_++) {                                      \
             size_t lo = ch_ * PB_CPU_CHUNK;                                            \
             size_t hi = lo + PB_CPU_CHUNK < (n) ? lo + PB_CPU_CHUNK : (n);             \

@@ -19,7 +19,7 @@ void pb_cpu_gemm(struct pb_backend *be, bool trans_a, bool trans_b, int m, int n
 void pb_cpu_bias_add(struct pb_backend *be, float *y, const float *b, int n, int c)
 {
     pb_cpu_begin(be);
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int r = 0; r < n; r++) {
         float *row = y + (size_t)r * (size_t)c;
         for (int j = 0; j < c; j++)
@@ -35,7 +35,7 @@ void pb_cpu_bias_grad(struct pb_backend *be, const float *dy, float *db_acc, int
 {
     pb_cpu_begin(be);
     int nblocks = (c + BIAS_COLS - 1) / BIAS_COLS;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int blk = 0; blk < nblocks; blk++) {
         int j0 = blk * BIAS_COLS, j1 = j0 + BIAS_COLS < c ? j0 + BIAS_COLS : c;
         double acc[BIAS_COLS] = {0};

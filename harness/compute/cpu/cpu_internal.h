@@ -10,6 +10,26 @@
 
 #include "harness/compute/backend.h"
 
+/* ---- the layouts this backend stores tensors in (tensor.h: private to it) ---- */
+
+#define PB_LAYOUT_NCHW8C ((enum pb_layout)1)   /* nChw8c: channels in blocks of 8, zero-padded (AVX2) */
+#define PB_LAYOUT_NCHW16C ((enum pb_layout)2)  /* nChw16c: blocks of 16, zero-padded (AVX-512) */
+
+/* Channel block of a layout (1 for plain). */
+static inline int pb_layout_block(enum pb_layout l)
+{
+    return l == PB_LAYOUT_NCHW8C ? 8 : l == PB_LAYOUT_NCHW16C ? 16 : 1;
+}
+
+/* Number of floats a tensor of this shape occupies in this layout (channels padded
+ * up to the block). */
+static inline size_t pb_layout_count(struct pb_shape s, enum pb_layout l)
+{
+    int b = pb_layout_block(l);
+    size_t c = (size_t)((s.c + b - 1) / b) * (size_t)b;
+    return (size_t)s.n * c * (size_t)s.h * (size_t)s.w;
+}
+
 /* ---- the instance ---- */
 
 struct pb_cpu_entry;
@@ -20,6 +40,7 @@ struct pb_cpu_cache {
 };
 
 struct pb_cpu {
+    int nthreads;                /* the cores this instance splits its kernels over */
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     dnnl_primitive_attr_t attr;  /* user-managed scratchpad */
@@ -180,14 +201,19 @@ size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d
 void pb_cpu_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d,
                      const struct pb_tensor *x, struct pb_tensor *y, void *workspace);
 void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
+                     const struct pb_tensor *x, const struct pb_tensor *y,
                      const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx);
 
-void pb_cpu_bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
-                   const float *beta, float *mean, float *var, float eps, bool train,
-                   struct pb_tensor *y);
+size_t pb_cpu_bn_aux_bytes(struct pb_backend *be, int channels);
+void pb_cpu_bn_fwd_train(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, float *run_mean, float *run_var, float momentum,
+                         float eps, struct pb_tensor *y, void *aux);
+void pb_cpu_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                         const float *beta, const float *run_mean, const float *run_var,
+                         float eps, struct pb_tensor *y);
 void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
-                   const float *gamma, const float *mean, const float *var, float eps,
-                   struct pb_tensor *dx, float *dgamma_acc, float *dbeta_acc);
+                   const float *gamma, const void *aux, float eps, struct pb_tensor *dx,
+                   float *dgamma_acc, float *dbeta_acc);
 
 void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n);
 void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n);
@@ -197,18 +223,18 @@ void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first);
 
+enum pb_layout pb_cpu_concat_layout(struct pb_backend *be, int k,
+                                    const struct pb_tensor *const *ins);
 void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *ins,
                    struct pb_tensor *out);
 void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
                   struct pb_tensor *const *douts);
 
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, float *loss_host, int *correct_host,
-                         float *dlogits);
+                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
 
-void pb_cpu_optim_step(struct pb_backend *be, struct pb_optim *o, float *w, const float *g);
-void pb_cpu_predict(struct pb_backend *be, const struct pb_optim *o, int variant, float s,
-                    const float *w, float *w_hat);
+void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);
+void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a);
 
 /* Elements per parallel chunk of the elementwise loops. */
 #define PB_CPU_CHUNK ((size_t)1 << 14)

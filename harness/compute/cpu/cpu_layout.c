@@ -7,13 +7,12 @@
 
 static dnnl_format_tag_t layout_tag(enum pb_layout l)
 {
-    switch (l) {
-    case PB_LAYOUT_PLAIN: return dnnl_nchw;
-    case PB_LAYOUT_NCHW8C: return dnnl_nChw8c;
-    case PB_LAYOUT_NCHW16C: return dnnl_nChw16c;
-    }
-    PB_CHECK(!"unknown layout");
-    return dnnl_nchw;
+    if (l == PB_LAYOUT_PLAIN)
+        return dnnl_nchw;
+    if (l == PB_LAYOUT_NCHW8C)
+        return dnnl_nChw8c;
+    PB_CHECK(l == PB_LAYOUT_NCHW16C);
+    return dnnl_nChw16c;
 }
 
 dnnl_memory_desc_t pb_cpu_md_tag(int d0, int d1, int d2, int d3, dnnl_format_tag_t tag)

@@ -5,19 +5,18 @@
 
 #include "harness/compute/cpu/cpu_internal.h"
 
-/* logits [N,C] plain, labels [N] in [0, C); loss and correct to host memory;
+/* logits [N,C] plain, labels [N] in [0, C); loss and correct to out (device memory);
  * dlogits [N,C] = (softmax - target) / N when not NULL,
  * target = (1 - eps) * onehot + eps / C */
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, float *loss_host, int *correct_host,
-                         float *dlogits)
+                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits)
 {
     pb_cpu_begin(be);
     PB_CHECK(n > 0 && c > 0);
     double *row_loss = pb_xmalloc((size_t)n * sizeof *row_loss);
     int correct = 0;
     double eps = eps_ls, off = eps / c;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static) reduction(+ : correct)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static) reduction(+ : correct)
     for (int r = 0; r < n; r++) {
         const float *z = logits + (size_t)r * (size_t)c;
         int y = labels[r];
@@ -46,6 +45,6 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
     for (int r = 0; r < n; r++)
         total += row_loss[r];
     free(row_loss);
-    *loss_host = (float)(total / n);
-    *correct_host = correct;
+    out->loss = (float)(total / n);
+    out->correct = correct;
 }

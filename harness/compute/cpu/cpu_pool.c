@@ -44,7 +44,7 @@ static void rescale(struct pb_backend *be, const struct pb_pool_desc *d, struct 
 {
     struct pb_shape y = t->shape;
     int nc = y.n * y.c;
-#pragma omp parallel for num_threads(be->nthreads) schedule(static)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int i = 0; i < nc; i++) {
         int n = i / y.c, c = i % y.c;
         for (int oh = 0; oh < y.h; oh++) {
@@ -167,11 +167,14 @@ static void drop_bwd(struct pb_backend *be, void *val)
     free(b);
 }
 
-/* dy [n, c, oh, ow], workspace from the training forward (max pooling),
- * dx [n, c, h, w] (x's layout) */
+/* x [n, c, h, w], y [n, c, oh, ow] of the forward (oneDNN reads neither: the workspace
+ * carries the argmax), dy [n, c, oh, ow], workspace from the training forward (max
+ * pooling), dx [n, c, h, w] (x's layout) */
 void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
+                     const struct pb_tensor *x, const struct pb_tensor *y,
                      const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx)
 {
+    PB_CHECK(pb_shape_eq(x->shape, dx->shape) && pb_shape_eq(y->shape, dy->shape));
     pb_cpu_begin(be);
     PB_CHECK(d->kind != PB_POOL_MAX || workspace != NULL);
     struct pb_cpu_key k = pool_key(PB_CPU_OP_POOL_BWD, d, dx->shape, dx->layout, dy->shape,

@@ -55,21 +55,17 @@ static int bn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     if (pb_tensor_alloc(be, &act->out, l->out_shape, in[0]->layout, PB_MEM_ACTS, e))
         return -1;
     if (!c->train) {
-        be->ops->bn_fwd(be, in[0], params, params + ch, run_mean, run_var, l->cfg.eps, false, &act->out);
+        be->ops->bn_fwd_infer(be, in[0], params, params + ch, run_mean, run_var, l->cfg.eps,
+                              &act->out);
         return 0;
     }
-    float *stats = pb_backend_alloc(be, 2 * (size_t)ch * sizeof(float), PB_MEM_ACTS, e);
-    if (!stats) {
+    act->aux = pb_backend_alloc(be, be->ops->bn_aux_bytes(be, ch), PB_MEM_ACTS, e);
+    if (!act->aux) {
         pb_backend_free(be, act->out.data);
         return -1;
     }
-    act->aux = stats;
-    be->ops->bn_fwd(be, in[0], params, params + ch, stats, stats + ch, l->cfg.eps, true, &act->out);
-    /* running = (1 − m)·running + m·batch, with the unbiased variance (as PyTorch) */
-    double count = (double)in[0]->shape.n * in[0]->shape.h * in[0]->shape.w;
-    float m = l->cfg.momentum;
-    be->ops->axpby(be, m, stats, 1.0f - m, run_mean, (size_t)ch);
-    be->ops->axpby(be, (float)(m * count / (count - 1.0)), stats + ch, 1.0f - m, run_var, (size_t)ch);
+    be->ops->bn_fwd_train(be, in[0], params, params + ch, run_mean, run_var, l->cfg.momentum,
+                          l->cfg.eps, &act->out, act->aux);
     return 0;
 }
 
@@ -79,9 +75,7 @@ static int bn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                        struct pb_tensor *const *dx, struct pb_err *e)
 {
     struct pb_backend *be = c->be;
-    int ch = l->cfg.channels;
-    const float *stats = act->aux;
-    PB_CHECK(stats != NULL);
+    PB_CHECK(act->aux != NULL);
     struct pb_tensor scratch = {0};
     struct pb_tensor *d = dx[0];
     if (!d) {
@@ -89,7 +83,8 @@ static int bn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
             return -1;
         d = &scratch;
     }
-    be->ops->bn_bwd(be, in[0], dy, params, stats, stats + ch, l->cfg.eps, d, grads, grads + ch);
+    be->ops->bn_bwd(be, in[0], dy, params, act->aux, l->cfg.eps, d, grads,
+                    grads + l->cfg.channels);
     pb_backend_free(be, scratch.data);
     return 0;
 }

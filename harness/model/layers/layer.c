@@ -25,6 +25,29 @@ const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k)
     return NULL;
 }
 
+int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
+{
+    int n = 0;
+    switch (l->cfg.kind) {
+    case PB_LAYER_LINEAR:
+        ops[n++] = PB_BOP_GEMM;
+        if (l->cfg.bias)
+            ops[n++] = PB_BOP_BIAS;
+        break;
+    case PB_LAYER_CONV2D: ops[n++] = PB_BOP_CONV; break;
+    case PB_LAYER_BATCHNORM2D: ops[n++] = PB_BOP_BATCHNORM; break;
+    case PB_LAYER_RELU: ops[n++] = PB_BOP_RELU; break;
+    case PB_LAYER_MAXPOOL2D: ops[n++] = PB_BOP_POOL_MAX; break;
+    case PB_LAYER_AVGPOOL2D:
+    case PB_LAYER_GLOBAL_AVGPOOL: ops[n++] = PB_BOP_POOL_AVG; break;
+    case PB_LAYER_DROPOUT: ops[n++] = PB_BOP_DROPOUT; break;
+    case PB_LAYER_FLATTEN: break;  /* a reorder to plain, which every backend has */
+    case PB_LAYER_ADD: ops[n++] = PB_BOP_ADD; break;
+    case PB_LAYER_CONCAT: ops[n++] = PB_BOP_CONCAT; break;
+    }
+    return n;
+}
+
 size_t pb_layer_act_bytes(const struct pb_layer *l)
 {
     size_t out = pb_shape_count(l->out_shape) * sizeof(float);
@@ -54,7 +77,7 @@ int pb_tensor_clone_as(struct pb_backend *be, const struct pb_tensor *src, enum 
     if (pb_tensor_alloc(be, dst, src->shape, layout, kind, e))
         return -1;
     if (layout == src->layout)
-        be->ops->copy(be, dst->data, src->data, pb_layout_count(src->shape, layout) * sizeof(float));
+        be->ops->copy(be, dst->data, src->data, pb_tensor_floats(be, src) * sizeof(float));
     else
         be->ops->reorder(be, src, dst);
     return 0;

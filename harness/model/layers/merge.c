@@ -35,7 +35,7 @@ static int add_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
         }
         b = &tmp;
     }
-    be->ops->add(be, in[0]->data, b->data, act->out.data, pb_layout_count(l->out_shape, lay));
+    be->ops->add(be, in[0]->data, b->data, act->out.data, pb_tensor_floats(be, &act->out));
     pb_backend_free(be, tmp.data);
     return 0;
 }
@@ -57,7 +57,7 @@ static int add_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
             continue;
         if (dx[i]->layout == dy->layout)
             be->ops->copy(be, dx[i]->data, dy->data,
-                          pb_layout_count(dy->shape, dy->layout) * sizeof(float));
+                          pb_tensor_floats(c->be, dy) * sizeof(float));
         else
             be->ops->reorder(be, dy, dx[i]);
     }
@@ -81,17 +81,6 @@ static int concat_infer(const struct pb_layer *l, const struct pb_shape *in, int
     return 0;
 }
 
-/* Blocked output when every input shares one blocked layout on block boundaries. */
-static enum pb_layout concat_layout(const struct pb_tensor *const *in, int nin)
-{
-    enum pb_layout lay = in[0]->layout;
-    int blk = pb_layout_block(lay);
-    for (int i = 0; i < nin; i++)
-        if (in[i]->layout != lay || in[i]->shape.c % blk)
-            return PB_LAYOUT_PLAIN;
-    return lay;
-}
-
 static int concat_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                           const struct pb_tensor *const *in, const float *params, float *buffers,
                           struct pb_node_act *act, struct pb_err *e)
@@ -99,7 +88,8 @@ static int concat_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     (void)params;
     (void)buffers;
     struct pb_backend *be = c->be;
-    if (pb_tensor_alloc(be, &act->out, l->out_shape, concat_layout(in, l->nin), PB_MEM_ACTS, e))
+    if (pb_tensor_alloc(be, &act->out, l->out_shape, be->ops->concat_layout(be, l->nin, in),
+                        PB_MEM_ACTS, e))
         return -1;
     be->ops->concat(be, l->nin, in, &act->out);
     return 0;

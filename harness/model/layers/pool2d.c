@@ -61,13 +61,12 @@ static int pool_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                          const struct pb_tensor *dy, const float *params, float *grads,
                          struct pb_tensor *const *dx, struct pb_err *e)
 {
-    (void)in;
     (void)params;
     (void)grads;
     (void)e;
     struct pb_pool_desc d = pool_desc(l);
     if (dx[0])
-        c->be->ops->pool_bwd(c->be, &d, dy, act->aux, dx[0]);
+        c->be->ops->pool_bwd(c->be, &d, in[0], &act->out, dy, act->aux, dx[0]);
     return 0;
 }
 

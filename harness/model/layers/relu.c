@@ -20,7 +20,7 @@ static int relu_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     struct pb_backend *be = c->be;
     if (pb_tensor_alloc(be, &act->out, l->out_shape, in[0]->layout, PB_MEM_ACTS, e))
         return -1;
-    be->ops->relu_fwd(be, in[0]->data, act->out.data, pb_layout_count(l->out_shape, in[0]->layout));
+    be->ops->relu_fwd(be, in[0]->data, act->out.data, pb_tensor_floats(be, &act->out));
     return 0;
 }
 
@@ -36,7 +36,7 @@ static int relu_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     (void)e;
     if (dx[0])
         c->be->ops->relu_bwd(c->be, act->out.data, dy->data, dx[0]->data,
-                             pb_layout_count(act->out.shape, act->out.layout));
+                             pb_tensor_floats(c->be, &act->out));
     return 0;
 }
 

@@ -1,0 +1,171 @@
+/* harness/ir/versions.c — the weight version every op of a program reads, and the one
+ * a synchronous run would read (SPEC §4 version rules of enum pb_wsrc, SPEC §6
+ * staleness), with what the weight store must hold for them: stash slots, XPipe's
+ * group predictions, 2BW's older buffer. Derived from the program alone. */
+#include "harness/ir/program.h"
+
+#include <string.h>
+
+/* Largest micro-batch index named by the program, -1 if none. */
+static int max_mb(const struct pb_program *prog)
+{
+    int m = -1;
+    for (int i = 0; i < prog->n; i++)
+        if (prog->ops[i].kind != PB_OP_U && prog->ops[i].mb > m)
+            m = prog->ops[i].mb;
+    return m;
+}
+
+static int update_every(const struct pb_program *prog)
+{
+    int before_u = 0;
+    for (int i = 0; i < prog->n && prog->ops[i].kind != PB_OP_U; i++)
+        before_u += prog->ops[i].kind == PB_OP_B;
+    return before_u > 0 ? before_u : 1;
+}
+
+/* Versions per enum pb_wsrc, u = updates before the op on this stage:
+ * LATEST (u, 0); PREDICTED (u, s); STASHED the (base, ahead) of F(mb) on this stage;
+ * GROUP (u at F(mb − mb mod M) on this stage, s); BUFFERED (max(0, mb/M − 1), 0). */
+static void op_versions(const struct pb_pipe *p, const struct pb_program *prog, int nmb,
+                        struct pb_version_plan *vp)
+{
+    /* [mb]: op index of F(mb) on this stage and the updates applied before it */
+    int *fidx = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *fidx);
+    int *fu = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *fu);
+    for (int j = 0; j < nmb; j++)
+        fidx[j] = fu[j] = -1;
+    int M = p->microbatches, u = 0;
+    for (int i = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        struct pb_op_version *v = &vp->ops[i];
+        *v = (struct pb_op_version){-1, 0, -1};
+        if (op->kind == PB_OP_U) {
+            u++;
+            v->base = v->sync = u;
+            continue;
+        }
+        v->sync = op->mb / vp->update_every;
+        if (op->kind == PB_OP_F && op->mb >= 0 && fidx[op->mb] < 0) {
+            fidx[op->mb] = i;
+            fu[op->mb] = u;
+        }
+        int f = -1;
+        switch ((enum pb_wsrc)op->wsrc) {
+        case PB_W_LATEST:
+            v->base = u;
+            break;
+        case PB_W_PREDICTED:
+            v->base = u;
+            v->ahead = op->s;
+            break;
+        case PB_W_STASHED:
+            f = op->mb >= 0 ? fidx[op->mb] : -1;
+            if (f >= 0 && f < i) {
+                v->base = vp->ops[f].base;
+                v->ahead = vp->ops[f].ahead;
+            }
+            break;
+        case PB_W_GROUP:
+            f = M >= 1 && op->mb >= 0 ? fidx[op->mb - op->mb % M] : -1;
+            if (f >= 0) {
+                v->base = fu[op->mb - op->mb % M];
+                v->ahead = op->s;
+            }
+            break;
+        case PB_W_BUFFERED:
+            if (M >= 1 && op->mb >= 0)
+                v->base = op->mb / M >= 1 ? op->mb / M - 1 : 0;
+            break;
+        }
+    }
+    free(fidx);
+    free(fu);
+}
+
+/* Which forwards stash (their B reads STASHED) and the most distinct stashed versions
+ * held at once, a stash released by its backward. */
+static void stash_needs(const struct pb_program *prog, int nmb, struct pb_version_plan *vp)
+{
+    bool *stashed_b = pb_xcalloc((size_t)(nmb > 0 ? nmb : 1), sizeof *stashed_b);
+    for (int i = 0; i < prog->n; i++)
+        if (prog->ops[i].kind == PB_OP_B && prog->ops[i].wsrc == PB_W_STASHED)
+            stashed_b[prog->ops[i].mb] = true;
+    int *live = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *live);  /* versions held */
+    int nlive = 0;
+    for (int i = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind == PB_OP_F && stashed_b[op->mb]) {
+            vp->stash[i] = true;
+            live[nlive++] = vp->ops[i].base;
+        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED) {
+            for (int q = 0; q < nlive; q++)
+                if (live[q] == vp->ops[i].base) {
+                    live[q] = live[--nlive];
+                    break;
+                }
+        }
+        int distinct = 0;
+        for (int q = 0; q < nlive; q++) {
+            bool seen = false;
+            for (int r = 0; r < q; r++)
+                seen |= live[r] == live[q];
+            distinct += !seen;
+        }
+        if (distinct > vp->stash_slots)
+            vp->stash_slots = distinct;
+    }
+    free(live);
+    free(stashed_b);
+}
+
+/* XPipe: a mini-batch's prediction is made at its first GROUP forward and dropped at
+ * the update that follows its last backward; the most held at once. */
+static void group_needs(const struct pb_pipe *p, const struct pb_program *prog,
+                        struct pb_version_plan *vp)
+{
+    int M = p->microbatches, held = 0, last_b = -1;
+    int nmini = M >= 1 ? max_mb(prog) / M + 1 : 0;
+    bool *live = pb_xcalloc((size_t)(nmini > 0 ? nmini : 1), sizeof *live);
+    for (int i = 0; i < prog->n && M >= 1; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind == PB_OP_U) {
+            if (last_b >= 0 && live[last_b / M]) {
+                live[last_b / M] = false;
+                held--;
+            }
+            continue;
+        }
+        if (op->kind == PB_OP_B)
+            last_b = op->mb;
+        if (op->wsrc == PB_W_GROUP && !live[op->mb / M]) {
+            live[op->mb / M] = true;
+            if (++held > vp->group_slots)
+                vp->group_slots = held;
+        }
+    }
+    free(live);
+}
+
+void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
+                          const struct pb_program *prog)
+{
+    memset(vp, 0, sizeof *vp);
+    int n = prog->n, nmb = max_mb(prog) + 1;
+    vp->n = n;
+    vp->ops = pb_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *vp->ops);
+    vp->stash = pb_xcalloc((size_t)(n > 0 ? n : 1), sizeof *vp->stash);
+    vp->update_every = update_every(prog);
+    op_versions(p, prog, nmb, vp);
+    stash_needs(prog, nmb, vp);
+    group_needs(p, prog, vp);
+    for (int i = 0; i < n; i++)
+        vp->buffered |= prog->ops[i].wsrc == PB_W_BUFFERED;
+}
+
+void pb_version_plan_finish(struct pb_version_plan *vp)
+{
+    free(vp->ops);
+    free(vp->stash);
+    memset(vp, 0, sizeof *vp);
+}

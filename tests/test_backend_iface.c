@@ -178,6 +178,70 @@ START_TEST(test_take_moves_accounting)
 }
 END_TEST
 
+/* Out of device memory at every allocation in turn — the stage's buffers, activations
+ * and the kernels' workspaces created by their first use — is an error that names
+ * the memory, never a crash; with memory enough, the pass succeeds. */
+static int alloc_limit;
+
+static void *failing_alloc(struct pb_backend *be, size_t bytes)
+{
+    if (device_allocs++ >= alloc_limit)
+        return NULL;
+    return cpu_table->alloc(be, bytes);
+}
+
+START_TEST(test_out_of_memory_everywhere)
+{
+    struct pb_model m;
+    lenet(&m, 4);
+    int failures = 0;
+    for (alloc_limit = 0;; alloc_limit++) {
+        struct pb_backend *be = wrap(cpu());
+        wrapped.alloc = failing_alloc;
+        device_allocs = 0;
+        struct pb_stage s;
+        struct pb_err e = {{0}};
+        int rc = pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e);
+        int32_t *labels = NULL;
+        if (!rc) {
+            pb_stage_init_params(&s, 1, &e);
+            labels = pb_backend_alloc(be, 4 * sizeof *labels, PB_MEM_COMM, &e);
+            rc = labels ? 0 : -1;
+        }
+        if (!rc) {
+            int32_t host[4] = {0, 1, 2, 3};
+            be->ops->upload(be, labels, host, sizeof host);
+            struct pb_tensor x;
+            rc = pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e);
+            struct pb_step_ctx c = {true, 1, 0};
+            struct pb_stage_act act;
+            if (!rc) {
+                be->ops->fill(be, x.data, 0.25f, pb_shape_count(s.in_shape));
+                rc = pb_stage_forward(&s, &c, s.params, x, labels, &act, NULL, &e);
+            }
+            if (!rc)
+                rc = pb_stage_backward(&s, &c, s.params, &act, NULL, NULL, &e);
+        }
+        bool done = rc == 0;
+        if (!done) {
+            failures++;
+            ck_assert_msg(strstr(e.msg, "out of cpu memory") != NULL,
+                          "allocation %d failing: '%s'", alloc_limit, e.msg);
+        }
+        pb_backend_free(be, labels);
+        if (s.be)
+            pb_stage_finish(&s);
+        be->ops = cpu_table;
+        pb_backend_destroy(be);
+        if (done)
+            break;
+        ck_assert_int_lt(alloc_limit, 1000);
+    }
+    ck_assert_int_gt(failures, 10);
+    pb_model_finish(&m);
+}
+END_TEST
+
 static bool shares_nothing(const struct pb_backend *be, const struct pb_backend *other)
 {
     (void)be, (void)other;
@@ -217,6 +281,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_steady_state_allocates_nothing);
     tcase_add_test(tc, test_take_moves_accounting);
     tcase_add_test(tc, test_copy_across_without_shared_memory);
+    tcase_add_test(tc, test_out_of_memory_everywhere);
     suite_add_tcase(s, tc);
     return s;
 }

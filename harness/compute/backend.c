@@ -6,6 +6,7 @@
 #include "harness/compute/backend.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 
 const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
@@ -58,6 +59,26 @@ struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_c
 {
     const struct pb_backend_reg *r = find_backend(name, e);
     return r ? r->create(c, e) : NULL;
+}
+
+void pb_backend_fail(struct pb_backend *be, const char *fmt, ...)
+{
+    if (be->failed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(be->error.msg, sizeof be->error.msg, fmt, ap);
+    va_end(ap);
+    be->failed = true;
+}
+
+int pb_backend_status(struct pb_backend *be, struct pb_err *e)
+{
+    if (!be->failed)
+        return 0;
+    if (e)
+        *e = be->error;
+    return -1;
 }
 
 void pb_backend_destroy(struct pb_backend *be)

@@ -191,6 +191,11 @@ struct pb_backend {
     size_t mem_cur[PB_MEM_NKINDS];
     size_t mem_peak[PB_MEM_NKINDS];
     struct pb_allocator *allocator;    /* backend.c: accounting and the block cache */
+    /* An op that could not run (out of device memory for a kernel's workspace) fails
+     * the instance, as a device stream does: later ops do nothing, and the core reads
+     * the error with pb_backend_status after the ops it enqueued. */
+    bool failed;
+    struct pb_err error;
 };
 
 /* What creating an instance takes: the device index and, for the CPU backend, its
@@ -230,6 +235,12 @@ void pb_backend_free(struct pb_backend *be, void *p);
 /* Allocates a tensor of the given shape and layout. */
 int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
                     enum pb_layout l, enum pb_mem_kind kind, struct pb_err *e);
+/* The first failure of an op on be (sticky; implementations call it). */
+void pb_backend_fail(struct pb_backend *be, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* 0, or -1 with the instance's error when an op failed. */
+int pb_backend_status(struct pb_backend *be, struct pb_err *e);
+
 /* Floats t occupies in its layout. */
 size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t);
 void pb_backend_reset_peaks(struct pb_backend *be);

@@ -420,6 +420,8 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     w->u++;
     pb_wstore_group_drop(&w->ws, w->last_b_mb / w->pipe.microbatches);
     be->ops->sync(be);
+    if (pb_backend_status(be, e))
+        return -1;
     double t1 = now_s();
     w->st.busy_s += t1 - t0;
     const struct pb_op_version *v = version_of(w, op);

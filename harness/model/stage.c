@@ -151,6 +151,10 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
     }
     be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, s->xent,
                           act->dlogits);
+    if (pb_backend_status(be, e)) {
+        pb_plain_release(be, &tmp);
+        return -1;
+    }
     struct pb_xent_out res;
     be->ops->download(be, &res, s->xent, sizeof res);
     be->ops->sync(be);
@@ -183,7 +187,8 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
                 ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
             const float *p = w + s->param_off[b - s->first] + l->param_off;
             float *buf = s->buffers + s->buffer_off[b - s->first] + l->buffer_off;
-            if (l->ops->forward(l, &fc, ins, p, buf, &act->nodes[idx], e)) {
+            if (l->ops->forward(l, &fc, ins, p, buf, &act->nodes[idx], e) ||
+                pb_backend_status(be, e)) {
                 pb_stage_act_release(s, act);
                 return -1;
             }
@@ -199,6 +204,11 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
             be->ops->copy(be, out->data, bin->data, pb_shape_count(s->out_shape) * sizeof(float));
         else if (!rc)
             be->ops->reorder(be, bin, out);
+        if (!rc && pb_backend_status(be, e)) {
+            pb_backend_free(be, out->data);
+            out->data = NULL;
+            rc = -1;
+        }
     }
     if (rc || !c->train) {
         float loss = act->loss;
@@ -258,6 +268,8 @@ static int node_backward(struct pb_stage *s, const struct pb_fwd_ctx *fc, struct
     float *gr = s->grads + s->param_off[b - s->first] + l->param_off;
     if (!rc)
         rc = l->ops->backward(l, fc, ins, &act->nodes[base + i], &gs->g[base + i], p, gr, dx, e);
+    if (!rc)
+        rc = pb_backend_status(be, e);
     for (int j = 0; j < l->nin; j++) {
         if (!temps[j].data)
             continue;
@@ -307,6 +319,8 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
     for (int i = 0; i < n; i++)
         pb_backend_free(be, gs.g[i].data);
     free(gs.g);
+    if (!rc)
+        rc = pb_backend_status(be, e);
     if (!rc && s->index > 0) {
         PB_CHECK(gs.gin.data && gs.gin.layout == PB_LAYOUT_PLAIN);
         *dx = gs.gin;

@@ -16,21 +16,20 @@ _Noreturn void pb_cpu_die(const char *file, int line, const char *what, dnnl_sta
     abort();
 }
 
-void pb_cpu_begin(struct pb_backend *be)
+bool pb_cpu_begin(struct pb_backend *be)
 {
     omp_set_num_threads(pb_cpu_of(be)->nthreads);
+    return !be->failed;
 }
 
 void *pb_cpu_scratch(struct pb_backend *be, size_t bytes)
 {
-    if (!bytes)
+    if (!bytes || be->failed)
         return NULL;
     struct pb_err e;
     void *p = pb_backend_alloc(be, bytes, PB_MEM_SCRATCH, &e);
-    if (!p) {
-        fprintf(stderr, "pipebench: %s\n", e.msg);
-        PB_CHECK(p != NULL);
-    }
+    if (!p)
+        pb_backend_fail(be, "%s", e.msg);
     return p;
 }
 
@@ -42,7 +41,7 @@ void pb_cpu_scratch_free(struct pb_backend *be, void *p)
 static void cpu_destroy(struct pb_backend *be)
 {
     struct pb_cpu *cpu = pb_cpu_of(be);
-    pb_cpu_begin(be);
+    omp_set_num_threads(cpu->nthreads);
     pb_cpu_cache_finish(be);
     dnnl_primitive_attr_destroy(cpu->attr);
     dnnl_stream_destroy(cpu->stream);
@@ -111,7 +110,8 @@ static void cpu_write_end(struct pb_backend *be, void *dst, void *host, size_t b
 
 static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     size_t nchunks = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (size_t ch = 0; ch < nchunks; ch++) {

@@ -42,7 +42,8 @@ static void bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float
                    const float *beta, float *mean, float *var, float eps, bool train,
                    struct pb_tensor *y)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(pb_shape_eq(x->shape, y->shape) && x->layout == y->layout);
     struct pb_cpu_key k = bn_key(PB_CPU_OP_BN_FWD, x, x->layout, eps, train);
     struct pb_cpu_prim *p = pb_cpu_cache_get(be, &k);
@@ -114,7 +115,8 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
                    float *dgamma_acc, float *dbeta_acc)
 {
     const float *mean = aux, *var = mean + x->shape.c;
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(pb_shape_eq(x->shape, dy->shape) && pb_shape_eq(x->shape, dx->shape));
     PB_CHECK(dx->layout == x->layout);
     struct pb_cpu_key k = bn_key(PB_CPU_OP_BN_BWD, x, dy->layout, eps, true);
@@ -137,9 +139,12 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
         b->dgamma = pb_cpu_scratch(be, (size_t)c * sizeof(float));
         b->dbeta = pb_cpu_scratch(be, (size_t)c * sizeof(float));
         b->shift = pb_cpu_scratch(be, (size_t)c * sizeof(float));
-        memset(b->shift, 0, (size_t)c * sizeof(float));
+        if (b->shift)
+            memset(b->shift, 0, (size_t)c * sizeof(float));
         pb_cpu_cache_put(be, &k, b, drop_bwd);
     }
+    if (be->failed)
+        return;
     struct pb_cpu_arg a[9] = {
         {DNNL_ARG_SRC, x->data},          {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &b->dy, dy->data)},
         {DNNL_ARG_MEAN, mean},            {DNNL_ARG_VARIANCE, var},

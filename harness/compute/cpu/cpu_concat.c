@@ -70,7 +70,8 @@ enum pb_layout pb_cpu_concat_layout(struct pb_backend *be, int k,
 void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *ins,
                    struct pb_tensor *out)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     check_parts(out->shape, k, ins);
     struct pb_cpu_key key;
     bool cached = cat_key(&key, PB_CPU_OP_CONCAT, out->shape, out->layout, k, ins);
@@ -138,7 +139,8 @@ static struct split *split_create(struct pb_backend *be, const struct pb_tensor 
 void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
                   struct pb_tensor *const *douts)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     check_parts(dout->shape, k, (const struct pb_tensor *const *)douts);
     struct pb_cpu_key key;
     bool cached = cat_key(&key, PB_CPU_OP_SPLIT, dout->shape, dout->layout, k,

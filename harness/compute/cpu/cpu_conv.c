@@ -259,6 +259,8 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
                                float *dw_acc, float *db_acc)
 {
     struct conv_bwd_w *bw = bwd_w_get(be, d, x, dy);
+    if (be->failed)
+        return;
     PB_CHECK(pb_shape_eq(dy->shape, bw->cs.y));
     struct pb_cpu_arg a[4] = {
         {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &bw->src, x->data)},
@@ -284,7 +286,8 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
 enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                   const struct pb_tensor *x)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return PB_LAYOUT_PLAIN;
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
     return s ? pb_cpu_s2d_layout(s) : fwd_get(be, d, x)->y_layout;
 }
@@ -295,7 +298,8 @@ void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
                      const struct pb_tensor *x, const float *w, const float *b,
                      struct pb_tensor *y)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(x->shape.c == d->cin && (!d->bias || b != NULL));
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
     if (s)
@@ -309,7 +313,8 @@ void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
 void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
                           const struct pb_tensor *dy, const float *w, struct pb_tensor *dx)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(dx->shape.c == d->cin);
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, dx->shape);
     if (s)
@@ -324,7 +329,8 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
                              const struct pb_tensor *x, const struct pb_tensor *dy,
                              float *dw_acc, float *db_acc)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(x->shape.c == d->cin && (!d->bias || db_acc != NULL));
     direct_bwd_weights(be, d, x, dy, dw_acc, db_acc);
 }

@@ -60,7 +60,8 @@ static bool plan_init(struct pb_backend *be, struct pb_cpu_s2d *s, const struct 
         return false;
     size_t nx2 = pb_layout_count(s->x2, s->l2);
     s->xbuf = pb_cpu_scratch(be, nx2 * sizeof(float));
-    memset(s->xbuf, 0, nx2 * sizeof(float));  /* padded channels stay zero */
+    if (s->xbuf)
+        memset(s->xbuf, 0, nx2 * sizeof(float));  /* padded channels stay zero */
     s->w2 = pb_cpu_scratch(be, nw2(s) * sizeof(float));
     return true;
 }
@@ -156,6 +157,8 @@ static void weights_to_depth(const struct pb_cpu_s2d *s, const float *w)
 void pb_cpu_s2d_fwd(struct pb_backend *be, const struct pb_cpu_s2d *s, const struct pb_tensor *x,
                     const float *w, const float *b, struct pb_tensor *y)
 {
+    if (be->failed)
+        return;
     space_to_depth(be, s, x);
     weights_to_depth(s, w);
     struct pb_tensor x2 = {s->xbuf, s->x2, s->l2};
@@ -170,6 +173,8 @@ void pb_cpu_s2d_bwd_data(struct pb_backend *be, const struct pb_cpu_s2d *cs,
     struct pb_cpu_s2d *s = (struct pb_cpu_s2d *)cs;
     if (!s->dxbuf)
         s->dxbuf = pb_cpu_scratch(be, pb_layout_count(s->x2, s->l2) * sizeof(float));
+    if (be->failed)
+        return;
     weights_to_depth(s, w);
     struct pb_tensor dx2 = {s->dxbuf, s->x2, s->l2};
     pb_cpu_conv_bwd_data(be, &s->d2, dy, s->w2, &dx2);

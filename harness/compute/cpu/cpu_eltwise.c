@@ -18,7 +18,8 @@
 /* y[n] = max(x, 0); NaN propagates as in PyTorch */
 void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CPU_CHUNKED(be, n, lo, hi, {
         for (size_t i = lo; i < hi; i++)
             y[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
@@ -28,7 +29,8 @@ void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n)
 /* dx[n] = dy * (y > 0) */
 void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CPU_CHUNKED(be, n, lo, hi, {
         for (size_t i = lo; i < hi; i++)
             dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
@@ -38,7 +40,8 @@ void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, flo
 /* y[n] = a + b */
 void pb_cpu_add(struct pb_backend *be, const float *a, const float *b, float *y, size_t n)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CPU_CHUNKED(be, n, lo, hi, {
         for (size_t i = lo; i < hi; i++)
             y[i] = a[i] + b[i];
@@ -49,7 +52,8 @@ void pb_cpu_add(struct pb_backend *be, const float *a, const float *b, float *y,
 void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta, float *y,
                   size_t n)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     if (beta == 0.0f) {
         PB_CPU_CHUNKED(be, n, lo, hi, {
             for (size_t i = lo; i < hi; i++)
@@ -68,7 +72,8 @@ void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     PB_CPU_CHUNKED(be, n, lo, hi, {
         for (size_t i = lo; i < hi; i++)

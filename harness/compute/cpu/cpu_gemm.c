@@ -10,7 +10,8 @@ void pb_cpu_gemm(struct pb_backend *be, bool trans_a, bool trans_b, int m, int n
 {
     if (m <= 0 || n <= 0)
         return;
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_DNNL(dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                        beta, c, ldc));
 }
@@ -18,7 +19,8 @@ void pb_cpu_gemm(struct pb_backend *be, bool trans_a, bool trans_b, int m, int n
 /* y[N,C] += b[C] per row */
 void pb_cpu_bias_add(struct pb_backend *be, float *y, const float *b, int n, int c)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int r = 0; r < n; r++) {
         float *row = y + (size_t)r * (size_t)c;
@@ -33,7 +35,8 @@ void pb_cpu_bias_add(struct pb_backend *be, float *y, const float *b, int n, int
  * order, in double, by whichever thread owns its block of columns. */
 void pb_cpu_bias_grad(struct pb_backend *be, const float *dy, float *db_acc, int n, int c)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     int nblocks = (c + BIAS_COLS - 1) / BIAS_COLS;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int blk = 0; blk < nblocks; blk++) {

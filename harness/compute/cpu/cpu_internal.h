@@ -52,9 +52,10 @@ static inline struct pb_cpu *pb_cpu_of(struct pb_backend *be)
     return (struct pb_cpu *)be->impl;
 }
 
-/* Every op starts with this: sets the calling thread's OpenMP team size to the
- * instance's thread count (oneDNN reads it when it creates and runs primitives). */
-void pb_cpu_begin(struct pb_backend *be);
+/* Every op starts with `if (!pb_cpu_begin(be)) return;`: sets the calling thread's
+ * OpenMP team size to the instance's thread count (oneDNN reads it when it creates
+ * and runs primitives) and says whether the instance still runs ops (not failed). */
+bool pb_cpu_begin(struct pb_backend *be);
 
 /* A oneDNN status other than success is an internal error: abort with file:line. */
 #define PB_DNNL(call)                                                                  \
@@ -65,8 +66,9 @@ void pb_cpu_begin(struct pb_backend *be);
     } while (0)
 _Noreturn void pb_cpu_die(const char *file, int line, const char *what, dnnl_status_t st);
 
-/* Scratch device memory (accounted as PB_MEM_SCRATCH); aborts when out of memory
- * (bytes = 0 gives NULL). */
+/* Scratch device memory (accounted as PB_MEM_SCRATCH); out of memory fails the
+ * instance (pb_backend_fail) and gives NULL, as does bytes = 0. An op that created
+ * buffers checks be->failed before it uses them. */
 void *pb_cpu_scratch(struct pb_backend *be, size_t bytes);
 void pb_cpu_scratch_free(struct pb_backend *be, void *p);
 

@@ -71,7 +71,7 @@ void pb_cpu_xfer_in_init(struct pb_backend *be, struct pb_cpu_xfer *x,
 
 const void *pb_cpu_xfer_in(struct pb_backend *be, const struct pb_cpu_xfer *x, const void *user)
 {
-    if (!x->active)
+    if (!x->active || be->failed)
         return user;
     reorder_run(be, &x->r, user, x->buf);
     return x->buf;
@@ -90,7 +90,7 @@ void *pb_cpu_xfer_out_ptr(const struct pb_cpu_xfer *x, void *user)
 
 void pb_cpu_xfer_out(struct pb_backend *be, const struct pb_cpu_xfer *x, void *user)
 {
-    if (x->active)
+    if (x->active && !be->failed)
         reorder_run(be, &x->r, x->buf, user);
 }
 
@@ -114,7 +114,8 @@ static void drop_reorder(struct pb_backend *be, void *val)
 void pb_cpu_reorder(struct pb_backend *be, const struct pb_tensor *src, struct pb_tensor *dst)
 {
     PB_CHECK(pb_shape_eq(src->shape, dst->shape));
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     struct pb_shape s = src->shape;
     if (src->layout == dst->layout) {
         if (src->data != dst->data)

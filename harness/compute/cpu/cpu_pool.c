@@ -130,7 +130,8 @@ size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d
 {
     if (d->kind != PB_POOL_MAX)
         return 0;
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return 0;
     struct pool_fwd *f = fwd_get(be, d, x, y, true);
     return dnnl_memory_desc_get_size(pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0));
 }
@@ -140,7 +141,8 @@ size_t pb_cpu_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d
 void pb_cpu_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d,
                      const struct pb_tensor *x, struct pb_tensor *y, void *workspace)
 {
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(y->layout == x->layout);
     bool train = d->kind == PB_POOL_MAX && workspace != NULL;
     struct pool_fwd *f = fwd_get(be, d, x, y, train);
@@ -175,7 +177,8 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
                      const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx)
 {
     PB_CHECK(pb_shape_eq(x->shape, dx->shape) && pb_shape_eq(y->shape, dy->shape));
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     PB_CHECK(d->kind != PB_POOL_MAX || workspace != NULL);
     struct pb_cpu_key k = pool_key(PB_CPU_OP_POOL_BWD, d, dx->shape, dx->layout, dy->shape,
                                    dy->layout, true);
@@ -203,6 +206,8 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
             b->scaled = pb_cpu_scratch(be, pb_layout_count(dy->shape, dx->layout) * sizeof(float));
         pb_cpu_cache_put(be, &k, b, drop_bwd);
     }
+    if (be->failed)
+        return;
     const void *g = pb_cpu_xfer_in(be, &b->dy, dy->data);
     if (b->rescale) {
         size_t n = pb_layout_count(dy->shape, dx->layout);

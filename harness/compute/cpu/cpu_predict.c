@@ -64,7 +64,8 @@ void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a)
     default:
         PB_CHECK(!"unknown ΔW formula");
     }
-    pb_cpu_begin(be);
+    if (!pb_cpu_begin(be))
+        return;
     size_t n = a->n, nch = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (size_t ch = 0; ch < nch; ch++) {

@@ -48,6 +48,8 @@ const dnnl_memory_desc_t *pb_cpu_prim_md(const struct pb_cpu_prim *p, dnnl_query
 void pb_cpu_prim_exec(struct pb_backend *be, const struct pb_cpu_prim *p, int nargs,
                       const struct pb_cpu_arg *args)
 {
+    if (be->failed)
+        return;  /* its buffers may be missing: the instance failed */
     struct pb_cpu *cpu = pb_cpu_of(be);
     dnnl_exec_arg_t local[PB_CPU_MAX_ARGS + 1];
     dnnl_exec_arg_t *ex = local;

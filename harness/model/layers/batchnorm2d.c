@@ -62,6 +62,7 @@ static int bn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     act->aux = pb_backend_alloc(be, be->ops->bn_aux_bytes(be, ch), PB_MEM_ACTS, e);
     if (!act->aux) {
         pb_backend_free(be, act->out.data);
+        act->out.data = NULL;
         return -1;
     }
     be->ops->bn_fwd_train(be, in[0], params, params + ch, run_mean, run_var, l->cfg.momentum,

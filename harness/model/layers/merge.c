@@ -31,6 +31,7 @@ static int add_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     if (b->layout != lay) {
         if (pb_tensor_clone_as(be, in[1], lay, PB_MEM_SCRATCH, &tmp, e)) {
             pb_backend_free(be, act->out.data);
+            act->out.data = NULL;
             return -1;
         }
         b = &tmp;

@@ -49,6 +49,7 @@ static int pool_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
         act->aux = pb_backend_alloc(be, ws, PB_MEM_ACTS, e);
         if (!act->aux) {
             pb_backend_free(be, act->out.data);
+            act->out.data = NULL;
             return -1;
         }
     }

@@ -1,9 +1,9 @@
 /* tests/test_equivalence.c — SPEC §4.7's second property: PipeOptim with ΔW forced to 0
  * and SpecTrain with s forced to 0 are exactly "1F1B with stale weights" — every F and
  * every B reads the latest W of its stage when it runs, in PipeDream's op order. The
- * programs are rewritten through pb_run_cfg.edit_programs (look-ahead 0 keeps the
- * prediction path: a predicted copy Ŵ = W − lr·0·ΔW is made and read), and the
- * reference is PipeDream's programs with the stash replaced by the latest weights.
+ * programs are rewritten through pb_run_cfg.edit_programs (look-ahead 0: Ŵ = W, which
+ * the worker then reads without a copy), and the reference is PipeDream's programs
+ * with the stash replaced by the latest weights.
  * The saved weights must be bit-identical and the logged versions equal op by op. */
 #include <check.h>
 #include <sqlite3.h>

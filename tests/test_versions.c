@@ -214,11 +214,12 @@ START_TEST(test_trace_selection)
 }
 END_TEST
 
-/* What the weight store is sized for: PipeDream's stash holds D − k versions on stage k
- * (SPEC §4.1: one per forward whose backward is pending, the latest included), and
+/* What the weight store is sized for: PipeDream's stash holds D − k versions on stage
+ * k < D − 1 (SPEC §4.1: one per forward whose backward is pending, the latest
+ * included) and none on the last stage, where no update falls between F(j) and B(j);
  * XPipe holds s + 1 mini-batch predictions, s = ⌈(D−1−k)/T⌉ the updates between a
- * bellwether's forward and its mini-batch's update (SPEC §4.5); no other schedule
- * stashes. */
+ * bellwether's forward and its mini-batch's update (SPEC §4.5), none where s = 0; no
+ * other schedule stashes. */
 START_TEST(test_store_sizes)
 {
     int Ds[] = {1, 2, 4, 8}, Ts[] = {1, 2, 4};
@@ -238,8 +239,9 @@ START_TEST(test_store_sizes)
                 for (int k = 0; k < D; k++) {
                     struct pb_version_plan vp;
                     pb_version_plan_init(&vp, &pipe, &progs[k]);
-                    int stash = !strcmp(sch->name, "pipedream") ? D - k : 0;
-                    int groups = !strcmp(sch->name, "xpipe") ? (D - 1 - k + T - 1) / T + 1 : 0;
+                    int s = (D - 1 - k + T - 1) / T;
+                    int stash = !strcmp(sch->name, "pipedream") && k < D - 1 ? D - k : 0;
+                    int groups = !strcmp(sch->name, "xpipe") && s > 0 ? s + 1 : 0;
                     ck_assert_msg(vp.stash_slots == stash && vp.group_slots == groups,
                                   "%s D=%d T=%d stage %d: %d stash slots, %d group slots "
                                   "(expected %d, %d)", sch->name, D, T, k, vp.stash_slots,

@@ -173,9 +173,15 @@ static const float *resolve(struct pb_worker *w, const struct pb_op *op,
         PB_CHECK(base == w->u);
         return params;
     case PB_W_STASHED:
+        if (v->live) {
+            PB_CHECK(base == w->u);
+            return params;
+        }
         return pb_wstore_stashed(&w->ws, base);
     case PB_W_PREDICTED: {
         PB_CHECK(base == w->u);
+        if (op->s == 0)
+            return params;  /* Ŵ = W − lr·0·ΔW = W: no copy */
         float *pred = pb_wstore_pred(&w->ws, e);
         if (!pred)
             return NULL;
@@ -184,6 +190,11 @@ static const float *resolve(struct pb_worker *w, const struct pb_op *op,
         return pred;
     }
     case PB_W_GROUP: {
+        if (op->s == 0) {
+            /* no update falls between the mini-batch's first forward and its update */
+            PB_CHECK(base == w->u);
+            return params;
+        }
         long key = op->mb / w->pipe.microbatches, made;
         const float *g = pb_wstore_group_get(&w->ws, key, &made);
         if (g) {
@@ -354,7 +365,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb};
     if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e))
         return -1;
-    pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED);
+    pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
     s->be->ops->sync(s->be);
     double t1 = now_s();
     w->st.busy_s += t1 - t0;
@@ -388,8 +399,8 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     pb_backend_free(s->be, dy.data);
     if (rc)
         return -1;
-    pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED);
-    if (op->wsrc == PB_W_STASHED)
+    pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
+    if (op->wsrc == PB_W_STASHED && !v->live)
         pb_wstore_unstash(&w->ws, w->u_epoch + v->base);
     w->nacc++;
     w->last_b_mb = op->mb;

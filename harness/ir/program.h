@@ -92,6 +92,8 @@ struct pb_op_version {
     int ahead;  /* F, B: look-ahead s of a prediction (0 when none); U: 0 */
     int sync;   /* the version a synchronous run reads at this op: F, B mb / update_every;
                    U: its base */
+    bool live;  /* a STASHED B whose F's version is still the latest when it runs (no U
+                   between them): it reads W itself and its F keeps no copy */
 };
 
 /* What a stage's program asks of its weight store, derived once per program. */
@@ -99,7 +101,8 @@ struct pb_version_plan {
     int n;                      /* ops in the program */
     struct pb_op_version *ops;  /* [n] */
     int update_every;           /* micro-batches per update: backwards before the first U */
-    bool *stash;                /* [n]: this F keeps its weights for its B (STASHED) */
+    bool *stash;                /* [n]: this F keeps a copy of its weights for its B
+                                   (STASHED with an update between them) */
     int stash_slots;            /* most distinct stashed versions held at once */
     int group_slots;            /* XPipe: most mini-batch predictions held at once */
     bool buffered;              /* some op reads the older buffer (2BW) */

@@ -39,7 +39,7 @@ static void op_versions(const struct pb_pipe *p, const struct pb_program *prog, 
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
         struct pb_op_version *v = &vp->ops[i];
-        *v = (struct pb_op_version){-1, 0, -1};
+        *v = (struct pb_op_version){-1, 0, -1, false};
         if (op->kind == PB_OP_U) {
             u++;
             v->base = v->sync = u;
@@ -83,22 +83,36 @@ static void op_versions(const struct pb_pipe *p, const struct pb_program *prog, 
     free(fu);
 }
 
-/* Which forwards stash (their B reads STASHED) and the most distinct stashed versions
- * held at once, a stash released by its backward. */
+/* Which forwards stash: those whose B reads STASHED with an update between them (else
+ * the B reads the live weights, which are still that version: no copy). And the most
+ * distinct stashed versions held at once, a stash released by its backward. */
 static void stash_needs(const struct pb_program *prog, int nmb, struct pb_version_plan *vp)
 {
-    bool *stashed_b = pb_xcalloc((size_t)(nmb > 0 ? nmb : 1), sizeof *stashed_b);
-    for (int i = 0; i < prog->n; i++)
-        if (prog->ops[i].kind == PB_OP_B && prog->ops[i].wsrc == PB_W_STASHED)
-            stashed_b[prog->ops[i].mb] = true;
-    int *live = pb_xmalloc((size_t)(nmb > 0 ? nmb : 1) * sizeof *live);  /* versions held */
+    size_t cnt = (size_t)(nmb > 0 ? nmb : 1);
+    int *fpos = pb_xmalloc(cnt * sizeof *fpos), *ubefore = pb_xmalloc(cnt * sizeof *ubefore);
+    bool *copied = pb_xcalloc(cnt, sizeof *copied);
+    for (int j = 0; j < nmb; j++)
+        fpos[j] = ubefore[j] = -1;
+    for (int i = 0, u = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->kind == PB_OP_U)
+            u++;
+        else if (op->kind == PB_OP_F) {
+            fpos[op->mb] = i;
+            ubefore[op->mb] = u;
+        } else if (op->wsrc == PB_W_STASHED && fpos[op->mb] >= 0) {
+            copied[op->mb] = u != ubefore[op->mb];
+            vp->stash[fpos[op->mb]] = copied[op->mb];
+            vp->ops[i].live = !copied[op->mb];
+        }
+    }
+    int *live = pb_xmalloc(cnt * sizeof *live);  /* versions held */
     int nlive = 0;
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
-        if (op->kind == PB_OP_F && stashed_b[op->mb]) {
-            vp->stash[i] = true;
+        if (op->kind == PB_OP_F && vp->stash[i]) {
             live[nlive++] = vp->ops[i].base;
-        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED) {
+        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED && copied[op->mb]) {
             for (int q = 0; q < nlive; q++)
                 if (live[q] == vp->ops[i].base) {
                     live[q] = live[--nlive];
@@ -116,11 +130,14 @@ static void stash_needs(const struct pb_program *prog, int nmb, struct pb_versio
             vp->stash_slots = distinct;
     }
     free(live);
-    free(stashed_b);
+    free(copied);
+    free(fpos);
+    free(ubefore);
 }
 
 /* XPipe: a mini-batch's prediction is made at its first GROUP forward and dropped at
- * the update that follows its last backward; the most held at once. */
+ * the update that follows its last backward; the most held at once. Look-ahead 0
+ * needs none: no update falls in between, so the mini-batch reads W itself. */
 static void group_needs(const struct pb_pipe *p, const struct pb_program *prog,
                         struct pb_version_plan *vp)
 {
@@ -138,7 +155,7 @@ static void group_needs(const struct pb_pipe *p, const struct pb_program *prog,
         }
         if (op->kind == PB_OP_B)
             last_b = op->mb;
-        if (op->wsrc == PB_W_GROUP && !live[op->mb / M]) {
+        if (op->wsrc == PB_W_GROUP && op->s > 0 && !live[op->mb / M]) {
             live[op->mb / M] = true;
             if (++held > vp->group_slots)
                 vp->group_slots = held;

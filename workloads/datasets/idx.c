@@ -64,19 +64,22 @@ static int open_idx(struct idx_file *in, const char *path, uint32_t magic, int n
     return 0;
 }
 
-/* Reads the rest of the file, which must hold exactly `total` bytes, into *out. The
+/* Reads the first `need` of the `total` bytes the header declares into *out. The whole
+ * body (need == total) must be exactly that long; a prefix (a run that keeps fewer
+ * samples) stops decoding there, so a tiny run does not gunzip the whole file. The
  * buffer grows with the data read, so a corrupt header cannot demand a huge block. */
-static int read_body(struct idx_file *in, size_t total, const char *unit, unsigned char **out,
-                     struct pb_err *e)
+static int read_body(struct idx_file *in, size_t total, size_t need, const char *unit,
+                     unsigned char **out, struct pb_err *e)
 {
-    size_t cap = total < CHUNK ? total : CHUNK, done = 0;
+    PB_CHECK(need <= total);
+    size_t cap = need < CHUNK ? need : CHUNK, done = 0;
     unsigned char *buf = pb_malloc_or_err(cap, unit, e);
     if (!buf)
         return pb_err_prefix(e, "%s: ", in->path);
     int rc = 0;
-    while (done < total) {
+    while (done < need) {
         if (done == cap) {
-            cap = total - cap < cap ? total : 2 * cap;
+            cap = need - cap < cap ? need : 2 * cap;
             unsigned char *b = realloc(buf, cap);
             if (!b) {
                 rc = pb_err_set(e, "%s: out of host memory reading %zu bytes of %s; use "
@@ -105,7 +108,7 @@ static int read_body(struct idx_file *in, size_t total, const char *unit, unsign
         }
         done += (size_t)got;
     }
-    if (rc == 0) {
+    if (rc == 0 && need == total) {
         unsigned char extra;
         int got = gzread(in->f, &extra, 1);
         if (got < 0)
@@ -160,10 +163,10 @@ static int load_idx_pair(struct pb_dataset *ds, const char *name, const char *im
                    images_path, n, h, w);
         goto out;
     }
-    if ((want_x && read_body(&im, (size_t)n * per, "pixels", &pixels, e)) ||
-        (want_y && read_body(&lb, (size_t)n, "labels", &labels, e)))
+    if ((want_x && read_body(&im, (size_t)n * per, (size_t)keep * per, "pixels", &pixels, e)) ||
+        (want_y && read_body(&lb, (size_t)n, (size_t)keep, "labels", &labels, e)))
         goto out;
-    for (int i = 0; want_y && i < n; i++)
+    for (int i = 0; want_y && i < keep; i++)
         if (labels[i] >= nclasses) {
             pb_err_set(e, "%s: label %d of sample %d is not below %d (corrupt file)",
                        labels_path, labels[i], i, nclasses);

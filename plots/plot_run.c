@@ -30,17 +30,17 @@ static int write_memory(struct pb_plot_job *j, FILE *f, struct pb_err *e)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT stage, params, grads, optstate, "
-                           "wcopies, acts, comm, scratch, bnstats FROM stage_memory WHERE run_id = ? "
+                           "wcopies, acts, comm, scratch, bnstats, host FROM stage_memory WHERE run_id = ? "
                            "ORDER BY stage", -1, &q, NULL) != SQLITE_OK)
         return pb_plot_db_fail(j, "reading the memory", e);
     sqlite3_bind_int64(q, 1, j->run);
     fprintf(f, "# memory: run %lld's peak MiB per stage (over its epochs) by kind\n"
             "stage params grads \"optimizer state\" \"weight copies\" activations "
-            "\"comm buffers\" scratch \"BN statistics\"\n", (long long)j->run);
+            "\"comm buffers\" scratch \"BN statistics\" host\n", (long long)j->run);
     int rc, rows = 0;
     for (; (rc = sqlite3_step(q)) == SQLITE_ROW; rows++) {
         fprintf(f, "\"stage %d\"", sqlite3_column_int(q, 0));
-        for (int c = 1; c <= 8; c++)
+        for (int c = 1; c <= 9; c++)
             fprintf(f, " %.6g", sqlite3_column_double(q, c) / MIB);
         fputc('\n', f);
     }

@@ -19,7 +19,8 @@ const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
 /* Per-run quantities, in the order of the query's columns after the labels. */
 enum metric {
     M_BEST_ACC, M_THROUGHPUT, M_BUBBLE,
-    M_PARAMS, M_GRADS, M_OPTSTATE, M_WCOPIES, M_ACTS, M_COMM, M_SCRATCH, M_BNSTATS, M_TOTAL,
+    M_PARAMS, M_GRADS, M_OPTSTATE, M_WCOPIES, M_ACTS, M_COMM, M_SCRATCH, M_BNSTATS, M_HOST,
+    M_TOTAL,
     M_STAGE_MAX,
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
@@ -29,7 +30,8 @@ enum metric {
 static const char runs_sql[] =
     "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
     "100 * best_acc, throughput, 100 * bubble_frac, params_sum, grads_sum, optstate_sum, "
-    "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, total_sum, total_max, f_mean, "
+    "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
+    "f_mean, "
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target "
     "FROM run_summary WHERE status = 'done'";
@@ -305,6 +307,7 @@ static const struct quantity memory_q[] = {
     {"optstate", M_OPTSTATE, "%.2f", 1 / MIB}, {"wcopies", M_WCOPIES, "%.2f", 1 / MIB},
     {"acts", M_ACTS, "%.2f", 1 / MIB},         {"comm", M_COMM, "%.2f", 1 / MIB},
     {"scratch", M_SCRATCH, "%.2f", 1 / MIB},   {"bnstats", M_BNSTATS, "%.2f", 1 / MIB},
+    {"host", M_HOST, "%.2f", 1 / MIB},
     {"total", M_TOTAL, "%.2f", 1 / MIB},
     {"max stage", M_STAGE_MAX, "%.2f", 1 / MIB},
 };

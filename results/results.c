@@ -14,7 +14,7 @@
 
 #define BUSY_TIMEOUT_MS 30000
 
-_Static_assert(PB_MEM_NKINDS == 8, "stage_stats has one mem_ column per enum pb_mem_kind");
+_Static_assert(PB_MEM_NKINDS == 9, "stage_stats has one mem_ column per enum pb_mem_kind");
 
 struct pb_results {
     sqlite3 *db;
@@ -332,7 +332,8 @@ static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_ep
     static const char stats_sql[] =
         "INSERT INTO stage_stats (run_id, epoch, stage, busy_s, wait_s, comm_s, bubble_frac, "
         "mem_params, mem_grads, mem_optstate, mem_wcopies, mem_acts, mem_comm, mem_scratch, "
-        "mem_bnstats, versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "mem_bnstats, mem_host, versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?)";
     static const char stale_sql[] =
         "INSERT INTO staleness (run_id, epoch, stage, f_mean, f_max, b_mean, b_max, "
         "pred_err_mean, pred_err_max, pred_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";

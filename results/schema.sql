@@ -68,6 +68,7 @@ CREATE TABLE stage_stats (
     mem_comm INTEGER,
     mem_scratch INTEGER,
     mem_bnstats INTEGER,             -- BatchNorm running statistics
+    mem_host INTEGER,                -- host memory: its share of the data, staging, probes
     versions_kept INTEGER,           -- most weight versions held at once
     PRIMARY KEY (run_id, epoch, stage),
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE

@@ -76,12 +76,12 @@ FROM stage_bubble GROUP BY run_id;
 
 -- Per run and stage: the peak bytes of each kind over the epochs, and their sum.
 CREATE TEMP VIEW IF NOT EXISTS stage_memory AS
-SELECT run_id, stage, params, grads, optstate, wcopies, acts, comm, scratch, bnstats,
-       params + grads + optstate + wcopies + acts + comm + scratch + bnstats AS total
+SELECT run_id, stage, params, grads, optstate, wcopies, acts, comm, scratch, bnstats, host,
+       params + grads + optstate + wcopies + acts + comm + scratch + bnstats + host AS total
 FROM (SELECT run_id, stage, max(mem_params) AS params, max(mem_grads) AS grads,
              max(mem_optstate) AS optstate, max(mem_wcopies) AS wcopies,
              max(mem_acts) AS acts, max(mem_comm) AS comm, max(mem_scratch) AS scratch,
-             max(mem_bnstats) AS bnstats
+             max(mem_bnstats) AS bnstats, max(mem_host) AS host
       FROM stage_stats GROUP BY run_id, stage);
 
 -- Per run: peak bytes by kind, the largest stage's (_max) and summed over stages (_sum).
@@ -95,6 +95,7 @@ SELECT run_id,
        max(comm) AS comm_max, sum(comm) AS comm_sum,
        max(scratch) AS scratch_max, sum(scratch) AS scratch_sum,
        max(bnstats) AS bnstats_max, sum(bnstats) AS bnstats_sum,
+       max(host) AS host_max, sum(host) AS host_sum,
        max(total) AS total_max, sum(total) AS total_sum
 FROM stage_memory GROUP BY run_id;
 
@@ -129,7 +130,8 @@ CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
        g.epochs_to_target, g.seconds_to_target,
        b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,
-       m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.total_sum,
+       m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.host_sum,
+       m.total_sum,
        m.total_max,
        s.f_mean, s.f_max, s.b_mean, s.b_max, s.pred_err_mean, s.pred_err_max, s.pred_count
 FROM run_config c

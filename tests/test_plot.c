@@ -128,8 +128,8 @@ START_TEST(memory_dat)
     plot_ok("memory", "png", FX_PIPEDREAM);
     char *t = read_dat("memory");
     ck_assert_int_eq(data_lines(t), 1 + FX_STAGES);
-    assert_has(t, "\n\"stage 0\" 1 1 2 1 1 0.25 0.25 0\n");
-    assert_has(t, "\n\"stage 3\" 1 1 2 1 1 0.25 0.25 0\n");
+    assert_has(t, "\n\"stage 0\" 1 1 2 1 1 0.25 0.25 0 0\n");
+    assert_has(t, "\n\"stage 3\" 1 1 2 1 1 0.25 0.25 0 0\n");
     free(t);
 }
 END_TEST

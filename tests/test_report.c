@@ -156,17 +156,17 @@ START_TEST(memory_csv_exact)
 {
     char *t = report(PB_REPORT_MEMORY, PB_FORMAT_CSV, 0);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,params,grads,optstate,wcopies,acts,"
-                        "comm,scratch,bnstats,total,max stage\n"
+                        "comm,scratch,bnstats,host,total,max stage\n"
                         "adam,mlp,fashion-mnist,2,gpipe,2.00,2.00,4.00,0.00,2.00,0.50,0.50,"
-                        "0.00,11.00,5.50\n"
+                        "0.00,0.00,11.00,5.50\n"
                         "adam,mlp,fashion-mnist,2,pipeoptim,2.00,2.00,4.00,0.00,2.00,0.50,0.50,"
-                        "0.00,11.00,5.50\n"
+                        "0.00,0.00,11.00,5.50\n"
                         "sgdm,mlp,fashion-mnist,4,gpipe,4.00,4.00,8.00,0.00,4.00,1.00,1.00,"
-                        "0.00,22.00,5.50\n"
+                        "0.00,0.00,22.00,5.50\n"
                         "sgdm,mlp,fashion-mnist,4,pipedream,4.00,4.00,8.00,4.00,4.00,1.00,1.00,"
-                        "0.00,26.00,6.50\n"
+                        "0.00,0.00,26.00,6.50\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),4.00,4.00,8.00,0.00,4.00,"
-                        "1.00,1.00,0.00,22.00,5.50\n");
+                        "1.00,1.00,0.00,0.00,22.00,5.50\n");
     free(t);
 }
 END_TEST

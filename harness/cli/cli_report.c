@@ -21,7 +21,7 @@ static const char usage[] =
     "  bubble      bubble fraction (%): a device's idle time over its makespan, summed over\n"
     "              the epochs, mean over the devices; same layout; the lowest marked\n"
     "  memory      a row per configuration and schedule: peak MiB of each kind (params,\n"
-    "              grads, optstate, wcopies, acts, comm, scratch, bnstats) summed over\n"
+    "              grads, optstate, wcopies, acts, comm, scratch, bnstats, host) summed over\n"
     "              the stages, their total, and the largest stage's total\n"
     "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
     "              run, mean and maximum prediction error\n"

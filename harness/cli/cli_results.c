@@ -275,10 +275,10 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
         "CASE WHEN t.pred_count > 0 THEN printf('%.3g/%.3g (%d)', t.pred_err_mean, "
         "t.pred_err_max, t.pred_count) END, "
         "s.stage, s.mem_params, s.mem_grads, s.mem_optstate, s.mem_wcopies, s.mem_acts, "
-        "s.mem_comm, s.mem_scratch, s.mem_bnstats "
+        "s.mem_comm, s.mem_scratch, s.mem_bnstats, s.mem_host "
         "FROM stage_stats s LEFT JOIN staleness t USING (run_id, epoch, stage) "
         "WHERE s.run_id = ? AND s.epoch = ? ORDER BY s.stage";
-    enum { NTIME = 9, NMEM = 9 };
+    enum { NTIME = 9, NMEM = 10 };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
         return -1;
@@ -288,7 +288,8 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
     table_add(&time, (const char *const[]){"stage", "busy s", "wait s", "comm s", "bubble %",
                                            "versions", "F stale", "B stale", "pred err (n)"});
     table_add(&mem, (const char *const[]){"stage", "params", "grads", "optstate", "wcopies",
-                                          "acts", "comm", "scratch", "bnstats"});
+                                          "acts", "comm", "scratch", "bnstats",
+                                          "host"});
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         char b[NTIME + NMEM][64];

@@ -10,7 +10,7 @@
 #include <string.h>
 
 const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
-    "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats",
+    "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats", "host",
 };
 
 const char *const pb_backend_op_names[PB_BOP_NOPS] = {
@@ -261,6 +261,15 @@ void pb_backend_free(struct pb_backend *be, void *p)
     count(be, b.kind, b.bytes, false);
     pthread_mutex_unlock(&a->mu);
     cache_put(b.home, p, b.bytes);
+}
+
+void pb_backend_account(struct pb_backend *be, enum pb_mem_kind kind, size_t bytes, bool add)
+{
+    PB_CHECK(kind >= 0 && kind < PB_MEM_NKINDS);
+    pthread_mutex_lock(&be->allocator->mu);
+    PB_CHECK(add || be->mem_cur[kind] >= bytes);
+    count(be, kind, bytes, add);
+    pthread_mutex_unlock(&be->allocator->mu);
 }
 
 void pb_backend_take(struct pb_backend *to, struct pb_backend *src, void *p, enum pb_mem_kind kind)

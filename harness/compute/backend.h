@@ -244,6 +244,9 @@ int pb_backend_status(struct pb_backend *be, struct pb_err *e);
 /* Floats t occupies in its layout. */
 size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t);
 void pb_backend_reset_peaks(struct pb_backend *be);
+/* Counts (add) or uncounts memory the instance did not allocate itself as kind, for
+ * the stage's memory record: PB_MEM_HOST, the host buffers a stage uses. */
+void pb_backend_account(struct pb_backend *be, enum pb_mem_kind kind, size_t bytes, bool add);
 /* Moves allocation p of src (src->ops->shares_memory(src, to)) to instance `to`,
  * accounted there as kind: a zero-copy hand-off between stages. Thread-safe. */
 void pb_backend_take(struct pb_backend *to, struct pb_backend *src, void *p, enum pb_mem_kind kind);

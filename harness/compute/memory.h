@@ -13,6 +13,8 @@ enum pb_mem_kind {
     PB_MEM_COMM,      /* send/receive buffers at stage boundaries */
     PB_MEM_SCRATCH,   /* kernel workspaces and temporaries */
     PB_MEM_BNSTATS,   /* BatchNorm running statistics (never stashed or predicted) */
+    PB_MEM_HOST,      /* host memory beside the backend's: the stage's share of the
+                         dataset, staging buffers, the prediction-error probe */
     PB_MEM_NKINDS
 };
 extern const char *const pb_mem_kind_names[PB_MEM_NKINDS];

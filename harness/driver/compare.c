@@ -29,13 +29,13 @@ void pb_compare_cfg_defaults(struct pb_run_cfg *c)
 static const char sql_summary[] =
     "SELECT status, epochs_done, best_acc, final_acc, epochs_to_target, seconds_to_target, "
     "throughput, bubble_frac, f_mean, b_mean, pred_err_mean, pred_count, params_sum, "
-    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum "
+    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum "
     "FROM run_summary WHERE run_id = ?1";
 enum summary_col {
     C_STATUS, C_EPOCHS, C_BEST, C_FINAL, C_EPOCHS_TO, C_SECS_TO, C_THROUGHPUT, C_BUBBLE,
     C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM
 };
-_Static_assert(PB_MEM_NKINDS == 8, "sql_summary lists the memory kinds");
+_Static_assert(PB_MEM_NKINDS == 9, "sql_summary lists the memory kinds");
 
 /* Column c as a double, 0 when NULL. */
 static double num(sqlite3_stmt *s, int c)
@@ -97,7 +97,7 @@ int pb_compare_fetch(const char *db_path, int64_t run_id, double target,
 }
 
 /* A text table: the first two columns left-aligned, the others right-aligned. */
-#define TCOLS 14
+#define TCOLS 15
 #define TCELL 32
 _Static_assert(2 + PB_MEM_NKINDS + 1 <= TCOLS, "the memory table fits");
 

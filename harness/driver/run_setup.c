@@ -181,6 +181,22 @@ static int stage_threads(const struct pb_run_cfg *c)
     return t > 0 ? t : 1;
 }
 
+/* The host memory of the loaded data, counted as PB_MEM_HOST of the stage that reads
+ * it: the inputs for the first stage, the labels for the last. */
+static void account_data(struct run_state *r)
+{
+    int d = r->cfg->stages;
+    const struct pb_dataset *sets[2] = {&r->train, &r->val};
+    for (int i = 0; i < 2; i++) {
+        const struct pb_dataset *ds = sets[i];
+        size_t nx = (size_t)ds->n * (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
+        if (ds->x && r->lo == 0)
+            pb_backend_account(r->be[0], PB_MEM_HOST, nx * sizeof *ds->x, true);
+        if (ds->y && r->hi == d)
+            pb_backend_account(r->be[d - 1], PB_MEM_HOST, (size_t)ds->n * sizeof *ds->y, true);
+    }
+}
+
 static int build_stages(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
@@ -198,6 +214,7 @@ static int build_stages(struct run_state *r, struct pb_err *e)
         r->nstages_ready++;
         pb_stage_init_params(&r->stages[k], c->seed, e);
     }
+    account_data(r);
     if (c->init && pb_checkpoint_load(r->stages + r->lo, r->hi - r->lo, c->init, e))
         return -1;
     for (int k = r->lo; k < r->hi; k++) {

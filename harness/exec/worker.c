@@ -44,6 +44,7 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
     int b = s->model->batch;
     if (is_last(w)) {
         w->host_y = pb_xmalloc((size_t)b * sizeof(int32_t));
+        pb_backend_account(s->be, PB_MEM_HOST, (size_t)b * sizeof(int32_t), true);
         w->labels = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
         if (!w->labels)
             return -1;
@@ -128,8 +129,10 @@ static void probe_keep(struct pb_worker *w)
         return;
     struct pb_backend *be = w->stage->be;
     size_t n = w->stage->nparams;
-    if (!w->probe)
+    if (!w->probe) {
         w->probe = pb_xmalloc(n * sizeof(float) + 1);
+        pb_backend_account(be, PB_MEM_HOST, n * sizeof(float), true);
+    }
     be->ops->download(be, w->probe, w->probe_pending, n * sizeof(float));
     be->ops->sync(be);
     w->probe_target = w->probe_pending_target;
@@ -142,6 +145,7 @@ static void probe_finish(struct pb_worker *w)
         return;
     size_t n = w->stage->nparams;
     float *cur = pb_xmalloc(n * sizeof(float) + 1);
+    pb_backend_account(w->stage->be, PB_MEM_HOST, n * sizeof(float), true);
     w->stage->be->ops->download(w->stage->be, cur, w->stage->params, n * sizeof(float));
     w->stage->be->ops->sync(w->stage->be);
     double diff = 0, norm = 0;
@@ -151,6 +155,7 @@ static void probe_finish(struct pb_worker *w)
         norm += (double)cur[i] * cur[i];
     }
     free(cur);
+    pb_backend_account(w->stage->be, PB_MEM_HOST, n * sizeof(float), false);
     double err = norm > 0 ? sqrt(diff / norm) : 0.0;
     w->st.pred_err_sum += err;
     if (err > w->st.pred_err_max)

@@ -147,6 +147,11 @@ START_TEST(test_impossible_numbers)
     EXPECT("--microbatch-size 0", "--microbatch-size");
     EXPECT("--epochs x", "--epochs", "'x'");
     EXPECT("--microbatch-size 1000", "no micro-batch of 1000");
+    /* refused before anything of that size is allocated */
+    EXPECT("--stages 2147483647", "at most 1024");
+    EXPECT("--schedule pipedream --microbatches 1000000000", "between 1 and 1000000");
+    EXPECT("--schedule gpipe --microbatches 1000000000", "between 1 and 1000000");
+    EXPECT("--init /tmp", "'/tmp' is not a file");
 }
 END_TEST
 

@@ -619,6 +619,12 @@ START_TEST(cli)
     ck_assert_int_eq(run_cli("--schedule gpipe --stages 0", out, sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --length 0", out, sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --microbatches 0", out, sizeof out), 2);
+    /* sizes are checked before anything is allocated (exit 2, not an abort) */
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages -1", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 2147483647", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 4 --length 2147483647", out, sizeof out),
+                     2);
+    ck_assert_int_eq(run_cli("--schedule gpipe --stages 1000 --length 900000", out, sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule pipeoptim --stages 4 --variant x", out, sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule spectrain --stages 4 --optimizer adam", out, sizeof out),
                      2);

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const dtype_names[] = {"F32", "F64", "I32", "I64"};
 static const size_t dtype_sizes[] = {4, 8, 4, 8};
@@ -65,12 +66,18 @@ static int parse_entry(struct pb_safetensors *st, const cJSON *it, size_t data_l
 int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
 {
     memset(st, 0, sizeof *st);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return pb_err_set(e, "'%s' is not a file (a safetensors checkpoint is; give its path)",
+                          path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return pb_err_set(e, "cannot open '%s': %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return pb_err_set(e, "cannot read '%s': it cannot be sized (not a regular file?)", path);
+    }
     if (len < 8) {
         fclose(f);
         return pb_err_set(e, "'%s' is not a safetensors file (only %ld bytes)", path, len);

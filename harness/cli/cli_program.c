@@ -121,10 +121,29 @@ int pb_cmd_program(int argc, char **argv)
     if (pb_optim_cfg_from_name(&oc, opt_name, &e))
         return pb_cli_fail(e.msg);
     pipe.optimizer = oc.kind;
+    if (pipe.stages < 1 || pipe.stages > PB_MAX_STAGES) {
+        pb_err_set(&e, "program: --stages must be between 1 and %d (got %d)", PB_MAX_STAGES,
+                   pipe.stages);
+        return pb_cli_fail(e.msg);
+    }
+    if (pipe.length < 1 || pipe.length > PB_MAX_MICROBATCHES) {
+        pb_err_set(&e, "program: --length must be between 1 and %d micro-batches (got %d)",
+                   PB_MAX_MICROBATCHES, pipe.length);
+        return pb_cli_fail(e.msg);
+    }
+    if ((long long)pipe.stages * pipe.length > PB_MAX_PROGRAM_OPS / 3) {
+        pb_err_set(&e, "program: %d stages of %d micro-batches are over %lld ops; print fewer "
+                   "stages or a shorter --length (the pattern repeats)", pipe.stages,
+                   pipe.length, PB_MAX_PROGRAM_OPS);
+        return pb_cli_fail(e.msg);
+    }
     if (!have_m)
         pipe.microbatches = pipe.stages;
-    else if (pipe.microbatches < 1)
-        return pb_cli_fail("program: --microbatches must be at least 1");
+    else if (pipe.microbatches < 1 || pipe.microbatches > PB_MAX_MICROBATCHES) {
+        pb_err_set(&e, "program: --microbatches must be between 1 and %d (got %d)",
+                   PB_MAX_MICROBATCHES, pipe.microbatches);
+        return pb_cli_fail(e.msg);
+    }
     struct pb_program *progs = pb_xcalloc((size_t)pipe.stages, sizeof *progs);
     if (pb_programs_build(sch, &pipe, progs, &e)) {
         free(progs);

@@ -122,9 +122,17 @@ int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
     if (c->dataset && !pb_dataset_summary(c->dataset))
         return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets",
                           c->dataset);
-    /* two mini-batches' worth of micro-batches: every op kind the schedule emits */
+    /* two mini-batches' worth of micro-batches: every op kind the schedule emits (M
+     * only for the schedules it matters to) */
     struct run_state r = {.cfg = c};
-    int m = c->microbatches > c->stages ? c->microbatches : c->stages;
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, e);
+    if (!sch)
+        return -1;
+    int m = sch->uses_microbatches && c->microbatches > c->stages ? c->microbatches : c->stages;
+    if (3LL * 2 * m * c->stages > PB_MAX_PROGRAM_OPS)
+        return pb_err_set(e, "%d stages with mini-batches of %d micro-batches make programs of "
+                             "over %lld ops; use fewer --stages or --microbatches", c->stages, m,
+                          PB_MAX_PROGRAM_OPS);
     int rc = pb_run_setup_schedule(&r, 2 * m, e);
     if (r.progs_ready)
         pb_programs_finish(r.progs, c->stages);

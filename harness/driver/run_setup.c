@@ -16,8 +16,11 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
         return pb_err_set(e, "--stages must be at least 1 (got %d)", c->stages);
     if (c->microbatch_size < 1)
         return pb_err_set(e, "--microbatch-size must be at least 1 (got %d)", c->microbatch_size);
-    if (c->microbatches < 0)
-        return pb_err_set(e, "--microbatches must be at least 1 (got %d)", c->microbatches);
+    if (c->stages > PB_MAX_STAGES)
+        return pb_err_set(e, "--stages must be at most %d (got %d)", PB_MAX_STAGES, c->stages);
+    if (c->microbatches < 0 || c->microbatches > PB_MAX_MICROBATCHES)
+        return pb_err_set(e, "--microbatches must be between 1 and %d (got %d)",
+                          PB_MAX_MICROBATCHES, c->microbatches);
     if (c->epochs < 1)
         return pb_err_set(e, "--epochs must be at least 1 (got %d)", c->epochs);
     if (c->limit_train < 0 || c->limit_val < 0)

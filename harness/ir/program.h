@@ -16,6 +16,11 @@
 
 enum pb_op_kind { PB_OP_F, PB_OP_B, PB_OP_U };
 
+/* The ranges a pipe is checked against before any program is built. */
+#define PB_MAX_STAGES 1024
+#define PB_MAX_MICROBATCHES 1000000       /* per epoch, and per update (M) */
+#define PB_MAX_PROGRAM_OPS 100000000LL    /* F, B and U over all the devices */
+
 /* Where an F or B reads its weights (SPEC §4). The version each resolves to is
  * given for a stage that has applied u updates when the op runs. */
 enum pb_wsrc {

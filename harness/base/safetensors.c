@@ -3,6 +3,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -29,6 +31,18 @@ static void st_push(struct pb_safetensors *st, struct pb_st_tensor t)
     st->t[st->n++] = t;
 }
 
+/* A JSON number that is a whole number in [0, 2^53] (what an index or a size must be). */
+static bool whole(const cJSON *v, double *out)
+{
+    if (!cJSON_IsNumber(v))
+        return false;
+    double x = v->valuedouble;
+    if (!(x >= 0 && x <= 9007199254740992.0) || x != floor(x))
+        return false;
+    *out = x;
+    return true;
+}
+
 static int parse_entry(struct pb_safetensors *st, const cJSON *it, size_t data_len, const char *path,
                        struct pb_err *e)
 {
@@ -36,6 +50,9 @@ static int parse_entry(struct pb_safetensors *st, const cJSON *it, size_t data_l
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
     struct pb_st_tensor t = {0};
+    if (pb_st_find(st, it->string))
+        return pb_err_set(e, "%s: tensor '%s' appears twice in the header (corrupt file)", path,
+                          it->string);
     if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &t.dtype))
         return pb_err_set(e, "%s: tensor '%s' has a missing or unsupported dtype (supported: F32, "
                              "F64, I32, I64)", path, it->string);
@@ -46,21 +63,61 @@ static int parse_entry(struct pb_safetensors *st, const cJSON *it, size_t data_l
     t.ndim = cJSON_GetArraySize(shape);
     t.count = 1;
     for (int d = 0; d < t.ndim; d++) {
-        const cJSON *v = cJSON_GetArrayItem(shape, d);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0)
-            return pb_err_set(e, "%s: tensor '%s' has a bad shape", path, it->string);
-        t.shape[d] = (int64_t)v->valuedouble;
+        double x;
+        if (!whole(cJSON_GetArrayItem(shape, d), &x))
+            return pb_err_set(e, "%s: tensor '%s': shape entry %d is not a whole number of "
+                                 "elements (corrupt file)", path, it->string, d);
+        t.shape[d] = (int64_t)x;
+        if (t.shape[d] && t.count > SIZE_MAX / dtype_sizes[t.dtype] / (size_t)t.shape[d])
+            return pb_err_set(e, "%s: tensor '%s': its shape holds more elements than memory "
+                                 "can (corrupt file)", path, it->string);
         t.count *= (size_t)t.shape[d];
     }
-    double b = cJSON_GetArrayItem(offs, 0)->valuedouble, en = cJSON_GetArrayItem(offs, 1)->valuedouble;
-    if (b < 0 || en < b || en > (double)data_len || (size_t)(en - b) != t.count * dtype_sizes[t.dtype])
-        return pb_err_set(e, "%s: tensor '%s': data_offsets [%.0f, %.0f) do not match its shape "
-                             "or lie outside the file's %zu data bytes (truncated or corrupt file?)",
-                          path, it->string, b, en, data_len);
+    double b, en;
+    if (!whole(cJSON_GetArrayItem(offs, 0), &b) || !whole(cJSON_GetArrayItem(offs, 1), &en) ||
+        en < b || en > (double)data_len || (size_t)(en - b) != t.count * dtype_sizes[t.dtype])
+        return pb_err_set(e, "%s: tensor '%s': data_offsets do not match its shape or lie "
+                             "outside the file's %zu data bytes (truncated or corrupt file?)",
+                          path, it->string, data_len);
     t.name = pb_xstrdup(it->string);
     t.data = (const unsigned char *)(size_t)b; /* made absolute by the caller */
+    t.end = (size_t)en;
     st_push(st, t);
     return 0;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const struct pb_st_tensor *x = *(const struct pb_st_tensor *const *)a;
+    const struct pb_st_tensor *y = *(const struct pb_st_tensor *const *)b;
+    size_t ox = (size_t)x->data, oy = (size_t)y->data;
+    return ox < oy ? -1 : ox > oy ? 1 : 0;
+}
+
+/* The format's rule: the tensors' byte ranges tile the data section, in any order,
+ * without holes or overlaps. Offsets are still relative here. */
+static int check_tiling(const struct pb_safetensors *st, size_t data_len, const char *path,
+                        struct pb_err *e)
+{
+    const struct pb_st_tensor **order = pb_xmalloc((size_t)(st->n ? st->n : 1) * sizeof *order);
+    for (int i = 0; i < st->n; i++)
+        order[i] = &st->t[i];
+    qsort(order, (size_t)st->n, sizeof *order, by_offset);
+    size_t at = 0;
+    int rc = 0;
+    for (int i = 0; i < st->n && !rc; i++) {
+        size_t b = (size_t)order[i]->data;
+        if (b != at)
+            rc = pb_err_set(e, "%s: tensor '%s' starts at data byte %zu where the previous one "
+                               "ends at %zu (overlapping or gapped data; corrupt file)", path,
+                            order[i]->name, b, at);
+        at = order[i]->end;
+    }
+    if (!rc && at != data_len)
+        rc = pb_err_set(e, "%s: the tensors cover %zu of the %zu data bytes (corrupt file)", path,
+                        at, data_len);
+    free(order);
+    return rc;
 }
 
 int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
@@ -109,20 +166,30 @@ int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
     size_t data_len = (size_t)len - 8 - hlen;
     const unsigned char *data = st->blob + 8 + hlen;
     const cJSON *it;
+    int rc = 0;
     cJSON_ArrayForEach(it, root)
     {
         if (!strcmp(it->string, "__metadata__")) {
+            if (st->metadata) {
+                rc = pb_err_set(e, "%s: __metadata__ appears twice in the header (corrupt file)",
+                                path);
+                break;
+            }
             st->metadata = cJSON_PrintUnformatted(it);
             continue;
         }
-        if (parse_entry(st, it, data_len, path, e)) {
-            cJSON_Delete(root);
-            pb_st_finish(st);
-            return -1;
-        }
-        st->t[st->n - 1].data = data + (size_t)st->t[st->n - 1].data;
+        if ((rc = parse_entry(st, it, data_len, path, e)))
+            break;
     }
     cJSON_Delete(root);
+    if (!rc)
+        rc = check_tiling(st, data_len, path, e);
+    if (rc) {
+        pb_st_finish(st);
+        return -1;
+    }
+    for (int i = 0; i < st->n; i++)
+        st->t[i].data = data + (size_t)st->t[i].data;
     return 0;
 }
 
@@ -142,6 +209,50 @@ const struct pb_st_tensor *pb_st_find(const struct pb_safetensors *st, const cha
         if (!strcmp(st->t[i].name, name))
             return &st->t[i];
     return NULL;
+}
+
+/* "[a, b, c]" */
+static const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* "'a', 'b', ..." of the first names in the file, for a message. */
+static const char *some_names(const struct pb_safetensors *st, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < st->n && i < 6 && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s'%s'", i ? ", " : "", st->t[i].name);
+    if (st->n > 6 && n < cap)
+        snprintf(buf + n, cap - n, " and %d more", st->n - 6);
+    return buf;
+}
+
+int pb_st_read_f32_shaped(const struct pb_safetensors *st, const char *name, float *out, int ndim,
+                          const int64_t *shape, struct pb_err *e)
+{
+    const struct pb_st_tensor *t = pb_st_find(st, name);
+    char a[128], b[128], names[512];
+    if (!t)
+        return pb_err_set(e, "tensor '%s' is missing (the file holds %s)", name,
+                          st->n ? some_names(st, names, sizeof names) : "no tensors");
+    bool same = t->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = t->shape[d] == shape[d];
+    if (!same)
+        return pb_err_set(e, "tensor '%s' has shape %s, expected %s", name,
+                          shape_text(t->ndim, t->shape, a, sizeof a),
+                          shape_text(ndim, shape, b, sizeof b));
+    size_t count = 1;
+    for (int d = 0; d < ndim; d++)
+        count *= (size_t)shape[d];
+    return pb_st_read_f32(st, name, out, count, e);
 }
 
 int pb_st_read_f32(const struct pb_safetensors *st, const char *name, float *out, size_t count,

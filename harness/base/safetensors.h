@@ -23,6 +23,7 @@ struct pb_st_tensor {
     size_t count;                /* elements */
     const unsigned char *data;   /* into the file's data section (reader) or the
                                     caller's memory (writer) */
+    size_t end;                  /* reader: end of its bytes in the data section */
 };
 
 struct pb_safetensors {
@@ -32,7 +33,9 @@ struct pb_safetensors {
     char *metadata;       /* "__metadata__" as a JSON object text, or NULL */
 };
 
-/* Reader: checks the header, dtypes, shapes against offsets, and the file size. */
+/* Reader: checks the header (unique names, one __metadata__), dtypes, whole-number
+ * shapes and offsets, shapes against offsets, and that the tensors' bytes tile the
+ * data section without holes or overlaps. */
 int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e);
 void pb_st_finish(struct pb_safetensors *st);
 const struct pb_st_tensor *pb_st_find(const struct pb_safetensors *st, const char *name);
@@ -40,6 +43,10 @@ const struct pb_st_tensor *pb_st_find(const struct pb_safetensors *st, const cha
  * or of the wrong size/dtype. F64 tensors are converted. */
 int pb_st_read_f32(const struct pb_safetensors *st, const char *name, float *out, size_t count,
                    struct pb_err *e);
+/* The same for a tensor that must have exactly this shape; a missing name lists the
+ * file's names. */
+int pb_st_read_f32_shaped(const struct pb_safetensors *st, const char *name, float *out, int ndim,
+                          const int64_t *shape, struct pb_err *e);
 
 /* Writer: tensors are referenced (not copied) until pb_st_save returns. */
 void pb_st_writer_init(struct pb_safetensors *w);

@@ -2,6 +2,9 @@
  * check the configuration, load the data, build and partition the model, build and
  * validate the schedule's programs, create the local stages, and write the run row.
  * Everything the user can get wrong fails here, before the row exists. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +39,9 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
         return -1;
     if (pb_backend_check_name(c->backend, e))
         return -1;
+    if (c->data_dir && c->dataset && !strcmp(c->dataset, "synthetic"))
+        return pb_err_set(e, "--data-dir %s: the synthetic dataset is generated, not read; drop "
+                             "--data-dir or pick a dataset of files", c->data_dir);
     if (strcmp(c->executor, "seq") && strcmp(c->executor, "threads") && strcmp(c->executor, "mpi"))
         return pb_err_set(e, "unknown executor '%s'; valid executors: seq, threads, mpi", c->executor);
     if (!strcmp(c->executor, "mpi") && !pb_dist_available())
@@ -176,7 +182,7 @@ static int build_model(struct run_state *r, struct pb_err *e)
 }
 
 /* Cores per stage: the same under every executor, so kernels split their work the
- * same way and all executors give the same bits (DESIGN principle 3). */
+ * same way and all executors give the same bits (design §2.3). */
 static int stage_threads(const struct pb_run_cfg *c)
 {
     int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -248,12 +254,34 @@ int pb_run_setup(struct run_state *r, struct pb_err *e)
     return collective(r, build_stages(r, e), e);
 }
 
+/* --save's folder takes a file (its temporary, which the save renames): found out
+ * now, not after training. */
+static int probe_save_path(const char *path, struct pb_err *e)
+{
+    size_t n = strlen(path);
+    char *probe = pb_xmalloc(n + 16);
+    snprintf(probe, n + 16, "%s.tmp", path);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int err = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
+    }
+    free(probe);
+    if (fd < 0 && err != EEXIST)
+        return pb_err_set(e, "--save %s: cannot write there (%s); give a path in a writable "
+                             "folder", path, strerror(err));
+    return 0;
+}
+
 int pb_run_begin(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     int rc = 0;
     if (run_writer(r)) {
-        rc = pb_results_open(&r->db, c->db, e);
+        rc = c->save ? probe_save_path(c->save, e) : 0;
+        if (!rc)
+            rc = pb_results_open(&r->db, c->db, e);
         /* runs left 'running' by a process of this host that no longer exists */
         if (!rc && pb_results_mark_orphans(r->db, e) < 0)
             rc = -1;

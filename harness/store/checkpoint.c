@@ -99,12 +99,13 @@ int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
 static void read_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
                         const struct pb_layer *l)
 {
-    (void)l;
     struct collect *c = ctx;
     if (c->rc)
         return;
     float *dst = (is_buffer ? c->out->buffers : c->out->params) + off;
-    if (pb_st_read_f32(c->in, name, dst, n, c->e))
+    int64_t shape[4];
+    int nd = torch_shape(l, name, n, shape);
+    if (pb_st_read_f32_shaped(c->in, name, dst, nd, shape, c->e))
         c->rc = -1;
 }
 

@@ -1,5 +1,5 @@
 /* harness/compute/optim_kernels.h — the arguments of the backend's two optimizer kernels,
- * the torch.optim step (SPEC §2) and the weight prediction Ŵ = W − lr·s·ΔW (SPEC §3), as
+ * the torch.optim step (semantics §2) and the weight prediction Ŵ = W − lr·s·ΔW (§3), as
  * plain scalars and device pointers: a backend runs them without the optimizer object. */
 #ifndef PB_OPTIM_KERNELS_H
 #define PB_OPTIM_KERNELS_H
@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The optimizer family a step kernel runs (SPEC §2). */
+/* The optimizer family a step kernel runs (semantics §2). */
 enum pb_optk_family { PB_OPTK_SGD, PB_OPTK_ADAM, PB_OPTK_ADAMW, PB_OPTK_RMSPROP };
 
 /* The scalars torch.optim (1.13, single-tensor) derives from the hyperparameters in
@@ -31,7 +31,7 @@ struct pb_optim_coef {
     float alpha, one_minus_alpha;
 };
 
-/* One optimizer step over n floats, W updated in place (SPEC §2):
+/* One optimizer step over n floats, W updated in place (semantics §2):
  * SGD: d = g + λW; with buf: buf = first ? d : u·buf + (1−τ)·d, step = nesterov ?
  *      d + u·buf : buf; without: step = d; W ← W − lr·step.
  * ADAM: d = g + λW; m, v updated; W ← W − lr/bc1 · m/(√v/√bc2 + ε).
@@ -39,15 +39,17 @@ struct pb_optim_coef {
  * RMSPROP: d = g + λW; sq = α·sq + (1−α)·d²; with buf: buf = μ·buf + d/(√sq + ε),
  *      W ← W − lr·buf; without: W ← W − lr·d/(√sq + ε).
  * d_last and g_last, when not NULL, receive the step's d and its raw gradient g
- * (what the predictors read afterwards). */
+ * (what the predictors read afterwards); with zero_grad, g ← 0 once read (the next
+ * accumulation starts from zero). The arrays do not overlap. */
 struct pb_optim_step_args {
     enum pb_optk_family family;
     struct pb_optim_coef c;  /* the scalars of this step */
     bool first;              /* the first step (t = 1): SGD's buffer starts as d */
     bool nesterov;           /* SGD */
+    bool zero_grad;          /* g ← 0 after the step read it */
     size_t n;
     float *w;                /* [n] weights, updated in place */
-    const float *g;          /* [n] gradient */
+    float *g;                /* [n] gradient (zeroed with zero_grad, else only read) */
     float *buf;              /* [n] momentum buffer (SGD u > 0, RMSprop μ > 0) or NULL */
     float *m, *v;            /* [n] Adam/AdamW moments (NULL for the others) */
     float *sq;               /* [n] RMSprop square average (NULL for the others) */
@@ -55,7 +57,7 @@ struct pb_optim_step_args {
     float *g_last;           /* [n] copy of the raw g, or NULL */
 };
 
-/* Which formula ΔW is (the predictors choose it per optimizer and form, SPEC §3). */
+/* Which formula ΔW is (the predictors choose it per optimizer and form, semantics §3.2). */
 enum pb_dw_kind {
     PB_DW_ZERO,    /* ΔW = 0: Ŵ = W (no step yet, s = 0, or a momentum form without buffer) */
     PB_DW_LINEAR,  /* ΔW = a·x + b·y, or a·x when y is NULL */
@@ -74,7 +76,7 @@ struct pb_dw_desc {
 };
 
 /* w_hat[i] = fmaf(scale, ΔW_i, w[i]) over n floats; reads, never writes, the
- * pointers of dw. w_hat may equal w. */
+ * pointers of dw. w_hat may equal w; it overlaps no array of dw, nor w otherwise. */
 struct pb_predict_args {
     struct pb_dw_desc dw;
     float scale;         /* −lr·s */

@@ -1,6 +1,6 @@
 /* harness/exec/worker.c — one device's execution of F, B and U ops (worker.h), with the
- * weight-version rules of SPEC §4 and the staleness and prediction-error metrics of
- * SPEC §6. */
+ * weight-version rules of semantics §4 and the staleness and prediction-error metrics
+ * of semantics §6.2 and §6.3. */
 #include "harness/exec/worker.h"
 
 #include "harness/base/interrupt.h"
@@ -222,7 +222,7 @@ static const float *resolve(struct pb_worker *w, const struct pb_op *op,
     return NULL;
 }
 
-/* Staleness of an F or B: the synchronous run's version minus the one read (SPEC §6). */
+/* Staleness of an F or B: the synchronous run's version minus the one read (semantics §6.2). */
 static void note_staleness(struct pb_worker *w, const struct pb_op *op, const struct pb_op_version *v)
 {
     double d = (double)(v->sync - (v->base + v->ahead));
@@ -316,7 +316,20 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
     return 0;
 }
 
-/* A validation forward: the current weights, nothing kept (SPEC §1). */
+/* The last stage: micro-batch mb's labels into the device buffer (stage 0, when it
+ * is also the last, gathered them with its inputs). */
+static void stage_labels(struct pb_worker *w, int mb)
+{
+    if (!is_last(w))
+        return;
+    struct pb_stage *s = w->stage;
+    int b = w->data.batch;
+    if (!is_first(w))
+        pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, NULL, w->host_y);
+    s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
+}
+
+/* A validation forward: the current weights, nothing kept (semantics §1.4). */
 static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg *in,
                      struct pb_msg *out, struct pb_err *e)
 {
@@ -325,12 +338,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
     PB_CHECK(op->kind == PB_OP_F && op->wsrc == PB_W_LATEST);
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    if (is_last(w)) {
-        int b = w->data.batch;
-        if (!is_first(w))
-            pb_dataset_gather(w->data.ds, w->data.order, op->mb * b, b, NULL, w->host_y);
-        s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
-    }
+    stage_labels(w, op->mb);
     struct pb_step_ctx c = {false, w->seed, op->mb};
     struct pb_stage_act act;
     if (pb_stage_forward(s, &c, s->params, x, w->labels, &act, &y, e))
@@ -352,12 +360,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     struct pb_tensor x, y = {0};
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    if (is_last(w)) {
-        int b = w->data.batch;
-        if (!is_first(w))
-            pb_dataset_gather(w->data.ds, w->data.order, op->mb * b, b, NULL, w->host_y);
-        s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
-    }
+    stage_labels(w, op->mb);
     double t0 = now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
@@ -425,13 +428,12 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     struct pb_backend *be = s->be;
     PB_CHECK(w->nacc > 0);
     double t0 = now_s();
-    /* the mean of the accumulated micro-batch gradients (SPEC §1) */
+    /* the mean of the accumulated micro-batch gradients (semantics §1.2) */
     if (w->nacc > 1)
         be->ops->axpby(be, 0.0f, s->grads, 1.0f / (float)w->nacc, s->grads, s->nparams);
     if (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e))
         return -1;
     pb_optim_step(&w->optim, be, s->params, s->grads);
-    be->ops->fill(be, s->grads, 0.0f, s->nparams);
     w->nacc = 0;
     w->u++;
     pb_wstore_group_drop(&w->ws, w->last_b_mb / w->pipe.microbatches);

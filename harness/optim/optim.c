@@ -1,5 +1,5 @@
 /* harness/optim/optim.c — torch.optim-exact SGD/SGDM, Adam, AdamW and RMSprop over one flat
- * float32 buffer (SPEC §2): configuration, state in backend memory, multi-step learning
+ * float32 buffer (semantics §2): configuration, state in backend memory, multi-step learning
  * rates, torch's scalars of a step, and the arguments of the backend's step kernel. */
 #include "harness/optim/optim.h"
 
@@ -238,7 +238,7 @@ static const enum pb_optk_family families[PB_OPT_NKINDS] = {
 };
 
 void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim *o, float *w,
-                             const float *g)
+                             float *g)
 {
     PB_CHECK(o->t >= 1 && o->cfg.kind >= 0 && o->cfg.kind < PB_OPT_NKINDS);
     memset(a, 0, sizeof *a);
@@ -257,10 +257,11 @@ void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim
     a->g_last = o->g_last;
 }
 
-void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, const float *g)
+void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, float *g)
 {
     o->t += 1;
     struct pb_optim_step_args a;
     pb_optim_step_args_init(&a, o, w, g);
+    a.zero_grad = true;
     be->ops->optim_step(be, &a);
 }

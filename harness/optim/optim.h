@@ -1,6 +1,6 @@
-/* harness/optim/optim.h — torch.optim-exact optimizers over one flat buffer (SPEC §2):
+/* harness/optim/optim.h — torch.optim-exact optimizers over one flat buffer (semantics §2):
  * configurations, learning-rate schedules, the torch scalar derivation, and the state
- * the predictors read (SPEC §3). State buffers live in the backend's memory
+ * the predictors read (semantics §3). State buffers live in the backend's memory
  * (PB_MEM_OPTSTATE); the math runs in the backend's optim_step op, from the plain
  * arguments (harness/compute/optim_kernels.h) pb_optim_step builds. */
 #ifndef PB_OPTIM_H
@@ -41,7 +41,7 @@ struct pb_optim_cfg {
     bool keep_g_last;
 };
 
-/* Forms of ΔW (SPEC §3, §4.3): the paper's; guanleics/PipeOptim's code (SGDM:
+/* Forms of ΔW (semantics §3.2–§3.4): the paper's; guanleics/PipeOptim's code (SGDM:
  * u·buf + (1−τ)·d_last; Adam/AdamW with ε = 1e-8; RMSprop g_last/(√sq + ε)); SpecTrain's
  * code backward (SGD: u·buf) and forward (SGD: u·buf + d_last). */
 enum pb_predict_variant {
@@ -79,11 +79,13 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
 void pb_optim_finish(struct pb_optim *o, struct pb_backend *be);
 /* Sets the learning rate in force for an epoch (multi-step schedule). */
 void pb_optim_set_epoch(struct pb_optim *o, int epoch);
-/* One step: t += 1, then W ← step(W, g) on be. w, g [o->n], device memory of be. */
-void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, const float *g);
-/* The kernel arguments of that step (o->t already counts it). */
+/* One step: t += 1, then W ← step(W, g) on be, and g ← 0 in the same pass (the
+ * gradient is consumed: the next accumulation starts from zero). w, g [o->n], device
+ * memory of be. */
+void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, float *g);
+/* The kernel arguments of that step (o->t already counts it), zero_grad false: g only read. */
 void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim *o, float *w,
-                             const float *g);
+                             float *g);
 
 /* Fills c from o's configuration, rate in force (o->lr) and step count (o->t). */
 void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o);

@@ -1,6 +1,8 @@
-/* harness/compute/cpu/cpu_optim.c — the optimizer step kernel (SPEC §2) of the CPU backend
- * over a stage's flat buffer, in torch 1.13's single-tensor op order, on the instance's
- * threads in chunks (elementwise, so the bits never depend on the thread count). */
+/* harness/compute/cpu/cpu_optim.c — the optimizer step kernel (semantics §2) of the CPU backend
+ * over a stage's flat buffer, in torch 1.13's single-tensor op order, fused with the
+ * zeroing of the gradient: one vectorised loop per optimizer and option set, on the
+ * instance's threads in chunks (elementwise, so the bits never depend on the thread
+ * count). */
 #include <math.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -8,75 +10,165 @@
 /* The loops below follow torch 1.13's CPU kernels: add(x, alpha) is fmaf(alpha, x, a),
  * addcmul(t1, t2, value) is fmaf(value·t1, t2, a), addcdiv(t1, t2, value) is
  * a + (value·t1)/t2, division by a Python scalar is a true division. Each runs over
- * elements [lo, hi) of the arrays of a ([a->n] each). */
+ * elements [lo, hi) of the arrays of a step's arguments a ([a->n] each, none overlapping
+ * another, hence restrict; those an option set does not use may be NULL).
+ *
+ * Each family has one loop (a static inline function) whose options are bool
+ * arguments; the step functions call it with constant options for every option set of
+ * the steps after the first one (g zeroed, the copies the optimizer keeps), so that
+ * each gets a loop of its own, without tests and vectorised, and with the options
+ * read at run time for the rest (the first step, no zeroing, copies it never keeps).
+ * Both compute each element with the same operations in the same order: the bits do
+ * not depend on which one ran. */
+
+/* SGD (semantics §2.1); wd: λ ≠ 0, buf: a->buf (u > 0), nesterov only with buf, dl, gl:
+ * d_last, g_last kept, zero: g ← 0. */
+static inline void sgd_loop(const struct pb_optim_coef *c, size_t lo, size_t hi,
+                            float *restrict w, float *restrict g, float *restrict b,
+                            float *restrict d_last, float *restrict g_last, bool wd, bool buf,
+                            bool first, bool nesterov, bool dl, bool gl, bool zero)
+{
+    float lam = c->wd, mom = c->mom, one_minus_damp = c->one_minus_damp, neg_lr = c->neg_lr;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float d = wd ? fmaf(lam, w[i], gi) : gi;
+        if (dl)
+            d_last[i] = d;
+        if (gl)
+            g_last[i] = gi;
+        if (zero)
+            g[i] = 0.0f;
+        float step = d;
+        if (buf) {
+            float bi = first ? d : fmaf(one_minus_damp, d, b[i] * mom);
+            b[i] = bi;
+            step = nesterov ? fmaf(mom, bi, d) : bi;
+        }
+        w[i] = fmaf(neg_lr, step, w[i]);
+    }
+}
 
 static void step_sgd(const struct pb_optim_step_args *a, size_t lo, size_t hi)
 {
-    const struct pb_optim_coef *c = &a->c;
-    float *w = a->w, *buf = a->buf, *d_last = a->d_last, *g_last = a->g_last;
-    const float *g = a->g;
-    bool first = a->first, nesterov = a->nesterov;
-    for (size_t i = lo; i < hi; i++) {
-        float d = c->wd != 0.0f ? fmaf(c->wd, w[i], g[i]) : g[i];
-        if (d_last)
-            d_last[i] = d;
-        if (g_last)
-            g_last[i] = g[i];
-        float step = d;
-        if (buf) {
-            float b = first ? d : fmaf(c->one_minus_damp, d, buf[i] * c->mom);
-            buf[i] = b;
-            step = nesterov ? fmaf(c->mom, b, d) : b;
+    bool wd = a->c.wd != 0.0f, buf = a->buf != NULL, nesterov = buf && a->nesterov;
+    bool dl = a->d_last != NULL, gl = a->g_last != NULL;
+    if (!a->first && !gl && a->zero_grad) {
+#define PB_SGD(wd_, buf_, nesterov_, dl_)                                              \
+    case (wd_) | (buf_) << 1 | (nesterov_) << 2 | (dl_) << 3:                          \
+        sgd_loop(&a->c, lo, hi, a->w, a->g, a->buf, a->d_last, a->g_last, wd_, buf_,   \
+                 false, nesterov_, dl_, false, true);                                  \
+        return;
+        switch (wd | buf << 1 | nesterov << 2 | dl << 3) {
+            PB_SGD(0, 0, 0, 0) PB_SGD(1, 0, 0, 0) PB_SGD(0, 0, 0, 1) PB_SGD(1, 0, 0, 1)
+            PB_SGD(0, 1, 0, 0) PB_SGD(1, 1, 0, 0) PB_SGD(0, 1, 0, 1) PB_SGD(1, 1, 0, 1)
+            PB_SGD(0, 1, 1, 0) PB_SGD(1, 1, 1, 0) PB_SGD(0, 1, 1, 1) PB_SGD(1, 1, 1, 1)
         }
-        w[i] = fmaf(c->neg_lr, step, w[i]);
+#undef PB_SGD
+    }
+    sgd_loop(&a->c, lo, hi, a->w, a->g, a->buf, a->d_last, a->g_last, wd, buf, a->first,
+             nesterov, dl, gl, a->zero_grad);
+}
+
+/* Adam and AdamW (semantics §2.2, §2.3); adamw: decoupled decay, l2: Adam's λ ≠ 0, dl, gl, zero as
+ * for SGD. */
+static inline void adam_loop(const struct pb_optim_coef *c, size_t lo, size_t hi,
+                             float *restrict w, float *restrict g, float *restrict m,
+                             float *restrict v, float *restrict d_last, float *restrict g_last,
+                             bool adamw, bool l2, bool dl, bool gl, bool zero)
+{
+    float lam = c->wd, decay = c->decay, beta1 = c->beta1, beta2 = c->beta2;
+    float one_minus_beta1 = c->one_minus_beta1, one_minus_beta2 = c->one_minus_beta2;
+    float bc2_sqrt = c->bc2_sqrt, eps = c->eps, neg_step_size = c->neg_step_size;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float wi = adamw ? w[i] * decay : w[i];
+        float d = l2 ? fmaf(lam, wi, gi) : gi;
+        if (dl)
+            d_last[i] = d;
+        if (gl)
+            g_last[i] = gi;
+        if (zero)
+            g[i] = 0.0f;
+        float mi = fmaf(one_minus_beta1, d, m[i] * beta1);
+        float vi = fmaf(one_minus_beta2 * d, d, v[i] * beta2);
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        w[i] = wi + (neg_step_size * mi) / denom;
     }
 }
 
 static void step_adam(const struct pb_optim_step_args *a, size_t lo, size_t hi)
 {
-    const struct pb_optim_coef *c = &a->c;
     bool adamw = a->family == PB_OPTK_ADAMW;
-    float l2 = adamw ? 0.0f : c->wd;  /* AdamW: decoupled decay instead of L2 */
-    float *w = a->w, *m = a->m, *v = a->v, *d_last = a->d_last, *g_last = a->g_last;
-    const float *g = a->g;
+    bool l2 = !adamw && a->c.wd != 0.0f;  /* AdamW: decoupled decay instead of L2 */
+    bool dl = a->d_last != NULL, gl = a->g_last != NULL;
+#define PB_ADAM(adamw_, l2_, dl_, gl_, zero_)                                          \
+    adam_loop(&a->c, lo, hi, a->w, a->g, a->m, a->v, a->d_last, a->g_last, adamw_,     \
+              l2_, dl_, gl_, zero_)
+    if (!dl && !gl && a->zero_grad) {
+        if (adamw)
+            PB_ADAM(true, false, false, false, true);
+        else if (l2)
+            PB_ADAM(false, true, false, false, true);
+        else
+            PB_ADAM(false, false, false, false, true);
+    } else {
+        PB_ADAM(adamw, l2, dl, gl, a->zero_grad);
+    }
+#undef PB_ADAM
+}
+
+/* RMSprop (semantics §2.4); wd: λ ≠ 0, buf: a->buf (μ > 0), dl, gl, zero as for SGD. */
+static inline void rmsprop_loop(const struct pb_optim_coef *c, size_t lo, size_t hi,
+                                float *restrict w, float *restrict g, float *restrict sq,
+                                float *restrict b, float *restrict d_last,
+                                float *restrict g_last, bool wd, bool buf, bool dl, bool gl,
+                                bool zero)
+{
+    float lam = c->wd, mom = c->mom, alpha = c->alpha, one_minus_alpha = c->one_minus_alpha;
+    float eps = c->eps, neg_lr = c->neg_lr;
     for (size_t i = lo; i < hi; i++) {
-        float wi = adamw ? w[i] * c->decay : w[i];
-        float d = l2 != 0.0f ? fmaf(l2, wi, g[i]) : g[i];
-        if (d_last)
+        float gi = g[i];
+        float d = wd ? fmaf(lam, w[i], gi) : gi;
+        if (dl)
             d_last[i] = d;
-        if (g_last)
-            g_last[i] = g[i];
-        float mi = fmaf(c->one_minus_beta1, d, m[i] * c->beta1);
-        float vi = fmaf(c->one_minus_beta2 * d, d, v[i] * c->beta2);
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / c->bc2_sqrt + c->eps;
-        w[i] = wi + (c->neg_step_size * mi) / denom;
+        if (gl)
+            g_last[i] = gi;
+        if (zero)
+            g[i] = 0.0f;
+        float s = fmaf(one_minus_alpha * d, d, sq[i] * alpha);
+        sq[i] = s;
+        float avg = sqrtf(s) + eps;
+        if (buf) {
+            float bi = b[i] * mom + d / avg;
+            b[i] = bi;
+            w[i] = fmaf(neg_lr, bi, w[i]);
+        } else {
+            w[i] = w[i] + (neg_lr * d) / avg;
+        }
     }
 }
 
 static void step_rmsprop(const struct pb_optim_step_args *a, size_t lo, size_t hi)
 {
-    const struct pb_optim_coef *c = &a->c;
-    float *w = a->w, *sq = a->sq, *buf = a->buf, *d_last = a->d_last, *g_last = a->g_last;
-    const float *g = a->g;
-    for (size_t i = lo; i < hi; i++) {
-        float d = c->wd != 0.0f ? fmaf(c->wd, w[i], g[i]) : g[i];
-        if (d_last)
-            d_last[i] = d;
-        if (g_last)
-            g_last[i] = g[i];
-        float s = fmaf(c->one_minus_alpha * d, d, sq[i] * c->alpha);
-        sq[i] = s;
-        float avg = sqrtf(s) + c->eps;
-        if (buf) {
-            float b = buf[i] * c->mom + d / avg;
-            buf[i] = b;
-            w[i] = fmaf(c->neg_lr, b, w[i]);
-        } else {
-            w[i] = w[i] + (c->neg_lr * d) / avg;
+    bool wd = a->c.wd != 0.0f, buf = a->buf != NULL;
+    bool dl = a->d_last != NULL, gl = a->g_last != NULL;
+    if (a->zero_grad) {
+#define PB_RMS(wd_, buf_, dl_, gl_)                                                    \
+    case (wd_) | (buf_) << 1 | (dl_) << 2 | (gl_) << 3:                                \
+        rmsprop_loop(&a->c, lo, hi, a->w, a->g, a->sq, a->buf, a->d_last, a->g_last,   \
+                     wd_, buf_, dl_, gl_, true);                                       \
+        return;
+        switch (wd | buf << 1 | dl << 2 | gl << 3) {
+            PB_RMS(0, 0, 0, 0) PB_RMS(1, 0, 0, 0) PB_RMS(0, 0, 1, 0) PB_RMS(1, 0, 1, 0)
+            PB_RMS(0, 0, 0, 1) PB_RMS(1, 0, 0, 1) PB_RMS(0, 0, 1, 1) PB_RMS(1, 0, 1, 1)
+            PB_RMS(0, 1, 0, 0) PB_RMS(1, 1, 0, 0) PB_RMS(0, 1, 0, 1) PB_RMS(1, 1, 0, 1)
         }
+#undef PB_RMS
     }
+    rmsprop_loop(&a->c, lo, hi, a->w, a->g, a->sq, a->buf, a->d_last, a->g_last, wd, buf, dl,
+                 gl, a->zero_grad);
 }
 
 void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a)

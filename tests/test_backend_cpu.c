@@ -398,6 +398,12 @@ static const struct pool_case pool_cases[] = {
     {{2, 5, 8, 8}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, false, false}, PB_LAYOUT_NCHW16C},
     {{2, 5, 8, 8}, {PB_POOL_AVG, 3, 3, 2, 2, 1, 1, false, true}, PB_LAYOUT_NCHW8C},
     {{1, 4, 5, 5}, {PB_POOL_AVG, 2, 2, 2, 2, 1, 1, true, false}, PB_LAYOUT_PLAIN},
+    /* max backward from the workspace: tiling windows (lenet's pool, a partial last
+     * window, a partial channel block) and overlapping ones wider than oneDNN's chunk */
+    {{3, 20, 28, 28}, {PB_POOL_MAX, 2, 2, 2, 2, 0, 0, false, false}, PB_LAYOUT_NCHW16C},
+    {{2, 5, 7, 9}, {PB_POOL_MAX, 2, 2, 2, 2, 0, 0, true, false}, PB_LAYOUT_NCHW8C},
+    {{2, 21, 32, 32}, {PB_POOL_MAX, 3, 3, 2, 2, 1, 1, false, false}, PB_LAYOUT_NCHW16C},
+    {{2, 1, 17, 31}, {PB_POOL_MAX, 3, 3, 2, 2, 1, 1, false, false}, PB_LAYOUT_PLAIN},
 };
 
 /* PyTorch's pooling output size (pooling_output_shape, dilation 1). */

@@ -1,6 +1,7 @@
 /* harness/compute/cpu/cpu_pool.c — 2-D max and average pooling on oneDNN with PyTorch's output
  * sizes (ceil_mode becomes extra right padding) and divisors (windows that ceil_mode lets
  * overhang the padded input are rescaled: oneDNN divides by kh·kw). y keeps x's layout. */
+#include <stdint.h>
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -158,7 +159,114 @@ struct pool_bwd {
     struct pb_cpu_xfer dy;  /* dy's layout → dx's */
     float *scaled;          /* dy rescaled (average pooling with overhanging windows) */
     bool rescale;
+    int scatter_ur;         /* max pooling: > 0 when scatter() replaces the primitive */
+    bool ws_s32;            /* the workspace holds s32 window indices (else u8) */
 };
+
+/* Max pooling's backward from the workspace, which holds for every y element the index
+ * kh·KW + kw of its argmax inside the (padded) window: dx = 0, then dx[argmax] += dy.
+ * The sums (overlapping windows) are taken in the order of the oneDNN kernel it
+ * replaces, so the bits stay those of the primitive: output rows ascending, each row in
+ * chunks of ur columns ascending, a chunk's columns descending (the jit kernel's loop
+ * over kw outside its ur columns; ur = 1 gives plain ascending order). Windows that
+ * tile the input (k = s, no padding) each own their dx elements, which are then written
+ * once: dx = 0 + dy at the argmax (as oneDNN's 0 + dy), else 0. One (n, channel block)
+ * plane per task: independent of the thread count.
+ * g [n, c, oh, ow], ws, dx [n, c, h, w], all in dx's layout. */
+static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b, int lanes,
+                          const float *g, const uint8_t *w8, const int32_t *w32, float *o,
+                          struct pb_shape xs, struct pb_shape ys, int blk)
+{
+    size_t rowf = (size_t)xs.w * (size_t)blk;
+    int ur = b->scatter_ur, kk = d->kh * d->kw;
+    int tab[256];  /* window index → offset in the plane from the window's corner */
+    bool tiled = !b->ws_s32 && d->kh == d->sh && d->kw == d->sw && d->ph == 0 && d->pw == 0;
+    if (!b->ws_s32)
+        for (int i = 0; i < kk; i++)
+            tab[i] = (int)((size_t)(i / d->kw) * rowf) + i % d->kw * blk;
+    if (tiled) {
+        int ch = ys.h * d->sh < xs.h ? ys.h * d->sh : xs.h;  /* rows the windows cover */
+        int cw = ys.w * d->sw < xs.w ? ys.w * d->sw : xs.w;
+        for (int ih = ch; ih < xs.h; ih++)
+            memset(o + ih * rowf, 0, rowf * sizeof *o);
+        for (int ih = 0; ih < ch; ih++)
+            memset(o + ih * rowf + (size_t)cw * blk, 0, (size_t)(xs.w - cw) * blk * sizeof *o);
+        for (int oh = 0; oh < ys.h; oh++)
+            for (int ow = 0; ow < ys.w; ow++) {
+                size_t at = ((size_t)oh * ys.w + ow) * blk;
+                float *base = o + (size_t)oh * d->sh * rowf + (size_t)ow * d->sw * blk;
+                bool inside = (oh + 1) * d->sh <= xs.h && (ow + 1) * d->sw <= xs.w;
+                for (int i = 0; i < kk; i++) {
+                    if (!inside && (oh * d->sh + i / d->kw >= xs.h || ow * d->sw + i % d->kw >= xs.w))
+                        continue;
+                    float *q = base + tab[i];
+                    for (int k = 0; k < blk; k++)
+                        q[k] = k < lanes && w8[at + k] == i ? 0.0f + g[at + k] : 0.0f;
+                }
+            }
+        return;
+    }
+    memset(o, 0, (size_t)xs.h * rowf * sizeof *o);
+    for (int oh = 0; oh < ys.h; oh++) {
+        int ih0 = oh * d->sh - d->ph;
+        bool rows_in = ih0 >= 0 && ih0 + d->kh <= xs.h;
+        for (int c0 = 0; c0 < ys.w; c0 += ur) {
+            int c1 = c0 + ur < ys.w ? c0 + ur : ys.w;
+            for (int ow = c1 - 1; ow >= c0; ow--) {
+                int iw0 = ow * d->sw - d->pw;
+                size_t at = ((size_t)oh * ys.w + ow) * blk;
+                if (rows_in && iw0 >= 0 && iw0 + d->kw <= xs.w && !b->ws_s32) {
+                    float *base = o + (size_t)ih0 * rowf + (size_t)iw0 * blk;
+                    for (int k = 0; k < lanes; k++)
+                        base[tab[w8[at + k]] + k] += g[at + k];
+                    continue;
+                }
+                for (int k = 0; k < lanes; k++) {
+                    int idx = b->ws_s32 ? w32[at + k] : w8[at + k];
+                    int ih = ih0 + idx / d->kw, iw = iw0 + idx % d->kw;
+                    if (ih >= 0 && ih < xs.h && iw >= 0 && iw < xs.w)
+                        o[(size_t)ih * rowf + (size_t)iw * blk + k] += g[at + k];
+                }
+            }
+        }
+    }
+}
+
+static void scatter(struct pb_backend *be, const struct pb_pool_desc *d, const struct pool_bwd *b,
+                    const float *g, const void *ws, struct pb_tensor *dx, struct pb_shape ys)
+{
+    struct pb_shape xs = dx->shape;
+    int blk = pb_layout_block(dx->layout), nb = (xs.c + blk - 1) / blk;
+    size_t xplane = (size_t)xs.h * (size_t)xs.w * (size_t)blk;
+    size_t yplane = (size_t)ys.h * (size_t)ys.w * (size_t)blk;
+    int planes = xs.n * nb;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int pl = 0; pl < planes; pl++) {
+        int left = xs.c - pl % nb * blk;
+        size_t off = (size_t)pl * yplane;
+        scatter_plane(d, b, left < blk ? left : blk, g + off, (const uint8_t *)ws + off,
+                      (const int32_t *)ws + off, dx->data + (size_t)pl * xplane, xs, ys, blk);
+    }
+}
+
+/* The column chunk of the oneDNN max pooling backward b->p runs (see scatter), or 0
+ * when scatter does not reproduce it (another implementation, another workspace). */
+static int scatter_chunk(const struct pool_bwd *b, const dnnl_memory_desc_t *ws_md,
+                         struct pb_shape ys, enum pb_layout l, bool *s32)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(b->p.pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        !impl)
+        return 0;
+    dnnl_memory_desc_t want = pb_cpu_md(ys, l);
+    want.data_type = ws_md->data_type;
+    *s32 = ws_md->data_type == dnnl_s32;
+    if ((ws_md->data_type != dnnl_u8 && !*s32) || !dnnl_memory_desc_equal(ws_md, &want))
+        return 0;
+    if (!strncmp(impl, "jit:", 4))
+        return strstr(impl, "avx512") ? 6 : 3;  /* its ur for a max backward */
+    return !strncmp(impl, "simple_nchw", 11) ? 1 : 0;
+}
 
 static void drop_bwd(struct pb_backend *be, void *val)
 {
@@ -202,6 +310,9 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
         dnnl_primitive_desc_destroy(hint);
         pb_cpu_xfer_in_init(be, &b->dy, &dyu, &ddst);
         b->rescale = needs_rescale(d, dx->shape, dy->shape);
+        if (d->kind == PB_POOL_MAX)
+            b->scatter_ur = scatter_chunk(b, pb_cpu_prim_md(&b->p, dnnl_query_workspace_md, 0),
+                                          dy->shape, dx->layout, &b->ws_s32);
         if (b->rescale)
             b->scaled = pb_cpu_scratch(be, pb_layout_count(dy->shape, dx->layout) * sizeof(float));
         pb_cpu_cache_put(be, &k, b, drop_bwd);
@@ -209,6 +320,10 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
     if (be->failed)
         return;
     const void *g = pb_cpu_xfer_in(be, &b->dy, dy->data);
+    if (b->scatter_ur > 0) {
+        scatter(be, d, b, g, workspace, dx, dy->shape);
+        return;
+    }
     if (b->rescale) {
         size_t n = pb_layout_count(dy->shape, dx->layout);
         memcpy(b->scaled, g, n * sizeof(float));

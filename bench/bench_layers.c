@@ -1,0 +1,346 @@
+/* bench/bench_layers.c — the CPU backend's first-layer convolutions and max pooling against
+ * PyTorch on the same shapes, measured in one run (the machine is shared and noisy):
+ *   - conv fwd, bwd-data and bwd-weights (+ bias) of lenet's conv1, 1→16 5x5 pad 2 on
+ *     28x28, and of a CIFAR-like stem, 3→64 3x3 pad 1 on 32x32, input plain (as the data
+ *     arrives), dy in the layout the backend gives y;
+ *   - max pooling fwd and bwd (from the workspace) of 2x2/2 on lenet's conv1 output
+ *     [16, 28, 28] and of 3x3/2 pad 1 on the stem's output [64, 32, 32], in that layout;
+ * at 1 and 2 threads and micro-batch 32, 64 and 128. PyTorch runs in a child process
+ * (/usr/bin/python3 bench/torch_layers.py, torch.set_num_threads to match). Over ROUNDS
+ * rounds each op is timed by pipebench and then by PyTorch (each the median of REPS reps
+ * after WARMUP), and the table shows both medians over the rounds and the median and
+ * range of the per-round time ratios pipebench / PyTorch (≤ 1: at least as fast). Both
+ * processes run with OMP_WAIT_POLICY=passive (unless set otherwise).
+ * `bench_layers [SUBSTRING]` runs only the ops whose name contains SUBSTRING. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/base/rng.h"
+#include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_internal.h"
+
+#define WARMUP 1
+#define REPS 5
+#define ROUNDS 5
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double s[64];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* ---- the PyTorch child: requests on its stdin, median seconds on its stdout ---- */
+
+struct torch_proc {
+    FILE *req, *ans;
+    pid_t pid;
+    char version[128];
+};
+
+static bool torch_start(struct torch_proc *t, const char *script)
+{
+    int in[2], out[2];
+    if (pipe(in) || pipe(out))
+        return false;
+    t->pid = fork();
+    if (t->pid < 0)
+        return false;
+    if (t->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        execl("/usr/bin/python3", "python3", script, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    t->req = fdopen(in[1], "w");
+    t->ans = fdopen(out[0], "r");
+    if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
+        strncmp(t->version, "torch ", 6) != 0) {
+        fprintf(stderr, "bench_layers: no PyTorch (%s): pipebench times only\n", script);
+        if (t->req)
+            fclose(t->req);
+        if (t->ans)
+            fclose(t->ans);
+        waitpid(t->pid, NULL, 0);
+        t->req = t->ans = NULL;
+        return false;
+    }
+    t->version[strcspn(t->version, "\n")] = 0;
+    return true;
+}
+
+/* Sends one request line (without threads, warm-up and reps) and reads the seconds. */
+static double torch_time(struct torch_proc *t, const char *req, int threads)
+{
+    if (!t->req)
+        return 0.0;
+    fprintf(t->req, "%s %d %d %d\n", req, threads, WARMUP, REPS);
+    fflush(t->req);
+    char line[64];
+    if (!fgets(line, sizeof line, t->ans)) {
+        fprintf(stderr, "bench_layers: the PyTorch child stopped answering\n");
+        exit(2);
+    }
+    return strtod(line, NULL);
+}
+
+static void torch_stop(struct torch_proc *t)
+{
+    if (!t->req)
+        return;
+    fclose(t->req);
+    fclose(t->ans);
+    waitpid(t->pid, NULL, 0);
+}
+
+/* ---- pipebench's side ---- */
+
+static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
+{
+    struct pb_err e;
+    float *h = malloc(n * sizeof *h);
+    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
+    if (!h || !d) {
+        fprintf(stderr, "bench_layers: %s\n", d ? "out of host memory" : e.msg);
+        exit(2);
+    }
+    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 9, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
+    be->ops->upload(be, d, h, n * sizeof *d);
+    free(h);
+    return d;
+}
+
+static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
+{
+    struct pb_err e;
+    struct pb_tensor t;
+    if (pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e)) {
+        fprintf(stderr, "bench_layers: %s\n", e.msg);
+        exit(2);
+    }
+    be->ops->fill(be, t.data, 0.0f, be->ops->layout_floats(be, s, l));
+    return t;
+}
+
+/* x plain with random values → the same values in layout l. */
+static struct pb_tensor tensor_rand(struct pb_backend *be, struct pb_shape s, enum pb_layout l,
+                                    uint64_t tag)
+{
+    struct pb_tensor p = {dev_rand(be, pb_shape_count(s), tag), s, PB_LAYOUT_PLAIN};
+    if (l == PB_LAYOUT_PLAIN)
+        return p;
+    struct pb_tensor t = tensor(be, s, l);
+    be->ops->reorder(be, &p, &t);
+    pb_backend_free(be, p.data);
+    return t;
+}
+
+/* A convolution (lenet's conv1 or the stem) and the max pooling on its output. */
+struct layer {
+    const char *name;
+    int h, w;
+    struct pb_conv_desc conv;
+    struct pb_pool_desc pool;
+};
+
+static const struct layer layers[] = {
+    {"lenet conv1 1->16 5x5 p2 28x28", 28, 28, {1, 16, 5, 5, 1, 1, 2, 2, true},
+     {PB_POOL_MAX, 2, 2, 2, 2, 0, 0, false, false}},
+    {"stem 3->64 3x3 p1 32x32", 32, 32, {3, 64, 3, 3, 1, 1, 1, 1, true},
+     {PB_POOL_MAX, 3, 3, 2, 2, 1, 1, false, false}},
+};
+
+enum op_kind { CONV_FWD, CONV_BWD_DATA, CONV_BWD_W, POOL_FWD, POOL_BWD, NOPS };
+
+static const char *const op_names[NOPS] = {"conv fwd", "conv bwd-data", "conv bwd-weights",
+                                           "maxpool fwd", "maxpool bwd"};
+static const char *const torch_ops[NOPS] = {"conv fwd", "conv bwd_data", "conv bwd_weights",
+                                            "pool fwd", "pool bwd"};
+
+/* The tensors of one layer at one micro-batch. */
+struct layer_run {
+    const struct layer *l;
+    struct pb_tensor x, y, dy, dx, p, dp, dpx;
+    float *w, *b, *dw, *db;
+    void *ws;
+    char conv_req[96], pool_req[96], pool_shape[48];
+};
+
+static void run_init(struct pb_backend *be, const struct layer *l, int n, struct layer_run *r)
+{
+    const struct pb_conv_desc *d = &l->conv;
+    const struct pb_pool_desc *pd = &l->pool;
+    struct pb_err e;
+    r->l = l;
+    struct pb_shape xs = {n, d->cin, l->h, l->w};
+    struct pb_shape ys = {n, d->cout, (l->h + 2 * d->ph - d->kh) / d->sh + 1,
+                          (l->w + 2 * d->pw - d->kw) / d->sw + 1};
+    struct pb_shape ps = {n, d->cout, (ys.h + 2 * pd->ph - pd->kh) / pd->sh + 1,
+                          (ys.w + 2 * pd->pw - pd->kw) / pd->sw + 1};
+    r->x = tensor_rand(be, xs, PB_LAYOUT_PLAIN, 1);
+    enum pb_layout yl = be->ops->conv_layout(be, d, &r->x);
+    r->y = tensor(be, ys, yl);
+    r->dy = tensor_rand(be, ys, yl, 2);
+    r->dx = tensor(be, xs, PB_LAYOUT_PLAIN);
+    size_t nw = (size_t)d->cout * d->cin * d->kh * d->kw;
+    r->w = dev_rand(be, nw, 3), r->b = dev_rand(be, (size_t)d->cout, 4);
+    r->dw = dev_rand(be, nw, 5), r->db = dev_rand(be, (size_t)d->cout, 6);
+    be->ops->conv_fwd(be, d, &r->x, r->w, r->b, &r->y);
+    r->p = tensor(be, ps, yl);
+    r->dp = tensor_rand(be, ps, yl, 7);
+    r->dpx = tensor(be, ys, yl);
+    size_t wsb = be->ops->pool_workspace(be, pd, &r->y, &r->p);
+    r->ws = pb_backend_alloc(be, wsb, PB_MEM_ACTS, &e);
+    if (!r->ws) {
+        fprintf(stderr, "bench_layers: %s\n", e.msg);
+        exit(2);
+    }
+    be->ops->pool_fwd(be, pd, &r->y, &r->p, r->ws);
+    snprintf(r->conv_req, sizeof r->conv_req, "%d %d %d %d %d %d %d %d", n, d->cin, l->h, l->w,
+             d->cout, d->kh, d->sh, d->ph);
+    snprintf(r->pool_req, sizeof r->pool_req, "%d %d %d %d %d %d %d", n, ys.c, ys.h, ys.w,
+             pd->kh, pd->sh, pd->ph);
+    snprintf(r->pool_shape, sizeof r->pool_shape, "maxpool %dx%d/%d p%d on %dx%dx%d", pd->kh,
+             pd->kw, pd->sh, pd->ph, ys.c, ys.h, ys.w);
+}
+
+static void run_free(struct pb_backend *be, struct layer_run *r)
+{
+    void *bufs[] = {r->x.data, r->y.data, r->dy.data, r->dx.data, r->p.data, r->dp.data,
+                    r->dpx.data, r->w, r->b, r->dw, r->db, r->ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        pb_backend_free(be, bufs[i]);
+}
+
+static void op_once(struct pb_backend *be, struct layer_run *r, enum op_kind op)
+{
+    const struct pb_conv_desc *d = &r->l->conv;
+    const struct pb_pool_desc *pd = &r->l->pool;
+    switch (op) {
+    case CONV_FWD:
+        be->ops->conv_fwd(be, d, &r->x, r->w, r->b, &r->y);
+        break;
+    case CONV_BWD_DATA:
+        be->ops->conv_bwd_data(be, d, &r->dy, r->w, &r->dx);
+        break;
+    case CONV_BWD_W:
+        be->ops->conv_bwd_weights(be, d, &r->x, &r->dy, r->dw, r->db);
+        break;
+    case POOL_FWD:
+        be->ops->pool_fwd(be, pd, &r->y, &r->p, r->ws);
+        break;
+    case POOL_BWD:
+        be->ops->pool_bwd(be, pd, &r->y, &r->p, &r->dp, r->ws, &r->dpx);
+        break;
+    case NOPS:
+        break;
+    }
+    be->ops->sync(be);
+}
+
+static double pb_time(struct pb_backend *be, struct layer_run *r, enum op_kind op)
+{
+    double t[REPS];
+    for (int i = 0; i < WARMUP; i++)
+        op_once(be, r, op);
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        op_once(be, r, op);
+        t[i] = now() - t0;
+    }
+    return median(t, REPS);
+}
+
+static const char *layout_name(enum pb_layout l)
+{
+    return l == PB_LAYOUT_NCHW8C ? "nChw8c" : l == PB_LAYOUT_NCHW16C ? "nChw16c" : "nchw";
+}
+
+static void bench_batch(struct pb_backend *be, struct torch_proc *tp, int threads, int n,
+                        const char *filter)
+{
+    enum { NL = sizeof layers / sizeof layers[0] };
+    struct layer_run runs[NL];
+    double tpb[NL][NOPS][ROUNDS], tth[NL][NOPS][ROUNDS];
+    for (int li = 0; li < NL; li++)
+        run_init(be, &layers[li], n, &runs[li]);
+    for (int round = 0; round < ROUNDS; round++)
+        for (int li = 0; li < NL; li++)
+            for (int op = 0; op < NOPS; op++) {
+                if (filter && !strstr(op_names[op], filter))
+                    continue;
+                struct layer_run *r = &runs[li];
+                tpb[li][op][round] = pb_time(be, r, (enum op_kind)op);
+                char req[160];
+                snprintf(req, sizeof req, "%s %s", torch_ops[op],
+                         op < POOL_FWD ? r->conv_req : r->pool_req);
+                tth[li][op][round] = torch_time(tp, req, threads);
+            }
+    for (int li = 0; li < NL; li++)
+        for (int op = 0; op < NOPS; op++) {
+            if (filter && !strstr(op_names[op], filter))
+                continue;
+            double ratio[ROUNDS];
+            for (int i = 0; i < ROUNDS; i++)
+                ratio[i] = tth[li][op][i] > 0 ? tpb[li][op][i] / tth[li][op][i] : 0.0;
+            double lo = ratio[0], hi = ratio[0];
+            for (int i = 1; i < ROUNDS; i++)
+                lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
+            printf("  %d  %3d  %-17s %-33s %-7s %9.3f %9.3f  %5.2f [%4.2f-%4.2f]\n", threads, n,
+                   op_names[op], op < POOL_FWD ? layers[li].name : runs[li].pool_shape,
+                   layout_name(runs[li].y.layout), 1e3 * median(tpb[li][op], ROUNDS),
+                   1e3 * median(tth[li][op], ROUNDS), median(ratio, ROUNDS), lo, hi);
+        }
+    for (int li = 0; li < NL; li++)
+        run_free(be, &runs[li]);
+}
+
+int main(int argc, char **argv)
+{
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    /* Idle OpenMP workers sleep at once, so that the waiting side (this process or the
+     * child) does not spin on a core the measured one needs: 2 cores are shared. */
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    struct torch_proc tp = {0};
+    bool torch = torch_start(&tp, PB_BENCH_TORCH_SCRIPT);  /* before any OpenMP team */
+    printf("pipebench layer benchmark: CPU backend vs %s; per op the median of %d reps after "
+           "%d warm-up, %d interleaved rounds\n", torch ? tp.version : "(no PyTorch)", REPS,
+           WARMUP, ROUNDS);
+    printf("  th  mb   op                shape                             y/dy    pb ms  "
+           "torch ms  pb/torch [range]\n");
+    static const int threads[2] = {1, 2}, batches[3] = {32, 64, 128};
+    for (int t = 0; t < 2; t++) {
+        struct pb_err e;
+        struct pb_backend_cfg bc = {.device = 0, .threads = threads[t]};
+        struct pb_backend *be = pb_backend_create("cpu", &bc, &e);
+        if (!be) {
+            fprintf(stderr, "bench_layers: %s\n", e.msg);
+            return 2;
+        }
+        for (int b = 0; b < 3; b++)
+            bench_batch(be, &tp, threads[t], batches[b], filter);
+        pb_backend_destroy(be);
+    }
+    torch_stop(&tp);
+    return 0;
+}

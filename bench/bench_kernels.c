@@ -1,5 +1,5 @@
 /* bench/bench_kernels.c — how close the CPU backend's convolutions come to its sgemm
- * (DESIGN principle 5: in oneDNN's blocked formats convolutions run at about the
+ * (design §2.5: in oneDNN's blocked formats convolutions run at about the
  * sgemm rate). Measured in one run, with 1 thread and with all cores:
  *   - sgemm GFLOP/s at M = N = K = 1024 (2·M·N·K flops);
  *   - conv2d forward + backward data + backward weights GFLOP/s (3 × 2·N·Cout·Hout·

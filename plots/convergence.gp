@@ -1,4 +1,4 @@
-# plots/convergence.gp — the convergence figure (SPEC §6): validation accuracy per schedule
+# plots/convergence.gp — the convergence figure (semantics §6.6): validation accuracy per schedule
 # against the epoch (left) and the training seconds elapsed (right), a curve per schedule.
 # Data (plots/plot_data.c): a block per schedule, columns epoch, accuracy %, seconds, runs.
 # Variables: datafile, outfile, fmt, plottitle, nseries, colors.

@@ -1,4 +1,4 @@
-# plots/memory.gp — the memory figure (SPEC §6, DESIGN principle 8): one run's peak memory
+# plots/memory.gp — the memory figure (semantics §6.7, design §2.8): one run's peak memory
 # per stage, stacked by kind (params, grads, optimizer state, weight copies, activations,
 # comm buffers, scratch, BN statistics, host), with each stage's total above its bar.
 # Data (plots/plot_run.c): a row per stage, a column per kind in MiB.

@@ -1,4 +1,4 @@
-/* plots/plot.h — the figures of a results database (SPEC §6): C writes each figure's
+/* plots/plot.h — the figures of a results database (semantics §6): C writes each figure's
  * data files, gnuplot draws it with the script plots/NAME.gp (Debian gnuplot-nox). */
 #ifndef PB_PLOT_H
 #define PB_PLOT_H

@@ -1,4 +1,4 @@
-/* plots/report.c — the paper-style tables (report.h, SPEC §6) of run_summary's columns:
+/* plots/report.c — the paper-style tables (report.h, semantics §6) of run_summary's columns:
  * accuracy, throughput, bubble in Table IV's layout (mean ± std over a cell's runs), memory
  * and staleness a row per configuration and schedule. */
 #include "plots/report.h"

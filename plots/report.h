@@ -1,4 +1,4 @@
-/* plots/report.h — paper-style tables from a results database (SPEC §6): maximum accuracy
+/* plots/report.h — paper-style tables from a results database (semantics §6): maximum accuracy
  * in PipeOptim's Table IV layout, throughput, bubble fraction, peak memory by kind and
  * staleness, over the runs with status 'done', as Markdown, CSV or LaTeX. */
 #ifndef PB_REPORT_H

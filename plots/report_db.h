@@ -1,5 +1,5 @@
 /* plots/report_db.h — the reporting connection to a results database: opened existing,
- * with the TEMP views of results/views.sql (SPEC §6 metrics per run), plus what the tables,
+ * with the TEMP views of results/views.sql (semantics §6 metrics per run), plus what the tables,
  * figures and traces share: the registry order of schedule columns and the default run. */
 #ifndef PB_REPORT_DB_H
 #define PB_REPORT_DB_H

@@ -1,4 +1,4 @@
-# plots/staleness.gp — the staleness figure (SPEC §6): per stage and schedule the mean
+# plots/staleness.gp — the staleness figure (semantics §6.2, §6.3): per stage and schedule the mean
 # version lag of forwards and of backwards behind the synchronous run, and the mean
 # prediction error ||W_pred - W|| / ||W|| (log scale; absent where nothing was predicted).
 # Data (plots/plot_data.c): blocks F lag, B lag, error; a row per stage, a column per

@@ -1,4 +1,4 @@
-# plots/throughput.gp — the throughput figure (SPEC §6): training samples per second
+# plots/throughput.gp — the throughput figure (semantics §6.4, §6.5): training samples per second
 # (left) and the mean bubble fraction of the devices (right) per schedule, a bar per D.
 # Data (plots/plot_data.c): block 0 throughput, block 1 bubble %, a row per schedule and
 # a column per D. Variables: datafile, outfile, fmt, plottitle, ncols (the D values),

@@ -1,4 +1,4 @@
-/* predictors/adam.c — ΔW of Adam and AdamW (SPEC §3, PipeOptim Table I; XPipe §4.5):
+/* predictors/adam.c — ΔW of Adam and AdamW (semantics §3, PipeOptim Table I; XPipe in §4.5):
  * m̂/(√v̂ + ε) with the bias corrections of the last step, in the order of torch's
  * step (denominator √v/√(1−β2^t) + ε). AdamW's decoupled decay is not part of ΔW.
  * The code form hard-codes ε = 1e-8 whatever the optimizer's ε, as guanleics/PipeOptim. */
@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-/* The ε of guanleics/PipeOptim's Adam prediction (SPEC §3). */
+/* The ε of guanleics/PipeOptim's Adam prediction (semantics §3.3). */
 #define PB_CODE_ADAM_EPS 1e-8f
 
 void pb_dw_adam(const struct pb_optim *o, const struct pb_optim_coef *c,

@@ -1,5 +1,5 @@
-/* predictors/predict.c — the weight prediction Ŵ = W − lr·s·ΔW of SPEC §3 (PipeOptim
- * eq. of Table I, SpecTrain §4.3, XPipe §4.5): dispatch to the ΔW of the optimizer family,
+/* predictors/predict.c — the weight prediction Ŵ = W − lr·s·ΔW of semantics §3 (PipeOptim
+ * eq. of Table I, SpecTrain in §4.3, XPipe in §4.5): dispatch to the ΔW of the optimizer family,
  * the forms each optimizer defines and the state they read, and the call of the
  * backend's predict kernel. Reads the optimizer state and never changes it. */
 #include "predictors/predictor.h"

@@ -1,5 +1,5 @@
-/* predictors/predictor.h — the weight predictors Ŵ = W − lr·s·ΔW (SPEC §3, PipeOptim
- * Table I; SpecTrain §4.3; XPipe §4.5): which ΔW formula each optimizer and form reads
+/* predictors/predictor.h — the weight predictors Ŵ = W − lr·s·ΔW (semantics §3, PipeOptim
+ * Table I; SpecTrain in §4.3, XPipe in §4.5): which ΔW formula each optimizer and form reads
  * from the optimizer's state, handed to the backend's predict kernel as plain arguments. */
 #ifndef PB_PREDICTOR_H
 #define PB_PREDICTOR_H
@@ -31,7 +31,7 @@ void pb_dw_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c,
 /* Whether form v is defined for optimizer k with configuration c (predictors/predict.c).
  * PAPER and CODE are defined for every optimizer. MOMENTUM (ΔW = u·buf, SpecTrain's code
  * backward) and SPECTRAIN (ΔW = u·buf + d_last, its code forward) are SGD's only: with
- * u = 0 MOMENTUM is ΔW = 0 and SPECTRAIN d_last (SPEC §4.3); refused for Adam, AdamW and
+ * u = 0 MOMENTUM is ΔW = 0 and SPECTRAIN d_last (semantics §3.4); refused for Adam, AdamW and
  * RMSprop, which have no such buffer. */
 int pb_predictor_check(enum pb_optim_kind k, const struct pb_optim_cfg *c,
                        enum pb_predict_variant v, struct pb_err *e);

@@ -1,4 +1,4 @@
-/* predictors/rmsprop.c — ΔW of RMSprop (SPEC §3, PipeOptim Table I): paper d_last/(√sq + ε)
+/* predictors/rmsprop.c — ΔW of RMSprop (semantics §3, PipeOptim Table I): paper d_last/(√sq + ε)
  * without momentum (the last step's update direction, recomputed from the state) and the
  * momentum buffer with μ > 0; the code form g_last/(√sq + ε) with the raw last gradient,
  * with or without weight decay and momentum, as guanleics/PipeOptim. */

@@ -1,5 +1,5 @@
-/* predictors/sgd.c — ΔW of SGD and SGD with momentum (SPEC §3, PipeOptim Table I;
- * SpecTrain §4.3): paper buf (u > 0) or d_last (u = 0); PipeOptim's code u·buf +
+/* predictors/sgd.c — ΔW of SGD and SGD with momentum (semantics §3, PipeOptim Table I;
+ * SpecTrain's forms §3.4): paper buf (u > 0) or d_last (u = 0); PipeOptim's code u·buf +
  * (1−τ)·d_last; SpecTrain's code forward u·buf + d_last and backward u·buf. */
 #include "predictors/predictor.h"
 

@@ -1,4 +1,4 @@
-/* results/results.h — the SQLite results store (results/schema.sql, SPEC §6 metrics).
+/* results/results.h — the SQLite results store (results/schema.sql, semantics §6 metrics).
  * A run is a row written at its start and closed at its end; each epoch (its row, the
  * per-stage stats and staleness, the op events) goes in one transaction, so a crash
  * leaves at most a run still marked 'running'. */

@@ -1,5 +1,5 @@
 -- results/schema.sql — the pipebench results database (SQLite), embedded in the library.
--- One row per run, per epoch, per (epoch, stage) and per op event; the metrics of SPEC §6.
+-- One row per run, per epoch, per (epoch, stage) and per op event; the metrics of semantics §6.
 -- Bump schema_version (and PB_RESULTS_SCHEMA_VERSION in results/results.h) on any change.
 
 CREATE TABLE schema_version (
@@ -74,7 +74,7 @@ CREATE TABLE stage_stats (
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );
 
--- Version difference of each op's weights versus the synchronous run (SPEC §6);
+-- Version difference of each op's weights versus the synchronous run (semantics §6.2);
 -- prediction error ||W_hat - W_actual|| / ||W_actual||, NULL when nothing was predicted.
 CREATE TABLE staleness (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -102,7 +102,7 @@ CREATE TABLE events (
     mb INTEGER,                      -- micro-batch (NULL for U)
     version INTEGER,                 -- weight version read (F, B) or produced (U)
     ahead INTEGER,                   -- prediction look-ahead s (0: none)
-    sync_version INTEGER,            -- the version a synchronous run reads here (SPEC §6)
+    sync_version INTEGER,            -- the version a synchronous run reads here (semantics §6.1)
     start_s REAL,                    -- seconds since the epoch began
     end_s REAL,
     PRIMARY KEY (run_id, epoch, device, seq),

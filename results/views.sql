@@ -1,4 +1,4 @@
--- results/views.sql — reporting views over results/schema.sql (SPEC §6 metrics), embedded
+-- results/views.sql — reporting views over results/schema.sql (semantics §6 metrics), embedded
 -- in the library and created as TEMP views on each reporting connection (plots/report_db.c),
 -- so every database of the schema works unchanged. Accuracies are fractions; bytes are bytes.
 -- These views are the one definition of throughput, bubble fraction, staleness, maximum
@@ -20,7 +20,7 @@ SELECT e.run_id, max(e.val_acc) AS best_acc,
        count(*) AS epochs_done, sum(e.wall_s) AS wall_s
 FROM epochs e GROUP BY e.run_id;
 
--- Each epoch with its throughput (SPEC §6: training samples / the epoch's wall seconds,
+-- Each epoch with its throughput (semantics §6.4: training samples / the epoch's wall seconds,
 -- which time the training ops only, not validation) and the training seconds elapsed at
 -- its end.
 CREATE TEMP VIEW IF NOT EXISTS epoch_progress AS
@@ -99,7 +99,7 @@ SELECT run_id,
        max(total) AS total_max, sum(total) AS total_sum
 FROM stage_memory GROUP BY run_id;
 
--- Staleness (SPEC §6): an op's version lag is the weight version the synchronous run would
+-- Staleness (semantics §6.2): an op's version lag is the weight version the synchronous run would
 -- use minus the one it used. Per run and stage, over the epochs: the mean and max lag of
 -- forwards and of backwards (the mean of the epochs' means: every epoch runs the same
 -- program, so the same number of ops), and the prediction error (mean weighted by the

@@ -1,5 +1,5 @@
-/* schedules/common.c — shared by the schedule files (SPEC §4, §1): the checks
- * every pipe must pass and the 1F1B order of §4.1 that pipedream, pipeoptim,
+/* schedules/common.c — shared by the schedule files (semantics §4, §1): the checks
+ * every pipe must pass and the 1F1B order of §4 that pipedream, pipeoptim,
  * spectrain, pipedream-2bw and xpipe use. */
 #include "schedules/common.h"
 

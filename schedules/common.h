@@ -1,5 +1,5 @@
-/* schedules/common.h — what the schedule files share (SPEC §4): the checks every
- * pipe must pass, the 1F1B op order of §4.1 and the schedule instances the
+/* schedules/common.h — what the schedule files share (semantics §4): the checks
+ * every pipe must pass, the 1F1B op order of §4 and the schedule instances the
  * registry lists. */
 #ifndef PB_SCHEDULES_COMMON_H
 #define PB_SCHEDULES_COMMON_H
@@ -15,7 +15,7 @@ int pb_sched_check_pipe(const struct pb_schedule *sch, const struct pb_pipe *p, 
 /* True when the pipe names a variant (non-default) equal to v. */
 bool pb_sched_variant_is(const struct pb_pipe *p, const char *v);
 
-/* Emits stage k's ops in 1F1B order (SPEC §4.1): w_k = min(D−1−k, N) warm-up
+/* Emits stage k's ops in 1F1B order (semantics §4): w_k = min(D−1−k, N) warm-up
  * forwards, then F(j+w_k), B(j) pairs, then the remaining backwards. fwd emits
  * F(mb); bwd emits B(mb) and any U that follows it. */
 typedef void (*pb_sched_emit_fn)(const struct pb_pipe *p, int k, int mb, struct pb_program *out);

@@ -1,4 +1,4 @@
-/* schedules/gpipe.c — GPipe, synchronous fill and drain (SPEC §4.6): per
+/* schedules/gpipe.c — GPipe, synchronous fill and drain (semantics §4.6): per
  * mini-batch of M micro-batches F(first … last), B(last … first), then one update
  * (flush); every pass reads the latest weights. A final partial mini-batch
  * (N mod M ≠ 0) is run the same way. */
@@ -26,7 +26,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_gpipe = {
     .name = "gpipe",
-    .summary = "fill and drain per mini-batch of M, then one update (SPEC 4.6)",
+    .summary = "fill and drain per mini-batch of M, then one update (semantics §4.6)",
     .variants = "",
     .uses_microbatches = true,
     .check = check,

@@ -1,5 +1,5 @@
 /* schedules/pipedream.c — PipeDream, asynchronous 1F1B with weight stashing
- * (SPEC §4.1): F(j) reads the latest weights and stashes them, B(j) reads the
+ * (semantics §4.1): F(j) reads the latest weights and stashes them, B(j) reads the
  * stash, one update per micro-batch. */
 #include "schedules/common.h"
 
@@ -28,7 +28,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_pipedream = {
     .name = "pipedream",
-    .summary = "asynchronous 1F1B; B reads the weights its F stashed (SPEC 4.1)",
+    .summary = "asynchronous 1F1B; B reads the weights its F stashed (semantics §4.1)",
     .variants = "",
     .uses_microbatches = false,
     .check = check,

@@ -1,9 +1,9 @@
-/* schedules/pipedream_2bw.c — PipeDream-2BW, double-buffered weights (SPEC §4.4):
+/* schedules/pipedream_2bw.c — PipeDream-2BW, double-buffered weights (semantics §4.4):
  * 1F1B over micro-batches with no flush; the M micro-batches of mini-batch
  * b = mb / M accumulate into one update and read W^(max(0, b−1)) in both passes.
  * A final partial mini-batch (N mod M ≠ 0) still gets its update at the end. With
  * D = 1 every mini-batch enters after the previous update, so it reads the latest
- * weights (SPEC §4.7: D = 1 is plain training). */
+ * weights (semantics §4.7: D = 1 is plain training). */
 #include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
@@ -39,7 +39,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_pipedream_2bw = {
     .name = "pipedream-2bw",
-    .summary = "1F1B without flush; mini-batch b reads W^(b-1), two buffers (SPEC 4.4)",
+    .summary = "1F1B without flush; mini-batch b reads W^(b-1), two buffers (semantics §4.4)",
     .variants = "",
     .uses_microbatches = true,
     .check = check,

@@ -1,5 +1,5 @@
 /* schedules/pipeoptim.c — PipeOptim, 1F1B with optimizer-dependent weight
- * prediction (SPEC §4.2): F(j) reads Ŵ = W − lr·s·ΔW with s = D−1−k (variant
+ * prediction (semantics §4.2): F(j) reads Ŵ = W − lr·s·ΔW with s = D−1−k (variant
  * `code`: s = D−k and the code's ΔW form), B(j) the current W. */
 #include "schedules/common.h"
 
@@ -32,7 +32,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_pipeoptim = {
     .name = "pipeoptim",
-    .summary = "1F1B; F reads weights predicted s = D-1-k updates ahead (SPEC 4.2)",
+    .summary = "1F1B; F reads weights predicted s = D-1-k updates ahead (semantics §4.2)",
     .variants = "code",
     .uses_microbatches = false,
     .check = check,

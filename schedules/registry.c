@@ -1,5 +1,5 @@
-/* schedules/registry.c — the table of schedules (DESIGN principle 1: adding a
- * schedule is one file and one line here) and lookup by name (SPEC §4). */
+/* schedules/registry.c — the table of schedules (design §2.1; docs/extending.md
+ * walks through adding one) and lookup by name (semantics §4). */
 #include <string.h>
 
 #include "schedules/common.h"

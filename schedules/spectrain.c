@@ -1,5 +1,5 @@
 /* schedules/spectrain.c — SpecTrain v1, 1F1B with momentum prediction in both
- * passes (SPEC §4.3): F predicts s_F = ⌊k/2⌋ + D−k−1 ahead, B s_B = ⌊k/2⌋, each
+ * passes (semantics §4.3): F predicts s_F = ⌊k/2⌋ + D−k−1 ahead, B s_B = ⌊k/2⌋, each
  * from the current W; SGD/SGDM only. Variant `code`: forward ΔW = u·buf + d_last
  * (d_last = g_last + λW, weight 1 whatever τ), backward ΔW = u·buf (0 for plain SGD). */
 #include "schedules/common.h"
@@ -48,7 +48,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_spectrain = {
     .name = "spectrain",
-    .summary = "1F1B; F and B read momentum-predicted weights, SGD/SGDM only (SPEC 4.3)",
+    .summary = "1F1B; F and B read momentum-predicted weights, SGD/SGDM only (semantics §4.3)",
     .variants = "code",
     .uses_microbatches = false,
     .check = check,

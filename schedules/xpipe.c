@@ -1,4 +1,4 @@
-/* schedules/xpipe.c — XPipe, micro-batch groups with prediction (SPEC §4.5): 1F1B
+/* schedules/xpipe.c — XPipe, micro-batch groups with prediction (semantics §4.5): 1F1B
  * over micro-batches, T = M per mini-batch and one update per mini-batch; the
  * first micro-batch's F predicts s = ⌈(D−1−k)/T⌉ ahead and the whole mini-batch
  * reads that Ŵ in both passes. Variant `note`: the mini-batch's Fs read the
@@ -48,7 +48,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 
 const struct pb_schedule pb_schedule_xpipe = {
     .name = "xpipe",
-    .summary = "1F1B in mini-batches of M; the first micro-batch predicts for all (SPEC 4.5)",
+    .summary = "1F1B in mini-batches of M; the first micro-batch predicts for all (semantics §4.5)",
     .variants = "note",
     .uses_microbatches = true,
     .check = check,

@@ -1,8 +1,8 @@
-/* tests/test_code_vectors.c — SPEC §3, §4.2, §4.3: the `code` variants reproduce the
+/* tests/test_code_vectors.c — semantics §3.3, §4.2, §4.3: the `code` variants reproduce the
  * official PipeOptim and SpecTrain code. tests/fixtures/official_code_predictions.txt holds
  * that code's weights and predictions after each of 5 steps (float64); pipebench's
  * optimizer and the prediction forms its schedules emit, through the CPU backend, must
- * match them to float32 precision, and the paper forms must differ where SPEC says. */
+ * match them to float32 precision, and the paper forms must differ where semantics §3.3 says. */
 #include <cjson/cJSON.h>
 #include <float.h>
 #include <string.h>
@@ -161,7 +161,7 @@ static void parse_file(struct vec_file *f)
 
 /* The gradients the file's runs used. The header lists g1..g5, but its data were made
  * with other rows: as printed, g1 repeats W0 and step t used row g(t+1), the 5th step's
- * gradient being absent. Plain SGD inverts exactly (SPEC §2: W_t = W_{t−1} −
+ * gradient being absent. Plain SGD inverts exactly (semantics §2.1: W_t = W_{t−1} −
  * lr·(g_t + λ·W_{t−1})), so the plain-SGD case's trajectory gives every step's gradient
  * in float64 (to ~1e-11 relative: W moves ~1e-5 a step); the header rows that match it
  * to their 9 printed digits (1e-8 relative) are used as printed, and the alignment must
@@ -220,7 +220,7 @@ static double err_ulps(const float *got, const double *want, const double *w, co
     return worst;
 }
 
-/* SPEC §3, §4.3: whether the paper's ΔW (at the same s) differs from the code's. */
+/* semantics §3, §4.3: whether the paper's ΔW (at the same s) differs from the code's. */
 static bool paper_differs(const struct vec_case *c, char dir)
 {
     const struct pb_optim_cfg *g = &c->cfg;
@@ -346,11 +346,11 @@ static void run_case(const struct vec_file *f, const struct vec_case *c, struct 
             continue;
         char dir = di ? 'B' : 'F';
         if (paper_differs(c, dir))
-            ck_assert_msg(differs[di], "%s %c: the paper form matches the official code, SPEC "
-                                       "says the forms differ", c->name, dir);
+            ck_assert_msg(differs[di], "%s %c: the paper form matches the official code, "
+                                       "semantics §3.3 says the forms differ", c->name, dir);
         else
-            ck_assert_msg(equal[di], "%s %c: the paper form differs from the code form, SPEC "
-                                     "says they agree", c->name, dir);
+            ck_assert_msg(equal[di], "%s %c: the paper form differs from the code form, "
+                                     "semantics §3.3 says they agree", c->name, dir);
     }
     pb_optim_finish(&o, be);
     pb_backend_free(be, w);
@@ -389,7 +389,7 @@ START_TEST(test_official_code_vectors)
 }
 END_TEST
 
-/* SPEC §4.3: `--schedule spectrain --variant code` runs with plain SGD (the forward
+/* semantics §4.3: `--schedule spectrain --variant code` runs with plain SGD (the forward
  * predicts from d_last, the backward reads W unchanged), and its backward differs from
  * the paper form's (which predicts with d_last): stages 2 and 3 of 4 predict at B. */
 START_TEST(test_spectrain_code_plain_sgd_runs)

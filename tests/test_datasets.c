@@ -1,6 +1,6 @@
 /* tests/test_datasets.c — datasets (workloads/datasets): the real Fashion-MNIST files,
  * corrupt IDX files and their messages, the synthetic dataset, and the per-epoch
- * permutation of SPEC §1. */
+ * permutation of semantics §1.5. */
 #include <stdint.h>
 #include <string.h>
 #include <dirent.h>
@@ -26,7 +26,7 @@ static void assert_msg_has(const struct pb_err *e, const char *part)
     ck_assert_msg(strstr(e->msg, part) != NULL, "message \"%s\" lacks \"%s\"", e->msg, part);
 }
 
-/* The normalised value of raw pixel byte v (SPEC §1, float32 as torchvision). */
+/* The normalised value of raw pixel byte v (semantics §1.6, float32 as torchvision). */
 static float norm_pixel(int v)
 {
     return ((float)v / 255.0f - 0.2860f) / 0.3530f;

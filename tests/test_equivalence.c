@@ -1,4 +1,4 @@
-/* tests/test_equivalence.c — SPEC §4.7's second property: PipeOptim with ΔW forced to 0
+/* tests/test_equivalence.c — semantics §4.7's second property: PipeOptim with ΔW forced to 0
  * and SpecTrain with s forced to 0 are exactly "1F1B with stale weights" — every F and
  * every B reads the latest W of its stage when it runs, in PipeDream's op order. The
  * programs are rewritten through pb_run_cfg.edit_programs (look-ahead 0: Ŵ = W, which

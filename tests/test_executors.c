@@ -1,4 +1,4 @@
-/* tests/test_executors.c — the concurrent executors (DESIGN principle 3, SPEC §4.7):
+/* tests/test_executors.c — the concurrent executors (design §2.3, semantics §4.7):
  * for every registered schedule and variant, the seq, threads and mpi executors save
  * byte-identical weights (D = 2 and 4, every registered model; the first model at D = 2
  * is the fast case); a failing stage stops the threads executor promptly; SIGINT leaves

@@ -1,4 +1,4 @@
-/* tests/test_metrics.c — SPEC §6 metrics defined once (results/views.sql): on known rows,
+/* tests/test_metrics.c — semantics §6 metrics defined once (results/views.sql): on known rows,
  * compare's table, `pipebench report` and plot's data print the same throughput, bubble,
  * staleness and time to target, equal to hand-worked values (epochs of unequal length). */
 #include <check.h>

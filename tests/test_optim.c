@@ -1,4 +1,4 @@
-/* tests/test_optim.c — SPEC §2: the optimizers against torch.optim 1.13 trajectories
+/* tests/test_optim.c — semantics §2: the optimizers against torch.optim 1.13 trajectories
  * (tests/fixtures/optim.safetensors, written by gen_fixtures.py) through the CPU
  * backend, the multi-step schedule, state allocation, and bad configurations. */
 #include <cjson/cJSON.h>
@@ -387,7 +387,7 @@ START_TEST(test_set_epoch)
 END_TEST
 
 /* Elementwise over chunks: the step and the prediction give the same bits on 1 and 4
- * threads of the CPU backend (DESIGN principle 3), over several chunks plus a tail. */
+ * threads of the CPU backend (design §2.3), over several chunks plus a tail. */
 START_TEST(test_threads_bit_identical)
 {
     static const char *const names[] = {"sgdm", "adam", "adamw", "rmsprop"};

@@ -1,5 +1,5 @@
-/* tests/test_predictors.c — SPEC §3, §4.3: the weight predictors Ŵ = W − lr·s·ΔW on the
- * SPEC's double-precision test vectors and on an independent double implementation of
+/* tests/test_predictors.c — semantics §3, §4.3: the weight predictors Ŵ = W − lr·s·ΔW on
+ * the double-precision test vectors of §3.6 and on an independent double implementation of
  * §2/§3 (every form: paper, code, SpecTrain's code forward and backward), through the
  * CPU backend's ops; prediction never changes optimizer state; ΔW = 0 before the first
  * step; which forms are refused. */
@@ -11,7 +11,7 @@
 #include "predictors/predictor.h"
 #include "tests/test_util.h"
 
-/* SPEC §3: a float32 implementation agrees with the double vectors to 1e-6 relative. */
+/* semantics §3.6: a float32 implementation agrees with the double vectors to 1e-6 relative. */
 #define SPEC_RTOL 1e-6
 
 static void assert_rel(const char *what, double got, double want)
@@ -94,7 +94,7 @@ static float fx_w0(struct fx *f)
     return w;
 }
 
-/* SPEC §2 in double, one element: the independent expectation. */
+/* semantics §2 in double, one element: the independent expectation. */
 struct dopt {
     enum pb_optim_kind kind;
     double lr, u, tau, wd, b1, b2, eps, alpha;
@@ -140,7 +140,7 @@ static void dopt_step(struct dopt *o, double g)
     }
 }
 
-/* SPEC §3 and §4.3 ΔW in double */
+/* semantics §3.2–§3.4 ΔW in double */
 static double dopt_delta(const struct dopt *o, int v)
 {
     if (o->t == 0)
@@ -186,7 +186,7 @@ static struct pb_optim_cfg cfg_of(const struct dopt *d)
     return c;
 }
 
-static const float spec_grads[3] = {0.2f, -0.1f, 0.3f};  /* SPEC §3, SGDM */
+static const float spec_grads[3] = {0.2f, -0.1f, 0.3f};  /* semantics §3.6, SGDM */
 
 START_TEST(test_spec_sgdm)
 {
@@ -318,7 +318,7 @@ START_TEST(test_sgd_forms)
 }
 END_TEST
 
-/* SPEC §4.3, SpecTrain's code variant with plain SGD: the backward's form (MOMENTUM)
+/* semantics §3.4, SpecTrain's code variant with plain SGD: the backward's form (MOMENTUM)
  * reads W unchanged, bit for bit, after any number of steps; the forward's
  * (SPECTRAIN) is d_last, the paper's ΔW. */
 START_TEST(test_spectrain_plain_sgd)
@@ -402,7 +402,7 @@ START_TEST(test_adamw_excludes_decay)
 }
 END_TEST
 
-/* Adam/AdamW's code form hard-codes ε = 1e-8 (SPEC §3): with the optimizer's ε = 1e-3
+/* Adam/AdamW's code form hard-codes ε = 1e-8 (semantics §3.3): with the optimizer's ε = 1e-3
  * the step uses 1e-3, the paper ΔW 1e-3 and the code ΔW 1e-8. */
 START_TEST(test_adam_code_eps)
 {
@@ -535,7 +535,7 @@ START_TEST(test_predictor_check)
                           "message: %s", e.msg);
         }
     }
-    /* SPEC §4.3: SpecTrain's code variant runs with plain SGD too (backward ΔW = 0) */
+    /* semantics §3.4: SpecTrain's code variant runs with plain SGD too (backward ΔW = 0) */
     static const char *const sgds[] = {"sgd", "sgdm"};
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, sgds[i], &e), 0);
@@ -548,7 +548,7 @@ START_TEST(test_predictor_check)
 }
 END_TEST
 
-/* Which copies of the last step each form makes the optimizer keep (SPEC §3, §4.3). */
+/* Which copies of the last step each form makes the optimizer keep (semantics §3.5). */
 START_TEST(test_reads_last)
 {
     static const struct {

@@ -1,6 +1,6 @@
-/* tests/test_schedules.c — the schedules (SPEC §4): golden programs at D = 4 with and
+/* tests/test_schedules.c — the schedules (semantics §4): golden programs at D = 4 with and
  * without versions (every registered schedule and variant must have one), the version
- * rules of §4.1–4.6 and §4.7, validation of every registered form over a grid of pipes,
+ * rules of §4.1–§4.6 and §4.7, validation of every registered form over a grid of pipes,
  * the validator's negative cases and bad input. */
 #include <check.h>
 #include <stdio.h>
@@ -51,7 +51,7 @@ static void golden(const char *name, int N, int M, const char *variant, bool ver
     free(got);
 }
 
-/* SPEC §4.1: the 1F1B order that pipedream, pipeoptim and spectrain share. */
+/* semantics §4: the 1F1B order that pipedream, pipeoptim and spectrain share. */
 static const char order_1f1b[] =
     "stage 0: F0 F1 F2 F3 B0 U F4 B1 U F5 B2 U F6 B3 U F7 B4 U B5 U B6 U B7 U\n"
     "stage 1: F0 F1 F2 B0 U F3 B1 U F4 B2 U F5 B3 U F6 B4 U F7 B5 U B6 U B7 U\n"
@@ -65,7 +65,7 @@ static const char order_mb4[] =
     "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 U F5 B4 F6 B5 F7 B6 B7 U\n"
     "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U\n";
 
-/* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (SPEC §4.3). */
+/* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (semantics §4.3). */
 static const char versions_spectrain[] =
     "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
     "U F7:4+3 B4:4 U B5:5 U B6:6 U B7:7 U\n"
@@ -76,7 +76,7 @@ static const char versions_spectrain[] =
     "stage 3: F0:0+1 B0:0+1 U F1:1+1 B1:1+1 U F2:2+1 B2:2+1 U F3:3+1 B3:3+1 U F4:4+1 "
     "B4:4+1 U F5:5+1 B5:5+1 U F6:6+1 B6:6+1 U F7:7+1 B7:7+1 U\n";
 
-/* A golden program (SPEC §4): all D = 4 stages of a schedule form for N micro-batches,
+/* A golden program (semantics §4): all D = 4 stages of a schedule form for N micro-batches,
  * M per update where the schedule has mini-batches, with or without versions. */
 struct golden_case {
     const char *name, *variant;
@@ -86,7 +86,7 @@ struct golden_case {
 };
 
 static const struct golden_case goldens[] = {
-    /* the op order (SPEC §4.1–4.6) */
+    /* the op order (semantics §4.1–§4.6) */
     {"pipedream", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", "code", 8, 4, false, order_1f1b},
@@ -109,7 +109,7 @@ static const struct golden_case goldens[] = {
      "B10 B11 U\n"
      "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U F8 B8 F9 B9 F10 B10 "
      "F11 B11 U\n"},
-    /* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (SPEC §4.1, stage 0:
+    /* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (semantics §4.1, stage 0:
      * max(0, j−3)); B(j) sees its F's version. */
     {"pipedream", NULL, 8, 4, true,
      "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
@@ -140,13 +140,13 @@ static const struct golden_case goldens[] = {
      "U F6:5+2 B5:5 U F7:6+2 B6:6 U B7:7 U\n"
      "stage 3: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U "
      "F5:5+1 B5:5 U F6:6+1 B6:6 U F7:7+1 B7:7 U\n"},
-    /* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (SPEC §4.3). */
+    /* SpecTrain, D = 4: s_F = 3, 2, 2, 1 and s_B = 0, 0, 1, 1 (semantics §4.3). */
     {"spectrain", NULL, 8, 4, true, versions_spectrain},
     /* variant code: the same versions (the forms it predicts with differ:
      * spectrain_versions) */
     {"spectrain", "code", 8, 4, true, versions_spectrain},
     /* GPipe: mini-batch b reads W^(b); 2BW: micro-batches 0–7 read W^(0), 8–11 W^(1)
-     * (SPEC §4.4 example). */
+     * (semantics §4.4 example). */
     {"gpipe", NULL, 8, 4, true,
      "stage 0: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 "
      "B5:1 B4:1 U\n"
@@ -250,7 +250,7 @@ static void versions_of(const struct pb_pipe *p, const struct pb_program *prog, 
     }
 }
 
-/* SPEC §4.1: B reads its F's version; F(j) on stage k reads max(0, j − (D−1−k));
+/* semantics §4.1: B reads its F's version; F(j) on stage k reads max(0, j − (D−1−k));
  * steady-state staleness D−1−k; stage k keeps up to D−k versions. */
 START_TEST(pipedream_versions)
 {
@@ -292,7 +292,7 @@ START_TEST(pipedream_versions)
 }
 END_TEST
 
-/* SPEC §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
+/* semantics §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
  * B reads the current W. Variant code: s = D−k, ΔW form CODE. */
 START_TEST(pipeoptim_versions)
 {
@@ -321,7 +321,7 @@ START_TEST(pipeoptim_versions)
 }
 END_TEST
 
-/* SPEC §4.3, D = 4: s_F = 3, 2, 2, 1; s_B = 0, 0, 1, 1, both from the current W;
+/* semantics §4.3, D = 4: s_F = 3, 2, 2, 1; s_B = 0, 0, 1, 1, both from the current W;
  * variant code: F form SPECTRAIN, B form MOMENTUM. */
 START_TEST(spectrain_versions)
 {
@@ -350,7 +350,7 @@ START_TEST(spectrain_versions)
 }
 END_TEST
 
-/* SPEC §4.4–4.6 over N = 16: 2BW mini-batch b reads W^(max(0, b−1)); GPipe W^(b);
+/* semantics §4.4–§4.6 over N = 16: 2BW mini-batch b reads W^(max(0, b−1)); GPipe W^(b);
  * XPipe the base of its first F predicted s = ⌈(D−1−k)/T⌉ ahead, and once the
  * pipeline is full (b ≥ s) base + s is exactly the version the mini-batch updates. */
 START_TEST(minibatch_versions)
@@ -420,7 +420,7 @@ START_TEST(all_validate)
 }
 END_TEST
 
-/* D = 1 (SPEC §4.7), N = 5, M = 2: F B U per micro-batch, or per mini-batch, reading
+/* D = 1 (semantics §4.7), N = 5, M = 2: F B U per micro-batch, or per mini-batch, reading
  * W^(u); PipeOptim's code form still predicts one update ahead. */
 static const char d1_per_mb[] =
     "stage 0: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U\n";

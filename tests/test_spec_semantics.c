@@ -1,4 +1,4 @@
-/* tests/test_spec_semantics.c — the semantics SPEC.md states outright where the sources
+/* tests/test_spec_semantics.c — what docs/semantics.md states outright where the sources
  * differ: PipeDream-2BW has no delay at D = 1 (§4.4); PipeOptim's `code` variant
  * predicts one update ahead even at D = 1 while its paper form is plain training there
  * (§4.2, §4.7); the code form's SGD ΔW reads d_last = g_last + λW with W the weights
@@ -134,11 +134,11 @@ START_TEST(test_pipeoptim_code_one_stage_program)
 }
 END_TEST
 
-/* SPEC §3: a float32 implementation agrees with a double computation to 1e-6 relative. */
+/* semantics §3.6: a float32 implementation agrees with a double computation to 1e-6 relative. */
 #define SPEC_RTOL 1e-6
 #define NW 3
 
-/* SGD in double (SPEC §2), NW elements: d = g + λW; buf as torch; W ← W − lr·step. */
+/* SGD in double (semantics §2.1), NW elements: d = g + λW; buf as torch; W ← W − lr·step. */
 struct dsgd {
     double lr, u, tau, wd;
     long t;
@@ -161,7 +161,7 @@ static void dsgd_step(struct dsgd *o, const float *g)
     }
 }
 
-/* The code form's ΔW (SPEC §3): u·buf + (1−τ)·d; d_last for u = 0. */
+/* The code form's ΔW (semantics §3.3): u·buf + (1−τ)·d; d_last for u = 0. */
 static double dsgd_code_delta(const struct dsgd *o, int i, double d)
 {
     return o->u > 0 ? o->u * o->buf[i] + (1 - o->tau) * d : d;
@@ -198,7 +198,7 @@ START_TEST(test_code_delta_reads_weights_before_step)
         be->ops->upload(be, w, w0, sizeof w0);
         struct pb_optim o;
         ck_assert_msg(pb_optim_init(&o, be, &c, NW, &e) == 0, "%s", e.msg);
-        /* the double reference starts from the float inputs, as SPEC §3's vectors do */
+        /* the double reference starts from the float inputs, as semantics §3.6's vectors do */
         struct dsgd ref = {.lr = lr, .u = cases[ci].u, .tau = cases[ci].tau, .wd = wd};
         for (int i = 0; i < NW; i++)
             ref.w[i] = w0[i];

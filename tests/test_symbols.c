@@ -1,4 +1,4 @@
-/* tests/test_symbols.c — the naming convention of DESIGN (Conventions): every external
+/* tests/test_symbols.c — the naming convention of design §1 and §8: every external
  * symbol the library defines starts with pb_ (or PB_), so the harness can be linked
  * into other programs; lists the defined globals of $PB_LIBRARY with `nm`. */
 #include <check.h>

@@ -1,5 +1,5 @@
 /* tests/test_train.c — training end to end with the sequential executor: the
- * equivalences of SPEC §4.7 (D = 1 is plain training for every registered schedule and
+ * equivalences of semantics §4.7 (D = 1 is plain training for every registered schedule and
  * variant; GPipe is gradient accumulation for every registered model), determinism,
  * checkpoint round trips, and the version each op saw as logged in the results
  * database. Real data: Fashion-MNIST. */
@@ -23,7 +23,7 @@ static void assert_same_weights(const char *what, const float *a, const float *b
 
 /* D = 1: every schedule and variant (M = 1 where it has mini-batches) trains exactly
  * as plain training does, bit for bit, on lenet (BatchNorm and dropout included) —
- * except the one form SPEC §4.7 names, PipeOptim's `code` variant, which predicts one
+ * except PipeOptim's `code` variant (semantics §4.7), which predicts one
  * update ahead even here (tests/test_spec_semantics.c tests it). */
 START_TEST(test_one_stage_is_plain_training)
 {
@@ -176,7 +176,7 @@ static double staleness_of(const char *db, const char *col, int stage)
     return v;
 }
 
-/* The version each op read, as logged (SPEC §4, §6): PipeDream's forward on stage k
+/* The version each op read, as logged (semantics §4, §6.1): PipeDream's forward on stage k
  * lags the synchronous version by up to D−1−k, its backward by the same (stashing);
  * PipeOptim's predicted forward targets the synchronous version (lag 0 at most
  * stages) while its backward reads the latest; GPipe never lags. */

@@ -1,5 +1,5 @@
-/* tests/test_versions.c — one source of truth for weight versions (DESIGN principle 2,
- * SPEC §4, §6): for every registered schedule and variant, D = 2, 4 and 8, the events a
+/* tests/test_versions.c — one source of truth for weight versions (design §2.2,
+ * semantics §4, §6.1): for every registered schedule and variant, D = 2, 4 and 8, the events a
  * run logs under the seq, threads and mpi executors equal, op by op, the version plan
  * of the schedule's programs (harness/ir/versions.c): the version read, the look-ahead
  * and the version a synchronous run reads; over two epochs, so the second is offset
@@ -215,10 +215,10 @@ START_TEST(test_trace_selection)
 END_TEST
 
 /* What the weight store is sized for: PipeDream's stash holds D − k versions on stage
- * k < D − 1 (SPEC §4.1: one per forward whose backward is pending, the latest
+ * k < D − 1 (semantics §4.1: one per forward whose backward is pending, the latest
  * included) and none on the last stage, where no update falls between F(j) and B(j);
  * XPipe holds s + 1 mini-batch predictions, s = ⌈(D−1−k)/T⌉ the updates between a
- * bellwether's forward and its mini-batch's update (SPEC §4.5), none where s = 0; no
+ * bellwether's forward and its mini-batch's update (semantics §4.5), none where s = 0; no
  * other schedule stashes. */
 START_TEST(test_store_sizes)
 {
@@ -253,7 +253,7 @@ START_TEST(test_store_sizes)
 }
 END_TEST
 
-/* `pipebench program --sync` prints both versions of SPEC §4.1 for PipeDream, D = 4,
+/* `pipebench program --sync` prints both versions of semantics §6.1 for PipeDream, D = 4,
  * stage 0: F(j) and B(j) read max(0, j − 3); the synchronous run reads j. */
 START_TEST(test_program_prints_sync)
 {

@@ -1,4 +1,4 @@
-/* harness/base/err.h — the two levels of error of DESIGN principle 7.
+/* harness/base/err.h — the two levels of error of design §2.7.
  * PB_CHECK: a broken internal invariant aborts with file:line.
  * struct pb_err: what a user or the environment caused; functions fill it and
  * return -1, the CLI prints it and exits with status 2. */

@@ -1,8 +1,8 @@
-/* harness/base/rng.h — counter-based random numbers (DESIGN principle 3).
+/* harness/base/rng.h — counter-based random numbers (design §2.3).
  * Every random draw is a pure function of a key and a counter, never of a shared
  * stream, so every executor and thread count draws the same numbers. The key is
- * built from the run seed and a position, e.g. (seed, stage, micro-batch, layer)
- * for dropout (SPEC §1). Philox4x32-10 (Salmon et al., SC'11). */
+ * built from the run seed and a position, e.g. (seed, micro-batch, layer)
+ * for dropout (semantics §1.7). Philox4x32-10 (Salmon et al., SC'11). */
 #ifndef PB_RNG_H
 #define PB_RNG_H
 
@@ -12,7 +12,7 @@
 enum pb_rng_domain {
     PB_RNG_INIT = 1,     /* parameter initialisation: (seed, stage-independent layer id) */
     PB_RNG_SHUFFLE = 2,  /* epoch permutation: (seed, epoch) */
-    PB_RNG_DROPOUT = 3,  /* dropout masks: (seed, stage, micro-batch, layer) */
+    PB_RNG_DROPOUT = 3,  /* dropout masks: (seed, global micro-batch, layer) */
     PB_RNG_DATA = 4,     /* synthetic datasets: (seed, sample) */
 };
 

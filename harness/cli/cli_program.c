@@ -1,6 +1,6 @@
 /* harness/cli/cli_program.c — `pipebench program`: prints a schedule's per-device op
- * programs in the text form of SPEC §4, optionally with the weight version each F
- * and B reads (program.h, DESIGN principle 2). */
+ * programs in the text form of semantics §4, optionally with the weight version each F
+ * and B reads (program.h, design §2.2). */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,7 +14,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: pipebench program --schedule S --stages D [--length N] [--microbatches M]\n"
             "                         [--variant V] [--optimizer O] [--versions] [--sync]\n\n"
-            "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\" (SPEC 4).\n\n"
+            "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\"\n"
+            "(docs/semantics.md §4 says what every schedule's ops read).\n\n"
             "  --schedule S      one of:");
     for (int i = 0; pb_schedules[i]; i++)
         fprintf(f, "%s %s", i ? "," : "", pb_schedules[i]->name);

@@ -1,6 +1,6 @@
 /* harness/cli/cli_results.c — `pipebench runs` and `pipebench show RUN`: read the results
  * database (results.h) and print the runs, one run's configuration and environment,
- * its epochs and the per-stage stats and staleness of its last epoch (SPEC §6). */
+ * its epochs and the per-stage stats and staleness of its last epoch (semantics §6). */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>

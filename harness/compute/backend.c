@@ -1,6 +1,6 @@
 /* harness/compute/backend.c — what every backend shares: the registry and creation by
- * name, and the allocator: accounting of device memory by kind with peaks (DESIGN
- * principle 8) over a cache of freed blocks, so that a stage's steady state never
+ * name, and the allocator: accounting of device memory by kind with peaks (design
+ * §2.8) over a cache of freed blocks, so that a stage's steady state never
  * calls the device allocator. One mutex per instance guards it: a block handed to
  * another stage's instance (pb_backend_take) is freed from that stage's thread. */
 #include "harness/compute/backend.h"

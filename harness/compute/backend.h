@@ -1,4 +1,4 @@
-/* harness/compute/backend.h — the compute interface a stage runs on (DESIGN principle 5).
+/* harness/compute/backend.h — the compute interface a stage runs on (design §4).
  * A backend instance owns device memory, a stream and kernels; backends are created by
  * name from a registry (pb_backend_create). The CPU backend (harness/compute/cpu/) runs
  * on oneDNN; a CUDA backend implements the same table with cuBLAS/cuDNN.
@@ -176,7 +176,7 @@ struct pb_backend_ops {
     /* the optimizer step and the weight prediction over a flat buffer, from plain
      * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */
     void (*optim_step)(struct pb_backend *be, const struct pb_optim_step_args *a);
-    /* a->w_hat = a->w + a->scale * ΔW (SPEC §3); reads, never writes, the state in a->dw */
+    /* a->w_hat = a->w + a->scale * ΔW (semantics §3.1); reads, never writes, the state in a->dw */
     void (*predict)(struct pb_backend *be, const struct pb_predict_args *a);
 };
 

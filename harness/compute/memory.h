@@ -1,9 +1,9 @@
 /* harness/compute/memory.h — the kinds every backend allocation is accounted as
- * (DESIGN principle 8): which memory grows is what separates the schedules. */
+ * (design §2.8, semantics §6.7): which memory grows is what separates the schedules. */
 #ifndef PB_MEMORY_H
 #define PB_MEMORY_H
 
-/* Memory kinds, tracked with their peaks (DESIGN principle 8). */
+/* Memory kinds, tracked with their peaks (semantics §6.7 says what counts in each). */
 enum pb_mem_kind {
     PB_MEM_PARAMS,    /* the latest weights W */
     PB_MEM_GRADS,     /* the gradient buffer */

@@ -2,7 +2,7 @@
  * A tensor is a view: device pointer, logical NCHW shape and the memory layout the
  * backend stores it in. Images are NCHW; a matrix [N, C] is n = N, c = C, h = w = 1.
  * The core knows one layout, PB_LAYOUT_PLAIN; other values are private to the backend
- * that made the tensor (oneDNN's blocked formats on the CPU, DESIGN principle 5): they
+ * that made the tensor (oneDNN's blocked formats on the CPU, design §2.5): they
  * stay inside a stage, and are reordered to plain only where a tensor leaves the
  * backend (stage boundaries, losses, checkpoints). */
 #ifndef PB_TENSOR_H

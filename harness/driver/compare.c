@@ -1,6 +1,6 @@
 /* harness/driver/compare.c — the comparison of `pipebench compare` (compare.h): its default
  * workload, one row per run read back from the results database's run_summary view (the
- * metrics of SPEC §6 as results/views.sql defines them), and the two text tables. */
+ * metrics of semantics §6 as results/views.sql defines them), and the two text tables. */
 #include "harness/driver/compare.h"
 
 #include <sqlite3.h>

@@ -1,6 +1,6 @@
 /* harness/driver/compare.h — `pipebench compare`: its default workload, and one row per
  * schedule × optimizer from the run_summary view (results/views.sql) with the metrics of
- * SPEC §6 (accuracy, time to target, throughput, bubbles, memory, staleness, prediction). */
+ * semantics §6 (accuracy, time to target, throughput, bubbles, memory, staleness, prediction). */
 #ifndef PB_COMPARE_H
 #define PB_COMPARE_H
 

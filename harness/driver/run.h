@@ -40,7 +40,7 @@ struct pb_run_cfg {
     void *on_epoch_ctx;
     /* Called once the schedule has emitted the epoch's D programs, before they are
      * validated (NULL: none): rewrites ops for an experiment the schedules do not
-     * offer (the equivalences of SPEC §4.7 are tested this way). The result must pass
+     * offer (the equivalences of semantics §4.7 are tested this way). The result must pass
      * the validator like any schedule's. Not part of the configuration's JSON. */
     void (*edit_programs)(void *ctx, const struct pb_pipe *pipe, struct pb_program *progs);
     void *edit_programs_ctx;

@@ -1,4 +1,4 @@
-/* harness/exec/metrics.h — what the workers measure (SPEC §6): one record per stage
+/* harness/exec/metrics.h — what the workers measure (semantics §6): one record per stage
  * and epoch, and one per op for timelines. results/ stores them and plots/ reads them
  * back; neither looks below this header. */
 #ifndef PB_METRICS_H

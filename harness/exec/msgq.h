@@ -1,5 +1,5 @@
 /* harness/exec/msgq.h — a FIFO of messages between two neighbouring stages (one per
- * direction), the only channel the executors need (DESIGN principle 3: FIFO per
+ * direction), the only channel the executors need (design §2.3: FIFO per
  * source, destination and direction makes results independent of timing). */
 #ifndef PB_MSGQ_H
 #define PB_MSGQ_H

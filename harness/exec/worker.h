@@ -1,5 +1,5 @@
-/* harness/exec/worker.h — what one device does with one op of its program (DESIGN
- * principles 2, 3): resolve the weight version the op names, run the stage's
+/* harness/exec/worker.h — what one device does with one op of its program (design
+ * §2.2, §2.3): resolve the weight version the op names, run the stage's
  * forward, backward or optimizer step, and account time, staleness, prediction
  * error and memory. Every executor (seq, threads, mpi) drives workers through this
  * one function and differs only in how activations and gradients travel, so their

@@ -1,5 +1,5 @@
-/* harness/ir/program.c — the op IR (program.h, DESIGN principles 1 and 2): building
- * per-device programs from a schedule and the text form of SPEC §4 (with the versions
+/* harness/ir/program.c — the op IR (program.h, design §2.1 and §2.2): building
+ * per-device programs from a schedule and the text form of semantics §4 (with the versions
  * of harness/ir/versions.c). */
 #include "harness/ir/program.h"
 

@@ -1,4 +1,4 @@
-/* harness/ir/program.h — the op IR every schedule emits (DESIGN principles 1, 2).
+/* harness/ir/program.h — the op IR every schedule emits (design §2.1, §2.2).
  * A program is one device's ordered list of ops: F(j) forward, B(j) backward,
  * U optimizer update. Each F and B names the weight source it reads, so the
  * version every op used is explicit and derivable from the program alone
@@ -21,7 +21,7 @@ enum pb_op_kind { PB_OP_F, PB_OP_B, PB_OP_U };
 #define PB_MAX_MICROBATCHES 1000000       /* per epoch, and per update (M) */
 #define PB_MAX_PROGRAM_OPS 100000000LL    /* F, B and U over all the devices */
 
-/* Where an F or B reads its weights (SPEC §4). The version each resolves to is
+/* Where an F or B reads its weights (semantics §4). The version each resolves to is
  * given for a stage that has applied u updates when the op runs. */
 enum pb_wsrc {
     PB_W_LATEST,     /* W^(u) */
@@ -53,7 +53,7 @@ struct pb_pipe {
     int length;        /* N: micro-batches in the epoch */
     int microbatches;  /* M: micro-batches per update (gpipe, pipedream-2bw, xpipe) */
     enum pb_optim_kind optimizer;
-    const char *variant;  /* NULL or "" for the default; "code", "note" per SPEC */
+    const char *variant;  /* NULL or "" for the default; "code", "note" (semantics §4.8) */
 };
 
 struct pb_schedule {
@@ -78,7 +78,7 @@ void pb_program_f(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_p
 void pb_program_b(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
 void pb_program_u(struct pb_program *p);
 /* The forward-only program of a validation pass on one device: F0 … F(n−1), each
- * reading the latest weights (SPEC §1: validation never uses predicted weights). */
+ * reading the latest weights (semantics §1.4: validation never uses predicted weights). */
 void pb_program_eval(struct pb_program *p, int device, int nbatches);
 
 /* Builds all D programs after schedule->check; programs[] has D entries. */
@@ -86,7 +86,7 @@ int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e);
 void pb_programs_finish(struct pb_program *programs, int d);
 
-/* The weight version of one op (SPEC §6 staleness), counted in the updates the stage
+/* The weight version of one op (semantics §6.1), counted in the updates the stage
  * has applied since the epoch began (the pipeline fills and drains every epoch). This
  * is the one place versions are derived: the worker resolves weights from it, logs it
  * with every event, and `pipebench program --versions` prints it. */
@@ -129,7 +129,7 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
 /* What pb_program_print adds to each F and B (flags, or-ed). */
 enum { PB_PRINT_VERSIONS = 1, PB_PRINT_SYNC = 2 };
 
-/* Text form (SPEC §4): "stage 0: F0 F1 B0 U ..."; with PB_PRINT_VERSIONS the version
+/* Text form (semantics §4): "stage 0: F0 F1 B0 U ..."; with PB_PRINT_VERSIONS the version
  * plan's read version, "F4:1+3 B1:0" (":?" where the program cannot supply it); with
  * PB_PRINT_SYNC also the version a synchronous run reads, "F4:1|4". */
 void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,

@@ -1,5 +1,5 @@
-/* harness/ir/validate.c — pb_programs_validate (program.h; SPEC §4, DESIGN
- * principles 1–3): every micro-batch once per stage, FIFO-consistent orders across
+/* harness/ir/validate.c — pb_programs_validate (program.h; semantics §4.7,
+ * design §5.3): every micro-batch once per stage, FIFO-consistent orders across
  * stages, no deadlock with blocking sends, every weight version read exists. */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* harness/ir/versions.c — the weight version every op of a program reads, and the one
- * a synchronous run would read (SPEC §4 version rules of enum pb_wsrc, SPEC §6
- * staleness), with what the weight store must hold for them: stash slots, XPipe's
+ * a synchronous run would read (semantics §4 version rules of enum pb_wsrc, §6.1
+ * and §6.2), with what the weight store must hold for them: stash slots, XPipe's
  * group predictions, 2BW's older buffer. Derived from the program alone. */
 #include "harness/ir/program.h"
 

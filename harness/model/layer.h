@@ -2,7 +2,7 @@
  * A layer computes forward (train and eval) and backward (dX, and dW accumulated
  * into the stage's flat gradient buffer), initialises its parameters as PyTorch
  * does, and reports its FLOPs and activation memory. Parameters live at an offset
- * in the stage's flat buffers (DESIGN principle 4), so the same layer runs on any
+ * in the stage's flat buffers (design §2.4), so the same layer runs on any
  * weight version: the caller passes the flat buffer of the version to read. */
 #ifndef PB_LAYER_H
 #define PB_LAYER_H
@@ -46,7 +46,7 @@ struct pb_layer_cfg {
 struct pb_fwd_ctx {
     struct pb_backend *be;
     bool train;
-    uint64_t seed;  /* dropout key: (seed, stage, micro-batch, layer uid), SPEC §1 */
+    uint64_t seed;  /* dropout key: (seed, global micro-batch, layer uid), semantics §1.7 */
     int stage;
     int64_t mb;
 };

@@ -1,5 +1,5 @@
 /* harness/model/stage.h — one pipeline stage: a contiguous range of a model's blocks on one
- * backend, with its flat parameter, gradient and buffer memory (DESIGN principle 4).
+ * backend, with its flat parameter, gradient and buffer memory (design §2.4).
  * A forward keeps what its backward needs in a pb_stage_act (one per micro-batch in
  * flight); the backward reads any weight version the schedule names, accumulates
  * dW into the gradient buffer and releases the activations. Tensors cross stage
@@ -37,7 +37,7 @@ struct pb_stage_act {
 struct pb_step_ctx {
     bool train;
     uint64_t seed;
-    int64_t mb;   /* global micro-batch index: keys dropout masks (SPEC §1) */
+    int64_t mb;   /* global micro-batch index: keys dropout masks (semantics §1.7) */
 };
 
 /* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a

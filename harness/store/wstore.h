@@ -1,4 +1,4 @@
-/* harness/store/wstore.h — a stage's weight versions besides the latest W (SPEC §4):
+/* harness/store/wstore.h — a stage's weight versions besides the latest W (semantics §4):
  * PipeDream's stash, the predicted copy Ŵ made at an op (PipeOptim, SpecTrain),
  * XPipe's per-mini-batch Ŵ, and PipeDream-2BW's older buffer. Each kind of copy is
  * one ring of slots sized by the program's version plan (harness/ir/program.h),

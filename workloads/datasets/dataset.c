@@ -1,5 +1,5 @@
 /* workloads/datasets/dataset.c — the dataset registry, the epoch order and gathering.
- * The epoch order is SPEC §1's permutation drawn from (seed, epoch); a micro-batch is
+ * The epoch order is semantics §1.5's permutation drawn from (seed, epoch); a micro-batch is
  * a contiguous slice of it, gathered here into caller memory. */
 #include "workloads/datasets/dataset.h"
 

@@ -1,5 +1,5 @@
 /* workloads/datasets/dataset.h — in-memory datasets, the epoch order and batch gathering.
- * Implements the data conventions of SPEC §1: Fashion-MNIST (IDX) normalisation, the
+ * Implements the data conventions of semantics §1.5, §1.6: Fashion-MNIST (IDX) normalisation, the
  * per-(seed, epoch) permutation, `--limit` keeping the first N samples of the file. */
 #ifndef PB_DATASET_H
 #define PB_DATASET_H
@@ -63,7 +63,7 @@ int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
                          const struct pb_dataset_opts *opts, struct pb_err *e);
 
-/* Pixel normalisation of Fashion-MNIST / MNIST-format data (SPEC §1). */
+/* Pixel normalisation of Fashion-MNIST / MNIST-format data (semantics §1.6). */
 #define PB_FMNIST_MEAN 0.2860f
 #define PB_FMNIST_STD 0.3530f
 

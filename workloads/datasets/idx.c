@@ -1,6 +1,7 @@
 /* workloads/datasets/idx.c — MNIST-format IDX files (gzip or plain) and Fashion-MNIST.
- * Checks every header field and the exact data length, then normalises pixels as
- * SPEC §1 says: x/255, then (x - 0.2860) / 0.3530, in float32 as torchvision does. */
+ * Checks every header field (and the exact data length when the whole file is read),
+ * then normalises pixels as semantics §1.6 says: x/255, then (x - 0.2860) / 0.3530, in
+ * float32 as torchvision does. */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -126,7 +127,7 @@ static int read_body(struct idx_file *in, size_t total, size_t need, const char 
 
 /* An MNIST-format IDX pair (images magic 0x803, labels magic 0x801; gzip or plain),
  * loading only `parts` (PB_DATA_*). expect_h/expect_w > 0 demand that image size, 0
- * accepts any positive size; labels must be < nclasses. Pixels are normalised as SPEC §1
+ * accepts any positive size; labels must be < nclasses. Pixels are normalised as semantics §1.6
  * says; ds->name = name. */
 static int load_idx_pair(struct pb_dataset *ds, const char *name, const char *images_path,
                          const char *labels_path, int expect_h, int expect_w, int nclasses,

@@ -1,4 +1,4 @@
-/* workloads/datasets/synthetic.c — a learnable generated dataset (DESIGN principle 3).
+/* workloads/datasets/synthetic.c — a learnable generated dataset (design §2.3).
  * Each class has a fixed, spatially blocky Gaussian prototype keyed by (seed, class);
  * sample i of a split is its class prototype plus Gaussian noise keyed by (seed, split, i),
  * scaled to unit variance. The noise level puts the Bayes accuracy of the nearest

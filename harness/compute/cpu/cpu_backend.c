@@ -1,4 +1,4 @@
-/* harness/compute/cpu/cpu_backend.c — the CPU backend instance (DESIGN principle 5): creation
+/* harness/compute/cpu/cpu_backend.c — the CPU backend instance (design §2.5): creation
  * (oneDNN engine, stream, thread count), host memory as device memory, the ops
  * table and the helpers every op file shares. */
 #include <omp.h>

@@ -1,4 +1,4 @@
-/* harness/compute/cpu/cpu_conv.c — 2-D convolution on oneDNN (DESIGN principle 5): primitives
+/* harness/compute/cpu/cpu_conv.c — 2-D convolution on oneDNN (design §2.5): primitives
  * choose their formats; activations are reordered only where the caller's layout
  * differs, PyTorch OIHW weights into the primitive's format at every call. */
 #include <string.h>

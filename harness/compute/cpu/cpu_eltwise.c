@@ -1,5 +1,5 @@
 /* harness/compute/cpu/cpu_eltwise.c — the elementwise ops of the CPU backend in plain C:
- * ReLU and its backward, add, axpby and dropout with counter-based masks (SPEC §1).
+ * ReLU and its backward, add, axpby and dropout with counter-based masks (semantics §1.7).
  * Each element is computed alone, so the bits never depend on the thread count. */
 #include "harness/compute/cpu/cpu_internal.h"
 

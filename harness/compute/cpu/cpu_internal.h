@@ -1,5 +1,5 @@
 /* harness/compute/cpu/cpu_internal.h — internals shared by the files of the oneDNN CPU
- * backend (DESIGN principle 5): the instance, oneDNN status checks, primitives with
+ * backend (design §2.5): the instance, oneDNN status checks, primitives with
  * their scratchpads, the per-instance primitive cache and the layout helpers. */
 #ifndef PB_CPU_INTERNAL_H
 #define PB_CPU_INTERNAL_H

@@ -1,5 +1,5 @@
 /* harness/compute/cpu/cpu_loss.c — softmax cross-entropy with label smoothing, mean over the
- * rows, as PyTorch's CrossEntropyLoss(label_smoothing = eps) (SPEC §1), in plain C:
+ * rows, as PyTorch's CrossEntropyLoss(label_smoothing = eps) (semantics §1.2), in plain C:
  * numerically stable (max subtracted), accumulated in double, rows summed in order. */
 #include <math.h>
 

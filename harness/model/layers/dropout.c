@@ -1,6 +1,6 @@
 /* harness/model/layers/dropout.c — inverted dropout (torch.nn.Dropout): y = x·mask/(1 − p)
  * in training, y = x in evaluation. The mask comes from the counter-based RNG keyed
- * by (seed, micro-batch, layer) (SPEC §1), so the backward redraws it instead of
+ * by (seed, micro-batch, layer) (semantics §1.7), so the backward redraws it instead of
  * storing it and every executor draws the same. The layer is the model-wide layer
  * index, which fixes its stage; leaving the stage number out of the key keeps the
  * masks the same under every partition, so runs with different D stay comparable

@@ -17,10 +17,25 @@
 
 static char dir[64];
 
+/* Removes the scratch folder when the test's process ends (Check forks one per test). */
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* A fresh scratch folder in dir (the previous one removed). */
 static void make_dir(void)
 {
+    static bool registered;
+    if (dir[0])
+        remove_dir();
     snprintf(dir, sizeof dir, "/tmp/pb-err-XXXXXX");
     ck_assert(mkdtemp(dir) != NULL);
+    if (!registered)
+        registered = atexit(remove_dir) == 0;
 }
 
 /* Runs `pipebench run ARGS --db dir/runs.db` (unless ARGS has its own --db); returns

@@ -11,14 +11,25 @@
 #include "harness/base/err.h"
 #include "workloads/workload.h"
 
+/* The test's folder; it goes when the test's process ends (Check forks one per test). */
+static char tmp_folder[256];
+
+static void remove_tmp_dir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_folder);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp_folder);
+}
+
 const char *tmp_dir(void)
 {
-    static char dir[256];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/pb-test-XXXXXX");
-        ck_assert(mkdtemp(dir) != NULL);
+    if (!tmp_folder[0]) {
+        snprintf(tmp_folder, sizeof tmp_folder, "/tmp/pb-test-XXXXXX");
+        ck_assert(mkdtemp(tmp_folder) != NULL);
+        atexit(remove_tmp_dir);
     }
-    return dir;
+    return tmp_folder;
 }
 
 const char *tmp_path(const char *name)

@@ -7,7 +7,7 @@
 #include "harness/driver/run.h"
 #include "harness/base/safetensors.h"
 
-/* A fresh temporary folder for the test (removed by the OS's tmp cleaning). */
+/* A fresh temporary folder for the test, removed when the test's process ends. */
 const char *tmp_dir(void);
 /* tmp_dir()/name */
 const char *tmp_path(const char *name);

@@ -1,0 +1,697 @@
+/* bench/bench_step.c — the training step at the hardware's limit: pipebench's whole step
+ * against PyTorch's on the same network, and against the sum of its own GEMM and convolution
+ * primitives, measured interleaved in one run (the machine is shared and noisy).
+ *
+ * For every model of the registry (pb_workloads[]) on its dataset's sample shape, micro-batch
+ * 32, 64 and 128, backend threads 1 and 2, D = 1:
+ *   - the step: forward with the loss, backward and the SGD-momentum update (pb_stage_forward,
+ *     pb_stage_backward, pb_optim_step, then sync), exactly the calls and the timed region of
+ *     the seq executor's worker (harness/exec/worker.c) without data gathering, validation,
+ *     schedule bookkeeping or metrics; the input upload of each step is outside the timing;
+ *   - the primitives: the be->ops->gemm, conv_fwd, conv_bwd_weights and conv_bwd_data calls
+ *     the step makes (the layers' shapes and the layouts a real forward gave their tensors,
+ *     the layers' weights), run back to back: the roofline view, step / Σ primitives;
+ *   - PyTorch (`step` only): bench/torch_step.py in a child process (/usr/bin/python3),
+ *     which builds the twin from the model's layer configs (a model with a layer kind it does
+ *     not know has no twin: "-"), torch.set_num_threads(threads), zero_grad(set_to_none),
+ *     forward, cross_entropy, backward, torch.optim.SGD(lr 0.01, momentum 0.9).step(); two
+ *     children: LD_LIBRARY_PATH=OPENBLAS_DIR (Debian's OpenMP OpenBLAS, the comparison), and
+ *     the BLAS as installed (for the record).
+ * Each measurement is the median of REPS steps after WARMUP (PyTorch as installed, whose
+ * reference BLAS is 10-20x slower: 3 after 1); over ROUNDS rounds (alternating
+ * which side goes first) the tables show per-sample medians and the median [range] of the
+ * per-round ratios. Goals of the issue: pipebench ≤ 0.7× PyTorch+OpenBLAS, step ≤ 1.15× Σ
+ * primitives. Prints; asserts nothing.
+ *   bench_step step [--openblas DIR] [--model NAME]   both tables, PyTorch included
+ *   bench_step roofline [--model NAME]                the roofline table only */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/base/rng.h"
+#include "harness/compute/backend.h"
+#include "harness/model/stage.h"
+#include "harness/optim/optim.h"
+#include "workloads/datasets/dataset.h"
+#include "workloads/workload.h"
+
+#define ROUNDS 5
+#define WARMUP 2
+#define REPS 5
+#define SEED 1
+
+static const int batches[] = {32, 64, 128};
+static const int thread_counts[] = {1, 2};
+enum { NBATCH = 3, NTHREADS = 2 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double s[64];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* Median and range of a[i] / b[i] over the rounds, as "0.62 [0.58-0.66]". */
+static const char *ratio_str(const double *a, const double *b, char *buf, size_t len)
+{
+    double r[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) {
+        if (!(b[i] > 0)) {
+            snprintf(buf, len, "%17s", "-");
+            return buf;
+        }
+        r[i] = a[i] / b[i];
+    }
+    double lo = r[0], hi = r[0];
+    for (int i = 1; i < ROUNDS; i++)
+        lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
+    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", median(r, ROUNDS), lo, hi);
+    return buf;
+}
+
+static _Noreturn void die(const char *what, const struct pb_err *e)
+{
+    fprintf(stderr, "bench_step: %s: %s\n", what, e ? e->msg : "failed");
+    exit(2);
+}
+
+/* ---- the PyTorch children: requests on their stdin, answers on their stdout ---- */
+
+struct torch_proc {
+    FILE *req, *ans;
+    pid_t pid;
+    char version[512];
+};
+
+/* Starts bench/torch_step.py with LD_LIBRARY_PATH=libdir (NULL: as installed). */
+static bool torch_start(struct torch_proc *t, const char *script, const char *libdir)
+{
+    int in[2], out[2];
+    memset(t, 0, sizeof *t);
+    /* close-on-exec: a later child must not hold this one's stdin open */
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+        return false;
+    t->pid = fork();
+    if (t->pid < 0)
+        return false;
+    if (t->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        if (libdir)
+            setenv("LD_LIBRARY_PATH", libdir, 1);
+        execl("/usr/bin/python3", "python3", script, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    t->req = fdopen(in[1], "w");
+    t->ans = fdopen(out[0], "r");
+    if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
+        strncmp(t->version, "torch ", 6) != 0) {
+        fprintf(stderr, "bench_step: no PyTorch from /usr/bin/python3 %s%s%s\n", script,
+                libdir ? " with LD_LIBRARY_PATH=" : "", libdir ? libdir : "");
+        if (t->req)
+            fclose(t->req);
+        if (t->ans)
+            fclose(t->ans);
+        waitpid(t->pid, NULL, 0);
+        t->req = t->ans = NULL;
+        return false;
+    }
+    t->version[strcspn(t->version, "\n")] = 0;
+    return true;
+}
+
+static void torch_answer(struct torch_proc *t, char *line, size_t len)
+{
+    if (!fgets(line, (int)len, t->ans)) {
+        fprintf(stderr, "bench_step: a PyTorch child stopped answering\n");
+        exit(2);
+    }
+}
+
+/* Builds the twin KEY in the child; false (with the reason) when it cannot, or when its
+ * parameter count is not the stage's (then it is not the same network). */
+static bool torch_define(struct torch_proc *t, const char *key, struct pb_shape in, int nclasses,
+                         float smoothing, const char *spec, size_t nparams)
+{
+    if (!t->req)
+        return false;
+    fprintf(t->req, "def %s %d %d %d %d %d %.9g %s\n", key, in.n, in.c, in.h, in.w, nclasses,
+            (double)smoothing, spec);
+    fflush(t->req);
+    char line[512];
+    torch_answer(t, line, sizeof line);
+    if (strncmp(line, "ok ", 3) != 0) {
+        fprintf(stderr, "bench_step: no PyTorch twin of %s: %s", key, line);
+        return false;
+    }
+    line[strcspn(line, "\n")] = 0;
+    if (strtoull(line + 3, NULL, 10) != nparams) {
+        fprintf(stderr, "bench_step: the PyTorch twin of %s has %s parameters, pipebench %zu: "
+                        "not compared\n", key, line + 3, nparams);
+        return false;
+    }
+    return true;
+}
+
+/* The median seconds of one training step of twin KEY (of reps steps after warmup). */
+static double torch_time(struct torch_proc *t, const char *key, int threads, int warmup, int reps)
+{
+    fprintf(t->req, "step %s %d %d %d\n", key, threads, warmup, reps);
+    fflush(t->req);
+    char line[64];
+    torch_answer(t, line, sizeof line);
+    return strtod(line, NULL);
+}
+
+static void torch_stop(struct torch_proc *t)
+{
+    if (!t->req)
+        return;
+    fclose(t->req);
+    fclose(t->ans);
+    waitpid(t->pid, NULL, 0);
+}
+
+/* The model as bench/torch_step.py reads it: blocks "/"-separated, each node
+ * "kind,args|inputs" from the layer's config; NULL when a layer kind has no twin there. */
+static char *twin_spec(const struct pb_model *m)
+{
+    char *spec = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&spec, &len);
+    bool ok = f != NULL;
+    for (int b = 0; ok && b < m->nblocks; b++) {
+        const struct pb_block *blk = &m->blocks[b];
+        fputs(b ? "/" : "", f);
+        for (int i = 0; ok && i < blk->nnodes; i++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            const struct pb_layer_cfg *c = &l->cfg;
+            const struct pb_conv_desc *d = &c->conv;
+            const struct pb_pool_desc *p = &c->pool;
+            fputs(i ? " " : "", f);
+            switch (c->kind) {
+            case PB_LAYER_LINEAR:
+                fprintf(f, "linear,%d,%d,%d", c->in_features, c->out_features, c->bias);
+                break;
+            case PB_LAYER_CONV2D:
+                fprintf(f, "conv,%d,%d,%d,%d,%d,%d,%d,%d,%d", d->cin, d->cout, d->kh, d->kw,
+                        d->sh, d->sw, d->ph, d->pw, d->bias);
+                break;
+            case PB_LAYER_BATCHNORM2D:
+                fprintf(f, "bn,%d,%.9g,%.9g", c->channels, (double)c->eps, (double)c->momentum);
+                break;
+            case PB_LAYER_RELU:
+                fputs("relu", f);
+                break;
+            case PB_LAYER_MAXPOOL2D:
+                fprintf(f, "maxpool,%d,%d,%d,%d,%d,%d,%d", p->kh, p->kw, p->sh, p->sw, p->ph,
+                        p->pw, p->ceil_mode);
+                break;
+            case PB_LAYER_AVGPOOL2D:
+                fprintf(f, "avgpool,%d,%d,%d,%d,%d,%d,%d,%d", p->kh, p->kw, p->sh, p->sw, p->ph,
+                        p->pw, p->ceil_mode, p->exclude_pad);
+                break;
+            case PB_LAYER_GLOBAL_AVGPOOL:
+                fputs("gap", f);
+                break;
+            case PB_LAYER_DROPOUT:
+                fprintf(f, "dropout,%.9g", (double)c->p);
+                break;
+            case PB_LAYER_FLATTEN:
+                fputs("flatten", f);
+                break;
+            case PB_LAYER_ADD:
+                fputs("add", f);
+                break;
+            case PB_LAYER_CONCAT:
+                fputs("concat", f);
+                break;
+            default:
+                ok = false;
+            }
+            for (int j = 0; j < l->nin; j++)
+                fprintf(f, "%c%d", j ? ',' : '|', l->in[j]);
+        }
+    }
+    if (f)
+        fclose(f);
+    if (!ok) {
+        free(spec);
+        return NULL;
+    }
+    return spec;
+}
+
+/* ---- pipebench's side ---- */
+
+enum op_kind { OP_GEMM, OP_CONV_FWD, OP_CONV_BWD_W, OP_CONV_BWD_DATA };
+
+/* One GEMM or convolution primitive call of the step. */
+struct prim {
+    enum op_kind kind;
+    bool ta, tb;                    /* gemm: c = op(a) op(b) + beta c */
+    int m, n, k, lda, ldb, ldc;
+    float beta;
+    const float *a, *b;
+    float *c;
+    const struct pb_conv_desc *d;   /* conv: x → y (fwd); x, dy → dw, db; dy, w → dx */
+    const float *w, *bias;
+    float *dw, *db;
+    struct pb_tensor *x, *y;        /* fwd and bwd-weights: x, y/dy; bwd-data: dy, dx */
+    double flops;
+};
+
+/* One model at one micro-batch and thread count, and what its runs measured. */
+struct config {
+    const struct pb_workload *wl;
+    int batch, threads;
+    struct pb_backend *be;
+    struct pb_model model;
+    struct pb_stage stage;
+    struct pb_optim optim;
+    const float *host_x;            /* the first `batch` samples of the dataset */
+    int32_t *labels;                /* device [batch] */
+    int64_t mb;                     /* micro-batches run so far (dropout keys) */
+    struct prim *prims;
+    int nprims;
+    struct pb_tensor *tensors;      /* the primitives' tensors */
+    int ntensors;
+    void **mem;                     /* every device buffer the primitives own */
+    int nmem;
+    double prim_flops;
+    char key[64];
+    bool twin;
+    double t_step[ROUNDS], t_prims[ROUNDS], t_torch[2][ROUNDS];
+};
+
+static float *dev_buf(struct config *c, size_t n, bool random, uint64_t tag)
+{
+    struct pb_backend *be = c->be;
+    struct pb_err e;
+    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_SCRATCH, &e);
+    if (!d)
+        die("device memory", &e);
+    float *h = pb_xcalloc(n, sizeof *h);
+    if (random)
+        pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 7, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
+    be->ops->upload(be, d, h, n * sizeof *d);
+    be->ops->sync(be);
+    free(h);
+    c->mem[c->nmem++] = d;
+    return d;
+}
+
+/* A tensor of shape s in layout l, random (through a plain copy) or zero. */
+static struct pb_tensor *prim_tensor(struct config *c, struct pb_shape s, enum pb_layout l,
+                                     bool random)
+{
+    struct pb_backend *be = c->be;
+    struct pb_err e;
+    struct pb_tensor *t = &c->tensors[c->ntensors++];
+    if (pb_tensor_alloc(be, t, s, l, PB_MEM_SCRATCH, &e))
+        die("device memory", &e);
+    c->mem[c->nmem++] = t->data;
+    be->ops->fill(be, t->data, 0.0f, be->ops->layout_floats(be, s, l));
+    if (random) {
+        struct pb_tensor p = {dev_buf(c, pb_shape_count(s), true, (uint64_t)c->ntensors), s,
+                              PB_LAYOUT_PLAIN};
+        if (l == PB_LAYOUT_PLAIN)
+            be->ops->copy(be, t->data, p.data, pb_shape_count(s) * sizeof(float));
+        else
+            be->ops->reorder(be, &p, t);
+    }
+    return t;
+}
+
+static struct prim *add_prim(struct config *c, enum op_kind kind, double flops)
+{
+    struct prim *p = &c->prims[c->nprims++];
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->flops = flops;
+    c->prim_flops += flops;
+    return p;
+}
+
+static void add_gemm(struct config *c, bool ta, bool tb, int m, int n, int k, const float *a,
+                     int lda, const float *b, int ldb, float beta, float *out, int ldc)
+{
+    struct prim *p = add_prim(c, OP_GEMM, 2.0 * m * (double)n * k);
+    p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->a = a, p->lda = lda, p->b = b;
+    p->ldb = ldb, p->beta = beta, p->c = out, p->ldc = ldc;
+}
+
+/* The primitives of a linear layer (linear.c): y = x·Wᵀ, dW += dyᵀ·x, dx = dy·W. */
+static void linear_prims(struct config *c, const struct pb_layer *l, const float *w, bool want_dx)
+{
+    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
+    const float *x = prim_tensor(c, l->in_shape[0], PB_LAYOUT_PLAIN, true)->data;
+    float *y = prim_tensor(c, l->out_shape, PB_LAYOUT_PLAIN, false)->data;
+    const float *dy = prim_tensor(c, l->out_shape, PB_LAYOUT_PLAIN, true)->data;
+    float *dw = dev_buf(c, (size_t)fo * fi, false, 0);
+    add_gemm(c, false, true, n, fo, fi, x, fi, w, fi, 0.0f, y, fo);
+    add_gemm(c, true, false, fo, fi, n, dy, fo, x, fi, 1.0f, dw, fi);
+    if (want_dx)
+        add_gemm(c, false, false, n, fi, fo, dy, fo, w, fi, 0.0f,
+                 prim_tensor(c, l->in_shape[0], PB_LAYOUT_PLAIN, false)->data, fi);
+}
+
+/* The primitives of a convolution (conv2d.c) whose input and output the forward gave the
+ * layouts of x and y. */
+static void conv_prims(struct config *c, const struct pb_layer *l, const float *w,
+                       const struct pb_tensor *x_real, const struct pb_tensor *y_real,
+                       bool want_dx)
+{
+    const struct pb_conv_desc *d = &l->cfg.conv;
+    size_t nw = (size_t)d->cout * d->cin * d->kh * d->kw;
+    double flops = 2.0 * (double)pb_shape_count(l->out_shape) * d->cin * d->kh * d->kw;
+    struct pb_tensor *x = prim_tensor(c, x_real->shape, x_real->layout, true);
+    struct pb_tensor *y = prim_tensor(c, y_real->shape, y_real->layout, false);
+    struct pb_tensor *dy = prim_tensor(c, y_real->shape, y_real->layout, true);
+    struct prim *p = add_prim(c, OP_CONV_FWD, flops);
+    p->d = d, p->x = x, p->y = y, p->w = w, p->bias = d->bias ? w + nw : NULL;
+    p = add_prim(c, OP_CONV_BWD_W, flops);
+    p->d = d, p->x = x, p->y = dy, p->dw = dev_buf(c, nw, false, 0);
+    p->db = d->bias ? dev_buf(c, (size_t)d->cout, false, 0) : NULL;
+    if (want_dx) {
+        p = add_prim(c, OP_CONV_BWD_DATA, flops);
+        p->d = d, p->x = dy, p->y = prim_tensor(c, x_real->shape, x_real->layout, false), p->w = w;
+    }
+}
+
+static struct pb_tensor step_input(struct config *c)
+{
+    struct pb_backend *be = c->be;
+    struct pb_err e;
+    struct pb_tensor x;
+    if (pb_tensor_alloc(be, &x, c->stage.in_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e))
+        die("device memory", &e);
+    be->ops->upload(be, x.data, c->host_x, pb_shape_count(x.shape) * sizeof(float));
+    be->ops->sync(be);
+    return x;
+}
+
+/* One training step as the worker runs it: forward (with the loss), backward, update. */
+static void train_step(struct config *c, struct pb_tensor x, struct pb_stage_act *act)
+{
+    struct pb_stage *s = &c->stage;
+    struct pb_err e;
+    struct pb_tensor none = {0};
+    struct pb_step_ctx sc = {true, SEED, c->mb++};
+    if (!act->nodes && pb_stage_forward(s, &sc, s->params, x, c->labels, act, &none, &e))
+        die("forward", &e);
+    if (pb_stage_backward(s, &sc, s->params, act, NULL, &none, &e))
+        die("backward", &e);
+    pb_optim_step(&c->optim, c->be, s->params, s->grads);
+    c->be->ops->sync(c->be);
+    if (pb_backend_status(c->be, &e))
+        die("update", &e);
+}
+
+/* A first step whose forward is also read for the primitives: the tensors each GEMM and
+ * convolution of the stage meets, in the layouts the backend gave them. A layer computes
+ * dx unless it reads the input of the first block (stage.c: the pipeline's input). */
+static void build_prims(struct config *c)
+{
+    struct pb_stage *s = &c->stage;
+    struct pb_err e;
+    struct pb_stage_act act;
+    struct pb_tensor none = {0};
+    struct pb_step_ctx sc = {true, SEED, c->mb};
+    int nodes = 0;
+    for (int b = s->first; b < s->last; b++)
+        nodes += c->model.blocks[b].nnodes;
+    c->prims = pb_xcalloc((size_t)nodes * 3, sizeof *c->prims);
+    c->tensors = pb_xcalloc((size_t)nodes * 5, sizeof *c->tensors);
+    c->mem = pb_xcalloc((size_t)nodes * 12, sizeof *c->mem);
+    if (pb_stage_forward(s, &sc, s->params, step_input(c), c->labels, &act, &none, &e))
+        die("forward", &e);
+    int idx = 0;
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &c->model.blocks[b];
+        int base = idx;
+        for (int i = 0; i < blk->nnodes; i++, idx++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            if (l->cfg.kind != PB_LAYER_LINEAR && l->cfg.kind != PB_LAYER_CONV2D)
+                continue;
+            const struct pb_tensor *in = l->in[0] >= 0 ? &act.nodes[base + l->in[0]].out
+                                         : b == s->first ? &act.input
+                                                         : &act.nodes[base - 1].out;
+            bool want_dx = !(l->in[0] < 0 && b == s->first && s->index == 0);
+            const float *w = s->params + s->param_off[b - s->first] + l->param_off;
+            if (l->cfg.kind == PB_LAYER_LINEAR)
+                linear_prims(c, l, w, want_dx);
+            else
+                conv_prims(c, l, w, in, &act.nodes[idx].out, want_dx);
+        }
+    }
+    train_step(c, (struct pb_tensor){0}, &act);
+}
+
+static void run_prims(struct config *c)
+{
+    struct pb_backend *be = c->be;
+    for (int i = 0; i < c->nprims; i++) {
+        const struct prim *p = &c->prims[i];
+        switch (p->kind) {
+        case OP_GEMM:
+            be->ops->gemm(be, p->ta, p->tb, p->m, p->n, p->k, 1.0f, p->a, p->lda, p->b, p->ldb,
+                          p->beta, p->c, p->ldc);
+            break;
+        case OP_CONV_FWD:
+            be->ops->conv_fwd(be, p->d, p->x, p->w, p->bias, p->y);
+            break;
+        case OP_CONV_BWD_W:
+            be->ops->conv_bwd_weights(be, p->d, p->x, p->y, p->dw, p->db);
+            break;
+        case OP_CONV_BWD_DATA:
+            be->ops->conv_bwd_data(be, p->d, p->x, p->w, p->y);
+            break;
+        }
+    }
+    be->ops->sync(be);
+}
+
+static double time_step(struct config *c)
+{
+    double t[REPS];
+    for (int i = 0; i < WARMUP + REPS; i++) {
+        struct pb_stage_act act = {0};
+        struct pb_tensor x = step_input(c);
+        double t0 = now();
+        train_step(c, x, &act);
+        if (i >= WARMUP)
+            t[i - WARMUP] = now() - t0;
+    }
+    return median(t, REPS);
+}
+
+static double time_prims(struct config *c)
+{
+    double t[REPS];
+    for (int i = 0; i < WARMUP + REPS; i++) {
+        double t0 = now();
+        run_prims(c);
+        if (i >= WARMUP)
+            t[i - WARMUP] = now() - t0;
+    }
+    return median(t, REPS);
+}
+
+static void config_init(struct config *c, const struct pb_workload *wl, const struct pb_dataset *ds,
+                        int batch, int threads, struct pb_backend *be)
+{
+    struct pb_err e;
+    c->wl = wl, c->batch = batch, c->threads = threads, c->be = be;
+    struct pb_shape sample = {1, ds->c, ds->h, ds->w};
+    if (wl->build(&c->model, sample, ds->nclasses, &e) || pb_model_finalize(&c->model, batch, &e))
+        die(wl->name, &e);
+    struct pb_optim_cfg oc;
+    if (pb_stage_init(&c->stage, be, &c->model, 0, 1, 0, c->model.nblocks, &e) ||
+        pb_stage_init_params(&c->stage, SEED, &e) || pb_optim_cfg_from_name(&oc, "sgdm", &e) ||
+        pb_optim_init(&c->optim, be, &oc, c->stage.nparams, &e))
+        die(wl->name, &e);
+    pb_optim_set_epoch(&c->optim, 0);
+    c->host_x = ds->x;
+    c->labels = pb_backend_alloc(be, (size_t)batch * sizeof *c->labels, PB_MEM_SCRATCH, &e);
+    if (!c->labels)
+        die("device memory", &e);
+    be->ops->upload(be, c->labels, ds->y, (size_t)batch * sizeof *c->labels);
+    be->ops->sync(be);
+    snprintf(c->key, sizeof c->key, "%s/%d/%d", wl->name, batch, threads);
+    build_prims(c);
+}
+
+static void config_finish(struct config *c)
+{
+    for (int i = 0; i < c->nmem; i++)
+        pb_backend_free(c->be, c->mem[i]);
+    pb_backend_free(c->be, c->labels);
+    pb_optim_finish(&c->optim, c->be);
+    pb_stage_finish(&c->stage);
+    pb_model_finish(&c->model);
+    free(c->prims);
+    free(c->tensors);
+    free(c->mem);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench_step step [--openblas DIR] [--model NAME]\n"
+                    "       bench_step roofline [--model NAME]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "step") && strcmp(argv[1], "roofline")))
+        usage();
+    bool with_torch = !strcmp(argv[1], "step");
+    const char *openblas = NULL, *only = NULL;
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            usage();
+        if (!strcmp(argv[i], "--openblas"))
+            openblas = argv[i + 1];
+        else if (!strcmp(argv[i], "--model"))
+            only = argv[i + 1];
+        else
+            usage();
+    }
+
+    /* PyTorch children first, before this process starts any OpenMP team */
+    struct torch_proc tp[2] = {{0}};
+    const char *tname[2] = {"PyTorch+OpenBLAS-openmp", "PyTorch as installed"};
+    if (with_torch) {
+        if (openblas)
+            torch_start(&tp[0], PB_BENCH_TORCH_STEP_SCRIPT, openblas);
+        else
+            fprintf(stderr, "bench_step: no --openblas DIR: no PyTorch+OpenBLAS column\n");
+        torch_start(&tp[1], PB_BENCH_TORCH_STEP_SCRIPT, NULL);
+    }
+
+    int nmodels = 0;
+    for (int i = 0; pb_workloads[i]; i++)
+        nmodels++;
+    struct pb_dataset *ds = pb_xcalloc((size_t)nmodels, sizeof *ds);
+    struct config *cfgs = pb_xcalloc((size_t)nmodels * NBATCH * NTHREADS, sizeof *cfgs);
+    struct pb_backend *be[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        struct pb_err e;
+        struct pb_backend_cfg bc = {.device = 0, .threads = thread_counts[t]};
+        if (!(be[t] = pb_backend_create("cpu", &bc, &e)))
+            die("cpu backend", &e);
+    }
+    int ncfg = 0;
+    for (int i = 0; pb_workloads[i]; i++) {
+        const struct pb_workload *wl = pb_workloads[i];
+        if (only && strcmp(only, wl->name))
+            continue;
+        struct pb_err e;
+        if (pb_dataset_load(&ds[i], wl->dataset, NULL, PB_SPLIT_TRAIN, batches[NBATCH - 1], SEED,
+                            &e))
+            die(wl->dataset, &e);
+        for (int t = 0; t < NTHREADS; t++)
+            for (int b = 0; b < NBATCH; b++) {
+                struct config *c = &cfgs[ncfg++];
+                config_init(c, wl, &ds[i], batches[b], thread_counts[t], be[t]);
+                char *spec = with_torch ? twin_spec(&c->model) : NULL;
+                c->twin = spec != NULL;
+                for (int k = 0; k < 2 && spec; k++)
+                    c->twin &= !tp[k].req || torch_define(&tp[k], c->key, c->stage.in_shape,
+                                                          c->model.nclasses,
+                                                          c->model.label_smoothing, spec,
+                                                          c->stage.nparams);
+                free(spec);
+            }
+    }
+    if (!ncfg) {
+        fprintf(stderr, "bench_step: no model named '%s'\n", only ? only : "");
+        return 2;
+    }
+
+    for (int r = 0; r < ROUNDS; r++) {
+        fprintf(stderr, "bench_step: round %d of %d\n", r + 1, ROUNDS);
+        for (int i = 0; i < ncfg; i++) {
+            struct config *c = &cfgs[i];
+            for (int side = 0; side < 2; side++) {
+                if ((side == 0) == (r % 2 == 0)) {
+                    c->t_step[r] = time_step(c);
+                    c->t_prims[r] = time_prims(c);
+                    continue;
+                }
+                for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */
+                    c->t_torch[k][r] = !c->twin || !tp[k].req ? 0.0
+                                       : torch_time(&tp[k], c->key, c->threads, k ? 1 : WARMUP,
+                                                    k ? 3 : REPS);
+            }
+        }
+    }
+
+    char r1[32], r2[32];
+    if (with_torch) {
+        printf("training step per sample, D = 1, SGD momentum; pipebench (CPU backend, oneDNN) vs "
+               "PyTorch; each the median of %d steps after %d (as installed: 3 after 1), %d "
+               "interleaved rounds\n", REPS, WARMUP, ROUNDS);
+        for (int k = 0; k < 2; k++)
+            printf("  %s: %s\n", tname[k], tp[k].req ? tp[k].version : "(not run)");
+        printf("  %-9s th   mb   pb us  +OpenBLAS us  pb/+OpenBLAS [range]  installed us  "
+               "pb/installed [range]\n", "model");
+        for (int i = 0; i < ncfg; i++) {
+            struct config *c = &cfgs[i];
+            double n = c->batch;
+            printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %12.1f  %20s\n", c->wl->name, c->threads,
+                   c->batch, 1e6 * median(c->t_step, ROUNDS) / n,
+                   1e6 * median(c->t_torch[0], ROUNDS) / n,
+                   ratio_str(c->t_step, c->t_torch[0], r1, sizeof r1),
+                   1e6 * median(c->t_torch[1], ROUNDS) / n,
+                   ratio_str(c->t_step, c->t_torch[1], r2, sizeof r2));
+        }
+        printf("  goal: pb/+OpenBLAS <= 0.70 on every row\n\n");
+    }
+    printf("roofline: the step against the sum of its GEMM and convolution primitives at the "
+           "same shapes, same run\n");
+    printf("  %-9s th   mb  step ms  prims ms  step/prims [range]  step GFLOP/s  prims GFLOP/s\n",
+           "model");
+    for (int i = 0; i < ncfg; i++) {
+        struct config *c = &cfgs[i];
+        double ts = median(c->t_step, ROUNDS), tpr = median(c->t_prims, ROUNDS);
+        printf("  %-9s %2d  %3d %8.3f  %8.3f  %19s  %12.1f  %13.1f\n", c->wl->name, c->threads,
+               c->batch, 1e3 * ts, 1e3 * tpr, ratio_str(c->t_step, c->t_prims, r1, sizeof r1),
+               1e-9 * c->prim_flops / ts, 1e-9 * c->prim_flops / tpr);
+    }
+    printf("  goal: step/prims <= 1.15 on every row\n");
+
+    for (int i = 0; i < ncfg; i++)
+        config_finish(&cfgs[i]);
+    for (int t = 0; t < NTHREADS; t++)
+        pb_backend_destroy(be[t]);
+    for (int i = 0; i < nmodels; i++)
+        pb_dataset_finish(&ds[i]);
+    free(ds);
+    free(cfgs);
+    for (int k = 0; k < 2; k++)
+        torch_stop(&tp[k]);
+    return 0;
+}

@@ -1,0 +1,144 @@
+# bench/torch_step.py — PyTorch's side of bench/bench_step.c: builds the twin of a pipebench
+# model from the layer list the C benchmark sends (the same layer configs pipebench runs) and
+# times its training step (zero_grad, forward, cross-entropy, backward, SGD-momentum step).
+# Requests on stdin, one a line; answers on stdout:
+#   def KEY N C H W CLASSES SMOOTHING SPEC   → "ok PARAMS" (its parameter count) or "error WHY"
+#   step KEY THREADS WARMUP REPS             → the median seconds of one step
+# SPEC: blocks separated by "/", nodes by " "; a node is "kind,arg,...|in,..." with the
+# inputs as node indices in its block (-1: the block's input). The first line answered is
+# "torch VERSION blas LIBRARY", the BLAS library this process actually loaded.
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Linear(nn.Linear):
+    """nn.Linear on [N, in] or on [N, in, 1, 1] (pipebench's linear reads both)."""
+
+    def forward(self, x):
+        return super().forward(x if x.dim() == 2 else x.flatten(1))
+
+
+class Add(nn.Module):
+    def forward(self, *xs):
+        return sum(xs[1:], xs[0])
+
+
+class Concat(nn.Module):
+    def forward(self, *xs):
+        return torch.cat(xs, 1)
+
+
+def make_layer(kind, a):
+    """The torch module of one pipebench layer (harness/model/layers/*.c)."""
+    if kind == "linear":
+        return Linear(int(a[0]), int(a[1]), bias=a[2] == "1")
+    if kind == "conv":
+        cin, cout, kh, kw, sh, sw, ph, pw, bias = (int(v) for v in a)
+        return nn.Conv2d(cin, cout, (kh, kw), (sh, sw), (ph, pw), bias=bias == 1)
+    if kind == "bn":
+        return nn.BatchNorm2d(int(a[0]), eps=float(a[1]), momentum=float(a[2]))
+    if kind == "relu":
+        return nn.ReLU()
+    if kind == "maxpool":
+        kh, kw, sh, sw, ph, pw, ceil = (int(v) for v in a)
+        return nn.MaxPool2d((kh, kw), (sh, sw), (ph, pw), ceil_mode=ceil == 1)
+    if kind == "avgpool":
+        kh, kw, sh, sw, ph, pw, ceil, exclude_pad = (int(v) for v in a)
+        return nn.AvgPool2d((kh, kw), (sh, sw), (ph, pw), ceil_mode=ceil == 1,
+                            count_include_pad=exclude_pad == 0)
+    if kind == "gap":
+        return nn.AdaptiveAvgPool2d(1)
+    if kind == "dropout":
+        return nn.Dropout(float(a[0]))
+    if kind == "flatten":
+        return nn.Flatten()
+    if kind == "add":
+        return Add()
+    if kind == "concat":
+        return Concat()
+    raise ValueError("no torch layer for pipebench layer kind '%s'" % kind)
+
+
+class Twin(nn.Module):
+    """A chain of blocks, each a small graph of layers, as pipebench's pb_model."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        self.plan = []
+        for block in spec.split("/"):
+            nodes = []
+            for node in block.split():
+                layer, inputs = node.split("|")
+                kind, *args = layer.split(",")
+                self.layers.append(make_layer(kind, args))
+                nodes.append((self.layers[-1], [int(i) for i in inputs.split(",")]))
+            self.plan.append(nodes)
+
+    def forward(self, x):
+        for nodes in self.plan:
+            outs = []
+            for layer, inputs in nodes:
+                outs.append(layer(*[x if i < 0 else outs[i] for i in inputs]))
+            x = outs[-1]
+        return x
+
+
+def define(n, c, h, w, classes, smoothing, spec):
+    model = Twin(spec).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.rand(n, c, h, w) * 2 - 1
+    y = torch.randint(0, classes, (n,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y, label_smoothing=smoothing)
+        loss.backward()
+        opt.step()
+
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def blas_library():
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "blas" in line:
+                return line.split()[-1]
+    return "(none loaded)"
+
+
+def main():
+    torch.manual_seed(0)
+    print("torch %s blas %s" % (torch.__version__, blas_library()), flush=True)
+    cases = {}
+    for line in sys.stdin:
+        f = line.split(maxsplit=8)
+        if not f:
+            continue
+        if f[0] == "def":
+            try:
+                n, c, h, w, classes = (int(v) for v in f[2:7])
+                cases[f[1]], params = define(n, c, h, w, classes, float(f[7]), f[8])
+                print("ok %d" % params, flush=True)
+            except (ValueError, RuntimeError) as err:
+                print("error %s" % str(err).replace("\n", " "), flush=True)
+            continue
+        threads, warmup, reps = (int(v) for v in f[2:5])
+        torch.set_num_threads(threads)
+        step = cases[f[1]]
+        for _ in range(warmup):
+            step()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        print("%.9g" % statistics.median(times), flush=True)
+
+
+main()

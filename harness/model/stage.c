@@ -37,6 +37,23 @@ void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, in
     }
     s->in_shape = m->blocks[first].in_shape;
     s->out_shape = m->blocks[last - 1].out_shape;
+    /* a node's output needs a gradient when its layer has parameters or its inputs need
+     * one; the stage input needs one except on the first stage (nothing is upstream) */
+    s->needs_grad = pb_xcalloc((size_t)stage_nodes(s), sizeof *s->needs_grad);
+    bool in_needed = index > 0;
+    int idx = 0;
+    for (int b = first; b < last; b++) {
+        const struct pb_block *blk = &m->blocks[b];
+        int base = idx;
+        for (int i = 0; i < blk->nnodes; i++, idx++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            bool need = l->ops->param_count(l) > 0;
+            for (int j = 0; j < l->nin; j++)
+                need |= l->in[j] < 0 ? in_needed : s->needs_grad[base + l->in[j]];
+            s->needs_grad[idx] = need;
+        }
+        in_needed = s->needs_grad[idx - 1];
+    }
 }
 
 /* Every op the stage's layers (and the last stage's loss) run is one the backend
@@ -96,6 +113,7 @@ void pb_stage_finish(struct pb_stage *s)
     }
     free(s->param_off);
     free(s->buffer_off);
+    free(s->needs_grad);
     memset(s, 0, sizeof *s);
 }
 
@@ -251,15 +269,17 @@ static int node_backward(struct pb_stage *s, const struct pb_fwd_ctx *fc, struct
     const struct pb_block *blk = &s->model->blocks[b];
     const struct pb_layer *l = &blk->nodes[i];
     const struct pb_tensor *bin = b == s->first ? &act->input : &act->nodes[base - 1].out;
-    bool first_of_pipe = b == s->first && s->index == 0;
+    /* the block input needs a gradient: the stage's own input except on the first stage,
+     * else the previous block's output when something upstream of it trains */
+    bool bin_needed = b == s->first ? s->index > 0 : s->needs_grad[base - 1];
     const struct pb_tensor *ins[PB_LAYER_MAX_INPUTS];
     struct pb_tensor *dx[PB_LAYER_MAX_INPUTS] = {0}, *targets[PB_LAYER_MAX_INPUTS] = {0};
     struct pb_tensor temps[PB_LAYER_MAX_INPUTS] = {{0}};
     int rc = 0;
     for (int j = 0; j < l->nin && !rc; j++) {
         ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
-        if (l->in[j] < 0 && first_of_pipe)
-            continue;
+        if (!(l->in[j] < 0 ? bin_needed : s->needs_grad[base + l->in[j]]))
+            continue;  /* no parameter upstream of it on the first stage */
         targets[j] = l->in[j] < 0 ? &gs->gin : &gs->g[base + l->in[j]];
         enum pb_mem_kind kind = l->in[j] < 0 && b == s->first ? PB_MEM_COMM : PB_MEM_SCRATCH;
         rc = grad_target(s, targets[j], ins[j], kind, &dx[j], &temps[j], e);

@@ -16,6 +16,8 @@ struct pb_stage {
     int first, last;              /* blocks [first, last) */
     size_t nparams, nbuffers;
     size_t *param_off, *buffer_off;  /* per block of the stage */
+    bool *needs_grad;  /* per node of the stage's blocks: the backward computes the
+                          gradient of its output (it or something upstream trains) */
     float *params;    /* the latest weights W [nparams], PB_MEM_PARAMS */
     float *grads;     /* [nparams], PB_MEM_GRADS */
     float *buffers;   /* BN running statistics [nbuffers], PB_MEM_BNSTATS */

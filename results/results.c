@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -450,6 +451,26 @@ fail:
     return -1;
 }
 
+/* Whether process pid still runs: it exists and is not a zombie (a dead child whose
+ * parent, a sweep, has not reaped it yet; kill(pid, 0) succeeds on those). */
+static bool process_alive(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return false;
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;  /* no /proc: trust kill */
+    bool alive = true;
+    if (fgets(line, sizeof line, f)) {
+        const char *paren = strrchr(line, ')');  /* "pid (comm) state ..." */
+        alive = !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+    }
+    fclose(f);
+    return alive;
+}
+
 int pb_results_mark_orphans(struct pb_results *r, struct pb_err *e)
 {
     char host[256], now[32];
@@ -468,7 +489,7 @@ int pb_results_mark_orphans(struct pb_results *r, struct pb_err *e)
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         sqlite3_int64 id = sqlite3_column_int64(q, 0), pid = sqlite3_column_int64(q, 1);
-        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        if (pid <= 0 || process_alive((pid_t)pid))
             continue;
         char msg[160];
         snprintf(msg, sizeof msg, "the process (pid %lld) ended without finishing the run "

@@ -41,7 +41,10 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
     if (st != 0) {
         size_t n;
         unsigned char *log = read_file(tmp_path("mpirun.log"), &n);
-        ck_abort_msg("mpirun failed (%d): %.*s", st, (int)n, log);
+        /* the end of the log, where the reason is: Check refuses very long messages */
+        size_t keep = n < 2000 ? n : 2000;
+        ck_abort_msg("mpirun failed (%d), last %zu bytes of %s: %.*s", st, keep,
+                     tmp_path("mpirun.log"), (int)keep, (const char *)log + (n - keep));
     }
 }
 

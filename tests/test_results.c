@@ -331,6 +331,28 @@ START_TEST(crashed_runs_are_marked)
 }
 END_TEST
 
+/* A run whose process died but is not reaped yet (a zombie, as a sweep's child is
+ * until the sweep waits for it) counts as crashed too. */
+START_TEST(zombie_runs_are_marked)
+{
+    struct pb_results *db = open_ok();
+    struct pb_err e;
+    int64_t dead = pb_results_run_begin(db, &info, &e);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    /* wait until it is a zombie, without reaping it */
+    ck_assert(waitid(P_PID, (id_t)child, NULL, WEXITED | WNOWAIT) == 0);
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE runs SET pid = %d WHERE id = %lld", (int)child,
+             (long long)dead);
+    ck_assert(sqlite3_exec(pb_results_sqlite(db), sql, NULL, NULL, NULL) == SQLITE_OK);
+    ck_assert_int_eq(pb_results_mark_orphans(db, &e), 1);
+    ck_assert(waitpid(child, NULL, 0) == child);
+    pb_results_close(db);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("results");
@@ -343,6 +365,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, foreign_and_future_databases);
     tcase_add_test(tc, failed_epoch_rolls_back);
     tcase_add_test(tc, crashed_runs_are_marked);
+    tcase_add_test(tc, zombie_runs_are_marked);
     suite_add_tcase(s, tc);
     return s;
 }

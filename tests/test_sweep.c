@@ -118,6 +118,14 @@ START_TEST(bad_files)
     expect_bad("[grid]\nseed = 1, 1\n", 2, "'1' is listed twice");
     expect_bad("[grid]\nlr = 0.1\n[run]\nlr = 0.2\n", 4, "in [grid] (line 2) and in [run]");
     expect_bad("[grid]\nwarmup = 3\n", 2, "unknown [grid] key");
+    /* a file that sets nothing ran one default configuration on all the data */
+    const char *empty[] = {"", "# only a comment\n", "[grid]\n"};
+    for (int i = 0; i < 3; i++) {
+        cli_write(dir, "empty.ini", empty[i]);
+        int rc = cli_run(dir, out, sizeof out, "sweep empty.ini --db bad.db");
+        ck_assert_msg(rc == 2 && strstr(out, "the file sets nothing"), "exit %d: %s", rc, out);
+        ck_assert_int_eq(count_runs("bad.db"), 0);
+    }
     expect_bad("[run]\nlimit-train = -5\n", 2, "--limit-train");
     expect_bad("[run]\nbogus = 1\n", 2, "not an option of pipebench run");
     cli_cleanup(dir);

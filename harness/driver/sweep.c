@@ -398,6 +398,13 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
         syntax_error(s, text, rc);
     else if (rc < 0)
         add_error(s, 0, "inih could not parse the file (error %d)", rc);
+    bool any_grid = false;
+    for (int g = 0; g < PB_SWEEP_NGRID; g++)
+        any_grid |= s->grid[g].n > 0;
+    if (!s->nerrors && !any_grid && !s->nrun)
+        add_error(s, 0, "the file sets nothing: a sweep file has a [grid] section of keys with "
+                        "the values to sweep (schedule = gpipe, pipedream) and may have a [run] "
+                        "section of fixed run options");
     if (!s->nerrors)
         fixed_flags(s);
     if (!s->nerrors)

@@ -28,6 +28,14 @@ const char *const pb_run_status_names[PB_RUN_NSTATUS] = {
 
 static int db_fail(struct pb_results *r, const char *what, struct pb_err *e)
 {
+    int code = sqlite3_errcode(r->db) & 0xff;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+        return pb_err_set(e, "results database %s: %s: another process kept it locked for %d s "
+                             "(a long write of a concurrent run?); run again when it is done",
+                          r->path, what, BUSY_TIMEOUT_MS / 1000);
+    if (code == SQLITE_READONLY)
+        return pb_err_set(e, "results database %s: %s: the file is read-only; reports can read "
+                             "it, runs need a writable --db", r->path, what);
     return pb_err_set(e, "results database %s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
 }
 
@@ -150,8 +158,12 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
         goto fail_set;
     return 0;
 fail:
-    pb_err_set(e, "cannot use %s as a results database: %s; pass --db with a pipebench "
-               "results database or a new file", r->path, sqlite3_errmsg(r->db));
+    if ((sqlite3_errcode(r->db) & 0xff) == SQLITE_READONLY)
+        pb_err_set(e, "results database %s is read-only: a run needs a writable --db (reports "
+                   "and `pipebench runs` can read this one)", r->path);
+    else
+        pb_err_set(e, "cannot use %s as a results database: %s; pass --db with a pipebench "
+                   "results database or a new file", r->path, sqlite3_errmsg(r->db));
 fail_set:
     sqlite3_finalize(s);
     rollback(r);
@@ -178,6 +190,32 @@ static int set_wal(struct pb_results *r, struct pb_err *e)
     return 0;
 }
 
+/* Whether this process could write the database: the file and its folder (WAL
+ * creates -wal and -shm files beside it). */
+static bool writable(const char *path)
+{
+    if (access(path, W_OK) != 0)
+        return false;
+    char *dir = pb_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    bool ok = access(slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".", W_OK) == 0;
+    free(dir);
+    return ok;
+}
+
+/* "file:PATH?immutable=1" with %, ? and # escaped. */
+static char *immutable_uri(const char *path)
+{
+    size_t n = strlen(path);
+    char *u = pb_xmalloc(3 * n + 32), *p = u;
+    p += sprintf(p, "file:");
+    for (const char *s = path; *s; s++)
+        p += (*s == '%' || *s == '?' || *s == '#') ? sprintf(p, "%%%02X", (unsigned char)*s)
+                                                   : sprintf(p, "%c", *s);
+    sprintf(p, "?immutable=1");
+    return u;
+}
+
 static int open_db(struct pb_results **out, const char *path, int create, struct pb_err *e)
 {
     *out = NULL;
@@ -192,7 +230,16 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
     struct pb_results *r = pb_xcalloc(1, sizeof *r);
     r->path = pb_xstrdup(path);
     int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
+    char *uri = NULL;
+    if (!create && !writable(path)) {
+        /* read-only media or permissions: nobody writes it, so read it as immutable (a
+         * WAL database cannot be opened read-only otherwise: its -shm must be writable) */
+        uri = immutable_uri(path);
+        flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    }
+    int orc = sqlite3_open_v2(uri ? uri : path, &r->db, flags, NULL);
+    free(uri);
+    if (orc != SQLITE_OK) {
         int err = r->db ? sqlite3_system_errno(r->db) : 0;
         pb_err_set(e, "cannot open the results database %s: %s%s%s; pass --db with a writable "
                    "path", path, r->db ? sqlite3_errmsg(r->db) : "out of memory",

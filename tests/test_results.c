@@ -331,6 +331,38 @@ START_TEST(crashed_runs_are_marked)
 }
 END_TEST
 
+/* A database nobody may write (read-only media, or another user's) can still be read
+ * by `pipebench runs` and report, and a run on it says why it cannot write. Needs
+ * another user: as root the test runs the CLI as nobody (root writes anything);
+ * otherwise it skips. */
+START_TEST(read_only_database_is_readable)
+{
+    if (geteuid() != 0 || system("command -v su >/dev/null 2>&1") != 0) {
+        printf("skipped: needs root to run the CLI as another user\n");
+        return;
+    }
+    struct pb_results *db = open_ok();
+    struct pb_err e;
+    ck_assert(pb_results_run_begin(db, &info, &e) > 0);
+    pb_results_close(db);
+    char cmd[1024], dir[300];
+    snprintf(dir, sizeof dir, "%s/sub/dir", tmpdir);
+    snprintf(cmd, sizeof cmd, "chmod 755 '%s' '%s/sub' && chmod 555 '%s' && chmod 444 '%s'",
+             tmpdir, tmpdir, dir, dbpath);
+    ck_assert(system(cmd) == 0);
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert(bin != NULL);
+    snprintf(cmd, sizeof cmd, "su nobody -s /bin/sh -c \"'%s' runs --db '%s'\" >/dev/null 2>&1",
+             bin, dbpath);
+    ck_assert_msg(system(cmd) == 0, "pipebench runs could not read a read-only database");
+    snprintf(cmd, sizeof cmd, "su nobody -s /bin/sh -c \"cd /tmp && '%s' run --quiet --db '%s'\" "
+             "2>&1 | grep -q 'is read-only: a run needs a writable --db'", bin, dbpath);
+    ck_assert_msg(system(cmd) == 0, "a run on a read-only database did not say why");
+    snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'", tmpdir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
 /* A run whose process died but is not reaped yet (a zombie, as a sweep's child is
  * until the sweep waits for it) counts as crashed too. */
 START_TEST(zombie_runs_are_marked)
@@ -366,6 +398,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, failed_epoch_rolls_back);
     tcase_add_test(tc, crashed_runs_are_marked);
     tcase_add_test(tc, zombie_runs_are_marked);
+    tcase_add_test(tc, read_only_database_is_readable);
     suite_add_tcase(s, tc);
     return s;
 }

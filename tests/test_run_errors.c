@@ -167,6 +167,7 @@ START_TEST(test_impossible_numbers)
     EXPECT("--schedule pipedream --microbatches 1000000000", "between 1 and 1000000");
     EXPECT("--schedule gpipe --microbatches 1000000000", "between 1 and 1000000");
     EXPECT("--init /tmp", "'/tmp' is not a file");
+    EXPECT("--threads 100000", "--threads 100000 is more than this machine's");
     /* found out before training, not after */
     EXPECT("--save /proc/nope/w.safetensors", "--save /proc/nope/w.safetensors", "cannot write");
     EXPECT("--dataset synthetic --data-dir /tmp", "synthetic dataset is generated");

@@ -30,6 +30,11 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
     if (c->threads < 0)
         return pb_err_set(e, "--threads must be >= 0 (0 = all cores)");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->threads > cores && c->threads > c->stages)
+        return pb_err_set(e, "--threads %d is more than this machine's %ld cores (and than the %d "
+                             "stages, which need one each); use --threads %ld or fewer (0 = all)",
+                          c->threads, cores, c->stages, cores > c->stages ? cores : c->stages);
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
     if (c->trace_mb_lo < 0 || c->trace_mb_hi < 0 || (c->trace_mb_hi && c->trace_mb_hi <= c->trace_mb_lo))

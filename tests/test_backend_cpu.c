@@ -549,7 +549,9 @@ START_TEST(test_bn)
     float *g = dev_from(be, hg, c), *b = dev_from(be, hb, c);
     /* the CPU backend's aux is [2, c]: the batch mean and the biased variance */
     ck_assert_uint_eq(be->ops->bn_aux_bytes(be, c), 2 * c * sizeof(float));
-    float *aux = dev_from(be, hg, 2 * c);
+    float *aux0 = calloc(2 * c, sizeof *aux0);
+    float *aux = dev_from(be, aux0, 2 * c);
+    free(aux0);
     float *rm0 = malloc(c * sizeof *rm0), *rv0 = malloc(c * sizeof *rv0);
     for (int ch = 0; ch < c; ch++)
         rm0[ch] = 0.05f * ch, rv0[ch] = 1.0f + 0.1f * ch;

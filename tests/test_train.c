@@ -121,7 +121,7 @@ START_TEST(test_checkpoint_round_trip)
     c.model = "lenet";
     c.epochs = 1;
     run_ok(&c, "first.safetensors");
-    c.init = pb_xstrdup(tmp_path("first.safetensors"));
+    c.init = tmp_path_kept("first.safetensors");
     c.optim.lr = 1e-30f;  /* updates far below the weights' ulp: W unchanged */
     c.optim.momentum = 0.0f;
     c.limit_train = 32;

@@ -41,6 +41,27 @@ const char *tmp_path(const char *name)
     return buf[i];
 }
 
+/* Paths that outlive tmp_path's rotating buffers (configurations keep them), freed
+ * when the test's process ends. */
+static char *kept[256];
+static int nkept;
+
+static void free_kept(void)
+{
+    for (int i = 0; i < nkept; i++)
+        free(kept[i]);
+    nkept = 0;
+}
+
+const char *tmp_path_kept(const char *name)
+{
+    if (nkept == 0)
+        atexit(free_kept);
+    ck_assert_int_lt(nkept, 256);
+    kept[nkept] = pb_xstrdup(tmp_path(name));
+    return kept[nkept++];
+}
+
 void small_cfg(struct pb_run_cfg *c)
 {
     pb_run_cfg_defaults(c);
@@ -50,14 +71,14 @@ void small_cfg(struct pb_run_cfg *c)
     c->epochs = 2;
     c->quiet = true;
     c->threads = 1;
-    c->db = pb_xstrdup(tmp_path("runs.db"));
+    c->db = tmp_path_kept("runs.db");
 }
 
 void run_ok(struct pb_run_cfg *c, const char *save)
 {
     struct pb_err e;
     struct pb_run_summary sum;
-    c->save = save ? pb_xstrdup(tmp_path(save)) : NULL;
+    c->save = save ? tmp_path_kept(save) : NULL;
     int rc = pb_run(c, &sum, &e);
     ck_assert_msg(rc == PB_EXIT_OK, "run %s/%s failed: %s", c->schedule, c->model, e.msg);
 }

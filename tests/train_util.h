@@ -9,8 +9,10 @@
 
 /* A fresh temporary folder for the test, removed when the test's process ends. */
 const char *tmp_dir(void);
-/* tmp_dir()/name */
+/* tmp_dir()/name, in one of a few rotating buffers */
 const char *tmp_path(const char *name);
+/* The same, kept until the test's process ends (for configurations that hold it). */
+const char *tmp_path_kept(const char *name);
 
 /* A small, fast configuration: mlp on the first 640 Fashion-MNIST samples,
  * micro-batches of 32, 2 epochs, results in tmp_path("runs.db"). */

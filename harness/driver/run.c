@@ -136,7 +136,10 @@ int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
     int rc = pb_run_setup_schedule(&r, 2 * m, e);
     if (r.progs_ready)
         pb_programs_finish(r.progs, c->stages);
+    if (r.eval_progs)
+        pb_programs_finish(r.eval_progs, c->stages);
     free(r.progs);
+    free(r.eval_progs);
     return rc;
 }
 

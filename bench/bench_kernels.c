@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
@@ -24,50 +25,15 @@
 #define WARMUP 2
 #define REPS 7
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
+/* Random and zeroed device buffers of this benchmark (bench_util.h). */
 static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
 {
-    struct pb_err e;
-    float *h = malloc(n * sizeof *h);
-    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
-    if (!h || !d) {
-        fprintf(stderr, "bench_kernels: %s\n", d ? "out of host memory" : e.msg);
-        exit(2);
-    }
-    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 7, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
-    be->ops->upload(be, d, h, n * sizeof *d);
-    free(h);
-    return d;
+    return bench_dev_rand(be, n, 7, tag, "bench_kernels");
 }
 
 static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
 {
-    struct pb_err e;
-    struct pb_tensor t;
-    if (pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e)) {
-        fprintf(stderr, "bench_kernels: %s\n", e.msg);
-        exit(2);
-    }
-    be->ops->fill(be, t.data, 0.0f, pb_layout_count(s, l));
-    return t;
+    return bench_tensor(be, s, l, "bench_kernels");
 }
 
 static const char *layout_name(enum pb_layout l)
@@ -89,10 +55,10 @@ struct gemm_bench {
 static double sgemm_once(struct pb_backend *be, struct gemm_bench *g)
 {
     int n = GEMM_N;
-    double t0 = now();
+    double t0 = bench_now();
     be->ops->gemm(be, false, false, n, n, n, 1.0f, g->a, n, g->b, n, 0.0f, g->c, n);
     be->ops->sync(be);
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (g->nt < GEMM_SAMPLES)
         g->t[g->nt++] = t;
     return t;
@@ -131,14 +97,14 @@ static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, struc
     float *dw = dev_rand(be, nw, 14), *db = dev_rand(be, d->cout, 15);
     double tf[REPS], td[REPS], tw[REPS], tt[REPS], tg[REPS];
     for (int r = 0; r < WARMUP + REPS; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         be->ops->conv_fwd(be, d, &x, w, d->bias ? b : NULL, &y);
-        double t1 = now();
+        double t1 = bench_now();
         be->ops->conv_bwd_data(be, d, &dy, w, &dx);
-        double t2 = now();
+        double t2 = bench_now();
         be->ops->conv_bwd_weights(be, d, &x, &dy, dw, d->bias ? db : NULL);
         be->ops->sync(be);
-        double t3 = now();
+        double t3 = bench_now();
         if (r >= WARMUP) {
             int i = r - WARMUP;
             tf[i] = t1 - t0, td[i] = t2 - t1, tw[i] = t3 - t2, tt[i] = t3 - t0;
@@ -148,11 +114,12 @@ static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, struc
     for (int r = 0; r < REPS; r++)
         tg[r] = sgemm_once(be, g);
     double flops = 2.0 * cb->n * d->cout * ys.h * ys.w * (double)d->cin * d->kh * d->kw;
-    double all = 3 * flops / median(tt, REPS) * 1e-9, sgemm = gflops_gemm(median(tg, REPS));
+    double all = 3 * flops / bench_median(tt, REPS) * 1e-9;
+    double sgemm = gflops_gemm(bench_median(tg, REPS));
     printf("  %-37s %-7s %-7s %7.1f %6.2f   fwd %6.1f  bwd-data %6.1f  bwd-weights %6.1f\n",
            cb->name, layout_name(xl), layout_name(yl), all, all / sgemm,
-           flops / median(tf, REPS) * 1e-9, flops / median(td, REPS) * 1e-9,
-           flops / median(tw, REPS) * 1e-9);
+           flops / bench_median(tf, REPS) * 1e-9, flops / bench_median(td, REPS) * 1e-9,
+           flops / bench_median(tw, REPS) * 1e-9);
     pb_backend_free(be, xp.data);
     pb_backend_free(be, dyp.data);
     pb_backend_free(be, x.data);
@@ -200,7 +167,7 @@ int main(void)
         for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
             bench_conv(be, &convs[i], &g);
         printf("  %-37s %-7s %-7s %7.1f   (median of all %d sgemm reps of this run)\n",
-               "sgemm 1024^3", "", "", gflops_gemm(median(g.t, g.nt)), g.nt);
+               "sgemm 1024^3", "", "", gflops_gemm(bench_median(g.t, g.nt)), g.nt);
         pb_backend_free(be, g.a);
         pb_backend_free(be, g.b);
         pb_backend_free(be, g.c);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
@@ -27,27 +28,6 @@
 #define REPS 5
 #define ROUNDS 5
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double s[64];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
 /* ---- the PyTorch child: requests on its stdin, median seconds on its stdout ---- */
 
 struct torch_proc {
@@ -55,6 +35,17 @@ struct torch_proc {
     pid_t pid;
     char version[128];
 };
+
+/* Random and zeroed device buffers of this benchmark (bench_util.h). */
+static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
+{
+    return bench_dev_rand(be, n, 9, tag, "bench_layers");
+}
+
+static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
+{
+    return bench_tensor(be, s, l, "bench_layers");
+}
 
 static bool torch_start(struct torch_proc *t, const char *script)
 {
@@ -114,33 +105,6 @@ static void torch_stop(struct torch_proc *t)
 }
 
 /* ---- pipebench's side ---- */
-
-static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
-{
-    struct pb_err e;
-    float *h = malloc(n * sizeof *h);
-    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_ACTS, &e);
-    if (!h || !d) {
-        fprintf(stderr, "bench_layers: %s\n", d ? "out of host memory" : e.msg);
-        exit(2);
-    }
-    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 9, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
-    be->ops->upload(be, d, h, n * sizeof *d);
-    free(h);
-    return d;
-}
-
-static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb_layout l)
-{
-    struct pb_err e;
-    struct pb_tensor t;
-    if (pb_tensor_alloc(be, &t, s, l, PB_MEM_ACTS, &e)) {
-        fprintf(stderr, "bench_layers: %s\n", e.msg);
-        exit(2);
-    }
-    be->ops->fill(be, t.data, 0.0f, be->ops->layout_floats(be, s, l));
-    return t;
-}
 
 /* x plain with random values → the same values in layout l. */
 static struct pb_tensor tensor_rand(struct pb_backend *be, struct pb_shape s, enum pb_layout l,
@@ -264,11 +228,11 @@ static double pb_time(struct pb_backend *be, struct layer_run *r, enum op_kind o
     for (int i = 0; i < WARMUP; i++)
         op_once(be, r, op);
     for (int i = 0; i < REPS; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         op_once(be, r, op);
-        t[i] = now() - t0;
+        t[i] = bench_now() - t0;
     }
-    return median(t, REPS);
+    return bench_median(t, REPS);
 }
 
 static const char *layout_name(enum pb_layout l)
@@ -308,8 +272,8 @@ static void bench_batch(struct pb_backend *be, struct torch_proc *tp, int thread
                 lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
             printf("  %d  %3d  %-17s %-33s %-7s %9.3f %9.3f  %5.2f [%4.2f-%4.2f]\n", threads, n,
                    op_names[op], op < POOL_FWD ? layers[li].name : runs[li].pool_shape,
-                   layout_name(runs[li].y.layout), 1e3 * median(tpb[li][op], ROUNDS),
-                   1e3 * median(tth[li][op], ROUNDS), median(ratio, ROUNDS), lo, hi);
+                   layout_name(runs[li].y.layout), 1e3 * bench_median(tpb[li][op], ROUNDS),
+                   1e3 * bench_median(tth[li][op], ROUNDS), bench_median(ratio, ROUNDS), lo, hi);
         }
     for (int li = 0; li < NL; li++)
         run_free(be, &runs[li]);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/optim/optim.h"
@@ -31,25 +32,6 @@
 #define N ((size_t)1 << 22)
 #define WARMUP 2
 #define REPS 9
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void *xmalloc(size_t bytes)
 {
@@ -65,14 +47,14 @@ static void *xmalloc(size_t bytes)
  * copying one contiguous share in one call; returns the seconds it took. */
 static double memcpy_once(char *dst, const char *src, size_t bytes, int nthreads)
 {
-    double t0 = now();
+    double t0 = bench_now();
 #pragma omp parallel num_threads(nthreads)
     {
         size_t k = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
         size_t lo = bytes * k / nt, hi = bytes * (k + 1) / nt;
         memcpy(dst + lo, src + lo, hi - lo);
     }
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 struct mcpy {
@@ -137,25 +119,25 @@ static void bench_case(struct pb_backend *be, const struct bcase *bc, const floa
     for (int r = -WARMUP; r < REPS; r++) {
         be->ops->upload(be, g, gh, N * sizeof *g);
         be->ops->sync(be);
-        double t0 = now();
+        double t0 = bench_now();
         if (bc->form < 0) {
             pb_optim_step(&o, be, w, g);
         } else {
             if (o.t == 0)
                 pb_optim_step(&o, be, w, g);
-            t0 = now();
+            t0 = bench_now();
             pb_predict(be, &o, (enum pb_predict_variant)bc->form, 2.0f, w, w_hat);
         }
         be->ops->sync(be);
-        double t1 = now();
+        double t1 = bench_now();
         double tc = memcpy_once(mc->dst, mc->src, bytes / 2, mc->nthreads);
         if (r >= 0) {
             tk[r] = t1 - t0;
             tm[r] = tc;
         }
     }
-    double k = (double)bytes / median(tk, REPS) * 1e-9;
-    double m = (double)bytes / median(tm, REPS) * 1e-9;
+    double k = (double)bytes / bench_median(tk, REPS) * 1e-9;
+    double m = (double)bytes / bench_median(tm, REPS) * 1e-9;
     printf("  %-34s %5d %9.2f %9.2f %7.2f\n", bc->name, bc->floats * 4, k, m, k / m);
     pb_backend_free(be, w);
     pb_backend_free(be, g);

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/model/stage.h"
@@ -49,27 +50,6 @@ static const int batches[] = {32, 64, 128};
 static const int thread_counts[] = {1, 2};
 enum { NBATCH = 3, NTHREADS = 2 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double s[64];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
 /* Median and range of a[i] / b[i] over the rounds, as "0.62 [0.58-0.66]". */
 static const char *ratio_str(const double *a, const double *b, char *buf, size_t len)
 {
@@ -84,7 +64,7 @@ static const char *ratio_str(const double *a, const double *b, char *buf, size_t
     double lo = r[0], hi = r[0];
     for (int i = 1; i < ROUNDS; i++)
         lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
-    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", median(r, ROUNDS), lo, hi);
+    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", bench_median(r, ROUNDS), lo, hi);
     return buf;
 }
 
@@ -499,24 +479,24 @@ static double time_step(struct config *c)
     for (int i = 0; i < WARMUP + REPS; i++) {
         struct pb_stage_act act = {0};
         struct pb_tensor x = step_input(c);
-        double t0 = now();
+        double t0 = bench_now();
         train_step(c, x, &act);
         if (i >= WARMUP)
-            t[i - WARMUP] = now() - t0;
+            t[i - WARMUP] = bench_now() - t0;
     }
-    return median(t, REPS);
+    return bench_median(t, REPS);
 }
 
 static double time_prims(struct config *c)
 {
     double t[REPS];
     for (int i = 0; i < WARMUP + REPS; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         run_prims(c);
         if (i >= WARMUP)
-            t[i - WARMUP] = now() - t0;
+            t[i - WARMUP] = bench_now() - t0;
     }
-    return median(t, REPS);
+    return bench_median(t, REPS);
 }
 
 static void config_init(struct config *c, const struct pb_workload *wl, const struct pb_dataset *ds,
@@ -662,10 +642,10 @@ int main(int argc, char **argv)
             struct config *c = &cfgs[i];
             double n = c->batch;
             printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %12.1f  %20s\n", c->wl->name, c->threads,
-                   c->batch, 1e6 * median(c->t_step, ROUNDS) / n,
-                   1e6 * median(c->t_torch[0], ROUNDS) / n,
+                   c->batch, 1e6 * bench_median(c->t_step, ROUNDS) / n,
+                   1e6 * bench_median(c->t_torch[0], ROUNDS) / n,
                    ratio_str(c->t_step, c->t_torch[0], r1, sizeof r1),
-                   1e6 * median(c->t_torch[1], ROUNDS) / n,
+                   1e6 * bench_median(c->t_torch[1], ROUNDS) / n,
                    ratio_str(c->t_step, c->t_torch[1], r2, sizeof r2));
         }
         printf("  goal: pb/+OpenBLAS <= 0.70 on every row\n\n");
@@ -676,7 +656,7 @@ int main(int argc, char **argv)
            "model");
     for (int i = 0; i < ncfg; i++) {
         struct config *c = &cfgs[i];
-        double ts = median(c->t_step, ROUNDS), tpr = median(c->t_prims, ROUNDS);
+        double ts = bench_median(c->t_step, ROUNDS), tpr = bench_median(c->t_prims, ROUNDS);
         printf("  %-9s %2d  %3d %8.3f  %8.3f  %19s  %12.1f  %13.1f\n", c->wl->name, c->threads,
                c->batch, 1e3 * ts, 1e3 * tpr, ratio_str(c->t_step, c->t_prims, r1, sizeof r1),
                1e-9 * c->prim_flops / ts, 1e-9 * c->prim_flops / tpr);

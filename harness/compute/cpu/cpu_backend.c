@@ -112,13 +112,10 @@ static void cpu_fill(struct pb_backend *be, float *dst, float value, size_t n)
 {
     if (!pb_cpu_begin(be))
         return;
-    size_t nchunks = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-    for (size_t ch = 0; ch < nchunks; ch++) {
-        size_t hi = (ch + 1) * PB_CPU_CHUNK < n ? (ch + 1) * PB_CPU_CHUNK : n;
-        for (size_t i = ch * PB_CPU_CHUNK; i < hi; i++)
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++)
             dst[i] = value;
-    }
+    });
 }
 
 static const struct pb_backend_ops cpu_ops = {

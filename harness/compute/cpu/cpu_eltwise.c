@@ -3,18 +3,6 @@
  * Each element is computed alone, so the bits never depend on the thread count. */
 #include "harness/compute/cpu/cpu_internal.h"
 
-/* Runs body(lo, hi) over [0, n) in chunks of PB_CPU_CHUNK on the instance's threads. */
-#define PB_CPU_CHUNKED(be, n, lo, hi, body)                                            \
-    do {                                                                               \
-        size_t nch_ = ((n) + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;                         \
-        _Pragma("omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)")         \
-        for (size_t ch_ = 0; ch_ < nch_; ch_++) {                                      \
-            size_t lo = ch_ * PB_CPU_CHUNK;                                            \
-            size_t hi = lo + PB_CPU_CHUNK < (n) ? lo + PB_CPU_CHUNK : (n);             \
-            body;                                                                      \
-        }                                                                              \
-    } while (0)
-
 /* y[n] = max(x, 0); NaN propagates as in PyTorch */
 void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n)
 {

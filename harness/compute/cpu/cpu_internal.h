@@ -12,8 +12,10 @@
 
 /* ---- the layouts this backend stores tensors in (tensor.h: private to it) ---- */
 
-#define PB_LAYOUT_NCHW8C ((enum pb_layout)1)   /* nChw8c: channels in blocks of 8, zero-padded (AVX2) */
-#define PB_LAYOUT_NCHW16C ((enum pb_layout)2)  /* nChw16c: blocks of 16, zero-padded (AVX-512) */
+/* nChw8c: channels in blocks of 8, zero-padded (AVX2) */
+#define PB_LAYOUT_NCHW8C ((enum pb_layout)1)
+/* nChw16c: blocks of 16, zero-padded (AVX-512) */
+#define PB_LAYOUT_NCHW16C ((enum pb_layout)2)
 
 /* Channel block of a layout (1 for plain). */
 static inline int pb_layout_block(enum pb_layout l)
@@ -240,6 +242,19 @@ void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a);
 
 /* Elements per parallel chunk of the elementwise loops. */
 #define PB_CPU_CHUNK ((size_t)1 << 14)
+
+/* Runs body(lo, hi) over [0, n) in fixed chunks of PB_CPU_CHUNK on the instance's
+ * threads: an element's chunk never depends on the thread count. */
+#define PB_CPU_CHUNKED(be, n, lo, hi, body)                                            \
+    do {                                                                               \
+        size_t nch_ = ((n) + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;                         \
+        _Pragma("omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)") \
+        for (size_t ch_ = 0; ch_ < nch_; ch_++) {                                      \
+            size_t lo = ch_ * PB_CPU_CHUNK;                                            \
+            size_t hi = lo + PB_CPU_CHUNK < (n) ? lo + PB_CPU_CHUNK : (n);             \
+            body;                                                                      \
+        }                                                                              \
+    } while (0)
 
 /* Offset of element (n, c, h, w) of a tensor of shape s stored in layout l. */
 static inline size_t pb_cpu_offset(struct pb_shape s, enum pb_layout l, int n, int c, int h, int w)

@@ -17,7 +17,8 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
     double *row_loss = pb_xmalloc((size_t)n * sizeof *row_loss);
     int correct = 0;
     double eps = eps_ls, off = eps / c;
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static) reduction(+ : correct)
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static) \
+    reduction(+ : correct)
     for (int r = 0; r < n; r++) {
         const float *z = logits + (size_t)r * (size_t)c;
         int y = labels[r];

@@ -197,7 +197,8 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
                 float *base = o + (size_t)oh * d->sh * rowf + (size_t)ow * d->sw * blk;
                 bool inside = (oh + 1) * d->sh <= xs.h && (ow + 1) * d->sw <= xs.w;
                 for (int i = 0; i < kk; i++) {
-                    if (!inside && (oh * d->sh + i / d->kw >= xs.h || ow * d->sw + i % d->kw >= xs.w))
+                    if (!inside && (oh * d->sh + i / d->kw >= xs.h ||
+                                    ow * d->sw + i % d->kw >= xs.w))
                         continue;
                     float *q = base + tab[i];
                     for (int k = 0; k < blk; k++)

@@ -93,10 +93,5 @@ void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a)
     }
     if (!pb_cpu_begin(be))
         return;
-    size_t n = a->n, nch = (n + PB_CPU_CHUNK - 1) / PB_CPU_CHUNK;
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-    for (size_t ch = 0; ch < nch; ch++) {
-        size_t lo = ch * PB_CPU_CHUNK, hi = lo + PB_CPU_CHUNK < n ? lo + PB_CPU_CHUNK : n;
-        predict_range(a, lo, hi);
-    }
+    PB_CPU_CHUNKED(be, a->n, lo, hi, predict_range(a, lo, hi));
 }

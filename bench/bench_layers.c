@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
@@ -29,12 +29,6 @@
 #define ROUNDS 5
 
 /* ---- the PyTorch child: requests on its stdin, median seconds on its stdout ---- */
-
-struct torch_proc {
-    FILE *req, *ans;
-    pid_t pid;
-    char version[128];
-};
 
 /* Random and zeroed device buffers of this benchmark (bench_util.h). */
 static float *dev_rand(struct pb_backend *be, size_t n, uint64_t tag)
@@ -47,41 +41,8 @@ static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb
     return bench_tensor(be, s, l, "bench_layers");
 }
 
-static bool torch_start(struct torch_proc *t, const char *script)
-{
-    int in[2], out[2];
-    if (pipe(in) || pipe(out))
-        return false;
-    t->pid = fork();
-    if (t->pid < 0)
-        return false;
-    if (t->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
-        execl("/usr/bin/python3", "python3", script, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]), close(out[1]);
-    t->req = fdopen(in[1], "w");
-    t->ans = fdopen(out[0], "r");
-    if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
-        strncmp(t->version, "torch ", 6) != 0) {
-        fprintf(stderr, "bench_layers: no PyTorch (%s): pipebench times only\n", script);
-        if (t->req)
-            fclose(t->req);
-        if (t->ans)
-            fclose(t->ans);
-        waitpid(t->pid, NULL, 0);
-        t->req = t->ans = NULL;
-        return false;
-    }
-    t->version[strcspn(t->version, "\n")] = 0;
-    return true;
-}
-
 /* Sends one request line (without threads, warm-up and reps) and reads the seconds. */
-static double torch_time(struct torch_proc *t, const char *req, int threads)
+static double torch_time(struct bench_torch *t, const char *req, int threads)
 {
     if (!t->req)
         return 0.0;
@@ -93,15 +54,6 @@ static double torch_time(struct torch_proc *t, const char *req, int threads)
         exit(2);
     }
     return strtod(line, NULL);
-}
-
-static void torch_stop(struct torch_proc *t)
-{
-    if (!t->req)
-        return;
-    fclose(t->req);
-    fclose(t->ans);
-    waitpid(t->pid, NULL, 0);
 }
 
 /* ---- pipebench's side ---- */
@@ -240,7 +192,7 @@ static const char *layout_name(enum pb_layout l)
     return l == PB_LAYOUT_NCHW8C ? "nChw8c" : l == PB_LAYOUT_NCHW16C ? "nChw16c" : "nchw";
 }
 
-static void bench_batch(struct pb_backend *be, struct torch_proc *tp, int threads, int n,
+static void bench_batch(struct pb_backend *be, struct bench_torch *tp, int threads, int n,
                         const char *filter)
 {
     enum { NL = sizeof layers / sizeof layers[0] };
@@ -285,8 +237,9 @@ int main(int argc, char **argv)
     /* Idle OpenMP workers sleep at once, so that the waiting side (this process or the
      * child) does not spin on a core the measured one needs: 2 cores are shared. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
-    struct torch_proc tp = {0};
-    bool torch = torch_start(&tp, PB_BENCH_TORCH_SCRIPT);  /* before any OpenMP team */
+    struct bench_torch tp = {0};
+    /* before any OpenMP team */
+    bool torch = bench_torch_start(&tp, PB_BENCH_TORCH_SCRIPT, NULL, "bench_layers");
     printf("pipebench layer benchmark: CPU backend vs %s; per op the median of %d reps after "
            "%d warm-up, %d interleaved rounds\n", torch ? tp.version : "(no PyTorch)", REPS,
            WARMUP, ROUNDS);
@@ -305,6 +258,6 @@ int main(int argc, char **argv)
             bench_batch(be, &tp, threads[t], batches[b], filter);
         pb_backend_destroy(be);
     }
-    torch_stop(&tp);
+    bench_torch_stop(&tp);
     return 0;
 }

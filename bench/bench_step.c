@@ -24,15 +24,14 @@
  * primitives. Prints; asserts nothing.
  *   bench_step step [--openblas DIR] [--model NAME]   both tables, PyTorch included
  *   bench_step roofline [--model NAME]                the roofline table only */
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
@@ -76,52 +75,7 @@ static _Noreturn void die(const char *what, const struct pb_err *e)
 
 /* ---- the PyTorch children: requests on their stdin, answers on their stdout ---- */
 
-struct torch_proc {
-    FILE *req, *ans;
-    pid_t pid;
-    char version[512];
-};
-
-/* Starts bench/torch_step.py with LD_LIBRARY_PATH=libdir (NULL: as installed). */
-static bool torch_start(struct torch_proc *t, const char *script, const char *libdir)
-{
-    int in[2], out[2];
-    memset(t, 0, sizeof *t);
-    /* close-on-exec: a later child must not hold this one's stdin open */
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
-        return false;
-    t->pid = fork();
-    if (t->pid < 0)
-        return false;
-    if (t->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
-        if (libdir)
-            setenv("LD_LIBRARY_PATH", libdir, 1);
-        execl("/usr/bin/python3", "python3", script, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]), close(out[1]);
-    t->req = fdopen(in[1], "w");
-    t->ans = fdopen(out[0], "r");
-    if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
-        strncmp(t->version, "torch ", 6) != 0) {
-        fprintf(stderr, "bench_step: no PyTorch from /usr/bin/python3 %s%s%s\n", script,
-                libdir ? " with LD_LIBRARY_PATH=" : "", libdir ? libdir : "");
-        if (t->req)
-            fclose(t->req);
-        if (t->ans)
-            fclose(t->ans);
-        waitpid(t->pid, NULL, 0);
-        t->req = t->ans = NULL;
-        return false;
-    }
-    t->version[strcspn(t->version, "\n")] = 0;
-    return true;
-}
-
-static void torch_answer(struct torch_proc *t, char *line, size_t len)
+static void torch_answer(struct bench_torch *t, char *line, size_t len)
 {
     if (!fgets(line, (int)len, t->ans)) {
         fprintf(stderr, "bench_step: a PyTorch child stopped answering\n");
@@ -131,7 +85,7 @@ static void torch_answer(struct torch_proc *t, char *line, size_t len)
 
 /* Builds the twin KEY in the child; false (with the reason) when it cannot, or when its
  * parameter count is not the stage's (then it is not the same network). */
-static bool torch_define(struct torch_proc *t, const char *key, struct pb_shape in, int nclasses,
+static bool torch_define(struct bench_torch *t, const char *key, struct pb_shape in, int nclasses,
                          float smoothing, const char *spec, size_t nparams)
 {
     if (!t->req)
@@ -155,22 +109,13 @@ static bool torch_define(struct torch_proc *t, const char *key, struct pb_shape 
 }
 
 /* The median seconds of one training step of twin KEY (of reps steps after warmup). */
-static double torch_time(struct torch_proc *t, const char *key, int threads, int warmup, int reps)
+static double torch_time(struct bench_torch *t, const char *key, int threads, int warmup, int reps)
 {
     fprintf(t->req, "step %s %d %d %d\n", key, threads, warmup, reps);
     fflush(t->req);
     char line[64];
     torch_answer(t, line, sizeof line);
     return strtod(line, NULL);
-}
-
-static void torch_stop(struct torch_proc *t)
-{
-    if (!t->req)
-        return;
-    fclose(t->req);
-    fclose(t->ans);
-    waitpid(t->pid, NULL, 0);
 }
 
 /* The model as bench/torch_step.py reads it: blocks "/"-separated, each node
@@ -561,14 +506,14 @@ int main(int argc, char **argv)
     }
 
     /* PyTorch children first, before this process starts any OpenMP team */
-    struct torch_proc tp[2] = {{0}};
+    struct bench_torch tp[2] = {{0}};
     const char *tname[2] = {"PyTorch+OpenBLAS-openmp", "PyTorch as installed"};
     if (with_torch) {
         if (openblas)
-            torch_start(&tp[0], PB_BENCH_TORCH_STEP_SCRIPT, openblas);
+            bench_torch_start(&tp[0], PB_BENCH_TORCH_STEP_SCRIPT, openblas, "bench_step");
         else
             fprintf(stderr, "bench_step: no --openblas DIR: no PyTorch+OpenBLAS column\n");
-        torch_start(&tp[1], PB_BENCH_TORCH_STEP_SCRIPT, NULL);
+        bench_torch_start(&tp[1], PB_BENCH_TORCH_STEP_SCRIPT, NULL, "bench_step");
     }
 
     int nmodels = 0;
@@ -672,6 +617,6 @@ int main(int argc, char **argv)
     free(ds);
     free(cfgs);
     for (int k = 0; k < 2; k++)
-        torch_stop(&tp[k]);
+        bench_torch_stop(&tp[k]);
     return 0;
 }

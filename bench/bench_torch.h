@@ -1,0 +1,73 @@
+/* bench/bench_torch.h — a PyTorch child process for the benchmarks that compare with it:
+ * /usr/bin/python3 running a script of bench/ that reads requests on its stdin and
+ * answers on its stdout, its first line "torch VERSION ...". */
+#ifndef PB_BENCH_TORCH_H
+#define PB_BENCH_TORCH_H
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct bench_torch {
+    FILE *req, *ans;   /* NULL when no child runs */
+    pid_t pid;
+    char version[512];
+};
+
+/* Starts script with LD_LIBRARY_PATH=libdir (NULL: the environment as it is); false,
+ * with a line on stderr naming `who`, when PyTorch does not answer. */
+static inline bool bench_torch_start(struct bench_torch *t, const char *script,
+                                     const char *libdir, const char *who)
+{
+    int in[2], out[2];
+    memset(t, 0, sizeof *t);
+    /* close-on-exec: a later child must not hold this one's stdin open */
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+        return false;
+    t->pid = fork();
+    if (t->pid < 0)
+        return false;
+    if (t->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        if (libdir)
+            setenv("LD_LIBRARY_PATH", libdir, 1);
+        execl("/usr/bin/python3", "python3", script, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    t->req = fdopen(in[1], "w");
+    t->ans = fdopen(out[0], "r");
+    if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
+        strncmp(t->version, "torch ", 6) != 0) {
+        fprintf(stderr, "%s: no PyTorch from /usr/bin/python3 %s%s%s\n", who, script,
+                libdir ? " with LD_LIBRARY_PATH=" : "", libdir ? libdir : "");
+        if (t->req)
+            fclose(t->req);
+        if (t->ans)
+            fclose(t->ans);
+        waitpid(t->pid, NULL, 0);
+        t->req = t->ans = NULL;
+        return false;
+    }
+    t->version[strcspn(t->version, "\n")] = 0;
+    return true;
+}
+
+/* Ends the child: closing its stdin ends its loop. */
+static inline void bench_torch_stop(struct bench_torch *t)
+{
+    if (!t->req)
+        return;
+    fclose(t->req);
+    fclose(t->ans);
+    waitpid(t->pid, NULL, 0);
+    t->req = t->ans = NULL;
+}
+
+#endif

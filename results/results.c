@@ -401,8 +401,14 @@ static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_ep
         bind_real(st, 6, g->comm_s);
         bind_real(st, 7, g->bubble_frac);
         for (int m = 0; m < PB_MEM_NKINDS; m++)
-            sqlite3_bind_int64(st, 8 + m, g->mem_peak[m]);
-        sqlite3_bind_int(st, 8 + PB_MEM_NKINDS, g->versions_kept);
+            if (g->mem_peak[m] >= 0)
+                sqlite3_bind_int64(st, 8 + m, g->mem_peak[m]);
+            else
+                sqlite3_bind_null(st, 8 + m);
+        if (g->versions_kept >= 0)
+            sqlite3_bind_int(st, 8 + PB_MEM_NKINDS, g->versions_kept);
+        else
+            sqlite3_bind_null(st, 8 + PB_MEM_NKINDS);
         if (sqlite3_step(st) != SQLITE_DONE)
             goto out;
         sqlite3_reset(sl);

@@ -82,6 +82,21 @@ int pb_results_run_end(struct pb_results *db, int64_t run_id, enum pb_run_status
  * longer exists (it crashed or was killed); returns how many, or -1. */
 int pb_results_mark_orphans(struct pb_results *db, struct pb_err *e);
 
+/* A recorded run's op costs, for the simulator (results/results_costs.c). */
+struct pb_run_costs {
+    char schedule[32], variant[32], optimizer[32], executor[32];
+    int stages, microbatches, microbatch_size;
+    int length;      /* micro-batches in an epoch */
+    double *op_s;    /* [stages × 3]: median seconds of the stage's F, B, U events (NaN: none) */
+    double *recv_s;  /* [stages]: the stage's copy time per message received, mean over epochs */
+    long nevents;    /* events the medians come from */
+};
+/* Reads run `id`'s pipe and the medians of its events; a missing run, a simulated one
+ * or one without an epoch is an error. */
+int pb_results_run_costs(struct pb_results *db, int64_t id, struct pb_run_costs *c,
+                         struct pb_err *e);
+void pb_run_costs_finish(struct pb_run_costs *c);
+
 /* The embedded results/schema.sql. */
 extern const char pb_results_schema_sql[];
 

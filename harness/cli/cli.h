@@ -3,7 +3,10 @@
 #ifndef PB_CLI_H
 #define PB_CLI_H
 
+#include <stdbool.h>
+
 #include "harness/base/err.h"
+#include "harness/ir/program.h"
 
 int pb_cmd_program(int argc, char **argv);
 int pb_cmd_list(int argc, char **argv);
@@ -15,6 +18,13 @@ int pb_cmd_plot(int argc, char **argv);     /* harness/cli/cli_plot.c */
 int pb_cmd_trace(int argc, char **argv);    /* harness/cli/cli_trace.c */
 int pb_cmd_compare(int argc, char **argv);   /* harness/cli/cli_compare.c */
 int pb_cmd_sweep(int argc, char **argv);     /* harness/cli/cli_sweep.c */
+
+int pb_cmd_simulate(int argc, char **argv);  /* harness/cli/cli_simulate.c */
+
+/* The pipe options of program and simulate (harness/cli/cli_pipe.c): finds the schedule
+ * and optimizer and checks D, N and M (M defaults to D unless have_m). */
+int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, bool have_m,
+                struct pb_pipe *pipe, const struct pb_schedule **sch, struct pb_err *e);
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);

@@ -2,10 +2,10 @@
  * programs in the text form of semantics §4, optionally with the weight version each F
  * and B reads (program.h, design §2.2). */
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness/base/args.h"
 #include "harness/cli/cli.h"
 #include "harness/ir/program.h"
 
@@ -35,17 +35,6 @@ static void usage(FILE *f)
             "  --help            this text\n");
 }
 
-/* Parses a whole decimal int into *v. */
-static int parse_int(const char *flag, const char *s, int *v, struct pb_err *e)
-{
-    char *end;
-    long x = strtol(s, &end, 10);
-    if (end == s || *end || x < INT_MIN || x > INT_MAX)
-        return pb_err_set(e, "%s wants an integer (got '%s')", flag, s);
-    *v = (int)x;
-    return 0;
-}
-
 int pb_cmd_program(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -62,7 +51,7 @@ int pb_cmd_program(int argc, char **argv)
     };
     const char *sched_name = NULL, *opt_name = "sgdm";
     struct pb_pipe pipe = {.stages = 0, .length = 8, .microbatches = 0};
-    bool have_stages = false, have_m = false;
+    bool have_m = false;
     int print = 0;
     struct pb_err e;
     int c;
@@ -73,16 +62,15 @@ int pb_cmd_program(int argc, char **argv)
             sched_name = optarg;
             break;
         case 'd':
-            if (parse_int("--stages", optarg, &pipe.stages, &e))
+            if (pb_arg_int("--stages", optarg, &pipe.stages, &e))
                 return pb_cli_fail(e.msg);
-            have_stages = true;
             break;
         case 'n':
-            if (parse_int("--length", optarg, &pipe.length, &e))
+            if (pb_arg_int("--length", optarg, &pipe.length, &e))
                 return pb_cli_fail(e.msg);
             break;
         case 'm':
-            if (parse_int("--microbatches", optarg, &pipe.microbatches, &e))
+            if (pb_arg_int("--microbatches", optarg, &pipe.microbatches, &e))
                 return pb_cli_fail(e.msg);
             have_m = true;
             break;
@@ -111,40 +99,9 @@ int pb_cmd_program(int argc, char **argv)
                    argv[optind]);
         return pb_cli_fail(e.msg);
     }
-    if (!sched_name)
-        return pb_cli_fail("program: --schedule is required (see pipebench program --help)");
-    if (!have_stages)
-        return pb_cli_fail("program: --stages is required (see pipebench program --help)");
-    const struct pb_schedule *sch = pb_schedule_find(sched_name, &e);
-    if (!sch)
+    const struct pb_schedule *sch;
+    if (pb_cli_pipe("program", sched_name, opt_name, have_m, &pipe, &sch, &e))
         return pb_cli_fail(e.msg);
-    struct pb_optim_cfg oc;
-    if (pb_optim_cfg_from_name(&oc, opt_name, &e))
-        return pb_cli_fail(e.msg);
-    pipe.optimizer = oc.kind;
-    if (pipe.stages < 1 || pipe.stages > PB_MAX_STAGES) {
-        pb_err_set(&e, "program: --stages must be between 1 and %d (got %d)", PB_MAX_STAGES,
-                   pipe.stages);
-        return pb_cli_fail(e.msg);
-    }
-    if (pipe.length < 1 || pipe.length > PB_MAX_MICROBATCHES) {
-        pb_err_set(&e, "program: --length must be between 1 and %d micro-batches (got %d)",
-                   PB_MAX_MICROBATCHES, pipe.length);
-        return pb_cli_fail(e.msg);
-    }
-    if ((long long)pipe.stages * pipe.length > PB_MAX_PROGRAM_OPS / 3) {
-        pb_err_set(&e, "program: %d stages of %d micro-batches are over %lld ops; print fewer "
-                   "stages or a shorter --length (the pattern repeats)", pipe.stages,
-                   pipe.length, PB_MAX_PROGRAM_OPS);
-        return pb_cli_fail(e.msg);
-    }
-    if (!have_m)
-        pipe.microbatches = pipe.stages;
-    else if (pipe.microbatches < 1 || pipe.microbatches > PB_MAX_MICROBATCHES) {
-        pb_err_set(&e, "program: --microbatches must be between 1 and %d (got %d)",
-                   PB_MAX_MICROBATCHES, pipe.microbatches);
-        return pb_cli_fail(e.msg);
-    }
     struct pb_program *progs = pb_xcalloc((size_t)pipe.stages, sizeof *progs);
     if (pb_programs_build(sch, &pipe, progs, &e)) {
         free(progs);

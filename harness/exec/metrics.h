@@ -11,8 +11,8 @@
 /* One stage's measurements for an epoch. */
 struct pb_stage_record {
     double busy_s, wait_s, comm_s, bubble_frac;
-    int64_t mem_peak[PB_MEM_NKINDS];   /* peak bytes, by enum pb_mem_kind */
-    int versions_kept;
+    int64_t mem_peak[PB_MEM_NKINDS];   /* peak bytes, by enum pb_mem_kind; < 0: unknown */
+    int versions_kept;                 /* < 0: unknown */
     /* staleness: version difference versus the synchronous run, forward and backward */
     double f_mean, f_max, b_mean, b_max;
     /* prediction error ||W_hat - W|| / ||W|| over pred_count predictions (0: none) */

@@ -1,0 +1,280 @@
+/* harness/cli/cli_simulate.c — `pipebench simulate`: a schedule's epoch on D virtual
+ * devices (harness/exec/sim.h) with op costs given or taken from a recorded run; prints
+ * makespan, throughput, per-device bubble and what each device holds, and with --record
+ * stores the simulation as a run (executor 'sim') so trace and plot read it. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/args.h"
+#include "harness/cli/cli.h"
+#include "harness/exec/sim.h"
+#include "results/results.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: pipebench simulate --schedule S --stages D [--length N] [--microbatches M]\n"
+            "                          [--variant V] [--optimizer O] [--microbatch-size b]\n"
+            "                          (--cost F,B,U[,SEND] | --run RUN [--db FILE])\n"
+            "                          [--record [--db FILE]]\n\n"
+            "Runs the schedule's programs on D virtual devices, one per stage: each op takes\n"
+            "its stage's cost, messages travel through the executors' FIFO channels\n"
+            "(capacity D) and arrive SEND seconds after they are sent.\n\n"
+            "  --cost F,B,U[,SEND]  seconds of one forward, backward and update on every\n"
+            "                       stage, and of a message's transfer (default 0)\n"
+            "  --run RUN            per stage, the median F, B and U times of the run's events\n"
+            "                       (its traced epochs) and its copy time per message; the\n"
+            "                       pipe defaults to the run's, D must be the run's\n"
+            "  --microbatch-size b  samples per micro-batch for samples/s (default: the run's, or 1)\n"
+            "  --record             store the simulation in --db as a run with executor 'sim'\n"
+            "                       (one epoch, every op an event): trace and plot timeline read it\n"
+            "  --db FILE            results database (default %s)\n"
+            "  the pipe options are those of `pipebench program --help`\n",
+            PB_RESULTS_DEFAULT_DB);
+}
+
+struct sim_args {
+    const char *sched, *optimizer, *db, *cost, *run;
+    struct pb_pipe pipe;
+    bool have_stages, have_length, have_m, record;
+    int microbatch_size;
+};
+
+static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
+{
+    static const struct option opts[] = {
+        {"schedule", required_argument, NULL, 's'},
+        {"stages", required_argument, NULL, 'd'},
+        {"length", required_argument, NULL, 'n'},
+        {"microbatches", required_argument, NULL, 'm'},
+        {"variant", required_argument, NULL, 'v'},
+        {"optimizer", required_argument, NULL, 'o'},
+        {"microbatch-size", required_argument, NULL, 'b'},
+        {"cost", required_argument, NULL, 'c'},
+        {"run", required_argument, NULL, 'r'},
+        {"db", required_argument, NULL, 'D'},
+        {"record", no_argument, NULL, 'R'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 's': a->sched = optarg; break;
+        case 'd': rc = pb_arg_int("--stages", optarg, &a->pipe.stages, e); a->have_stages = true; break;
+        case 'n': rc = pb_arg_int("--length", optarg, &a->pipe.length, e); a->have_length = true; break;
+        case 'm': rc = pb_arg_int("--microbatches", optarg, &a->pipe.microbatches, e); a->have_m = true; break;
+        case 'v': a->pipe.variant = optarg; break;
+        case 'o': a->optimizer = optarg; break;
+        case 'b': rc = pb_arg_int("--microbatch-size", optarg, &a->microbatch_size, e); break;
+        case 'c': a->cost = optarg; break;
+        case 'r': a->run = optarg; break;
+        case 'D': a->db = optarg; break;
+        case 'R': a->record = true; break;
+        case 'h': usage(stdout); return 1;
+        default:
+            return pb_err_set(e, "simulate: unknown option or missing value '%s' (see "
+                              "pipebench simulate --help)", argv[optind - 1]);
+        }
+        if (rc)
+            return -1;
+    }
+    if (optind < argc)
+        return pb_err_set(e, "simulate: unexpected argument '%s' (see pipebench simulate "
+                          "--help)", argv[optind]);
+    if (!a->cost == !a->run)
+        return pb_err_set(e, "simulate: give the op costs either with --cost F,B,U[,SEND] or "
+                          "from a recorded run with --run RUN");
+    if (a->microbatch_size < 0)
+        return pb_err_set(e, "simulate: --microbatch-size must be positive (got %d)",
+                          a->microbatch_size);
+    return 0;
+}
+
+/* The costs of every stage from --cost. */
+static int costs_given(const char *spec, int D, struct pb_sim_cost *costs, struct pb_err *e)
+{
+    float v[4] = {0};
+    if (pb_arg_floats("--cost", spec, v, 4, e) && pb_arg_floats("--cost", spec, v, 3, e))
+        return pb_err_set(e, "simulate: --cost wants F,B,U or F,B,U,SEND in seconds, e.g. "
+                          "--cost 1,2,0.1 (got '%s')", spec);
+    for (int k = 0; k < D; k++)
+        costs[k] = (struct pb_sim_cost){v[0], v[1], v[2], v[3]};
+    return 0;
+}
+
+/* The pipe and costs of a recorded run; options given on the command line win. */
+static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb_sim_cost **costs,
+                          struct pb_err *e)
+{
+    char *end;
+    long long id = strtoll(a->run, &end, 10);
+    if (*end || id <= 0)
+        return pb_err_set(e, "simulate: --run wants a run id (a positive integer; `pipebench "
+                          "runs` lists them), got '%s'", a->run);
+    struct pb_results *db;
+    if (pb_results_open_existing(&db, a->db, e))
+        return -1;
+    int r = pb_results_run_costs(db, id, rc, e);
+    pb_results_close(db);
+    if (r)
+        return -1;
+    if (!a->sched)
+        a->sched = rc->schedule;
+    if (!a->pipe.variant && rc->variant[0])
+        a->pipe.variant = rc->variant;
+    if (!a->optimizer)
+        a->optimizer = rc->optimizer;
+    if (!a->have_stages)
+        a->pipe.stages = rc->stages;
+    if (!a->have_length)
+        a->pipe.length = rc->length;
+    if (!a->have_m) {
+        a->pipe.microbatches = rc->microbatches;
+        a->have_m = true;
+    }
+    if (!a->microbatch_size)
+        a->microbatch_size = rc->microbatch_size;
+    if (a->pipe.stages != rc->stages)
+        return pb_err_set(e, "simulate: run %lld has %d stages, so its costs fit --stages %d "
+                          "only (got %d)", id, rc->stages, rc->stages, a->pipe.stages);
+    *costs = pb_xcalloc((size_t)rc->stages, sizeof **costs);
+    for (int k = 0; k < rc->stages; k++) {
+        const double *m = &rc->op_s[3 * k];
+        for (int kind = 0; kind < 3; kind++)
+            if (isnan(m[kind]))
+                return pb_err_set(e, "simulate: run %lld kept no %c events of stage %d; rerun it "
+                                  "with --trace-epochs all (or give --cost)", id, "FBU"[kind], k);
+        /* a message's cost: the receiver's copy time, charged to the link into it */
+        double send = k + 1 < rc->stages ? rc->recv_s[k + 1] : 0;
+        (*costs)[k] = (struct pb_sim_cost){m[0], m[1], m[2], send};
+    }
+    return 0;
+}
+
+static void print_result(const struct sim_args *a, const struct pb_sim_cost *costs,
+                         const struct pb_sim_result *r)
+{
+    const struct pb_pipe *p = &a->pipe;
+    int b = a->microbatch_size ? a->microbatch_size : 1;
+    printf("simulated %s%s%s, D = %d, %d micro-batches", a->sched, p->variant ? "/" : "",
+           p->variant ? p->variant : "", p->stages, p->length);
+    printf(", M = %d", p->microbatches);
+    printf(" (%s)\n", a->run ? "costs: the run's medians" : "costs as given");
+    printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
+           "%ld ops\n", r->makespan_s, p->length / r->makespan_s, p->length * b / r->makespan_s,
+           b, r->ops);
+    printf("stage   F (s)       B (s)       U (s)       send (s)    busy (s)    bubble  "
+           "acts held  stashed\n");
+    for (int k = 0; k < p->stages; k++)
+        printf("%-7d %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %5.1f%%  %-10d %d\n", k, costs[k].f,
+               costs[k].b, costs[k].u, costs[k].send, r->busy_s[k], 100 * r->bubble[k],
+               r->acts_peak[k], r->stash_peak[k]);
+    printf("(acts held: most micro-batches a device keeps between F and B; stashed: most "
+           "weight copies its F ops keep for their B)\n");
+}
+
+/* --record: the simulation as a finished run of one epoch, every op an event. */
+static int record(const struct sim_args *a, const struct pb_sim_result *r, int64_t *id,
+                  struct pb_err *e)
+{
+    const struct pb_pipe *p = &a->pipe;
+    int b = a->microbatch_size ? a->microbatch_size : 1;
+    char config[512];
+    snprintf(config, sizeof config, "{\"simulated\": true, \"costs\": \"%s\", "
+             "\"length\": %d, \"microbatch_size\": %d}", a->run ? "run" : a->cost, p->length, b);
+    if (a->run)
+        snprintf(config + strlen(config) - 1, sizeof config - strlen(config) + 1,
+                 ", \"from_run\": %s}", a->run);
+    struct pb_results *db;
+    if (pb_results_open(&db, a->db, e))
+        return -1;
+    struct pb_run_info info = {.config_json = config, .schedule = a->sched,
+                               .variant = p->variant, .optimizer = a->optimizer,
+                               .executor = "sim", .stages = p->stages, .microbatch_size = b,
+                               .microbatches = p->microbatches, .epochs = 1, .lr = NAN};
+    struct pb_stage_record *st = pb_xcalloc((size_t)p->stages, sizeof *st);
+    for (int k = 0; k < p->stages; k++) {
+        st[k] = (struct pb_stage_record){.busy_s = r->busy_s[k],
+                                         .wait_s = r->makespan_s - r->busy_s[k],
+                                         .bubble_frac = r->bubble[k], .versions_kept = -1,
+                                         .f_mean = NAN, .f_max = NAN, .b_mean = NAN,
+                                         .b_max = NAN};
+        for (int m = 0; m < PB_MEM_NKINDS; m++)
+            st[k].mem_peak[m] = -1;
+    }
+    struct pb_epoch_record ep = {.epoch = 0, .train_loss = NAN, .val_loss = NAN, .val_acc = NAN,
+                                 .samples = (int64_t)p->length * b, .wall_s = r->makespan_s,
+                                 .throughput = (double)p->length * b / r->makespan_s, .lr = NAN,
+                                 .nstages = p->stages, .stages = st, .ops = r->ops,
+                                 .nevents = (int)r->ops, .events = r->events};
+    int rc = -1;
+    *id = pb_results_run_begin(db, &info, e);
+    if (*id > 0 && !pb_results_run_started(db, *id, e) && !pb_results_epoch(db, *id, &ep, e) &&
+        !pb_results_run_end(db, *id, PB_RUN_DONE, NULL, e))
+        rc = 0;
+    else if (*id > 0)
+        pb_results_run_end(db, *id, PB_RUN_FAILED, e->msg, e);
+    free(st);
+    pb_results_close(db);
+    return rc;
+}
+
+int pb_cmd_simulate(int argc, char **argv)
+{
+    struct sim_args a = {.optimizer = NULL, .db = PB_RESULTS_DEFAULT_DB,
+                         .pipe = {.length = 8}};
+    struct pb_err e;
+    int rc = parse(argc, argv, &a, &e);
+    if (rc)
+        return rc > 0 ? PB_EXIT_OK : pb_cli_fail(e.msg);
+    struct pb_run_costs rcosts = {0};
+    struct pb_sim_cost *costs = NULL;
+    struct pb_program *progs = NULL;
+    struct pb_sim_result res = {0};
+    const struct pb_schedule *sch;
+    int status = PB_EXIT_USAGE;
+    if (a.run && costs_from_run(&a, &rcosts, &costs, &e))
+        goto out;
+    if (!a.optimizer)
+        a.optimizer = "sgdm";
+    if (pb_cli_pipe("simulate", a.sched, a.optimizer, a.have_m, &a.pipe, &sch, &e))
+        goto out;
+    if (!costs) {
+        costs = pb_xcalloc((size_t)a.pipe.stages, sizeof *costs);
+        if (costs_given(a.cost, a.pipe.stages, costs, &e))
+            goto out;
+    }
+    progs = pb_xcalloc((size_t)a.pipe.stages, sizeof *progs);
+    if (pb_programs_build(sch, &a.pipe, progs, &e) ||
+        pb_programs_validate(&a.pipe, progs, a.pipe.stages, &e) ||
+        pb_simulate(&a.pipe, progs, costs, a.pipe.stages, a.record, &res, &e))
+        goto out;
+    print_result(&a, costs, &res);
+    if (a.record) {
+        int64_t id;
+        if (record(&a, &res, &id, &e)) {
+            status = PB_EXIT_RUN;
+            goto out;
+        }
+        printf("recorded as run %lld in %s (pipebench trace %lld --out t.json; pipebench plot "
+               "timeline --run %lld)\n", (long long)id, a.db, (long long)id, (long long)id);
+    }
+    status = PB_EXIT_OK;
+out:
+    if (status != PB_EXIT_OK)
+        fprintf(stderr, "pipebench: %s\n", e.msg);
+    if (progs)
+        pb_programs_finish(progs, a.pipe.stages);
+    free(progs);
+    free(costs);
+    pb_sim_result_finish(&res);
+    pb_run_costs_finish(&rcosts);
+    return status;
+}

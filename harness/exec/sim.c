@@ -1,0 +1,226 @@
+/* harness/exec/sim.c — discrete-event simulation of an epoch's programs (sim.h).
+ * Each device runs its program in order; a device that cannot go on (its input has not
+ * been sent, or its output channel is full) waits on that channel and is woken by the
+ * neighbour that changes it, so every op is visited a constant number of times. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/exec/sim.h"
+
+/* One direction between two neighbours: item i's send (deposit), arrival and receive
+ * (consume) times. */
+struct chan {
+    double *deposit, *arrive, *consume;
+    int sent, taken;
+    int waiting_recv, waiting_send;  /* device blocked on it, or -1 */
+};
+
+struct dev {
+    int pc;
+    bool sending;        /* the op at pc ran; its output waits for room */
+    double t;            /* when the device is free */
+    double end;          /* end of the op at pc once it ran */
+};
+
+struct sim {
+    const struct pb_pipe *p;
+    const struct pb_program *progs;
+    const struct pb_sim_cost *costs;
+    int capacity;
+    long *first;             /* [D] index of device k's first event: events are by device */
+    struct chan *fwd, *bwd;  /* fwd[k]: k → k+1; bwd[k]: k+1 → k */
+    struct dev *dev;
+    int *ready, nready;      /* devices to visit */
+    bool *queued;
+    struct pb_sim_result *r;
+};
+
+static void wake(struct sim *s, int d)
+{
+    if (d >= 0 && !s->queued[d]) {
+        s->queued[d] = true;
+        s->ready[s->nready++] = d;
+    }
+}
+
+static double op_cost(const struct pb_sim_cost *c, const struct pb_op *op)
+{
+    return op->kind == PB_OP_F ? c->f : op->kind == PB_OP_B ? c->b : c->u;
+}
+
+static void record(struct sim *s, int k, const struct pb_op *op, double start, double end)
+{
+    if (!s->r->events)
+        return;
+    s->r->events[s->first[k] + s->dev[k].pc] = (struct pb_event_record){
+        .device = k, .seq = s->dev[k].pc, .kind = "FBU"[op->kind],
+        .mb = op->kind == PB_OP_U ? -1 : op->mb, .start_s = start, .end_s = end};
+}
+
+/* Advances device k until it finishes or must wait. */
+static void run_device(struct sim *s, int k)
+{
+    int D = s->p->stages;
+    const struct pb_program *prog = &s->progs[k];
+    struct dev *d = &s->dev[k];
+    while (d->pc < prog->n) {
+        const struct pb_op *op = &prog->ops[d->pc];
+        bool f = op->kind == PB_OP_F, b = op->kind == PB_OP_B;
+        struct chan *in = f && k > 0 ? &s->fwd[k - 1] : b && k + 1 < D ? &s->bwd[k] : NULL;
+        struct chan *out = f && k + 1 < D ? &s->fwd[k] : b && k > 0 ? &s->bwd[k - 1] : NULL;
+        if (!d->sending) {
+            double start = d->t;
+            if (in) {
+                if (in->taken == in->sent) {
+                    in->waiting_recv = k;
+                    return;
+                }
+                int i = in->taken++;
+                if (in->arrive[i] > start)
+                    start = in->arrive[i];
+                in->consume[i] = start;
+                wake(s, in->waiting_send);
+                in->waiting_send = -1;
+            }
+            double c = op_cost(&s->costs[k], op);
+            d->end = start + c;
+            s->r->busy_s[k] += c;
+            record(s, k, op, start, d->end);
+            s->r->ops++;
+            d->sending = true;
+        }
+        double free_at = d->end;
+        if (out) {
+            int i = out->sent;
+            if (i >= s->capacity) {
+                if (out->taken <= i - s->capacity) {
+                    out->waiting_send = k;
+                    return;
+                }
+                double room = out->consume[i - s->capacity];
+                if (room > free_at)
+                    free_at = room;
+            }
+            out->deposit[i] = free_at;
+            out->arrive[i] = free_at + s->costs[k].send;
+            out->sent++;
+            wake(s, out->waiting_recv);
+            out->waiting_recv = -1;
+        }
+        d->t = free_at;
+        d->sending = false;
+        d->pc++;
+    }
+}
+
+/* Most micro-batches held between F and B, in program order (timing does not change
+ * it: a device runs its ops in order). */
+static int acts_peak(const struct pb_program *prog)
+{
+    int live = 0, peak = 0;
+    for (int i = 0; i < prog->n; i++) {
+        live += prog->ops[i].kind == PB_OP_F ? 1 : prog->ops[i].kind == PB_OP_B ? -1 : 0;
+        peak = live > peak ? live : peak;
+    }
+    return peak;
+}
+
+int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
+                const struct pb_sim_cost *costs, int capacity, bool keep_events,
+                struct pb_sim_result *r, struct pb_err *e)
+{
+    int D = p->stages, n = p->length;
+    memset(r, 0, sizeof *r);
+    if (capacity < 1)
+        return pb_err_set(e, "simulate: the channel capacity must be at least 1 (got %d)",
+                          capacity);
+    long total = 0;
+    for (int k = 0; k < D; k++) {
+        const struct pb_sim_cost *c = &costs[k];
+        if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->send)) ||
+            c->f < 0 || c->b < 0 || c->u < 0 || c->send < 0)
+            return pb_err_set(e, "simulate: stage %d's costs must be finite and non-negative "
+                              "(got F %g, B %g, U %g, send %g s)", k, c->f, c->b, c->u, c->send);
+        total += progs[k].n;
+    }
+    r->stages = D;
+    r->busy_s = pb_xcalloc((size_t)D, sizeof *r->busy_s);
+    r->bubble = pb_xcalloc((size_t)D, sizeof *r->bubble);
+    r->acts_peak = pb_xcalloc((size_t)D, sizeof *r->acts_peak);
+    r->stash_peak = pb_xcalloc((size_t)D, sizeof *r->stash_peak);
+    if (keep_events)
+        r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
+
+    struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity, .r = r};
+    s.first = pb_xcalloc((size_t)D, sizeof *s.first);
+    for (int k = 1; k < D; k++)
+        s.first[k] = s.first[k - 1] + progs[k - 1].n;
+    s.fwd = pb_xcalloc((size_t)D, sizeof *s.fwd);
+    s.bwd = pb_xcalloc((size_t)D, sizeof *s.bwd);
+    for (int k = 0; k < D; k++)
+        for (int dir = 0; dir < 2; dir++) {
+            struct chan *c = dir ? &s.bwd[k] : &s.fwd[k];
+            c->deposit = pb_xcalloc((size_t)n + 1, 3 * sizeof(double));
+            c->arrive = c->deposit + n + 1;
+            c->consume = c->arrive + n + 1;
+            c->waiting_recv = c->waiting_send = -1;
+        }
+    s.dev = pb_xcalloc((size_t)D, sizeof *s.dev);
+    s.ready = pb_xcalloc((size_t)D, sizeof *s.ready);
+    s.queued = pb_xcalloc((size_t)D, sizeof *s.queued);
+    for (int k = D - 1; k >= 0; k--)
+        wake(&s, k);
+    while (s.nready) {
+        int k = s.ready[--s.nready];
+        s.queued[k] = false;
+        run_device(&s, k);
+    }
+
+    int rc = 0;
+    for (int k = 0; k < D && !rc; k++)
+        if (s.dev[k].pc < progs[k].n)
+            rc = pb_err_set(e, "simulate: the programs deadlock (stage %d stops at op %d); "
+                            "validate them with `pipebench program`", k, s.dev[k].pc);
+    for (int k = 0; k < D; k++) {
+        if (s.dev[k].t > r->makespan_s)
+            r->makespan_s = s.dev[k].t;
+        r->acts_peak[k] = acts_peak(&progs[k]);
+        /* one plan at a time: a plan is as long as its program */
+        struct pb_version_plan vp;
+        pb_version_plan_init(&vp, p, &progs[k]);
+        r->stash_peak[k] = vp.stash_slots;
+        for (int i = 0; r->events && i < progs[k].n; i++) {
+            struct pb_event_record *ev = &r->events[s.first[k] + i];
+            ev->version = vp.ops[i].base;
+            ev->ahead = vp.ops[i].ahead;
+            ev->sync_version = vp.ops[i].sync;
+        }
+        pb_version_plan_finish(&vp);
+    }
+    for (int k = 0; k < D; k++)
+        r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
+    for (int k = 0; k < D; k++) {
+        free(s.fwd[k].deposit);
+        free(s.bwd[k].deposit);
+    }
+    free(s.first);
+    free(s.fwd);
+    free(s.bwd);
+    free(s.dev);
+    free(s.ready);
+    free(s.queued);
+    if (rc)
+        pb_sim_result_finish(r);
+    return rc;
+}
+
+void pb_sim_result_finish(struct pb_sim_result *r)
+{
+    free(r->busy_s);
+    free(r->bubble);
+    free(r->acts_peak);
+    free(r->stash_peak);
+    free(r->events);
+    memset(r, 0, sizeof *r);
+}

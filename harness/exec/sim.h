@@ -1,0 +1,42 @@
+/* harness/exec/sim.h — the pipeline simulator (design §6.6): the D programs of an epoch
+ * run on D virtual devices, one per stage, in virtual time. Each op takes its stage's
+ * cost for its kind; activations and gradients travel through FIFO channels of the
+ * executors' capacity, a send blocking while its channel is full and a message
+ * arriving `send` seconds after it is sent. Nothing is computed: it answers what the
+ * schedule does on a machine with one device per stage, whatever cores this one has. */
+#ifndef PB_SIM_H
+#define PB_SIM_H
+
+#include <stdbool.h>
+
+#include "harness/exec/metrics.h"
+#include "harness/ir/program.h"
+
+/* Seconds one op of each kind takes on a stage, and a message's transfer time from it
+ * to its neighbour. */
+struct pb_sim_cost {
+    double f, b, u, send;
+};
+
+struct pb_sim_result {
+    int stages;
+    long ops;                       /* ops simulated, all devices */
+    double makespan_s;              /* the last device's end */
+    double *busy_s;                 /* [D] time in ops */
+    double *bubble;                 /* [D] idle fraction: 1 − busy_s / makespan_s */
+    int *acts_peak;                 /* [D] most micro-batches whose activations a device
+                                       holds at once (forwarded, not yet backpropagated) */
+    int *stash_peak;                /* [D] most stashed weight versions held at once */
+    struct pb_event_record *events; /* [ops] when asked for: every op, as a run logs it */
+};
+
+/* Simulates one epoch: progs[D] (validated), costs[D], channel capacity ≥ 1 (the threads
+ * executor's is D). keep_events fills r->events with each op's virtual start and end
+ * and its versions from the version plan. Fails only when the programs deadlock (which
+ * pb_programs_validate rules out) or a cost is negative or not finite. */
+int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
+                const struct pb_sim_cost *costs, int capacity, bool keep_events,
+                struct pb_sim_result *r, struct pb_err *e);
+void pb_sim_result_finish(struct pb_sim_result *r);
+
+#endif

@@ -1,0 +1,214 @@
+/* tests/test_sim.c — the pipeline simulator (harness/exec/sim.h, design §6.6) against
+ * closed forms: GPipe's bubble (D − 1)/(M + D − 1) with unit costs, an asynchronous 1F1B
+ * steady state without idle time, transfer latency, blocking sends into full channels,
+ * the memory a device holds; and `pipebench simulate` end to end: given costs, costs
+ * from a recorded run, --record writing a run that trace reads, and bad input. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/exec/sim.h"
+#include "tests/cli_util.h"
+
+/* Builds and validates the programs of (schedule, D, N, M), then simulates them. */
+static void simulate(const char *schedule, int D, int N, int M, struct pb_sim_cost cost,
+                     int capacity, struct pb_sim_result *r)
+{
+    struct pb_err e;
+    const struct pb_schedule *sch = pb_schedule_find(schedule, &e);
+    ck_assert(sch != NULL);
+    struct pb_pipe p = {.stages = D, .length = N, .microbatches = M, .optimizer = PB_OPT_SGD};
+    struct pb_program progs[16];
+    ck_assert(D <= 16);
+    ck_assert_msg(pb_programs_build(sch, &p, progs, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_programs_validate(&p, progs, capacity, &e) == 0, "%s", e.msg);
+    struct pb_sim_cost costs[16];
+    for (int k = 0; k < D; k++)
+        costs[k] = cost;
+    ck_assert_msg(pb_simulate(&p, progs, costs, capacity, true, r, &e) == 0, "%s", e.msg);
+    pb_programs_finish(progs, D);
+}
+
+/* GPipe runs each mini-batch as M forwards then M backwards through D stages: with
+ * F = B = 1 and free updates, a mini-batch takes 2(M + D − 1) and each device idles
+ * 2(D − 1) of it. */
+START_TEST(test_gpipe_bubble)
+{
+    static const int cases[][2] = {{1, 1}, {2, 4}, {4, 4}, {4, 8}, {8, 3}, {3, 16}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int D = cases[i][0], M = cases[i][1], N = 3 * M;
+        struct pb_sim_result r;
+        simulate("gpipe", D, N, M, (struct pb_sim_cost){1, 1, 0, 0}, D, &r);
+        ck_assert_double_eq(r.makespan_s, 3 * 2.0 * (M + D - 1));
+        for (int k = 0; k < D; k++) {
+            ck_assert_double_eq_tol(r.bubble[k], (double)(D - 1) / (M + D - 1), 1e-12);
+            ck_assert_double_eq(r.busy_s[k], 2.0 * N);
+            ck_assert_int_eq(r.acts_peak[k], M);
+            ck_assert_int_eq(r.stash_peak[k], 0);
+        }
+        pb_sim_result_finish(&r);
+    }
+}
+END_TEST
+
+/* PipeDream's 1F1B: after the fill, every device alternates F and B without a gap, so
+ * the epoch takes N(F + B) plus the fill and drain (D − 1)(F + B); stage k holds D − k
+ * micro-batches' activations and as many stashed weight versions, minus the one its
+ * backward reads live. */
+START_TEST(test_async_steady_state)
+{
+    int D = 4, N = 40;
+    struct pb_sim_result r;
+    simulate("pipedream", D, N, 1, (struct pb_sim_cost){1, 2, 0, 0}, D, &r);
+    ck_assert_double_eq(r.makespan_s, N * 3.0 + (D - 1) * 3.0);
+    long first = 0;
+    for (int k = 0; k < D; k++) {
+        const struct pb_event_record *ev = &r.events[first];
+        int n = 0, first_b = -1, last_f = -1;
+        while (first + n < r.ops && r.events[first + n].device == k)
+            n++;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].kind == 'B' && first_b < 0)
+                first_b = i;
+            if (ev[i].kind == 'F')
+                last_f = i;
+        }
+        ck_assert_int_ge(first_b, 0);
+        for (int i = first_b + 1; i <= last_f; i++)
+            if (ev[i].kind != 'U' && ev[i - 1].kind != 'U')
+                ck_assert_msg(ev[i].start_s == ev[i - 1].end_s, "stage %d idles before op %d", k,
+                              i);
+        ck_assert_int_eq(r.acts_peak[k], D - k);
+        first += n;
+    }
+    ck_assert_int_eq(first, r.ops);
+    pb_sim_result_finish(&r);
+}
+END_TEST
+
+/* A message arrives `send` after it is sent: one micro-batch through two stages is
+ * F, send, F, B, send, B. */
+START_TEST(test_send_latency)
+{
+    struct pb_sim_result r;
+    simulate("gpipe", 2, 1, 1, (struct pb_sim_cost){1, 1, 0, 0.25}, 2, &r);
+    ck_assert_double_eq(r.makespan_s, 4.5);
+    pb_sim_result_finish(&r);
+}
+END_TEST
+
+/* Stage 1's forward is 10× stage 0's. With room for one message stage 0 may run one
+ * forward ahead of the message stage 1 is working on, so its fourth forward starts only
+ * when stage 1 takes the second message (t = 11); with room for two, at t = 3. */
+START_TEST(test_blocking_send)
+{
+    struct pb_err e;
+    const struct pb_schedule *sch = pb_schedule_find("gpipe", &e);
+    struct pb_pipe p = {.stages = 2, .length = 4, .microbatches = 4, .optimizer = PB_OPT_SGD};
+    struct pb_program progs[2];
+    ck_assert(pb_programs_build(sch, &p, progs, &e) == 0);
+    struct pb_sim_cost costs[2] = {{1, 1, 0, 0}, {10, 1, 0, 0}};
+    double f3_start[2];
+    for (int cap = 1; cap <= 2; cap++) {
+        struct pb_sim_result r;
+        ck_assert(pb_simulate(&p, progs, costs, cap, true, &r, &e) == 0);
+        ck_assert(r.events[3].device == 0 && r.events[3].kind == 'F' && r.events[3].mb == 3);
+        f3_start[cap - 1] = r.events[3].start_s;
+        pb_sim_result_finish(&r);
+    }
+    ck_assert_double_eq(f3_start[0], 11);
+    ck_assert_double_eq(f3_start[1], 3);
+    pb_programs_finish(progs, 2);
+}
+END_TEST
+
+/* Versions in the events are the version plan's; a bad cost is refused. */
+START_TEST(test_events_and_bad_costs)
+{
+    struct pb_sim_result r;
+    simulate("pipedream-2bw", 3, 12, 3, (struct pb_sim_cost){1, 1, 0.5, 0}, 3, &r);
+    struct pb_pipe p = {.stages = 3, .length = 12, .microbatches = 3, .optimizer = PB_OPT_SGD};
+    struct pb_err e;
+    struct pb_program progs[3];
+    ck_assert(pb_programs_build(pb_schedule_find("pipedream-2bw", &e), &p, progs, &e) == 0);
+    long i = 0;
+    for (int k = 0; k < 3; k++) {
+        struct pb_version_plan vp;
+        pb_version_plan_init(&vp, &p, &progs[k]);
+        for (int j = 0; j < progs[k].n; j++, i++) {
+            ck_assert_int_eq(r.events[i].seq, j);
+            ck_assert_int_eq(r.events[i].version, vp.ops[j].base);
+            ck_assert_int_eq(r.events[i].sync_version, vp.ops[j].sync);
+            ck_assert(r.events[i].end_s >= r.events[i].start_s);
+        }
+        pb_version_plan_finish(&vp);
+    }
+    pb_sim_result_finish(&r);
+    struct pb_sim_cost bad[3] = {{1, 1, 0, 0}, {1, -1, 0, 0}, {1, 1, 0, 0}};
+    ck_assert(pb_simulate(&p, progs, bad, 3, false, &r, &e) != 0);
+    ck_assert_msg(strstr(e.msg, "stage 1") != NULL, "%s", e.msg);
+    bad[1].b = NAN;
+    ck_assert(pb_simulate(&p, progs, bad, 3, false, &r, &e) != 0);
+    pb_programs_finish(progs, 3);
+}
+END_TEST
+
+START_TEST(test_cli)
+{
+    char dir[64], out[8192];
+    cli_scratch(dir, sizeof dir, "sim");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 4 "
+                             "--length 8 --cost 1,1,0"), 0);
+    ck_assert_msg(strstr(out, "makespan 28 s") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "42.9%") != NULL, "%s", out);
+    /* bad input: exit 2, a message saying what to do, nothing recorded */
+    static const char *const bad[][2] = {
+        {"simulate --schedule gpipe --stages 4", "--cost"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,2", "--cost"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,x,0", "--cost"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,-2,0", "non-negative"},
+        {"simulate --schedule nope --stages 4 --cost 1,1,0", "unknown schedule"},
+        {"simulate --schedule gpipe --stages 0 --cost 1,1,0", "--stages"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,1,0 --run 1", "either"},
+        {"simulate --schedule gpipe --stages 2 --run 7 --db missing.db", "missing.db"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,1,0 --bogus", "--bogus"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(cli_run(dir, out, sizeof out, "%s", bad[i][0]), 2);
+        ck_assert_msg(strstr(out, bad[i][1]) != NULL, "%s: %s", bad[i][0], out);
+    }
+    /* a measured run's costs, a schedule simulated on them, and a recorded simulation */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
+                             "--schedule gpipe --stages 2 --epochs 1 --limit-train 256 "
+                             "--limit-val 64 --microbatch-size 16 --db r.db --quiet"), 0);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db"), 0);
+    ck_assert_msg(strstr(out, "simulated gpipe, D = 2, 16 micro-batches") != NULL, "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --schedule "
+                             "pipedream --record"), 0);
+    ck_assert_msg(strstr(out, "recorded as run 2") != NULL, "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE executor = 'sim' AND "
+                            "status = 'done'"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM events WHERE run_id = 2"), 2 * (16 + 16 + 16));
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "trace 2 --db r.db --out t.json"), 0);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 2 --db r.db"), 2);
+    ck_assert_msg(strstr(out, "itself a simulation") != NULL, "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --stages 3"), 2);
+    ck_assert_msg(strstr(out, "--stages 2") != NULL, "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("sim");
+    TCase *tc = tcase_create("sim");
+    tcase_add_test(tc, test_gpipe_bubble);
+    tcase_add_test(tc, test_async_steady_state);
+    tcase_add_test(tc, test_send_latency);
+    tcase_add_test(tc, test_blocking_send);
+    tcase_add_test(tc, test_events_and_bad_costs);
+    tcase_add_test(tc, test_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,4 +1,4 @@
-/* workloads/blocks.h — the zoo's composite blocks as block graphs (design §2.2): the
+/* workloads/blocks.h — the zoo's composite blocks as block graphs (design §3.1): the
  * ResNet bottleneck, Inception-V3's modules A–E, the CIFAR GoogLeNet Inception module,
  * the DenseNet bottleneck layer and transition. Each builder appends ONE block to the
  * model (so a pipeline may cut before or after it, never inside) and returns the

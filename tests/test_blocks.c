@@ -101,6 +101,34 @@ START_TEST(test_inception_div)
 }
 END_TEST
 
+/* BasicConv2d's names: "<name>.conv", "<name>.bn", "<name>.relu", or without the prefix
+ * (a stem block named after the unit); eps as given, the conv without bias. */
+START_TEST(test_conv_bn_relu)
+{
+    struct pb_model m;
+    pb_model_init(&m, "stem", (struct pb_shape){1, 3, 9, 9}, 0);
+    struct pb_block *b = pb_model_block(&m, "Conv2d_1a_3x3");
+    ck_assert_int_eq(pb_zoo_conv_bn_relu(&m, b, "", -1, 3, 8, 3, 3, 2, 0, 0, 1e-3f), 2);
+    b = pb_model_block(&m, "stem2");
+    int x = pb_zoo_conv_bn_relu(&m, b, "branch7x7_2", -1, 8, 4, 1, 7, 1, 0, 3, 1e-5f);
+    ck_assert_int_eq(x, 2);
+    finalize(&m);
+    static const char *const names[2][3] = {{"conv", "bn", "relu"},
+                                            {"branch7x7_2.conv", "branch7x7_2.bn",
+                                             "branch7x7_2.relu"}};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(m.blocks[i].nnodes, 3);
+        for (int j = 0; j < 3; j++)
+            ck_assert_str_eq(m.blocks[i].nodes[j].name, names[i][j]);
+        ck_assert(!m.blocks[i].nodes[0].cfg.conv.bias);
+    }
+    ck_assert(m.blocks[0].nodes[1].cfg.eps == 1e-3f && m.blocks[1].nodes[1].cfg.eps == 1e-5f);
+    expect_out(&m, 0, 8, 4, 4);
+    expect_out(&m, 1, 4, 4, 4);
+    pb_model_finish(&m);
+}
+END_TEST
+
 /* torchvision's resnet101: layer1.0 (projection: 64 → 256 channels), layer1.1
  * (identity), layer2.0 (projection, stride 2) and layer4.2 on 56×56 inputs. */
 START_TEST(test_bottleneck)
@@ -437,6 +465,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("build");
     tcase_add_test(tc, test_inception_v3_widths);
     tcase_add_test(tc, test_inception_div);
+    tcase_add_test(tc, test_conv_bn_relu);
     tcase_add_test(tc, test_bottleneck);
     tcase_add_test(tc, test_googlenet_inception);
     tcase_add_test(tc, test_densenet);

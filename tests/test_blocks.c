@@ -266,7 +266,7 @@ static double check_norm(const char *cs, const char *what, const float *a, const
 }
 
 /* One pb tensor of the stage (pb_stage_tensors): the name after "stage1.<block>.". */
-struct pb_tensor_ref {
+struct tensor_ref {
     char key[160];
     int is_buffer;
     size_t off, n;
@@ -276,7 +276,7 @@ struct pb_tensor_ref {
 struct tensor_list {
     const char *prefix;
     int n;
-    struct pb_tensor_ref t[128];
+    struct tensor_ref t[128];
 };
 
 static void collect(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
@@ -286,7 +286,7 @@ static void collect(void *ctx, const char *name, int is_buffer, size_t off, size
     size_t plen = strlen(tl->prefix);
     ck_assert_msg(!strncmp(name, tl->prefix, plen), "%s lacks the prefix %s", name, tl->prefix);
     ck_assert_int_lt(tl->n, 128);
-    struct pb_tensor_ref *r = &tl->t[tl->n++];
+    struct tensor_ref *r = &tl->t[tl->n++];
     snprintf(r->key, sizeof r->key, "%s", name + plen);
     r->is_buffer = is_buffer;
     r->off = off;
@@ -383,7 +383,7 @@ static void parity_case(const char *cs)
     be->ops->download(be, buf, s->buffers, s->nbuffers * sizeof(float));
     double err_g = 0, err_stats = 0, weight_scale = 0;
     for (int i = 0; i < tl.n; i++) {
-        const struct pb_tensor_ref *t = &tl.t[i];
+        const struct tensor_ref *t = &tl.t[i];
         char what[200];
         snprintf(what, sizeof what, "%s.%s", t->is_buffer ? "after" : "grad", t->key);
         float *ref = fx_read(cs, what, t->n);

@@ -106,30 +106,22 @@ static void stash_needs(const struct pb_program *prog, int nmb, struct pb_versio
             vp->ops[i].live = !copied[op->mb];
         }
     }
-    int *live = pb_xmalloc(cnt * sizeof *live);  /* versions held */
-    int nlive = 0;
+    /* held[v]: stashed copies of version v (versions count updates: at most n) */
+    int *held = pb_xcalloc((size_t)prog->n + 1, sizeof *held);
+    int distinct = 0;
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
-        if (op->kind == PB_OP_F && vp->stash[i]) {
-            live[nlive++] = vp->ops[i].base;
-        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED && copied[op->mb]) {
-            for (int q = 0; q < nlive; q++)
-                if (live[q] == vp->ops[i].base) {
-                    live[q] = live[--nlive];
-                    break;
-                }
-        }
-        int distinct = 0;
-        for (int q = 0; q < nlive; q++) {
-            bool seen = false;
-            for (int r = 0; r < q; r++)
-                seen |= live[r] == live[q];
-            distinct += !seen;
+        int v = vp->ops[i].base;
+        if (op->kind == PB_OP_F && vp->stash[i] && v >= 0) {
+            distinct += held[v]++ == 0;
+        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED && copied[op->mb] && v >= 0 &&
+                   held[v] > 0) {
+            distinct -= --held[v] == 0;
         }
         if (distinct > vp->stash_slots)
             vp->stash_slots = distinct;
     }
-    free(live);
+    free(held);
     free(copied);
     free(fpos);
     free(ubefore);

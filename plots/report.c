@@ -13,7 +13,7 @@
 #define MIB (1024.0 * 1024.0)
 
 const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
-    "accuracy", "throughput", "bubble", "memory", "staleness",
+    "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness",
 };
 
 /* Per-run quantities, in the order of the query's columns after the labels. */
@@ -24,6 +24,7 @@ enum metric {
     M_STAGE_MAX,
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
+    M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING,
     M_N
 };
 
@@ -33,7 +34,8 @@ static const char runs_sql[] =
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
     "f_mean, "
     "f_max, b_mean, "
-    "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target "
+    "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
+    "sim_throughput, 100 * sim_bubble_frac, shared_timing "
     "FROM run_summary WHERE status = 'done'";
 enum { Q_LABELS = 7 };
 
@@ -224,10 +226,22 @@ static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int
         snprintf(buf, cap, " (%.3g ep, %.1f s)", ep.mean, sec.mean);
 }
 
-/* Table IV layout: a row per configuration, a column per schedule; the highest mean of
- * each row (the lowest when lower_best), at the printed precision, is marked best. */
+/* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores. */
+static bool cell_shared(const struct runs *rs, int a, int b, const struct run *col)
+{
+    for (int i = a; i < b; i++)
+        if (!cmp_column(&rs->v[i], col) && rs->v[i].m[M_SHARED_TIMING] == 1)
+            return true;
+    return false;
+}
+
+/* Table IV layout: a row per configuration, a column per schedule. The highest mean of
+ * each row (the lowest when lower_best), at the printed precision, is marked best only
+ * when its gap to the runner-up exceeds the larger of their standard deviations (a gap
+ * inside the spread is no ranking; a cell alone in its row is not ranked), and, for timings (mark_shared), only among cells
+ * measured one device per stage; such a cell of a shared machine gets a dagger. */
 static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_best,
-                        double target, struct pb_grid *g)
+                        double target, bool mark_shared, struct pb_grid *g)
 {
     const struct run **col;
     int ncol = columns(rs, &col);
@@ -243,29 +257,50 @@ static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_b
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
         set_labels(g, row, &rs->v[a]);
-        double best = -INFINITY;
         struct summary *st = pb_xcalloc((size_t)ncol, sizeof *st);
+        bool *shared = pb_xcalloc((size_t)ncol, sizeof *shared);
+        int best = -1, second = -1;
         for (int c = 0; c < ncol; c++) {
             st[c] = cell_stat(rs, a, b, col[c], m);
-            if (st[c].n && sign * round(st[c].mean * scale) > best)
-                best = sign * round(st[c].mean * scale);
+            shared[c] = mark_shared && cell_shared(rs, a, b, col[c]);
+            if (!st[c].n || shared[c])
+                continue;
+            double v = sign * round(st[c].mean * scale);
+            if (best < 0 || v > sign * round(st[best].mean * scale)) {
+                second = best;
+                best = c;
+            } else if (second < 0 || v > sign * round(st[second].mean * scale)) {
+                second = c;
+            }
+        }
+        if (second < 0) {
+            best = -1;   /* alone in its row: nothing to rank */
+        } else {
+            double gap = fabs(st[best].mean - st[second].mean);
+            double spread = st[best].sd > st[second].sd ? st[best].sd : st[second].sd;
+            if (gap <= spread || round(st[best].mean * scale) == round(st[second].mean * scale))
+                best = -1;
         }
         for (int c = 0; c < ncol; c++) {
             if (st[c].n == 0)
                 continue;
             char buf[128];
+            int len;
             if (st[c].n > 1)
-                snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, st[c].mean, decimals,
-                         st[c].sd);
+                len = snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, st[c].mean,
+                               decimals, st[c].sd);
             else
-                snprintf(buf, sizeof buf, "%.*f", decimals, st[c].mean);
-            pb_grid_set(g, row, 4 + c, buf, sign * round(st[c].mean * scale) == best);
+                len = snprintf(buf, sizeof buf, "%.*f", decimals, st[c].mean);
+            if (shared[c])
+                snprintf(buf + len, sizeof buf - (size_t)len, " \xe2\x80\xa0");
+            pb_grid_set(g, row, 4 + c, buf, c == best);
             if (target > 0) {
                 target_note(buf, sizeof buf, rs, a, b, col[c]);
                 pb_grid_note(g, row, 4 + c, buf);
             }
         }
         free(st);
+        free(shared);
     }
     free(col);
 }
@@ -331,32 +366,52 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
         return -1;
     }
     pb_results_close(db);
-    char caption[512];
+    static const char shared_note[] = "\xe2\x80\xa0: measured with the stages sharing cores "
+        "(the seq executor, or more stage threads than cores), so not a one-device-per-stage "
+        "pipeline's timing and never marked best; the sim- tables give that.";
+    char caption[1024];
     struct pb_grid g = {.caption = caption};
     switch (o->table) {
     case PB_REPORT_ACCURACY: {
         int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%) per "
                          "schedule: mean \xc2\xb1 std over the runs of a cell when there are "
-                         "several, \xe2\x80\x93 where none; the best of each row marked.");
+                         "several, \xe2\x80\x93 where none; the best of each row marked where "
+                         "its lead exceeds the spread.");
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
                      o->target);
-        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, &g);
+        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, &g);
         break;
     }
     case PB_REPORT_THROUGHPUT:
         snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's training "
                  "samples over its epochs' wall time) per schedule: mean \xc2\xb1 std over the "
-                 "runs of a cell when there are several; the highest of each row marked.");
-        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, &g);
+                 "runs of a cell when there are several; the highest of each row marked where "
+                 "its lead exceeds the spread. %s", shared_note);
+        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, &g);
         break;
     case PB_REPORT_BUBBLE:
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
                  "makespan, summed over the epochs; mean over the devices) per schedule: mean "
                  "\xc2\xb1 std over the runs of a cell when there are several; the lowest of "
-                 "each row marked.");
-        by_schedule(&rs, M_BUBBLE, 1, true, 0, &g);
+                 "each row marked where its lead exceeds the spread. %s", shared_note);
+        by_schedule(&rs, M_BUBBLE, 1, true, 0, true, &g);
+        break;
+    case PB_REPORT_SIM_THROUGHPUT:
+        snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
+                 "schedule: each epoch of a run replayed on one device per stage with its "
+                 "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 std over the "
+                 "runs of a cell; the highest of each row marked where its lead exceeds the "
+                 "spread.");
+        by_schedule(&rs, M_SIM_THROUGHPUT, 1, false, 0, false, &g);
+        break;
+    case PB_REPORT_SIM_BUBBLE:
+        snprintf(caption, sizeof caption, "Simulated bubble fraction (%%) per schedule: each "
+                 "epoch of a run replayed on one device per stage with its stages' median op "
+                 "times (design \xc2\xa7" "6.6), idle time over makespan, mean over the "
+                 "devices; the lowest of each row marked where its lead exceeds the spread.");
+        by_schedule(&rs, M_SIM_BUBBLE, 1, true, 0, false, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

@@ -13,11 +13,13 @@ enum pb_report_table {
     PB_REPORT_ACCURACY,
     PB_REPORT_THROUGHPUT,
     PB_REPORT_BUBBLE,
+    PB_REPORT_SIM_THROUGHPUT,   /* each run simulated on one device per stage (design §6.6) */
+    PB_REPORT_SIM_BUBBLE,
     PB_REPORT_MEMORY,
     PB_REPORT_STALENESS,
     PB_REPORT_NTABLES
 };
-/* "accuracy", "throughput", "bubble", "memory", "staleness" */
+/* "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness" */
 extern const char *const pb_report_table_names[PB_REPORT_NTABLES];
 
 struct pb_report_opts {

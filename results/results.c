@@ -107,7 +107,23 @@ static int make_parent(const char *path, struct pb_err *e)
     }
 }
 
-/* Applies the schema to an empty file (create) and checks the version. */
+/* Schema version 2 → 3: the simulated epoch beside the measured one, each stage's median
+ * op costs, and the machine a run's timings come from (design §6.6, semantics §6). */
+static const char pb_results_migrate_v2_sql[] =
+    "ALTER TABLE runs ADD COLUMN cores INTEGER;"
+    "ALTER TABLE runs ADD COLUMN threads_per_stage INTEGER;"
+    "ALTER TABLE runs ADD COLUMN load_avg REAL;"
+    "ALTER TABLE runs ADD COLUMN oversubscribed INTEGER;"
+    "ALTER TABLE epochs ADD COLUMN sim_wall_s REAL;"
+    "ALTER TABLE epochs ADD COLUMN sim_throughput REAL;"
+    "ALTER TABLE stage_stats ADD COLUMN f_s REAL;"
+    "ALTER TABLE stage_stats ADD COLUMN b_s REAL;"
+    "ALTER TABLE stage_stats ADD COLUMN u_s REAL;"
+    "ALTER TABLE stage_stats ADD COLUMN sim_bubble REAL;"
+    "UPDATE schema_version SET version = 3;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 file it may write,
+ * and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
     sqlite3_stmt *s = NULL;
@@ -143,8 +159,18 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     version = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
     s = NULL;
+    if (version == 2 && create) {
+        if (exec(r, pb_results_migrate_v2_sql, "upgrading the schema from version 2", e))
+            goto fail_set;
+        version = PB_RESULTS_SCHEMA_VERSION;
+    }
     if (version != PB_RESULTS_SCHEMA_VERSION) {
         rollback(r);
+        if (version == 2)
+            return pb_err_set(e, "results database %s has schema version 2, written by an older "
+                              "pipebench; a command that writes to it (run, compare, sweep) "
+                              "upgrades it in place to version %d", r->path,
+                              PB_RESULTS_SCHEMA_VERSION);
         if (version > PB_RESULTS_SCHEMA_VERSION)
             return pb_err_set(e, "results database %s has schema version %d, newer than the "
                               "version %d this pipebench knows; use a newer pipebench or pass "
@@ -297,8 +323,9 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
     static const char sql[] =
         "INSERT INTO runs (created, status, config, model, dataset, schedule, variant, "
         "optimizer, executor, stages, microbatch_size, microbatches, epochs, seed, lr, "
-        "git_revision, cpu_model, library_versions, host, pid) VALUES "
-        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "git_revision, cpu_model, library_versions, host, pid, cores, threads_per_stage, "
+        "load_avg, oversubscribed) VALUES "
+        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char now[32], cpu[256], libs[256], host[256];
     now_iso(now);
     pb_env_cpu_model(cpu, sizeof cpu);
@@ -327,6 +354,12 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
     bind_text(s, i++, libs);
     bind_text(s, i++, host);
     sqlite3_bind_int64(s, i++, (sqlite3_int64)getpid());
+    if (info->cores > 0) {
+        sqlite3_bind_int(s, i++, info->cores);
+        sqlite3_bind_int(s, i++, info->threads_per_stage);
+        bind_real(s, i++, info->load_avg);
+        sqlite3_bind_int(s, i++, info->oversubscribed);
+    }
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)
@@ -380,8 +413,8 @@ static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_ep
     static const char stats_sql[] =
         "INSERT INTO stage_stats (run_id, epoch, stage, busy_s, wait_s, comm_s, bubble_frac, "
         "mem_params, mem_grads, mem_optstate, mem_wcopies, mem_acts, mem_comm, mem_scratch, "
-        "mem_bnstats, mem_host, versions_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, ?)";
+        "mem_bnstats, mem_host, versions_kept, f_s, b_s, u_s, sim_bubble) VALUES (?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     static const char stale_sql[] =
         "INSERT INTO staleness (run_id, epoch, stage, f_mean, f_max, b_mean, b_max, "
         "pred_err_mean, pred_err_max, pred_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -409,6 +442,9 @@ static int write_stages(struct pb_results *r, int64_t run_id, const struct pb_ep
             sqlite3_bind_int(st, 8 + PB_MEM_NKINDS, g->versions_kept);
         else
             sqlite3_bind_null(st, 8 + PB_MEM_NKINDS);
+        for (int o = 0; o < 3; o++)
+            bind_real(st, 9 + PB_MEM_NKINDS + o, g->op_s[o]);
+        bind_real(st, 12 + PB_MEM_NKINDS, g->sim_bubble);
         if (sqlite3_step(st) != SQLITE_DONE)
             goto out;
         sqlite3_reset(sl);
@@ -472,7 +508,8 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     PB_CHECK(rec->nevents >= 0 && (rec->nevents == 0 || rec->events));
     static const char sql[] =
         "INSERT INTO epochs (run_id, epoch, train_loss, val_loss, val_acc, samples, wall_s, "
-        "throughput, lr, ops, events_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "throughput, lr, ops, events_kept, sim_wall_s, sim_throughput) VALUES (?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?)";
     char what[96];
     snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch, (long long)run_id);
     if (exec(r, "BEGIN IMMEDIATE", what, e))
@@ -491,6 +528,8 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     bind_real(s, 9, rec->lr);
     sqlite3_bind_int64(s, 10, rec->ops);
     sqlite3_bind_int(s, 11, rec->nevents);
+    bind_real(s, 12, rec->sim_wall_s);
+    bind_real(s, 13, rec->sim_throughput);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE || write_stages(r, run_id, rec) || write_events(r, run_id, rec))

@@ -5,13 +5,14 @@
 #ifndef PB_RESULTS_H
 #define PB_RESULTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "harness/base/err.h"
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 2
+#define PB_RESULTS_SCHEMA_VERSION 3
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -36,6 +37,14 @@ struct pb_run_info {
     int stages, microbatch_size, microbatches, epochs;
     uint64_t seed;            /* stored as its 64-bit pattern in a signed INTEGER */
     double lr;
+    /* the machine the timings come from (0 cores: not measured, stored as NULL): its
+     * online cores, the cores each stage's kernels use, the 1-minute load average when
+     * the run began, and whether the stages' threads outnumber the cores, so throughput
+     * and bubble are not those of a pipeline with one device per stage (the seq
+     * executor runs the stages one at a time: never a pipeline's timing either) */
+    int cores, threads_per_stage;
+    double load_avg;
+    bool oversubscribed;
 };
 
 /* One epoch: its row, one stage record per stage and optional events. NaN losses
@@ -45,6 +54,9 @@ struct pb_epoch_record {
     double train_loss, val_loss, val_acc;
     int64_t samples;
     double wall_s, throughput, lr;
+    /* the epoch simulated with its own median op costs on one device per stage (design
+     * §6.6): makespan and samples / makespan; NaN: not simulated */
+    double sim_wall_s, sim_throughput;
     int nstages;
     const struct pb_stage_record *stages;   /* [nstages] */
     int64_t ops;        /* ops every device ran in the epoch */

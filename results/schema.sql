@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (2);
+INSERT INTO schema_version (version) VALUES (3);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -33,7 +33,13 @@ CREATE TABLE runs (
     library_versions TEXT,           -- 'oneDNN 3.x; SQLite 3.x; zlib 1.x; cJSON 1.x'
     host TEXT,
     pid INTEGER,                     -- of the process that writes the run
-    message TEXT                     -- why a run failed, diverged or was interrupted
+    message TEXT,                    -- why a run failed, diverged or was interrupted
+    cores INTEGER,                   -- online cores of the machine (NULL: a simulation)
+    threads_per_stage INTEGER,       -- cores each stage's kernels use
+    load_avg REAL,                   -- 1-minute load average when the run began
+    oversubscribed INTEGER           -- 1: the stages' threads (threads executor, or mpi ranks
+                                     -- on this host) outnumber the cores: throughput and
+                                     -- bubble are not a one-device-per-stage pipeline's
 );
 
 CREATE TABLE epochs (
@@ -48,6 +54,8 @@ CREATE TABLE epochs (
     lr REAL,                         -- in force during the epoch
     ops INTEGER,                     -- F, B and U ops all devices ran
     events_kept INTEGER,             -- of them, rows in events (--trace-epochs, --trace-window)
+    sim_wall_s REAL,                 -- the epoch simulated with its stages' median op costs,
+    sim_throughput REAL,             -- one device per stage (design §6.6): makespan, samples/s
     PRIMARY KEY (run_id, epoch)
 );
 
@@ -70,6 +78,10 @@ CREATE TABLE stage_stats (
     mem_bnstats INTEGER,             -- BatchNorm running statistics
     mem_host INTEGER,                -- host memory: its share of the data, staging, probes
     versions_kept INTEGER,           -- most weight versions held at once
+    f_s REAL,                        -- median seconds of the epoch's F, B and U on the stage
+    b_s REAL,
+    u_s REAL,
+    sim_bubble REAL,                 -- its bubble in the simulated epoch (design §6.6)
     PRIMARY KEY (run_id, epoch, stage),
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );

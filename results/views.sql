@@ -5,12 +5,16 @@
 -- accuracy and time to a target: compare, report, plot and the benchmarks read them.
 
 -- One row per run: how the paper-style tables group it. The column label of a schedule
--- with a variant is 'schedule (variant)'.
+-- with a variant is 'schedule (variant)'. shared_timing: its measured throughput and
+-- bubble are not those of a pipeline with one device per stage (the seq executor runs
+-- the stages in turn; or the stages' threads outnumbered the cores). Simulations
+-- (`pipebench simulate --record`, executor 'sim') are not runs of a configuration.
 CREATE TEMP VIEW IF NOT EXISTS run_config AS
 SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, schedule,
        nullif(variant, '') AS variant,
-       schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label
-FROM runs;
+       schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label,
+       executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing
+FROM runs WHERE executor IS NOT 'sim';
 
 -- Maximum (best) and final validation accuracy, epochs recorded and their training seconds.
 CREATE TEMP VIEW IF NOT EXISTS run_accuracy AS
@@ -48,9 +52,13 @@ WHERE k = 1;
 -- (samples/s of training). Each epoch weighs by its time, so this is what the run
 -- achieved; the mean of the per-epoch throughputs is not (epochs of 1200/s for 5 s and
 -- 400/s for 15 s did 12000 samples in 20 s: 600/s, not 800/s).
+-- sim_throughput is the same over the epochs simulated with their own median op costs
+-- on one device per stage (design §6.6), NULL when an epoch was not simulated.
 CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
 SELECT run_id, 1.0 * sum(samples) / nullif(sum(wall_s), 0) AS throughput,
-       sum(samples) AS samples, sum(wall_s) AS wall_s
+       sum(samples) AS samples, sum(wall_s) AS wall_s,
+       CASE WHEN count(sim_wall_s) = count(*)
+            THEN 1.0 * sum(samples) / nullif(sum(sim_wall_s), 0) END AS sim_throughput
 FROM epochs WHERE samples IS NOT NULL AND wall_s IS NOT NULL GROUP BY run_id;
 
 -- Per epoch and stage (device): its times in seconds. Its makespan is the epoch's wall
@@ -58,20 +66,24 @@ FROM epochs WHERE samples IS NOT NULL AND wall_s IS NOT NULL GROUP BY run_id;
 -- writes 1 - busy_s / wall_s), so idle_s = bubble_frac * makespan_s.
 CREATE TEMP VIEW IF NOT EXISTS stage_epoch_time AS
 SELECT s.run_id, s.epoch, s.stage, s.busy_s, s.wait_s, s.comm_s, e.wall_s AS makespan_s,
-       s.bubble_frac * e.wall_s AS idle_s, s.bubble_frac
+       s.bubble_frac * e.wall_s AS idle_s, s.bubble_frac,
+       e.sim_wall_s AS sim_makespan_s, s.sim_bubble * e.sim_wall_s AS sim_idle_s
 FROM stage_stats s JOIN epochs e USING (run_id, epoch);
 
 -- Per run and stage: the bubble fraction of the device over the run, its idle seconds
 -- over its makespan summed over the epochs (so each epoch weighs by its time).
 CREATE TEMP VIEW IF NOT EXISTS stage_bubble AS
 SELECT run_id, stage, sum(busy_s) AS busy_s, sum(idle_s) AS idle_s,
-       sum(makespan_s) AS makespan_s, sum(idle_s) / nullif(sum(makespan_s), 0) AS bubble_frac
+       sum(makespan_s) AS makespan_s, sum(idle_s) / nullif(sum(makespan_s), 0) AS bubble_frac,
+       CASE WHEN count(sim_idle_s) = count(*)
+            THEN sum(sim_idle_s) / nullif(sum(sim_makespan_s), 0) END AS sim_bubble_frac
 FROM stage_epoch_time WHERE idle_s IS NOT NULL GROUP BY run_id, stage;
 
 -- Per run: the mean bubble fraction of its devices (every device has the same makespan,
 -- so this is all idle seconds over D times the makespan) and the worst device's.
 CREATE TEMP VIEW IF NOT EXISTS run_bubble AS
-SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max
+SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max,
+       avg(sim_bubble_frac) AS sim_bubble_frac
 FROM stage_bubble GROUP BY run_id;
 
 -- Per run and stage: the peak bytes of each kind over the epochs, and their sum.
@@ -128,6 +140,7 @@ FROM staleness GROUP BY run_id;
 -- target columns are NULL when no target is set or the run did not reach it).
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
+       t.sim_throughput, b.sim_bubble_frac,
        g.epochs_to_target, g.seconds_to_target,
        b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,
        m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.host_sum,

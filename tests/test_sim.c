@@ -199,6 +199,92 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* Every epoch of a run is simulated with its own op costs; the run records the machine
+ * (cores, threads per stage, load) and whether its stages' threads outnumber the cores,
+ * says so, and the reports mark such timings. */
+START_TEST(test_runs_record_simulation)
+{
+    char dir[64], out[16384];
+    cli_scratch(dir, sizeof dir, "simrun");
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), D = 4;
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
+                             "--schedule pipedream --stages %d --executor threads --epochs 2 "
+                             "--limit-train 256 --limit-val 64 --microbatch-size 16 --db r.db",
+                             D), 0);
+    bool over = D * (cores / D > 0 ? cores / D : 1) > cores;
+    ck_assert_msg((strstr(out, "warning: 4 stages") != NULL) == over, "%d cores: %s", cores, out);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT oversubscribed FROM runs"), over);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT cores FROM runs"), cores);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs WHERE sim_wall_s > 0 "
+                                "AND sim_throughput > 0"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM stage_stats WHERE "
+                                "sim_bubble BETWEEN 0 AND 1 AND f_s > 0 AND b_s > 0 AND "
+                                "u_s > 0"), 2 * D);
+    /* the simulated bubble of pipedream's 16 micro-batches on 4 stages is its fill and
+     * drain only: below the 3/(16+3) of a flush every 16 */
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM stage_stats WHERE "
+                                "sim_bubble < 1"), 2 * D);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput"), 0);
+    ck_assert_msg(strstr(out, "| pipedream |") != NULL, "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
+                             "--schedule gpipe --stages 2 --executor seq --epochs 1 "
+                             "--limit-train 256 --limit-val 64 --db r.db --quiet"), 0);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table throughput "
+                             "--format csv"), 0);
+    ck_assert_msg(strstr(out, "\u2020") != NULL, "the seq run's throughput is marked: %s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* A database of schema version 2 is upgraded in place by a command that writes to it;
+ * one that only reads says how. */
+START_TEST(test_schema_upgrade)
+{
+    char dir[64], out[8192];
+    cli_scratch(dir, sizeof dir, "upgrade");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
+                             "--epochs 1 --limit-train 128 --limit-val 64 --db r.db --quiet"), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/r.db", dir);
+    sqlite3 *h;
+    ck_assert(sqlite3_open(path, &h) == SQLITE_OK);
+    /* SQLite cannot drop the last column of runs, which its comment follows: the table
+     * is rebuilt with the version 2 columns instead */
+#define V2_RUN_COLUMNS "created, started, ended, status, config, model, dataset, schedule, " \
+                       "variant, optimizer, stages, microbatch_size, microbatches, epochs, " \
+                       "seed, executor, lr, git_revision, cpu_model, library_versions, host, " \
+                       "pid, message"
+    ck_assert(sqlite3_exec(h, "CREATE TABLE runs2 (id INTEGER PRIMARY KEY, " V2_RUN_COLUMNS "); "
+                              "INSERT INTO runs2 SELECT id, " V2_RUN_COLUMNS " FROM runs; "
+                              "DROP TABLE runs; ALTER TABLE runs2 RENAME TO runs",
+                           NULL, NULL, NULL) == SQLITE_OK);
+#undef V2_RUN_COLUMNS
+    static const char *const cols[][2] = {
+        {"epochs", "sim_wall_s"}, {"epochs", "sim_throughput"},
+        {"stage_stats", "f_s"}, {"stage_stats", "b_s"}, {"stage_stats", "u_s"},
+        {"stage_stats", "sim_bubble"}};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "ALTER TABLE %s DROP COLUMN %s", cols[i][0], cols[i][1]);
+        ck_assert_msg(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sql);
+    }
+    ck_assert(sqlite3_exec(h, "UPDATE schema_version SET version = 2", NULL, NULL, NULL) ==
+              SQLITE_OK);
+    sqlite3_close(h);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "runs --db r.db"), 2);
+    ck_assert_msg(strstr(out, "upgrades it in place") != NULL, "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
+                             "--epochs 1 --limit-train 128 --limit-val 64 --db r.db --quiet"), 0);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT max(version) FROM schema_version"), 3);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE status = 'done'"),
+                     2);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs WHERE "
+                                "sim_throughput IS NULL"), 1);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput"), 0);
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -209,6 +295,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_blocking_send);
     tcase_add_test(tc, test_events_and_bad_costs);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_runs_record_simulation);
+    tcase_add_test(tc, test_schema_upgrade);
     suite_add_tcase(s, tc);
     return s;
 }

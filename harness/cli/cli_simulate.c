@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "                          [--record [--db FILE]]\n\n"
             "Runs the schedule's programs on D virtual devices, one per stage: each op takes\n"
             "its stage's cost, messages travel through the executors' FIFO channels\n"
-            "(capacity D) and arrive SEND seconds after they are sent.\n\n"
+            "(capacity D) and arrive SEND seconds after they are sent (from a run: the\n"
+            "receiving stage's copy time per message).\n\n"
             "  --cost F,B,U[,SEND]  seconds of one forward, backward and update on every\n"
             "                       stage, and of a message's transfer (default 0)\n"
             "  --run RUN            per stage, the median F, B and U times of the run's events\n"
@@ -41,6 +42,7 @@ struct sim_args {
     struct pb_pipe pipe;
     bool have_stages, have_length, have_m, record;
     int microbatch_size;
+    const struct pb_sim_cost *costs;  /* [D] what was simulated */
 };
 
 static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
@@ -151,9 +153,7 @@ static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb
             if (isnan(m[kind]))
                 return pb_err_set(e, "simulate: run %lld kept no %c events of stage %d; rerun it "
                                   "with --trace-epochs all (or give --cost)", id, "FBU"[kind], k);
-        /* a message's cost: the receiver's copy time, charged to the link into it */
-        double send = k + 1 < rc->stages ? rc->recv_s[k + 1] : 0;
-        (*costs)[k] = (struct pb_sim_cost){m[0], m[1], m[2], send};
+        (*costs)[k] = (struct pb_sim_cost){m[0], m[1], m[2], rc->recv_s[k]};
     }
     return 0;
 }
@@ -170,11 +170,11 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
     printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
            "%ld ops\n", r->makespan_s, p->length / r->makespan_s, p->length * b / r->makespan_s,
            b, r->ops);
-    printf("stage   F (s)       B (s)       U (s)       send (s)    busy (s)    bubble  "
+    printf("stage   F (s)       B (s)       U (s)       recv (s)    busy (s)    bubble  "
            "acts held  stashed\n");
     for (int k = 0; k < p->stages; k++)
         printf("%-7d %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %5.1f%%  %-10d %d\n", k, costs[k].f,
-               costs[k].b, costs[k].u, costs[k].send, r->busy_s[k], 100 * r->bubble[k],
+               costs[k].b, costs[k].u, costs[k].recv, r->busy_s[k], 100 * r->bubble[k],
                r->acts_peak[k], r->stash_peak[k]);
     printf("(acts held: most micro-batches a device keeps between F and B; stashed: most "
            "weight copies its F ops keep for their B)\n");
@@ -205,7 +205,8 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r, int64
                                          .wait_s = r->makespan_s - r->busy_s[k],
                                          .bubble_frac = r->bubble[k], .versions_kept = -1,
                                          .f_mean = NAN, .f_max = NAN, .b_mean = NAN,
-                                         .b_max = NAN};
+                                         .b_max = NAN, .sim_bubble = r->bubble[k],
+                                         .op_s = {a->costs[k].f, a->costs[k].b, a->costs[k].u}};
         for (int m = 0; m < PB_MEM_NKINDS; m++)
             st[k].mem_peak[m] = -1;
     }
@@ -213,7 +214,9 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r, int64
                                  .samples = (int64_t)p->length * b, .wall_s = r->makespan_s,
                                  .throughput = (double)p->length * b / r->makespan_s, .lr = NAN,
                                  .nstages = p->stages, .stages = st, .ops = r->ops,
-                                 .nevents = (int)r->ops, .events = r->events};
+                                 .nevents = (int)r->ops, .events = r->events,
+                                 .sim_wall_s = r->makespan_s,
+                                 .sim_throughput = (double)p->length * b / r->makespan_s};
     int rc = -1;
     *id = pb_results_run_begin(db, &info, e);
     if (*id > 0 && !pb_results_run_started(db, *id, e) && !pb_results_epoch(db, *id, &ep, e) &&
@@ -257,6 +260,7 @@ int pb_cmd_simulate(int argc, char **argv)
         pb_simulate(&a.pipe, progs, costs, a.pipe.stages, a.record, &res, &e))
         goto out;
     print_result(&a, costs, &res);
+    a.costs = costs;
     if (a.record) {
         int64_t id;
         if (record(&a, &res, &id, &e)) {

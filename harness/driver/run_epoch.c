@@ -9,6 +9,7 @@
 
 #include "harness/store/checkpoint.h"
 #include "harness/exec/executor.h"
+#include "harness/exec/sim.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_internal.h"
 
@@ -56,6 +57,34 @@ static int validate(struct run_state *r, double *loss, double *acc, struct pb_er
     *loss = res[0] / nb;
     *acc = res[1] / ((double)nb * b);
     return rc;
+}
+
+/* The epoch on one device per stage (design §6.6), each op taking its stage's median
+ * time of this epoch and each message its receiver's copy time per message: the
+ * makespan, and each stage's bubble into sr[k].sim_bubble. NaN when a stage ran no op
+ * of some kind (nothing to simulate it with). */
+static double simulate_epoch(const struct run_state *r, struct pb_stage_record *sr)
+{
+    int d = r->cfg->stages, n = r->pipe.length;
+    struct pb_sim_cost *costs = pb_xcalloc((size_t)d, sizeof *costs);
+    bool complete = true;
+    for (int k = 0; k < d; k++) {
+        int msgs = (k > 0 ? n : 0) + (k + 1 < d ? n : 0);  /* the messages stage k receives */
+        double recv = msgs ? sr[k].comm_s / msgs : 0;
+        costs[k] = (struct pb_sim_cost){sr[k].op_s[0], sr[k].op_s[1], sr[k].op_s[2], recv};
+        complete &= !isnan(costs[k].f) && !isnan(costs[k].b) && !isnan(costs[k].u);
+    }
+    double makespan = NAN;
+    struct pb_sim_result res;
+    struct pb_err e;
+    if (complete && !pb_simulate(&r->pipe, r->progs, costs, d, false, &res, &e)) {
+        makespan = res.makespan_s;
+        for (int k = 0; k < d; k++)
+            sr[k].sim_bubble = res.bubble[k];
+        pb_sim_result_finish(&res);
+    }
+    free(costs);
+    return makespan;
 }
 
 /* The epoch's row at rank 0: stage records and events of every stage, the training
@@ -116,6 +145,8 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
     if (run_writer(r)) {
         for (int k = 0; k < d; k++)
             sr[k].bubble_frac = wall > 0 ? 1.0 - sr[k].busy_s / wall : 0;
+        rec.sim_wall_s = simulate_epoch(r, sr);
+        rec.sim_throughput = rec.sim_wall_s > 0 ? (double)samples / rec.sim_wall_s : NAN;
         rc = pb_results_epoch(r->db, r->run_id, &rec, e);
     }
     free(sr);

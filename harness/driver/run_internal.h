@@ -49,6 +49,9 @@ int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e);
 /* Data, model, partition, schedule, the local stages and workers: all that can fail
  * before a run row exists. Collective with MPI: every rank fails together. */
 int pb_run_setup(struct run_state *r, struct pb_err *e);
+/* The machine a run's timings come from: cores, threads per stage, load, whether the
+ * stages' threads outnumber the cores (results.h). */
+void pb_run_machine(const struct pb_run_cfg *c, struct pb_run_info *info);
 /* Rank 0: opens the database and writes the run row. */
 int pb_run_begin(struct run_state *r, struct pb_err *e);
 void pb_run_state_finish(struct run_state *r);

@@ -4,7 +4,9 @@
  * Everything the user can get wrong fails here, before the row exists. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -279,6 +281,16 @@ static int probe_save_path(const char *path, struct pb_err *e)
     return 0;
 }
 
+void pb_run_machine(const struct pb_run_cfg *c, struct pb_run_info *info)
+{
+    double load[1] = {NAN};
+    info->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    info->threads_per_stage = stage_threads(c);
+    info->load_avg = getloadavg(load, 1) == 1 ? load[0] : NAN;
+    info->oversubscribed = strcmp(c->executor, "seq") &&
+                           (long)c->stages * info->threads_per_stage > info->cores;
+}
+
 int pb_run_begin(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
@@ -306,6 +318,12 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             .seed = c->seed,
             .lr = pb_run_decimal(c->optim.lr),
         };
+        pb_run_machine(c, &info);
+        if (info.oversubscribed && !c->quiet)
+            fprintf(stderr, "pipebench: warning: %d stages × %d threads on %d cores: the measured "
+                    "throughput and bubble are not those of a pipeline with one device per "
+                    "stage; the simulated ones beside them are (design §6.6)\n", c->stages,
+                    info.threads_per_stage, info.cores);
         if (!rc) {
             r->run_id = pb_results_run_begin(r->db, &info, e);
             rc = r->run_id > 0 ? pb_results_run_started(r->db, r->run_id, e) : -1;

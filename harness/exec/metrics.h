@@ -18,6 +18,9 @@ struct pb_stage_record {
     /* prediction error ||W_hat - W|| / ||W|| over pred_count predictions (0: none) */
     double pred_err_mean, pred_err_max;
     int64_t pred_count;
+    double op_s[3];      /* median seconds of the epoch's F, B and U ops (NaN: none ran) */
+    double sim_bubble;   /* the device's bubble in the simulation of the epoch with those
+                            costs, one device per stage (design §6.6); NaN: not simulated */
 };
 
 /* One op a device ran, for timelines. */

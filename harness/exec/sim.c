@@ -103,7 +103,7 @@ static void run_device(struct sim *s, int k)
                     free_at = room;
             }
             out->deposit[i] = free_at;
-            out->arrive[i] = free_at + s->costs[k].send;
+            out->arrive[i] = free_at + s->costs[f ? k + 1 : k - 1].recv;
             out->sent++;
             wake(s, out->waiting_recv);
             out->waiting_recv = -1;
@@ -138,10 +138,11 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     long total = 0;
     for (int k = 0; k < D; k++) {
         const struct pb_sim_cost *c = &costs[k];
-        if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->send)) ||
-            c->f < 0 || c->b < 0 || c->u < 0 || c->send < 0)
+        if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->recv)) ||
+            c->f < 0 || c->b < 0 || c->u < 0 || c->recv < 0)
             return pb_err_set(e, "simulate: stage %d's costs must be finite and non-negative "
-                              "(got F %g, B %g, U %g, send %g s)", k, c->f, c->b, c->u, c->send);
+                              "(got F %g, B %g, U %g, recv %g s)", k, c->f, c->b, c->u,
+                              c->recv);
         total += progs[k].n;
     }
     r->stages = D;

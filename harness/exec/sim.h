@@ -2,7 +2,7 @@
  * run on D virtual devices, one per stage, in virtual time. Each op takes its stage's
  * cost for its kind; activations and gradients travel through FIFO channels of the
  * executors' capacity, a send blocking while its channel is full and a message
- * arriving `send` seconds after it is sent. Nothing is computed: it answers what the
+ * arriving its receiver's `recv` seconds after it is sent. Nothing is computed: it answers what the
  * schedule does on a machine with one device per stage, whatever cores this one has. */
 #ifndef PB_SIM_H
 #define PB_SIM_H
@@ -12,10 +12,10 @@
 #include "harness/exec/metrics.h"
 #include "harness/ir/program.h"
 
-/* Seconds one op of each kind takes on a stage, and a message's transfer time from it
- * to its neighbour. */
+/* Seconds one op of each kind takes on a stage, and a message's transfer time into it
+ * (from either neighbour: what a run measures as the receiver's copy time). */
 struct pb_sim_cost {
-    double f, b, u, send;
+    double f, b, u, recv;
 };
 
 struct pb_sim_result {

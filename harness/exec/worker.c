@@ -67,6 +67,8 @@ void pb_worker_finish(struct pb_worker *w)
     pb_backend_free(w->stage->be, w->labels);
     free(w->acts);
     free(w->events);
+    for (int k = 0; k < 3; k++)
+        free(w->op_times[k].s);
     pb_version_plan_finish(&w->plan);
     free(w->host_y);
     free(w->probe);
@@ -87,6 +89,8 @@ int pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_progra
     if (pb_wstore_reserve(&w->ws, w->plan.stash_slots, w->plan.group_slots, e))
         return -1;
     memset(&w->st, 0, sizeof w->st);
+    for (int k = 0; k < 3; k++)
+        w->op_times[k].n = 0;
     pb_optim_set_epoch(&w->optim, epoch);
     pb_backend_reset_peaks(w->stage->be);
     clock_gettime(CLOCK_MONOTONIC, &w->epoch_t0);
@@ -259,6 +263,13 @@ static void note_event(struct pb_worker *w, const struct pb_op *op, const struct
                        double t0, double t1)
 {
     w->st.ops++;
+    if (w->op_times[op->kind].n == w->op_times[op->kind].cap) {
+        int cap = w->op_times[op->kind].cap ? 2 * w->op_times[op->kind].cap : 256;
+        w->op_times[op->kind].s = realloc(w->op_times[op->kind].s, (size_t)cap * sizeof(double));
+        PB_CHECK(w->op_times[op->kind].s != NULL);
+        w->op_times[op->kind].cap = cap;
+    }
+    w->op_times[op->kind].s[w->op_times[op->kind].n++] = t1 - t0;
     int mb = op->kind == PB_OP_U ? w->last_b_mb : op->mb;
     if (!w->trace.on || mb < w->trace.mb_lo || mb >= w->trace.mb_hi)
         return;
@@ -495,7 +506,22 @@ int pb_worker_should_stop(const struct pb_worker *w, const struct pb_op *op, str
     return 0;
 }
 
-void pb_worker_record(const struct pb_worker *w, struct pb_stage_record *r)
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of the epoch's durations of one op kind (sorted in place), NaN if none. */
+static double median_time(double *s, int n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+void pb_worker_record(struct pb_worker *w, struct pb_stage_record *r)
 {
     const struct pb_worker_stats *st = &w->st;
     memset(r, 0, sizeof *r);
@@ -512,4 +538,7 @@ void pb_worker_record(const struct pb_worker *w, struct pb_stage_record *r)
     r->pred_count = st->pred_count;
     r->pred_err_mean = st->pred_count ? st->pred_err_sum / (double)st->pred_count : 0;
     r->pred_err_max = st->pred_err_max;
+    for (int k = 0; k < 3; k++)
+        r->op_s[k] = median_time(w->op_times[k].s, w->op_times[k].n);
+    r->sim_bubble = NAN;
 }

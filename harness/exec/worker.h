@@ -89,6 +89,10 @@ struct pb_worker {
     } eval;
     struct pb_event_record *events; /* [st.nevents] this epoch's, capacity kept */
     int events_cap;
+    struct {
+        double *s;                  /* [n] this epoch's op durations of one kind */
+        int n, cap;
+    } op_times[3];                  /* F, B, U: their medians are the simulator's costs */
     struct pb_worker_stats st;
 };
 
@@ -122,6 +126,6 @@ int pb_worker_should_stop(const struct pb_worker *w, const struct pb_op *op, str
 double pb_worker_clock(const struct pb_worker *w);
 
 /* This epoch's stage record for the results. */
-void pb_worker_record(const struct pb_worker *w, struct pb_stage_record *r);
+void pb_worker_record(struct pb_worker *w, struct pb_stage_record *r);
 
 #endif

@@ -24,7 +24,7 @@ enum metric {
     M_STAGE_MAX,
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
-    M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING,
+    M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING, M_DIVERGED,
     M_N
 };
 
@@ -35,8 +35,8 @@ static const char runs_sql[] =
     "f_mean, "
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
-    "sim_throughput, 100 * sim_bubble_frac, shared_timing "
-    "FROM run_summary WHERE status = 'done'";
+    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged' "
+    "FROM run_summary WHERE status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
 struct run {
@@ -140,32 +140,48 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
     return 0;
 }
 
-/* Mean and sample standard deviation of metric m over the runs [a, b) in column col
- * (NULL: every run); n counts the runs that recorded it. */
+/* Metric m over the runs [a, b) in column col (NULL: every run): mean and sample
+ * standard deviation over the runs that finished (diverged runs are counted, never
+ * averaged: a diverged run's numbers are those of a failure). runs: the runs of the
+ * cell; diverged: of them, how many diverged; n: the finished ones that recorded m. */
 struct summary {
-    int n, total;
+    int n, total, runs, diverged;
     double mean, sd;
 };
+
+static bool in_cell(const struct run *r, const struct run *col)
+{
+    return !col || !cmp_column(r, col);
+}
 
 static struct summary cell_stat(const struct runs *rs, int a, int b, const struct run *col, int m)
 {
     struct summary st = {0};
     double sum = 0;
-    for (int i = a; i < b; i++)
-        if (!col || !cmp_column(&rs->v[i], col)) {
-            st.total++;
-            if (!isnan(rs->v[i].m[m])) {
-                st.n++;
-                sum += rs->v[i].m[m];
-            }
+    for (int i = a; i < b; i++) {
+        const struct run *r = &rs->v[i];
+        if (!in_cell(r, col))
+            continue;
+        st.runs++;
+        if (r->m[M_DIVERGED] == 1) {
+            st.diverged++;
+            continue;
         }
+        st.total++;
+        if (!isnan(r->m[m])) {
+            st.n++;
+            sum += r->m[m];
+        }
+    }
     if (st.n == 0)
         return st;
     st.mean = sum / st.n;
     double ss = 0;
-    for (int i = a; i < b; i++)
-        if ((!col || !cmp_column(&rs->v[i], col)) && !isnan(rs->v[i].m[m]))
-            ss += (rs->v[i].m[m] - st.mean) * (rs->v[i].m[m] - st.mean);
+    for (int i = a; i < b; i++) {
+        const struct run *r = &rs->v[i];
+        if (in_cell(r, col) && r->m[M_DIVERGED] != 1 && !isnan(r->m[m]))
+            ss += (r->m[m] - st.mean) * (r->m[m] - st.mean);
+    }
     st.sd = st.n > 1 ? sqrt(ss / (st.n - 1)) : 0;
     return st;
 }
@@ -211,19 +227,19 @@ static int columns(const struct runs *rs, const struct run ***out)
     return n;
 }
 
-/* The note after an accuracy: " (E ep, S s)", the mean epochs and seconds to the target
- * over the runs that reached it, with "k/n" when some did not. */
+/* The target part of an accuracy's note: "E ep, S s", the mean epochs and seconds to
+ * the target over the runs that reached it, with "k/n" when some did not. */
 static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int b,
                         const struct run *col)
 {
     struct summary ep = cell_stat(rs, a, b, col, M_EPOCHS_TO);
     struct summary sec = cell_stat(rs, a, b, col, M_SECS_TO);
     if (ep.n == 0)
-        snprintf(buf, cap, " (not reached)");
+        snprintf(buf, cap, "not reached");
     else if (ep.n < ep.total)
-        snprintf(buf, cap, " (%.3g ep, %.1f s; %d/%d)", ep.mean, sec.mean, ep.n, ep.total);
+        snprintf(buf, cap, "%.3g ep, %.1f s; %d/%d", ep.mean, sec.mean, ep.n, ep.total);
     else
-        snprintf(buf, cap, " (%.3g ep, %.1f s)", ep.mean, sec.mean);
+        snprintf(buf, cap, "%.3g ep, %.1f s", ep.mean, sec.mean);
 }
 
 /* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores. */
@@ -235,16 +251,57 @@ static bool cell_shared(const struct runs *rs, int a, int b, const struct run *c
     return false;
 }
 
-/* Table IV layout: a row per configuration, a column per schedule. The highest mean of
- * each row (the lowest when lower_best), at the printed precision, is marked best only
- * when its gap to the runner-up exceeds the larger of their standard deviations (a gap
- * inside the spread is no ranking; a cell alone in its row is not ranked), and, for timings (mark_shared), only among cells
- * measured one device per stage; such a cell of a shared machine gets a dagger. */
-static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_best,
-                        double target, bool mark_shared, struct pb_grid *g)
+/* One cell of a per-schedule table. */
+struct cell {
+    struct summary st;
+    bool shared;       /* some run measured with the stages sharing cores */
+    char target[96];   /* the target part of the note, "" without a target */
+};
+
+/* The cells of the row [a, b) and its best column (-1: none). The highest mean (the
+ * lowest when lower_best), at the printed precision, is the best only when its gap to
+ * the runner-up exceeds the larger of their standard deviations (a gap inside the
+ * spread is no ranking; a cell alone in its row is not ranked), and, for timings
+ * (mark_shared), only among cells measured one device per stage. */
+static int row_cells(const struct runs *rs, int a, int b, const struct run **col, int ncol, int m,
+                     int decimals, bool lower_best, double target, bool mark_shared,
+                     struct cell *cells)
 {
-    const struct run **col;
-    int ncol = columns(rs, &col);
+    double scale = pow(10, decimals), sign = lower_best ? -1 : 1;
+    int best = -1, second = -1;
+    for (int c = 0; c < ncol; c++) {
+        struct cell *x = &cells[c];
+        x->st = cell_stat(rs, a, b, col[c], m);
+        x->shared = mark_shared && cell_shared(rs, a, b, col[c]);
+        x->target[0] = 0;
+        if (target > 0 && x->st.n)
+            target_note(x->target, sizeof x->target, rs, a, b, col[c]);
+        if (!x->st.n || x->shared)
+            continue;
+        double v = sign * round(x->st.mean * scale);
+        if (best < 0 || v > sign * round(cells[best].st.mean * scale)) {
+            second = best;
+            best = c;
+        } else if (second < 0 || v > sign * round(cells[second].st.mean * scale)) {
+            second = c;
+        }
+    }
+    if (best < 0 || second < 0)
+        return -1;
+    const struct summary *p = &cells[best].st, *q = &cells[second].st;
+    double spread = p->sd > q->sd ? p->sd : q->sd;
+    if (fabs(p->mean - q->mean) <= spread || round(p->mean * scale) == round(q->mean * scale))
+        return -1;
+    return best;
+}
+
+/* Table IV layout: a row per configuration, a column per schedule; a cell shows mean ±
+ * std, then "(n = runs[, k diverged][; target])"; a timing measured with the stages
+ * sharing cores carries a dagger. */
+static void by_schedule_wide(const struct runs *rs, const struct run **col, int ncol, int m,
+                             int decimals, bool lower_best, double target, bool mark_shared,
+                             struct pb_grid *g)
+{
     pb_grid_init(g, 4 + ncol, 4, g->caption);
     int h = pb_grid_add_row(g);
     static const char *const head[] = {"optimizer", "model", "dataset", "D"};
@@ -252,56 +309,106 @@ static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_b
         pb_grid_set(g, h, k, head[k], false);
     for (int c = 0; c < ncol; c++)
         pb_grid_set(g, h, 4 + c, col[c]->label, false);
-    double scale = pow(10, decimals), sign = lower_best ? -1 : 1;
+    struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
         set_labels(g, row, &rs->v[a]);
-        struct summary *st = pb_xcalloc((size_t)ncol, sizeof *st);
-        bool *shared = pb_xcalloc((size_t)ncol, sizeof *shared);
-        int best = -1, second = -1;
+        int best = row_cells(rs, a, b, col, ncol, m, decimals, lower_best, target, mark_shared,
+                             cells);
         for (int c = 0; c < ncol; c++) {
-            st[c] = cell_stat(rs, a, b, col[c], m);
-            shared[c] = mark_shared && cell_shared(rs, a, b, col[c]);
-            if (!st[c].n || shared[c])
+            const struct cell *x = &cells[c];
+            if (x->st.runs == 0)
                 continue;
-            double v = sign * round(st[c].mean * scale);
-            if (best < 0 || v > sign * round(st[best].mean * scale)) {
-                second = best;
-                best = c;
-            } else if (second < 0 || v > sign * round(st[second].mean * scale)) {
-                second = c;
-            }
-        }
-        if (second < 0) {
-            best = -1;   /* alone in its row: nothing to rank */
-        } else {
-            double gap = fabs(st[best].mean - st[second].mean);
-            double spread = st[best].sd > st[second].sd ? st[best].sd : st[second].sd;
-            if (gap <= spread || round(st[best].mean * scale) == round(st[second].mean * scale))
-                best = -1;
-        }
-        for (int c = 0; c < ncol; c++) {
-            if (st[c].n == 0)
-                continue;
-            char buf[128];
+            char buf[160], note[160];
             int len;
-            if (st[c].n > 1)
-                len = snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, st[c].mean,
-                               decimals, st[c].sd);
+            if (x->st.n == 0)
+                len = snprintf(buf, sizeof buf, "%s", x->st.diverged ? "diverged" : "\xe2\x80\x93");
+            else if (x->st.n > 1)
+                len = snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, x->st.mean,
+                               decimals, x->st.sd);
             else
-                len = snprintf(buf, sizeof buf, "%.*f", decimals, st[c].mean);
-            if (shared[c])
+                len = snprintf(buf, sizeof buf, "%.*f", decimals, x->st.mean);
+            if (x->shared)
                 snprintf(buf + len, sizeof buf - (size_t)len, " \xe2\x80\xa0");
             pb_grid_set(g, row, 4 + c, buf, c == best);
+            len = snprintf(note, sizeof note, " (n = %d", x->st.runs);
+            if (x->st.diverged)
+                len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
+                                x->st.diverged);
+            snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
+                     x->target);
+            pb_grid_note(g, row, 4 + c, note);
+        }
+    }
+    free(cells);
+}
+
+static void set_num(struct pb_grid *g, int row, int col, const char *fmt, double v, bool have)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, fmt, v);
+    pb_grid_set(g, row, col, have ? buf : "", false);
+}
+
+/* The same cells as numbers only (full precision), one CSV row per configuration and
+ * schedule: mean, std,
+ * n (finished runs averaged), runs, diverged, best (1/0), shared_timing (1/0) and, with a
+ * target, the mean epochs and seconds to it and how many runs reached it; empty where
+ * there is no value. */
+static void by_schedule_long(const struct runs *rs, const struct run **col, int ncol, int m,
+                             int decimals, bool lower_best, double target, bool mark_shared,
+                             struct pb_grid *g)
+{
+    static const char *const head[] = {"optimizer", "model", "dataset", "D", "schedule", "mean",
+                                       "std", "n", "runs", "diverged", "best", "shared_timing",
+                                       "epochs_to_target", "seconds_to_target", "reached"};
+    int nc = target > 0 ? 15 : 12;
+    pb_grid_init(g, nc, 5, g->caption);
+    int h = pb_grid_add_row(g);
+    for (int k = 0; k < nc; k++)
+        pb_grid_set(g, h, k, head[k], false);
+    struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
+    for (int a = 0, b; a < rs->n; a = b) {
+        b = block_end(rs, a, 0);
+        int best = row_cells(rs, a, b, col, ncol, m, decimals, lower_best, target, mark_shared,
+                             cells);
+        for (int c = 0; c < ncol; c++) {
+            const struct cell *x = &cells[c];
+            if (x->st.runs == 0)
+                continue;
+            int row = pb_grid_add_row(g);
+            set_labels(g, row, &rs->v[a]);
+            pb_grid_set(g, row, 4, col[c]->label, false);
+            set_num(g, row, 5, "%.10g", x->st.mean, x->st.n > 0);
+            set_num(g, row, 6, "%.10g", x->st.sd, x->st.n > 1);
+            set_num(g, row, 7, "%.0f", x->st.n, true);
+            set_num(g, row, 8, "%.0f", x->st.runs, true);
+            set_num(g, row, 9, "%.0f", x->st.diverged, true);
+            set_num(g, row, 10, "%.0f", c == best, true);
+            set_num(g, row, 11, "%.0f", x->shared, true);
             if (target > 0) {
-                target_note(buf, sizeof buf, rs, a, b, col[c]);
-                pb_grid_note(g, row, 4 + c, buf);
+                struct summary ep = cell_stat(rs, a, b, col[c], M_EPOCHS_TO);
+                struct summary sec = cell_stat(rs, a, b, col[c], M_SECS_TO);
+                set_num(g, row, 12, "%.3g", ep.mean, ep.n > 0);
+                set_num(g, row, 13, "%.1f", sec.mean, sec.n > 0);
+                set_num(g, row, 14, "%.0f", ep.n, true);
             }
         }
-        free(st);
-        free(shared);
     }
+    free(cells);
+}
+
+static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_best,
+                        double target, bool mark_shared, enum pb_report_format f,
+                        struct pb_grid *g)
+{
+    const struct run **col;
+    int ncol = columns(rs, &col);
+    if (f == PB_FORMAT_CSV)
+        by_schedule_long(rs, col, ncol, m, decimals, lower_best, target, mark_shared, g);
+    else
+        by_schedule_wide(rs, col, ncol, m, decimals, lower_best, target, mark_shared, g);
     free(col);
 }
 
@@ -374,44 +481,46 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     switch (o->table) {
     case PB_REPORT_ACCURACY: {
         int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%) per "
-                         "schedule: mean \xc2\xb1 std over the runs of a cell when there are "
-                         "several, \xe2\x80\x93 where none; the best of each row marked where "
+                         "schedule: mean \xc2\xb1 std over the finished runs of a cell "
+                         "(n: its runs; diverged ones are counted, not averaged), \xe2\x80\x93 "
+                         "where none; the best of each row marked where "
                          "its lead exceeds the spread.");
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
                      o->target);
-        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, &g);
+        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, o->format, &g);
         break;
     }
     case PB_REPORT_THROUGHPUT:
         snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's training "
                  "samples over its epochs' wall time) per schedule: mean \xc2\xb1 std over the "
-                 "runs of a cell when there are several; the highest of each row marked where "
+                 "finished runs of a cell (n: its runs; diverged ones are counted, not averaged); the highest of each row marked where "
                  "its lead exceeds the spread. %s", shared_note);
-        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, &g);
+        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
                  "makespan, summed over the epochs; mean over the devices) per schedule: mean "
-                 "\xc2\xb1 std over the runs of a cell when there are several; the lowest of "
+                 "\xc2\xb1 std over the finished runs of a cell (n: its runs; diverged ones are "
+                 "counted, not averaged); the lowest of "
                  "each row marked where its lead exceeds the spread. %s", shared_note);
-        by_schedule(&rs, M_BUBBLE, 1, true, 0, true, &g);
+        by_schedule(&rs, M_BUBBLE, 1, true, 0, true, o->format, &g);
         break;
     case PB_REPORT_SIM_THROUGHPUT:
         snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
                  "schedule: each epoch of a run replayed on one device per stage with its "
                  "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 std over the "
-                 "runs of a cell; the highest of each row marked where its lead exceeds the "
+                 "finished runs of a cell (n: its runs); the highest of each row marked where its lead exceeds the "
                  "spread.");
-        by_schedule(&rs, M_SIM_THROUGHPUT, 1, false, 0, false, &g);
+        by_schedule(&rs, M_SIM_THROUGHPUT, 1, false, 0, false, o->format, &g);
         break;
     case PB_REPORT_SIM_BUBBLE:
         snprintf(caption, sizeof caption, "Simulated bubble fraction (%%) per schedule: each "
                  "epoch of a run replayed on one device per stage with its stages' median op "
                  "times (design \xc2\xa7" "6.6), idle time over makespan, mean over the "
                  "devices; the lowest of each row marked where its lead exceeds the spread.");
-        by_schedule(&rs, M_SIM_BUBBLE, 1, true, 0, false, &g);
+        by_schedule(&rs, M_SIM_BUBBLE, 1, true, 0, false, o->format, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

@@ -89,18 +89,18 @@ START_TEST(views)
 END_TEST
 
 static const char accuracy_md[] =
-    "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the runs of a cell when "
-    "there are several, \u2013 where none; the best of each row marked where its lead exceeds "
-    "the spread.\n"
+    "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the finished runs of a "
+    "cell (n: its runs; diverged ones are counted, not averaged), \u2013 where none; the best "
+    "of each row marked where its lead exceeds the spread.\n"
     "\n"
-    "| optimizer | model | dataset       | D | gpipe        | pipedream | pipeoptim | "
-    "pipeoptim (code) |\n"
-    "|:--------- |:----- |:------------- |:- | ------------:| ---------:| ---------:| "
-    "----------------:|\n"
-    "| adam      | mlp   | fashion-mnist | 2 |        70.00 |         \u2013 |     70.00 | "
-    "               \u2013 |\n"
-    "| sgdm      | mlp   | fashion-mnist | 4 | 62.00 \u00b1 2.83 | **66.00** |         \u2013 | "
-    "           65.00 |\n";
+    "| optimizer | model | dataset       | D | gpipe                | pipedream         | "
+    "pipeoptim     | pipeoptim (code) |\n"
+    "|:--------- |:----- |:------------- |:- | --------------------:| -----------------:| "
+    "-------------:| ----------------:|\n"
+    "| adam      | mlp   | fashion-mnist | 2 |        70.00 (n = 1) |                 \u2013 | "
+    "70.00 (n = 1) |                \u2013 |\n"
+    "| sgdm      | mlp   | fashion-mnist | 4 | 62.00 \u00b1 2.83 (n = 2) | **66.00** (n = 1) | "
+    "            \u2013 |    65.00 (n = 1) |\n";
 
 START_TEST(accuracy_md_exact)
 {
@@ -118,9 +118,13 @@ END_TEST
 START_TEST(accuracy_csv_exact)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
-    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
-                        "adam,mlp,fashion-mnist,2,70.00,\u2013,70.00,\u2013\n"
-                        "sgdm,mlp,fashion-mnist,4,62.00 \u00b1 2.83,66.00*,\u2013,65.00\n");
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
+                        "shared_timing\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0\n");
     free(t);
 }
 END_TEST
@@ -130,14 +134,16 @@ END_TEST
 START_TEST(accuracy_target)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 62);
-    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
-                        "adam,mlp,fashion-mnist,2,\"70.00 (1 ep, 10.0 s)\",\u2013,"
-                        "\"70.00 (1 ep, 10.0 s)\",\u2013\n"
-                        "sgdm,mlp,fashion-mnist,4,\"62.00 \u00b1 2.83 (2 ep, 20.0 s; 1/2)\","
-                        "\"66.00* (2 ep, 20.0 s)\",\u2013,\"65.00 (2 ep, 20.0 s)\"\n");
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
+                        "shared_timing,epochs_to_target,seconds_to_target,reached\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0,1,10.0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0,2,20.0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0,2,20.0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1\n");
     free(t);
     t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 99);
-    ck_assert_msg(strstr(t, "| **66.00** (not reached) |") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "| **66.00** (n = 1; not reached) |") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "to reach 99%") != NULL, "%s", t);
     free(t);
 }
@@ -146,10 +152,18 @@ END_TEST
 START_TEST(throughput_csv_exact)
 {
     char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_CSV, 0);
-    ck_assert_str_eq(t, "optimizer,model,dataset,D,gpipe,pipedream,pipeoptim,pipeoptim (code)\n"
-                        "adam,mlp,fashion-mnist,2,800.0 \u2020,\u2013,800.0 \u2020,\u2013\n"
-                        "sgdm,mlp,fashion-mnist,4,1050.0 \u00b1 70.7 \u2020,1500.0 \u2020,\u2013,"
-                        "1300.0 \u2020\n");
+    ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
+                        "shared_timing\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,800,,1,1,0,0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,1050,70.71067812,2,2,0,0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),1300,,1,1,0,0,1\n");
+    free(t);
+    /* the wide form marks them */
+    t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "1050.0 \u00b1 70.7 \u2020 (n = 2)") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "**") == NULL, "no best among shared timings: %s", t);
     free(t);
 }
 END_TEST
@@ -193,11 +207,43 @@ START_TEST(staleness_md_csv_exact)
 }
 END_TEST
 
+/* A diverged run is counted in its cell, never averaged; a cell of diverged runs only
+ * says so. */
+START_TEST(diverged_counted)
+{
+    sqlite3 *h;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    static const char *const sql[] = {
+        "INSERT INTO runs (created, status, model, dataset, schedule, optimizer, stages, "
+        "executor) VALUES ('2025-01-01T00:00:00Z', 'diverged', 'mlp', 'fashion-mnist', 'gpipe', "
+        "'sgdm', 4, 'seq')",
+        "INSERT INTO epochs (run_id, epoch, val_acc, samples, wall_s) VALUES "
+        "(last_insert_rowid(), 0, 0.10, 100, 10)",
+        "INSERT INTO runs (created, status, model, dataset, schedule, optimizer, stages, "
+        "executor) VALUES ('2025-01-01T00:00:00Z', 'diverged', 'mlp', 'fashion-mnist', "
+        "'pipedream', 'adam', 2, 'seq')",
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof *sql; i++)
+        ck_assert_msg(sqlite3_exec(h, sql[i], NULL, NULL, NULL) == SQLITE_OK, "%s", sql[i]);
+    sqlite3_close(h);
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "62.00 \u00b1 2.83 (n = 3, 1 diverged)") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "diverged (n = 1, 1 diverged)") != NULL, "%s", t);
+    free(t);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
+    ck_assert_msg(strstr(t, "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,3,1,0,0\n") != NULL,
+                  "%s", t);
+    ck_assert_msg(strstr(t, "adam,mlp,fashion-mnist,2,pipedream,,,0,1,1,0,0\n") != NULL, "%s", t);
+    free(t);
+}
+END_TEST
+
 START_TEST(latex_marks_best)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
-    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 & "
-                            "\\textbf{66.00} & -- & 65.00 \\\\\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 (n = 2) & "
+                            "\\textbf{66.00} (n = 1) & -- & 65.00 (n = 1) \\\\\n") != NULL,
+                  "%s", t);
     ck_assert_msg(strstr(t, "\\begin{tabular}{llllrrrr}\n\\toprule\n") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "accuracy (\\%)") != NULL, "%s", t);
     free(t);
@@ -263,6 +309,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, views);
     tcase_add_test(tc, accuracy_md_exact);
     tcase_add_test(tc, accuracy_csv_exact);
+    tcase_add_test(tc, diverged_counted);
     tcase_add_test(tc, accuracy_target);
     tcase_add_test(tc, throughput_csv_exact);
     tcase_add_test(tc, memory_csv_exact);

@@ -254,7 +254,7 @@ static int bad_name(const char *what, const char *v, const char *const *names, c
 }
 
 int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdir,
-                      const char *format, int64_t run_id,
+                      const char *format, int64_t run_id, const struct pb_report_select *sel,
                       void (*wrote)(const char *path, void *arg), void *arg, struct pb_err *e)
 {
     int all = figure && !strcmp(figure, "all");
@@ -274,6 +274,10 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
     struct pb_plot_job j = {.outdir = outdir};
     if (pb_report_open(&j.db, db_path, e))
         return -1;
+    if (pb_report_select(j.db, sel, e)) {
+        pb_results_close(j.db);
+        return -1;
+    }
     j.run = pb_report_pick_run(j.db, run_id, e);
     int rc = j.run > 0 ? make_dir(outdir, e) : -1;
     int made = 0;
@@ -297,5 +301,5 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
 int pb_plot_figure(const char *db_path, const char *figure, const char *outdir,
                    const char *format, int64_t run_id, struct pb_err *e)
 {
-    return pb_plot_figure_cb(db_path, figure, outdir, format, run_id, NULL, NULL, e);
+    return pb_plot_figure_cb(db_path, figure, outdir, format, run_id, NULL, NULL, NULL, e);
 }

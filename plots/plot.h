@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "harness/base/err.h"
+#include "plots/report_db.h"
 
 /* "convergence", "throughput", "memory", "timeline", "staleness", then NULL. */
 extern const char *const pb_plot_figure_names[];
@@ -22,9 +23,10 @@ extern const char *const pb_plot_format_names[];
 int pb_plot_figure(const char *db_path, const char *figure, const char *outdir,
                    const char *format, int64_t run_id, struct pb_err *e);
 
-/* As pb_plot_figure, calling wrote(path, arg) after each figure file it writes. */
+/* As pb_plot_figure over the runs sel selects (NULL: all; plots/report_db.h), calling
+ * wrote(path, arg) after each figure file it writes. */
 int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdir,
-                      const char *format, int64_t run_id,
+                      const char *format, int64_t run_id, const struct pb_report_select *sel,
                       void (*wrote)(const char *path, void *arg), void *arg, struct pb_err *e);
 
 #endif

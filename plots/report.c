@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plots/config_diff.h"
 #include "plots/report_db.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -35,22 +36,32 @@ static const char runs_sql[] =
     "f_mean, "
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
-    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged' "
+    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', config_id "
     "FROM run_summary WHERE status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
 struct run {
-    char *key[3];    /* optimizer, model, dataset */
+    char *key[4];    /* optimizer, model, dataset, config_id (the configuration's identity) */
     int stages;
     char *label;     /* "schedule" or "schedule (variant)" */
     int rank;        /* pb_report_schedule_rank */
     double m[M_N];   /* NAN where the run recorded nothing */
+    char *setting;   /* "key=value, ..." where its configuration differs from another
+                        row's of the same optimizer, model, dataset and D; NULL when none */
 };
 
 struct runs {
     int n;
     struct run *v;
+    bool settings;   /* some row needs its setting shown: a label column more */
 };
+
+/* Label columns before the values: optimizer, model, dataset, D and, when configurations
+ * that look alike differ, their setting. */
+static int nlabels(const struct runs *rs)
+{
+    return rs->settings ? 5 : 4;
+}
 
 static char *text_or_null(sqlite3_stmt *s, int i)
 {
@@ -65,7 +76,7 @@ static int strcmp_null(const char *a, const char *b)
 
 static int same_row(const struct run *a, const struct run *b)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (strcmp_null(a->key[i], b->key[i]))
             return 0;
     return a->stages == b->stages;
@@ -88,17 +99,54 @@ static int cmp_run(const void *pa, const void *pb)
     }
     if (a->stages != b->stages)
         return a->stages < b->stages ? -1 : 1;
-    return cmp_column(a, b);
+    int c = strcmp_null(a->key[3], b->key[3]);
+    return c ? c : cmp_column(a, b);
 }
 
 static void runs_free(struct runs *rs)
 {
     for (int i = 0; i < rs->n; i++) {
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             free(rs->v[i].key[k]);
         free(rs->v[i].label);
+        free(rs->v[i].setting);
     }
     free(rs->v);
+}
+
+static bool same_visible_row(const struct run *a, const struct run *b)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp_null(a->key[i], b->key[i]))
+            return false;
+    return a->stages == b->stages;
+}
+
+/* Where runs that look alike (same optimizer, model, dataset and D) hold different
+ * configurations, each gets its own row, labelled with the settings it differs in. The
+ * runs are sorted, so such a group and each configuration in it are contiguous. */
+static void label_settings(struct runs *rs)
+{
+    for (int a = 0, b; a < rs->n; a = b) {
+        b = a + 1;
+        while (b < rs->n && same_visible_row(&rs->v[a], &rs->v[b]))
+            b++;
+        const char **configs = pb_xcalloc((size_t)(b - a), sizeof *configs);
+        int n = 0;
+        for (int i = a; i < b; i++)
+            if (n == 0 || strcmp_null(configs[n - 1], rs->v[i].key[3]))
+                configs[n++] = rs->v[i].key[3] ? rs->v[i].key[3] : "";
+        for (int j = 0, i = a; n > 1 && j < n; j++) {
+            char diff[512];
+            if (!pb_config_diff(configs, n, j, diff, sizeof diff))
+                snprintf(diff, sizeof diff, "configuration %d", j + 1);
+            for (; i < b && !strcmp_null(rs->v[i].key[3] ? rs->v[i].key[3] : "", configs[j]);
+                 i++)
+                rs->v[i].setting = pb_xstrdup(diff);
+        }
+        rs->settings |= n > 1;
+        free(configs);
+    }
 }
 
 /* The finished runs, sorted by configuration and then column order. */
@@ -129,6 +177,8 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
         for (int m = 0; m < M_N; m++)
             r->m[m] = sqlite3_column_type(s, Q_LABELS + m) == SQLITE_NULL
                           ? NAN : sqlite3_column_double(s, Q_LABELS + m);
+        r->key[3] = text_or_null(s, Q_LABELS + M_N);
+        r->setting = NULL;
     }
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE) {
@@ -137,6 +187,7 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
                           sqlite3_errmsg(d));
     }
     qsort(rs->v, (size_t)rs->n, sizeof *rs->v, cmp_run);
+    label_settings(rs);
     return 0;
 }
 
@@ -196,13 +247,28 @@ static int block_end(const struct runs *rs, int a, int by_column)
     return b;
 }
 
-static void set_labels(struct pb_grid *g, int row, const struct run *r)
+static void set_labels(struct pb_grid *g, int row, const struct runs *rs, const struct run *r)
 {
     char d[16];
     for (int k = 0; k < 3; k++)
         pb_grid_set(g, row, k, r->key[k], false);
     snprintf(d, sizeof d, "%d", r->stages);
     pb_grid_set(g, row, 3, d, false);
+    if (rs->settings)
+        pb_grid_set(g, row, 4, r->setting ? r->setting : "", false);
+}
+
+/* The header's label cells (and `more` after them, e.g. "schedule"); returns the next
+ * column. */
+static int set_head_labels(struct pb_grid *g, int h, const struct runs *rs, const char *more)
+{
+    static const char *const head[] = {"optimizer", "model", "dataset", "D", "setting"};
+    int n = nlabels(rs);
+    for (int k = 0; k < n; k++)
+        pb_grid_set(g, h, k, head[k], false);
+    if (more)
+        pb_grid_set(g, h, n++, more, false);
+    return n;
 }
 
 /* The columns present: one run standing for each distinct schedule column, in order. */
@@ -302,18 +368,17 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
                              int decimals, bool lower_best, double target, bool mark_shared,
                              struct pb_grid *g)
 {
-    pb_grid_init(g, 4 + ncol, 4, g->caption);
+    int nl = nlabels(rs);
+    pb_grid_init(g, nl + ncol, nl, g->caption);
     int h = pb_grid_add_row(g);
-    static const char *const head[] = {"optimizer", "model", "dataset", "D"};
-    for (int k = 0; k < 4; k++)
-        pb_grid_set(g, h, k, head[k], false);
+    set_head_labels(g, h, rs, NULL);
     for (int c = 0; c < ncol; c++)
-        pb_grid_set(g, h, 4 + c, col[c]->label, false);
+        pb_grid_set(g, h, nl + c, col[c]->label, false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
-        set_labels(g, row, &rs->v[a]);
+        set_labels(g, row, rs, &rs->v[a]);
         int best = row_cells(rs, a, b, col, ncol, m, decimals, lower_best, target, mark_shared,
                              cells);
         for (int c = 0; c < ncol; c++) {
@@ -331,14 +396,14 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
                 len = snprintf(buf, sizeof buf, "%.*f", decimals, x->st.mean);
             if (x->shared)
                 snprintf(buf + len, sizeof buf - (size_t)len, " \xe2\x80\xa0");
-            pb_grid_set(g, row, 4 + c, buf, c == best);
+            pb_grid_set(g, row, nl + c, buf, c == best);
             len = snprintf(note, sizeof note, " (n = %d", x->st.runs);
             if (x->st.diverged)
                 len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
                                 x->st.diverged);
             snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
                      x->target);
-            pb_grid_note(g, row, 4 + c, note);
+            pb_grid_note(g, row, nl + c, note);
         }
     }
     free(cells);
@@ -360,14 +425,15 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
                              int decimals, bool lower_best, double target, bool mark_shared,
                              struct pb_grid *g)
 {
-    static const char *const head[] = {"optimizer", "model", "dataset", "D", "schedule", "mean",
-                                       "std", "n", "runs", "diverged", "best", "shared_timing",
-                                       "epochs_to_target", "seconds_to_target", "reached"};
-    int nc = target > 0 ? 15 : 12;
-    pb_grid_init(g, nc, 5, g->caption);
+    static const char *const head[] = {"mean", "std", "n", "runs", "diverged", "best",
+                                       "shared_timing", "epochs_to_target", "seconds_to_target",
+                                       "reached"};
+    int nl = nlabels(rs) + 1, nv = target > 0 ? 10 : 7;
+    pb_grid_init(g, nl + nv, nl, g->caption);
     int h = pb_grid_add_row(g);
-    for (int k = 0; k < nc; k++)
-        pb_grid_set(g, h, k, head[k], false);
+    set_head_labels(g, h, rs, "schedule");
+    for (int k = 0; k < nv; k++)
+        pb_grid_set(g, h, nl + k, head[k], false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
@@ -378,21 +444,21 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
             if (x->st.runs == 0)
                 continue;
             int row = pb_grid_add_row(g);
-            set_labels(g, row, &rs->v[a]);
-            pb_grid_set(g, row, 4, col[c]->label, false);
-            set_num(g, row, 5, "%.10g", x->st.mean, x->st.n > 0);
-            set_num(g, row, 6, "%.10g", x->st.sd, x->st.n > 1);
-            set_num(g, row, 7, "%.0f", x->st.n, true);
-            set_num(g, row, 8, "%.0f", x->st.runs, true);
-            set_num(g, row, 9, "%.0f", x->st.diverged, true);
-            set_num(g, row, 10, "%.0f", c == best, true);
-            set_num(g, row, 11, "%.0f", x->shared, true);
+            set_labels(g, row, rs, &rs->v[a]);
+            pb_grid_set(g, row, nl - 1, col[c]->label, false);
+            set_num(g, row, nl, "%.10g", x->st.mean, x->st.n > 0);
+            set_num(g, row, nl + 1, "%.10g", x->st.sd, x->st.n > 1);
+            set_num(g, row, nl + 2, "%.0f", x->st.n, true);
+            set_num(g, row, nl + 3, "%.0f", x->st.runs, true);
+            set_num(g, row, nl + 4, "%.0f", x->st.diverged, true);
+            set_num(g, row, nl + 5, "%.0f", c == best, true);
+            set_num(g, row, nl + 6, "%.0f", x->shared, true);
             if (target > 0) {
                 struct summary ep = cell_stat(rs, a, b, col[c], M_EPOCHS_TO);
                 struct summary sec = cell_stat(rs, a, b, col[c], M_SECS_TO);
-                set_num(g, row, 12, "%.3g", ep.mean, ep.n > 0);
-                set_num(g, row, 13, "%.1f", sec.mean, sec.n > 0);
-                set_num(g, row, 14, "%.0f", ep.n, true);
+                set_num(g, row, nl + 7, "%.3g", ep.mean, ep.n > 0);
+                set_num(g, row, nl + 8, "%.1f", sec.mean, sec.n > 0);
+                set_num(g, row, nl + 9, "%.0f", ep.n, true);
             }
         }
     }
@@ -423,23 +489,22 @@ struct quantity {
 /* A row per configuration and schedule column; cells are means over its runs. */
 static void by_row(const struct runs *rs, const struct quantity *q, int nq, struct pb_grid *g)
 {
-    pb_grid_init(g, 5 + nq, 5, g->caption);
+    int nl = nlabels(rs) + 1;
+    pb_grid_init(g, nl + nq, nl, g->caption);
     int h = pb_grid_add_row(g);
-    static const char *const head[] = {"optimizer", "model", "dataset", "D", "schedule"};
-    for (int k = 0; k < 5; k++)
-        pb_grid_set(g, h, k, head[k], false);
+    set_head_labels(g, h, rs, "schedule");
     for (int k = 0; k < nq; k++)
-        pb_grid_set(g, h, 5 + k, q[k].head, false);
+        pb_grid_set(g, h, nl + k, q[k].head, false);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 1);
         int row = pb_grid_add_row(g);
-        set_labels(g, row, &rs->v[a]);
-        pb_grid_set(g, row, 4, rs->v[a].label, false);
+        set_labels(g, row, rs, &rs->v[a]);
+        pb_grid_set(g, row, nl - 1, rs->v[a].label, false);
         for (int k = 0; k < nq; k++) {
             struct summary st = cell_stat(rs, a, b, NULL, q[k].m);
             char buf[64];
             snprintf(buf, sizeof buf, q[k].fmt, st.mean * q[k].scale);
-            pb_grid_set(g, row, 5 + k, st.n ? buf : NULL, false);
+            pb_grid_set(g, row, nl + k, st.n ? buf : NULL, false);
         }
     }
 }
@@ -468,7 +533,8 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     if (pb_report_open(&db, db_path, e))
         return -1;
     struct runs rs;
-    if (pb_report_require_done(db, e) || load_runs(db, o->target, &rs, e)) {
+    if (pb_report_require_done(db, e) || pb_report_select(db, &o->sel, e) ||
+        load_runs(db, o->target, &rs, e)) {
         pb_results_close(db);
         return -1;
     }

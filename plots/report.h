@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "harness/base/err.h"
+#include "plots/report_db.h"
 #include "plots/report_grid.h"
 
 enum pb_report_table {
@@ -26,6 +27,7 @@ struct pb_report_opts {
     enum pb_report_table table;
     enum pb_report_format format;
     double target;   /* accuracy table: target validation accuracy in %, 0 = none */
+    struct pb_report_select sel;   /* the runs it reads (report_db.h) */
 };
 
 /* Writes the table for the database at db_path to out. A database without finished runs

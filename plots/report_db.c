@@ -4,7 +4,11 @@
 #include "plots/report_db.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "harness/base/args.h"
 
 #include "harness/ir/program.h"
 
@@ -24,6 +28,86 @@ int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e)
         *out = NULL;
         return -1;
     }
+    return 0;
+}
+
+/* Checks "KEY=VALUE" and that some run records KEY; *eq is the '=' in it. */
+static int where_key(sqlite3 *d, const char *path, const char *kv, const char **eq,
+                     struct pb_err *e)
+{
+    *eq = strchr(kv, '=');
+    size_t klen = *eq ? (size_t)(*eq - kv) : 0;
+    if (!*eq || klen == 0 || klen > 64 ||
+        strspn(kv, "abcdefghijklmnopqrstuvwxyz_0123456789") != klen)
+        return pb_err_set(e, "--where wants KEY=VALUE with a configuration key of the runs "
+                          "(e.g. --where lr=0.01; `pipebench show RUN` lists them), got '%s'",
+                          kv);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE json_valid(config) AND "
+             "json_type(config, '$.%.*s') IS NOT NULL", (int)klen, kv);
+    sqlite3_stmt *s = NULL;
+    int n = sqlite3_prepare_v2(d, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW
+                ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    if (n <= 0)
+        return pb_err_set(e, "--where %s: no run of %s records '%.*s' (`pipebench show RUN` "
+                          "lists a run's configuration keys)", kv, path, (int)klen, kv);
+    return 0;
+}
+
+int pb_report_select(struct pb_results *db, const struct pb_report_select *sel,
+                     struct pb_err *e)
+{
+    if (!sel || (!sel->experiment && sel->nwhere == 0 && !sel->runs))
+        return 0;
+    sqlite3 *d = pb_results_sqlite(db);
+    const char *path = pb_results_path(db);
+    /* SELECT id FROM runs WHERE <experiment> AND <each where> AND id IN (<runs>) */
+    char sql[4096];
+    int len = snprintf(sql, sizeof sql, "INSERT INTO report_selection SELECT id FROM runs "
+                       "WHERE json_valid(config)");
+    if (sel->experiment)
+        len += snprintf(sql + len, sizeof sql - (size_t)len,
+                        " AND json_extract(config, '$.experiment') = ?");
+    for (int i = 0; i < sel->nwhere; i++) {
+        const char *eq;
+        if (where_key(d, path, sel->where[i], &eq, e))
+            return -1;
+        len += snprintf(sql + len, sizeof sql - (size_t)len, " AND CASE json_type(config, "
+                        "'$.%.*s') WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE "
+                        "CAST(json_extract(config, '$.%.*s') AS TEXT) END = ?",
+                        (int)(eq - sel->where[i]), sel->where[i], (int)(eq - sel->where[i]),
+                        sel->where[i]);
+    }
+    if (sel->runs) {
+        int ids[256], n = 0;
+        if (pb_arg_ints("--runs", sel->runs, ids, 256, &n, e))
+            return pb_err_set(e, "--runs wants run ids separated by commas (e.g. --runs 3,4,7; "
+                              "at most 256), got '%s'", sel->runs);
+        len += snprintf(sql + len, sizeof sql - (size_t)len, " AND id IN (");
+        for (int i = 0; i < n; i++)
+            len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%d", i ? ", " : "", ids[i]);
+        len += snprintf(sql + len, sizeof sql - (size_t)len, ")");
+    }
+    PB_CHECK(len < (int)sizeof sql);
+    sqlite3_stmt *s = NULL;
+    bool ok = sqlite3_exec(d, "DELETE FROM report_selection; DELETE FROM report_selecting; "
+                           "INSERT INTO report_selecting VALUES (1)", NULL, NULL, NULL) ==
+                  SQLITE_OK &&
+              sqlite3_prepare_v2(d, sql, -1, &s, NULL) == SQLITE_OK;
+    int k = 1;
+    if (ok && sel->experiment)
+        sqlite3_bind_text(s, k++, sel->experiment, -1, SQLITE_STATIC);
+    for (int i = 0; ok && i < sel->nwhere; i++)
+        sqlite3_bind_text(s, k++, strchr(sel->where[i], '=') + 1, -1, SQLITE_STATIC);
+    ok = ok && sqlite3_step(s) == SQLITE_DONE;
+    sqlite3_finalize(s);
+    if (!ok)
+        return pb_err_set(e, "results database %s: selecting the runs: %s", path,
+                          sqlite3_errmsg(d));
+    if (sqlite3_changes(d) == 0)
+        return pb_err_set(e, "no run of %s matches the selection (--experiment, --where, "
+                          "--runs); `pipebench runs --db %s` lists them", path, path);
     return 0;
 }
 

@@ -16,6 +16,24 @@ extern const char pb_report_views_sql[];
  * connection (TEMP: the file is not changed). */
 int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e);
 
+/* Which runs a report, figure or listing reads: those recorded under `experiment`
+ * (NULL: any), whose recorded configuration has key = value for every "key=value" of
+ * where[] (compared as the text of the JSON value: lr=0.01, nesterov=true), and, when
+ * runs is set, whose id is in that comma-separated list. */
+#define PB_REPORT_MAX_WHERE 16
+struct pb_report_select {
+    const char *experiment;
+    const char *where[PB_REPORT_MAX_WHERE];
+    int nwhere;
+    const char *runs;
+};
+
+/* Restricts the views of this connection to the selected runs (nothing set: all). A key
+ * no run records, a malformed KEY=VALUE or run list, and a selection that matches no run
+ * are errors saying what to change. */
+int pb_report_select(struct pb_results *db, const struct pb_report_select *sel,
+                     struct pb_err *e);
+
 /* Sets the target validation accuracy (a fraction; <= 0: none) of the run_target view and
  * run_summary's epochs_to_target and seconds_to_target on this connection. */
 int pb_report_set_target(struct pb_results *db, double target_acc, struct pb_err *e);

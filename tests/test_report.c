@@ -1,7 +1,10 @@
 /* tests/test_report.c — the reporting views (results/views.sql) and `pipebench report`
  * (plots/report.c): exact Markdown and CSV tables of a made-up database (two seeds in
- * one cell give mean ± std, a failed run is ignored, ties are all marked best), and exit
- * status 2 with a message for an empty database and bad flags. */
+ * one cell give mean ± std, a failed run is ignored, diverged runs are counted and not
+ * averaged, a tie or a lead inside the spread is not marked best, configurations that
+ * look alike get a row each), run selection, and exit status 2 with a message for an
+ * empty database and bad flags. */
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +35,7 @@ static char *report(enum pb_report_table t, enum pb_report_format f, double targ
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(out);
-    struct pb_report_opts o = {t, f, target};
+    struct pb_report_opts o = {.table = t, .format = f, .target = target};
     struct pb_err e;
     ck_assert_msg(pb_report_write(db, &o, out, &e) == 0, "%s", e.msg);
     fclose(out);
@@ -238,6 +241,74 @@ START_TEST(diverged_counted)
 }
 END_TEST
 
+static void expect_usage(const char *args, const char *msg);
+
+/* Runs that look alike but differ in a setting get a row each, labelled with it; the
+ * selection options pick runs by experiment, configuration key and id. */
+START_TEST(identity_and_selection)
+{
+    sqlite3 *h;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    static const char *const cfg[] = {
+        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":\"1\","
+        "\"executor\":\"seq\",\"experiment\":\"e1\"}",
+        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":\"2\","
+        "\"executor\":\"threads\",\"experiment\":\"e1\"}",
+        "{\"model\":\"mlp\",\"schedule\":\"pipedream\",\"lr\":0.01,\"epochs\":2,\"seed\":\"1\","
+        "\"executor\":\"seq\",\"experiment\":\"e2\"}",
+    };
+    static const double acc[] = {0.30, 0.40, 0.80};
+    for (int i = 0; i < 3; i++) {
+        char sql[1024];
+        snprintf(sql, sizeof sql, "INSERT INTO runs (created, status, config, model, dataset, "
+                 "schedule, optimizer, stages, executor) VALUES ('2025-01-01T00:00:00Z', 'done', "
+                 "'%s', 'mlp', 'cifar10', '%s', 'sgdm', 2, 'seq'); INSERT INTO epochs (run_id, "
+                 "epoch, val_acc, samples, wall_s) VALUES (last_insert_rowid(), 0, %g, 100, 10)",
+                 cfg[i], i < 2 ? "gpipe" : "pipedream", acc[i]);
+        ck_assert_msg(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sql);
+    }
+    sqlite3_close(h);
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0);
+    /* the two seeds of lr 0.1 (timed differently) share a cell; lr 0.01 has its own row */
+    ck_assert_msg(strstr(t, "| setting ") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "| lr=0.1  |") && strstr(t, "| lr=0.01 |"), "%s", t);
+    ck_assert_msg(strstr(t, "35.00 \u00b1 7.07 (n = 2)") != NULL, "%s", t);
+    free(t);
+    char out[8192], err[4096], args[700];
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --format csv --where lr=0.01",
+             db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
+                          "shared_timing\nsgdm,mlp,cifar10,2,pipedream,80,,1,1,0,0,0\n");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --format csv --experiment e1 "
+             "--runs 1,8", db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
+    ck_assert_msg(strstr(out, "sgdm,mlp,fashion-mnist,4,gpipe,") == NULL, "%s", out);
+    ck_assert_msg(strstr(out, "sgdm,mlp,cifar10,2,gpipe,30,,1,1,") != NULL, "%s", out);
+    /* runs lists the same selection, as JSON on request, with seed and experiment */
+    snprintf(args, sizeof args, "runs --db '%s' --json --experiment e1", db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
+    cJSON *arr = cJSON_Parse(out);
+    ck_assert_msg(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2, "%s", out);
+    cJSON *first = cJSON_GetArrayItem(arr, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(first, "experiment")->valuestring, "e1");
+    ck_assert_str_eq(cJSON_GetObjectItem(first, "seed")->valuestring, "1");
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(first, "best_acc")->valuedouble, 0.30, 1e-12);
+    cJSON_Delete(arr);
+    snprintf(args, sizeof args, "runs --db '%s' --where lr=0.01", db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
+    ck_assert_msg(strstr(out, "pipedream") && !strstr(out, "gpipe"), "%s", out);
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --where colour=red", db);
+    expect_usage(args, "no run of");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --where lr", db);
+    expect_usage(args, "KEY=VALUE");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --where lr=0.5", db);
+    expect_usage(args, "matches the selection");
+    snprintf(args, sizeof args, "report --db '%s' --table accuracy --runs 1,x", db);
+    expect_usage(args, "--runs wants run ids");
+}
+END_TEST
+
 START_TEST(latex_marks_best)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
@@ -294,7 +365,7 @@ START_TEST(bad_input)
     snprintf(args, sizeof args, "report --db '%s/missing.db' --table accuracy", dir);
     expect_usage(args, "no results database");
     expect_usage("report --table accuracy --bogus", "unexpected argument '--bogus'");
-    struct pb_report_opts o = {PB_REPORT_ACCURACY, PB_FORMAT_MD, 0};
+    struct pb_report_opts o = {.table = PB_REPORT_ACCURACY, .format = PB_FORMAT_MD};
     struct pb_err e;
     ck_assert_int_eq(pb_report_write(empty, &o, stdout, &e), -1);
     ck_assert_msg(strstr(e.msg, "pipebench run --db") != NULL, "%s", e.msg);
@@ -310,6 +381,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, accuracy_md_exact);
     tcase_add_test(tc, accuracy_csv_exact);
     tcase_add_test(tc, diverged_counted);
+    tcase_add_test(tc, identity_and_selection);
     tcase_add_test(tc, accuracy_target);
     tcase_add_test(tc, throughput_csv_exact);
     tcase_add_test(tc, memory_csv_exact);

@@ -7,6 +7,7 @@
 
 #include "harness/base/err.h"
 #include "harness/ir/program.h"
+#include "plots/report_db.h"
 
 int pb_cmd_program(int argc, char **argv);
 int pb_cmd_list(int argc, char **argv);
@@ -25,6 +26,17 @@ int pb_cmd_simulate(int argc, char **argv);  /* harness/cli/cli_simulate.c */
  * and optimizer and checks D, N and M (M defaults to D unless have_m). */
 int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, bool have_m,
                 struct pb_pipe *pipe, const struct pb_schedule **sch, struct pb_err *e);
+
+/* The selection options of report, plot and runs (harness/cli/cli_select.c): 1 when
+ * flag (with its value) is one and was recorded in sel, 0 when it is not one, -1 with a
+ * message on error. */
+int pb_cli_select_flag(const char *flag, const char *value, struct pb_report_select *sel,
+                       struct pb_err *e);
+#define PB_CLI_SELECT_HELP                                                                    \
+    "  --experiment NAME  only the runs recorded with --experiment NAME\n"                    \
+    "  --where KEY=VALUE  only the runs whose configuration has KEY = VALUE (repeatable;\n"   \
+    "                     keys as `pipebench show RUN` prints them: lr=0.01, epochs=10)\n"    \
+    "  --runs ID,ID,...   only these runs\n"
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);

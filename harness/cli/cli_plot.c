@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: pipebench plot --figure NAME|all --out DIR [--db FILE] [--format png|svg|pdf]\n"
-    "                      [--run ID]\n"
+    "                      [--run ID] [--experiment NAME] [--where KEY=VALUE] [--runs IDS]\n"
     "Draws figures with gnuplot (Debian package gnuplot-nox) into DIR/NAME.FORMAT, with\n"
     "their data in DIR/NAME.dat:\n"
     "  convergence  validation accuracy per epoch and per training second, a curve per\n"
@@ -23,6 +23,7 @@ static const char usage[] =
     "                 and D are compared (others); default the newest finished run\n"
     "  --db FILE      results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --format F     png (default), svg or pdf\n"
+    PB_CLI_SELECT_HELP
     "gnuplot scripts come from $PB_PLOTS_DIR when set, else the source tree's plots/.\n";
 
 static void wrote(const char *path, void *arg)
@@ -35,6 +36,8 @@ int pb_cmd_plot(int argc, char **argv)
 {
     const char *db = PB_RESULTS_DEFAULT_DB, *figure = NULL, *out = NULL, *format = "png";
     long long run = 0;
+    struct pb_report_select sel = {0};
+    struct pb_err e;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -47,7 +50,12 @@ int pb_cmd_plot(int argc, char **argv)
             return PB_EXIT_USAGE;
         }
         i++;
-        if (!strcmp(a, "--db")) {
+        int selected = pb_cli_select_flag(a, v, &sel, &e);
+        if (selected < 0)
+            return pb_cli_fail(e.msg);
+        if (selected) {
+            continue;
+        } else if (!strcmp(a, "--db")) {
             db = v;
         } else if (!strcmp(a, "--figure")) {
             figure = v;
@@ -70,8 +78,7 @@ int pb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "pipebench: plot needs --figure and --out\n%s", usage);
         return PB_EXIT_USAGE;
     }
-    struct pb_err e;
-    if (pb_plot_figure_cb(db, figure, out, format, run, wrote, NULL, &e))
+    if (pb_plot_figure_cb(db, figure, out, format, run, &sel, wrote, NULL, &e))
         return pb_cli_fail(e.msg);
     return PB_EXIT_OK;
 }

@@ -31,12 +31,15 @@ static const char usage[] =
     "              the stages, their total, and the largest stage's total\n"
     "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
     "              run, mean and maximum prediction error\n"
-    "Runs sharing a row and schedule (normally seeds) are averaged; other settings (lr,\n"
-    "batch, epochs) are not told apart, so keep one database per experiment.\n"
+    "A cell averages the runs of one configuration (all options but the seed, the\n"
+    "schedule and how it was timed); runs of the same optimizer, model, dataset and D that\n"
+    "differ in another option get a row each, with a setting column saying how.\n"
     "  --db FILE      results database (default " PB_RESULTS_DEFAULT_DB ")\n"
-    "  --format F     md (default; best in bold), csv (best with a trailing *), latex\n"
+    "  --format F     md (default; best in bold), csv (numbers only: a row per cell with\n"
+    "                 mean, std, n, runs, diverged, best, shared_timing), latex\n"
     "  --target ACC   accuracy table: also the epochs and training seconds until the first\n"
-    "                 epoch whose validation accuracy reaches ACC %\n";
+    "                 epoch whose validation accuracy reaches ACC %\n"
+    PB_CLI_SELECT_HELP;
 
 static int lookup(const char *flag, const char *v, const char *const *names, int n)
 {
@@ -55,6 +58,7 @@ int pb_cmd_report(int argc, char **argv)
     const char *db = PB_RESULTS_DEFAULT_DB, *table = NULL, *format = "md";
     struct pb_report_opts o = {0};
     struct pb_err e;
+    int sel;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -68,6 +72,9 @@ int pb_cmd_report(int argc, char **argv)
             table = v;
         } else if (!strcmp(a, "--format") && v) {
             format = v;
+        } else if ((sel = pb_cli_select_flag(a, v, &o.sel, &e)) != 0) {
+            if (sel < 0)
+                return pb_cli_fail(e.msg);
         } else if (!strcmp(a, "--target") && v) {
             float t;
             if (pb_arg_float("--target", v, &t, &e))

@@ -129,39 +129,117 @@ static int query_fail(struct pb_results *db, const char *what)
     return PB_EXIT_USAGE;
 }
 
+/* `runs --json`: the listed runs as a JSON array, one object per run. */
+static int print_runs_json(sqlite3_stmt *s)
+{
+    static const char *const keys[] = {"id", "status", "schedule", "variant", "optimizer",
+                                       "model", "dataset", "stages", "epochs_done", "epochs",
+                                       "best_acc", "created", "seed", "experiment", "executor"};
+    cJSON *arr = cJSON_CreateArray();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        cJSON *o = cJSON_CreateObject();
+        for (int j = 0; j < (int)(sizeof keys / sizeof *keys); j++) {
+            int t = sqlite3_column_type(s, j);
+            if (t == SQLITE_NULL)
+                cJSON_AddNullToObject(o, keys[j]);
+            else if (t == SQLITE_INTEGER || t == SQLITE_FLOAT)
+                cJSON_AddNumberToObject(o, keys[j], sqlite3_column_double(s, j));
+            else
+                cJSON_AddStringToObject(o, keys[j], (const char *)sqlite3_column_text(s, j));
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *text = cJSON_Print(arr);
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(arr);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
 int pb_cmd_runs(int argc, char **argv)
 {
     static const char usage[] =
-        "usage: pipebench runs [--db FILE]\n"
+        "usage: pipebench runs [--db FILE] [--json] [--experiment NAME] [--where KEY=VALUE]\n"
+        "                      [--runs IDS]\n"
         "Lists the recorded runs, one per line: id, status, schedule, optimizer, model,\n"
-        "dataset, stages D, epochs done/planned, best validation accuracy, creation time.\n"
-        "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n";
-    const char *path;
-    int a = parse_args(argc, argv, usage, &path, NULL);
-    if (a)
-        return a > 0 ? PB_EXIT_OK : PB_EXIT_USAGE;
-    struct pb_results *db;
+        "dataset, stages D, epochs done/planned, best validation accuracy, seed, experiment,\n"
+        "creation time.\n"
+        "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
+        "  --json      a JSON array of objects instead (accuracy as a fraction)\n"
+        PB_CLI_SELECT_HELP;
+    const char *path = PB_RESULTS_DEFAULT_DB;
+    bool json = false;
+    struct pb_report_select sel = {0};
     struct pb_err e;
-    if (pb_results_open_existing(&db, path, &e))
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int selected = pb_cli_select_flag(a, v, &sel, &e);
+        if (selected < 0)
+            return pb_cli_fail(e.msg);
+        if (selected) {
+            i++;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return PB_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--db") && v) {
+            path = v;
+            i++;
+        } else {
+            fprintf(stderr, "pipebench: runs: unexpected argument '%s'%s\n%s", a,
+                    a[0] == '-' && !v ? " (or a missing value)" : "", usage);
+            return PB_EXIT_USAGE;
+        }
+    }
+    struct pb_results *db;
+    if (pb_report_open(&db, path, &e))
         return pb_cli_fail(e.msg);
+    if (pb_report_select(db, &sel, &e)) {
+        pb_results_close(db);
+        return pb_cli_fail(e.msg);
+    }
     static const char sql[] =
-        "SELECT r.id, r.status, r.schedule || coalesce(':' || nullif(r.variant, ''), ''), "
-        "r.optimizer, r.model, r.dataset, r.stages, "
-        "(SELECT count(*) FROM epochs x WHERE x.run_id = r.id) || '/' || coalesce(r.epochs, '?'), "
-        "(SELECT printf('%.2f%%', 100 * max(x.val_acc)) FROM epochs x WHERE x.run_id = r.id "
-        "HAVING max(x.val_acc) IS NOT NULL), r.created FROM runs r ORDER BY r.id";
+        "SELECT r.id, r.status, r.schedule, nullif(r.variant, ''), r.optimizer, r.model, "
+        "r.dataset, r.stages, (SELECT count(*) FROM epochs x WHERE x.run_id = r.id), r.epochs, "
+        "(SELECT max(x.val_acc) FROM epochs x WHERE x.run_id = r.id), r.created, "
+        "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.seed') END, "
+        "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.experiment') END, "
+        "r.executor FROM runs r WHERE NOT EXISTS (SELECT 1 FROM report_selecting) OR r.id IN "
+        "(SELECT run_id FROM report_selection) ORDER BY r.id";
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
         return query_fail(db, "listing the runs");
-    struct table t = {.ncols = 10};
+    if (json) {
+        int rc = print_runs_json(s);
+        sqlite3_finalize(s);
+        if (rc)
+            return query_fail(db, "listing the runs");
+        pb_results_close(db);
+        return PB_EXIT_OK;
+    }
+    struct table t = {.ncols = 12};
     table_add(&t, (const char *const[]){"id", "status", "schedule", "optimizer", "model",
-                                        "dataset", "D", "epochs", "best acc", "created"});
+                                        "dataset", "D", "epochs", "best acc", "seed",
+                                        "experiment", "created"});
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        char b[10][64];
-        const char *row[10];
-        for (int j = 0; j < 10; j++)
-            row[j] = col_text(s, j, "%g", b[j]);
+        char b[15][64], sched[96], epochs[96], acc[32];
+        const char *v = (const char *)sqlite3_column_text(s, 3);
+        const char *sch = (const char *)sqlite3_column_text(s, 2);
+        snprintf(sched, sizeof sched, "%s%s%s", sch ? sch : "?", v ? ":" : "", v ? v : "");
+        snprintf(epochs, sizeof epochs, "%d/%s", sqlite3_column_int(s, 8),
+                 sqlite3_column_type(s, 9) == SQLITE_NULL ? "?" : col_text(s, 9, "%g", b[9]));
+        if (sqlite3_column_type(s, 10) == SQLITE_NULL)
+            snprintf(acc, sizeof acc, "-");
+        else
+            snprintf(acc, sizeof acc, "%.2f%%", 100 * sqlite3_column_double(s, 10));
+        const char *row[12] = {col_text(s, 0, "%g", b[0]), col_text(s, 1, "%g", b[1]), sched,
+                               col_text(s, 4, "%g", b[4]), col_text(s, 5, "%g", b[5]),
+                               col_text(s, 6, "%g", b[6]), col_text(s, 7, "%g", b[7]), epochs,
+                               acc, col_text(s, 12, "%g", b[12]), col_text(s, 13, "%g", b[13]),
+                               col_text(s, 11, "%g", b[11])};
         table_add(&t, row);
     }
     sqlite3_finalize(s);

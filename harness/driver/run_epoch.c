@@ -39,10 +39,10 @@ static int execute(struct run_state *r, const struct pb_program *progs, struct p
 /* Forward-only pass over the validation set with the current weights W (never
  * predicted), through the same executor and workers as training: batches of the
  * micro-batch size in file order; a last incomplete batch is left out. */
-static int validate(struct run_state *r, double *loss, double *acc, struct pb_err *e)
+static int validate(struct run_state *r, int epoch, double *loss, double *acc, struct pb_err *e)
 {
     int d = r->cfg->stages, b = r->cfg->microbatch_size, nb = r->nval / b;
-    struct pb_data_view view = {&r->val, NULL, b};
+    struct pb_data_view view = {&r->val, NULL, b, {r->cfg->seed, epoch, false}};
     for (int k = r->lo; k < r->hi; k++)
         pb_worker_begin_eval(&r->workers[k], &r->eval_progs[k], view, e);
     pb_dist_barrier(r->dist);
@@ -143,9 +143,9 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
 {
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages;
-    if (r->train.x || r->train.y)
+    if (pb_dataset_has_inputs(&r->train) || r->train.y)
         pb_epoch_order(c->seed, epoch, r->train.n, c->shuffle, order);
-    struct pb_data_view view = {&r->train, order, c->microbatch_size};
+    struct pb_data_view view = {&r->train, order, c->microbatch_size, {c->seed, epoch, true}};
     pb_dist_barrier(r->dist);
     int rc = 0;
     for (int k = r->lo; k < r->hi && !rc; k++) {
@@ -170,7 +170,7 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     if (rc)
         return -1;
     double vloss, vacc;
-    if (pb_dist_any(r->dist, validate(r, &vloss, &vacc, e) != 0))
+    if (pb_dist_any(r->dist, validate(r, epoch, &vloss, &vacc, e) != 0))
         return -1;
     return record(r, epoch, wall, vloss, vacc, sum, e);
 }

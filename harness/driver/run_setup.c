@@ -203,11 +203,10 @@ static void account_data(struct run_state *r)
     const struct pb_dataset *sets[2] = {&r->train, &r->val};
     for (int i = 0; i < 2; i++) {
         const struct pb_dataset *ds = sets[i];
-        size_t nx = (size_t)ds->n * (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
-        if (ds->x && r->lo == 0)
-            pb_backend_account(r->be[0], PB_MEM_HOST, nx * sizeof *ds->x, true);
+        if (pb_dataset_has_inputs(ds) && r->lo == 0)
+            pb_backend_account(r->be[0], PB_MEM_HOST, pb_dataset_input_bytes(ds), true);
         if (ds->y && r->hi == d)
-            pb_backend_account(r->be[d - 1], PB_MEM_HOST, (size_t)ds->n * sizeof *ds->y, true);
+            pb_backend_account(r->be[d - 1], PB_MEM_HOST, pb_dataset_label_bytes(ds), true);
     }
 }
 

@@ -57,6 +57,7 @@ struct pb_data_view {
     const struct pb_dataset *ds;
     const int32_t *order;   /* the epoch's sample order */
     int batch;              /* b */
+    struct pb_data_key key; /* what the transforms are keyed by (training or validation) */
 };
 
 struct pb_worker {

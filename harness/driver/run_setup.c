@@ -139,14 +139,28 @@ static int collective(struct run_state *r, int rc, struct pb_err *e)
     return -1;
 }
 
+const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *opts)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    const char *ds = c->dataset ? c->dataset : r->workload->dataset;
+    *opts = c->synthetic;
+    opts->crop = r->input_side;
+    opts->no_flip = r->no_flip;
+    const struct pb_dataset_opts *s = &c->synthetic;
+    if (!strcmp(ds, "synthetic") && !s->like && !s->c && !s->h && !s->w && !s->nclasses &&
+        pb_dataset_is_image(r->workload->dataset))
+        opts->like = r->workload->dataset;
+    return ds;
+}
+
 /* The first stage reads the inputs and the last the labels: a process loads only the
  * parts its stages read; the others learn the size and shape from rank 0. */
 static int load_data(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
-    const char *ds = r->dataset = c->dataset ? c->dataset : r->workload->dataset;
+    struct pb_dataset_opts opts;
+    const char *ds = r->dataset = pb_run_data_opts(r, &opts);
     int rc = 0;
-    struct pb_dataset_opts opts = c->synthetic;
     opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
     if (opts.parts)
         rc = pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
@@ -228,6 +242,11 @@ static int build_stages(struct run_state *r, struct pb_err *e)
         pb_stage_init_params(&r->stages[k], c->seed, e);
     }
     account_data(r);
+    /* stage 0's inputs come from the loader thread; PIPEBENCH_SYNC_LOADER=1 (for tests
+     * only) gathers them in the worker instead, which must give the same bits */
+    const char *sync = getenv("PIPEBENCH_SYNC_LOADER");
+    if (r->lo == 0 && !(sync && !strcmp(sync, "1")))
+        r->prefetch = pb_prefetch_create(r->be[0], pb_shape_count(r->stages[0].in_shape));
     if (c->init && pb_checkpoint_load(r->stages + r->lo, r->hi - r->lo, c->init, e))
         return -1;
     for (int k = r->lo; k < r->hi; k++) {
@@ -316,6 +335,8 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
 
 void pb_run_state_finish(struct run_state *r)
 {
+    pb_prefetch_destroy(r->prefetch);
+    r->prefetch = NULL;
     for (int k = r->lo; k < r->lo + r->nworkers_ready; k++)
         pb_worker_finish(&r->workers[k]);
     for (int k = r->lo; k < r->lo + r->nstages_ready; k++)

@@ -5,7 +5,11 @@
  * prototype (a linear rule) near 95%: high, not perfect, whatever the shape and classes.
  * A stand-in of an image dataset (opts->like) stores each value z as the byte
  * round(255·(mean_c + std_c·z)), clamped to 0 … 255, so that its normalised pixels are
- * about z, and goes through that dataset's transforms (semantics §1.6). */
+ * about z, and goes through that dataset's transforms (semantics §1.6). Its prototypes
+ * survive the transforms: blocks of a quarter of the side (wider than CIFAR's 4-pixel
+ * shifts), mirror-symmetric left to right (a flip keeps the class), and the noise set as
+ * for d / b values instead of d (b the block side), since crops and resizes average and
+ * drop pixels. */
 #include <math.h>
 #include <string.h>
 
@@ -86,8 +90,9 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
                           nclasses);
 
     /* Prototypes: one N(0, 1) value per block of b×b pixels, so convolutions and
-     * pooling keep the class signal as they do on images. */
-    int b = h < w ? h / 7 : w / 7;
+     * pooling keep the class signal as they do on images; a stand-in's mirrored. */
+    bool image = o.like != NULL;
+    int b = image ? (h < w ? h : w) / 4 : h < w ? h / 7 : w / 7;
     if (b < 1)
         b = 1;
     int gh = (h + b - 1) / b, gw = (w + b - 1) / b;
@@ -102,13 +107,15 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
             for (int y = 0; y < h; y++)
                 for (int x = 0; x < w; x++)
                     p[((size_t)ch * h + y) * w + x] =
-                        pb_rng_normal(key, ((uint64_t)ch * gh + y / b) * gw + x / b);
+                        pb_rng_normal(key, ((uint64_t)ch * gh + y / b) * gw +
+                                               (image && x >= w / 2 ? w - 1 - x : x) / b);
     }
 
-    float sigma = (float)(sqrt((double)d / 2.0) / margin(nclasses));
+    double dims = image ? (double)d / b : (double)d;
+    float sigma = (float)(sqrt(dims / 2.0) / margin(nclasses));
     float scale = (float)(1.0 / sqrt(1.0 + (double)sigma * sigma));
     int parts = o.parts ? o.parts : PB_DATA_ALL;
-    bool image = o.like != NULL, want_x = parts & PB_DATA_INPUTS;
+    bool want_x = parts & PB_DATA_INPUTS;
     if (want_x && image)
         ds->pix_owned = pb_malloc_or_err(d * (uint64_t)keep, "the synthetic images", e);
     else if (want_x)

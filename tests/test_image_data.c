@@ -288,6 +288,9 @@ START_TEST(folder_options)
     assert_msg_has(&e, "http://cs231n.stanford.edu/");
     assert_msg_has(&e, "(the folder of PIPEBENCH_TINY_IMAGENET_DIR)");
     ck_assert_str_eq(pb_dataset_env_var("fashion-mnist"), "PIPEBENCH_FASHION_MNIST_DIR");
+    setenv("PIPEBENCH_FASHION_MNIST_DIR", "/nonexistent/fm", 1);
+    ck_assert_int_eq(pb_dataset_load(&ds, "fashion-mnist", NULL, PB_SPLIT_TEST, 0, 0, &e), -1);
+    assert_msg_has(&e, "/nonexistent/fm");
     ck_assert(pb_dataset_env_var("synthetic") == NULL);
     ck_assert(pb_dataset_is_image("tiny-imagenet") && !pb_dataset_is_image("fashion-mnist"));
 }

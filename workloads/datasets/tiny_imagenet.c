@@ -26,12 +26,17 @@
 #define TINY_URL "http://cs231n.stanford.edu/"
 #define REDO "unzip tiny-imagenet-200.zip again"
 
+struct named {
+    const char *wnid;
+    int label;
+};
+
 struct tree {
     char root[4096];
     char *wnids_raw, *wnids_cut; /* wnids.txt as read, and cut into lines */
     char **wnids;                /* [nclasses], into wnids_cut */
     int nclasses;
-    int *by_name;                /* [nclasses] label indices sorted by wnid */
+    struct named *by_name;       /* [nclasses] the classes sorted by wnid */
     char *notes_raw;             /* val/val_annotations.txt (val split) */
     size_t wnids_len, notes_len;
 };
@@ -124,26 +129,17 @@ static char *next_line(char **p)
     return line;
 }
 
-static const struct tree *sort_tree;
 static int by_wnid(const void *a, const void *b)
 {
-    return strcmp(sort_tree->wnids[*(const int *)a], sort_tree->wnids[*(const int *)b]);
+    return strcmp(((const struct named *)a)->wnid, ((const struct named *)b)->wnid);
 }
 
 /* The label of wnid, or -1. */
 static int label_of(const struct tree *t, const char *wnid)
 {
-    int lo = 0, hi = t->nclasses - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(t->wnids[t->by_name[mid]], wnid);
-        if (!c)
-            return t->by_name[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
+    struct named key = {wnid, -1};
+    const struct named *hit = bsearch(&key, t->by_name, (size_t)t->nclasses, sizeof key, by_wnid);
+    return hit ? hit->label : -1;
 }
 
 /* The tree's root (dir itself or dir/tiny-imagenet-200) and its classes. */
@@ -193,13 +189,12 @@ static int open_tree(struct tree *t, const char *dir, const char *origin, struct
         return pb_err_set(e, "tiny-imagenet: %s lists no class; " REDO, path);
     t->by_name = pb_xmalloc((size_t)t->nclasses * sizeof *t->by_name);
     for (int i = 0; i < t->nclasses; i++)
-        t->by_name[i] = i;
-    sort_tree = t;
+        t->by_name[i] = (struct named){t->wnids[i], i};
     qsort(t->by_name, (size_t)t->nclasses, sizeof *t->by_name, by_wnid);
     for (int i = 1; i < t->nclasses; i++)
-        if (!strcmp(t->wnids[t->by_name[i]], t->wnids[t->by_name[i - 1]]))
+        if (!strcmp(t->by_name[i].wnid, t->by_name[i - 1].wnid))
             return pb_err_set(e, "tiny-imagenet: %s lists %s twice; " REDO, path,
-                              t->wnids[t->by_name[i]]);
+                              t->by_name[i].wnid);
     return 0;
 }
 

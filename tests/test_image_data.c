@@ -80,9 +80,12 @@ static void remove_scratch(void)
 
 static const char *copy_data(void)
 {
+    static bool registered;
+    remove_scratch();
     snprintf(scratch, sizeof scratch, "/tmp/pb-imgdata-XXXXXX");
     ck_assert(mkdtemp(scratch) != NULL);
-    atexit(remove_scratch);
+    if (!registered)
+        registered = atexit(remove_scratch) == 0;
     sh("cp -r '%s'/. '%s'", data_dir(), scratch);
     /* the cache folder of these tests, not the user's */
     char xdg[128];

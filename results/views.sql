@@ -9,12 +9,29 @@
 -- bubble are not those of a pipeline with one device per stage (the seq executor runs
 -- the stages in turn; or the stages' threads outnumbered the cores). Simulations
 -- (`pipebench simulate --record`, executor 'sim') are not runs of a configuration.
+-- config_id is the configuration's identity: every recorded option that can change its
+-- numbers except the seed (seeds are what a cell averages) and the schedule and variant
+-- (a table's columns), so a cell never mixes configurations; how a run was timed
+-- (executor, threads) and where its files are (data folder, checkpoints, traces) are not
+-- part of it. experiment: the --experiment it was recorded under, NULL for none.
+-- Only the runs a report selects (pb_report_select: report_selection when
+-- report_selecting holds a row) are here.
+CREATE TEMP TABLE IF NOT EXISTS report_selection (run_id INTEGER PRIMARY KEY);
+CREATE TEMP TABLE IF NOT EXISTS report_selecting (on_ INTEGER);
 CREATE TEMP VIEW IF NOT EXISTS run_config AS
 SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, schedule,
        nullif(variant, '') AS variant,
        schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label,
-       executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing
-FROM runs WHERE executor IS NOT 'sim';
+       executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
+       CASE WHEN json_valid(config) THEN json_remove(config, '$.schedule', '$.variant',
+            '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
+            '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment') END
+           AS config_id,
+       CASE WHEN json_valid(config) THEN json_extract(config, '$.experiment') END AS experiment
+FROM runs
+WHERE executor IS NOT 'sim'
+  AND (NOT EXISTS (SELECT 1 FROM report_selecting)
+       OR id IN (SELECT run_id FROM report_selection));
 
 -- Maximum (best) and final validation accuracy, epochs recorded and their training seconds.
 CREATE TEMP VIEW IF NOT EXISTS run_accuracy AS

@@ -332,7 +332,7 @@ START_TEST(registry)
     int n = 0;
     for (; pb_dataset_names[n]; n++)
         ck_assert_msg(pb_dataset_summary(pb_dataset_names[n]) != NULL, "%s", pb_dataset_names[n]);
-    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(n, 5);
     ck_assert(pb_dataset_summary("nope") == NULL);
     ck_assert_str_eq(pb_dataset_default_dir("fashion-mnist"), FMNIST_DIR);
 }
@@ -489,12 +489,12 @@ START_TEST(gather)
     pb_epoch_order(3, 1, 20, true, order);
     float x[5 * 24];
     int32_t y[5];
-    pb_dataset_gather(&ds, order, 10, 5, x, y);
+    pb_dataset_gather(&ds, (struct pb_data_key){3, 1, true}, order, 10, 5, x, y);
     for (int i = 0; i < 5; i++) {
         ck_assert_int_eq(y[i], ds.y[order[10 + i]]);
         ck_assert(memcmp(x + i * 24, ds.x + (size_t)order[10 + i] * 24, 24 * sizeof *x) == 0);
     }
-    pb_dataset_gather(&ds, NULL, 15, 5, x, y);
+    pb_dataset_gather(&ds, (struct pb_data_key){3, 1, false}, NULL, 15, 5, x, y);
     ck_assert(memcmp(x, ds.x + 15 * 24, 5 * 24 * sizeof *x) == 0);
     ck_assert(memcmp(y, ds.y + 15, 5 * sizeof *y) == 0);
     pb_dataset_finish(&ds);

@@ -209,6 +209,51 @@ START_TEST(test_corrupt_idx_header)
 }
 END_TEST
 
+/* Runs ARGS on a scratch copy of the fixtures' image data with `damage` (a shell command
+ * run in the copy) applied: exit 2, every fragment in the message, no run row. */
+static void expect_damaged(const char *damage, const char *args, const char *const *fragments)
+{
+    make_dir();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/data/.' '%s/' && cd '%s' && %s", getenv("PB_FIXTURES"),
+             dir, dir, damage);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    char full[1024], err[4096];
+    snprintf(full, sizeof full, "--model lenet --data-dir %s %s", dir, args);
+    int rc = run_cli(full, err, sizeof err);
+    ck_assert_msg(rc == 2, "'%s': exit %d, stderr: %s", full, rc, err);
+    for (int i = 0; fragments[i]; i++)
+        ck_assert_msg(strstr(err, fragments[i]), "'%s': message lacks '%s': %s", full, fragments[i],
+                      err);
+    ck_assert_int_eq(run_rows(), 0);
+}
+
+#define EXPECT_DAMAGED(damage, args, ...) \
+    expect_damaged(damage, args, (const char *const[]){__VA_ARGS__, NULL})
+
+START_TEST(test_bad_image_data)
+{
+    EXPECT("--model lenet --dataset cifar10 --data-dir /nonexistent/cifar", "/nonexistent/cifar",
+           "cifar-10-binary.tar.gz", "https://www.cs.toronto.edu/~kriz/", "PIPEBENCH_CIFAR10_DIR");
+    EXPECT("--model lenet --dataset cifar100 --data-dir /nonexistent/c100", "cifar-100-binary.tar.gz");
+    EXPECT("--model lenet --dataset tiny-imagenet --data-dir /nonexistent/tiny",
+           "tiny-imagenet-200.zip", "http://cs231n.stanford.edu/", "PIPEBENCH_TINY_IMAGENET_DIR");
+    const char *small = "--limit-train 8 --limit-val 4 --microbatch-size 2";
+    char args[256];
+    snprintf(args, sizeof args, "--dataset cifar10 %s", small);
+    EXPECT_DAMAGED("truncate -s -7 cifar-10-batches-bin/data_batch_5.bin", args,
+                   "data_batch_5.bin is 12285 bytes, not a whole number of 3073-byte records");
+    EXPECT_DAMAGED("printf '\\377' | dd of=cifar-10-batches-bin/test_batch.bin bs=1 seek=3073 "
+                   "conv=notrunc status=none", args, "test_batch.bin: record 1", "label 255");
+    snprintf(args, sizeof args, "--dataset tiny-imagenet %s", small);
+    EXPECT_DAMAGED("head -c 300 tiny-imagenet-200/val/images/val_3.JPEG > cut && "
+                   "mv cut tiny-imagenet-200/val/images/val_3.JPEG", args,
+                   "val/images/val_3.JPEG is not a readable JPEG");
+    EXPECT_DAMAGED("sed -i 's/n02124075/n00000001/' tiny-imagenet-200/val/val_annotations.txt", args,
+                   "val_annotations.txt line 2: class n00000001 of val_1.JPEG is not in wnids.txt");
+}
+END_TEST
+
 START_TEST(test_unwritable_db)
 {
     EXPECT("--db /proc/pipebench/runs.db", "/proc/pipebench/runs.db");
@@ -232,6 +277,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_schedule_preconditions);
     tcase_add_test(tc, test_missing_dataset);
     tcase_add_test(tc, test_corrupt_idx_header);
+    tcase_add_test(tc, test_bad_image_data);
     tcase_add_test(tc, test_unwritable_db);
     tcase_add_test(tc, test_missing_init);
     suite_add_tcase(s, tc);

@@ -148,7 +148,8 @@ static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interl
             int cnt = nmb - first < accumulate ? nmb - first : accumulate;
             for (int i = 0; i < cnt; i++) {
                 int j = first + i;
-                pb_dataset_gather(&ds, order, j * b, b, x, y);
+                pb_dataset_gather(&ds, (struct pb_data_key){c->seed, epoch, true}, order, j * b, b,
+                                  x, y);
                 be->ops->upload(be, labels, y, (size_t)b * sizeof *y);
                 struct pb_tensor t;
                 ck_assert(pb_tensor_alloc(be, &t, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);

@@ -14,6 +14,7 @@ enum pb_rng_domain {
     PB_RNG_SHUFFLE = 2,  /* epoch permutation: (seed, epoch) */
     PB_RNG_DROPOUT = 3,  /* dropout masks: (seed, global micro-batch, layer) */
     PB_RNG_DATA = 4,     /* synthetic datasets: (seed, sample) */
+    PB_RNG_AUGMENT = 5,  /* training transforms of image samples: (seed, epoch, sample) */
 };
 
 struct pb_rng_key {

@@ -37,13 +37,33 @@ static int execute(struct run_state *r, const struct pb_program *progs, struct p
     return pb_exec_seq(r->workers, d, progs, e);
 }
 
+/* Queues on stage 0's loader thread the inputs of the forwards of stage 0's program prog,
+ * in program order. */
+static void queue_pass(struct run_state *r, const struct pb_program *prog,
+                       const struct pb_data_view *view)
+{
+    int *mbs = pb_xmalloc((size_t)prog->n * sizeof *mbs + 1), n = 0;
+    for (int i = 0; i < prog->n; i++)
+        if (prog->ops[i].kind == PB_OP_F)
+            mbs[n++] = prog->ops[i].mb;
+    pb_prefetch_queue(r->prefetch, view->ds, view->order, view->batch, view->key, mbs, n);
+    free(mbs);
+}
+
+/* The validation view of the epoch. */
+static struct pb_data_view val_view(const struct run_state *r, int epoch)
+{
+    return (struct pb_data_view){&r->val, NULL, r->cfg->microbatch_size,
+                                 {r->cfg->seed, epoch, false}, r->prefetch};
+}
+
 /* Forward-only pass over the validation set with the current weights W (never
  * predicted), through the same executor and workers as training: batches of the
  * micro-batch size in file order; a last incomplete batch is left out. */
-static int validate(struct run_state *r, double *loss, double *acc, struct pb_err *e)
+static int validate(struct run_state *r, int epoch, double *loss, double *acc, struct pb_err *e)
 {
     int d = r->cfg->stages, b = r->cfg->microbatch_size, nb = r->nval / b;
-    struct pb_data_view view = {&r->val, NULL, b};
+    struct pb_data_view view = val_view(r, epoch);
     for (int k = r->lo; k < r->hi; k++)
         pb_worker_begin_eval(&r->workers[k], &r->eval_progs[k], view, e);
     pb_dist_barrier(r->dist);
@@ -174,9 +194,16 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
 {
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages;
-    if (r->train.x || r->train.y)
+    if (pb_dataset_has_inputs(&r->train) || r->train.y)
         pb_epoch_order(c->seed, epoch, r->train.n, c->shuffle, order);
-    struct pb_data_view view = {&r->train, order, c->microbatch_size};
+    struct pb_data_view view = {&r->train, order, c->microbatch_size, {c->seed, epoch, true},
+                                r->prefetch};
+    if (r->prefetch) {
+        /* the thread prepares the training micro-batches, then the validation batches */
+        struct pb_data_view val = val_view(r, epoch);
+        queue_pass(r, &r->progs[0], &view);
+        queue_pass(r, &r->eval_progs[0], &val);
+    }
     pb_dist_barrier(r->dist);
     int rc = 0;
     for (int k = r->lo; k < r->hi && !rc; k++) {
@@ -201,7 +228,7 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     if (rc)
         return -1;
     double vloss, vacc;
-    if (pb_dist_any(r->dist, validate(r, &vloss, &vacc, e) != 0))
+    if (pb_dist_any(r->dist, validate(r, epoch, &vloss, &vacc, e) != 0))
         return -1;
     return record(r, epoch, wall, vloss, vacc, sum, e);
 }

@@ -89,7 +89,8 @@ void pb_run_flags_usage(FILE *f)
     for (int i = 0; pb_dataset_names[i]; i++)
         fprintf(f, " %s%s", pb_dataset_names[i], pb_dataset_names[i + 1] ? " |" : "");
     fprintf(f, " (default: the model's)\n"
-        "  --data-dir DIR          dataset folder (default /usr/share/datasets/fashion-mnist)\n");
+        "  --data-dir DIR          dataset folder (default $PIPEBENCH_<DATASET>_DIR, else\n"
+        "                          /usr/share/datasets/<dataset>; semantics §1.6)\n");
     usage_schedules(f);
     fprintf(f,
         "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop (default sgdm)\n"

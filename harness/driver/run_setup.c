@@ -141,14 +141,28 @@ static int collective(struct run_state *r, int rc, struct pb_err *e)
     return -1;
 }
 
+const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *opts)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    const char *ds = c->dataset ? c->dataset : r->workload->dataset;
+    *opts = c->synthetic;
+    opts->crop = r->input_side;
+    opts->no_flip = r->no_flip;
+    const struct pb_dataset_opts *s = &c->synthetic;
+    if (!strcmp(ds, "synthetic") && !s->like && !s->c && !s->h && !s->w && !s->nclasses &&
+        pb_dataset_is_image(r->workload->dataset))
+        opts->like = r->workload->dataset;
+    return ds;
+}
+
 /* The first stage reads the inputs and the last the labels: a process loads only the
  * parts its stages read; the others learn the size and shape from rank 0. */
 static int load_data(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
-    const char *ds = r->dataset = c->dataset ? c->dataset : r->workload->dataset;
+    struct pb_dataset_opts opts;
+    const char *ds = r->dataset = pb_run_data_opts(r, &opts);
     int rc = 0;
-    struct pb_dataset_opts opts = c->synthetic;
     opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
     if (opts.parts)
         rc = pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
@@ -205,11 +219,10 @@ static void account_data(struct run_state *r)
     const struct pb_dataset *sets[2] = {&r->train, &r->val};
     for (int i = 0; i < 2; i++) {
         const struct pb_dataset *ds = sets[i];
-        size_t nx = (size_t)ds->n * (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
-        if (ds->x && r->lo == 0)
-            pb_backend_account(r->be[0], PB_MEM_HOST, nx * sizeof *ds->x, true);
+        if (pb_dataset_has_inputs(ds) && r->lo == 0)
+            pb_backend_account(r->be[0], PB_MEM_HOST, pb_dataset_input_bytes(ds), true);
         if (ds->y && r->hi == d)
-            pb_backend_account(r->be[d - 1], PB_MEM_HOST, (size_t)ds->n * sizeof *ds->y, true);
+            pb_backend_account(r->be[d - 1], PB_MEM_HOST, pb_dataset_label_bytes(ds), true);
     }
 }
 
@@ -231,6 +244,11 @@ static int build_stages(struct run_state *r, struct pb_err *e)
         pb_stage_init_params(&r->stages[k], c->seed, e);
     }
     account_data(r);
+    /* stage 0's inputs come from the loader thread; PIPEBENCH_SYNC_LOADER=1 (for tests
+     * only) gathers them in the worker instead, which must give the same bits */
+    const char *sync = getenv("PIPEBENCH_SYNC_LOADER");
+    if (r->lo == 0 && !(sync && !strcmp(sync, "1")))
+        r->prefetch = pb_prefetch_create(r->be[0], pb_shape_count(r->stages[0].in_shape));
     if (c->init && pb_checkpoint_load(r->stages + r->lo, r->hi - r->lo, c->init, e))
         return -1;
     for (int k = r->lo; k < r->hi; k++) {
@@ -335,6 +353,8 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
 
 void pb_run_state_finish(struct run_state *r)
 {
+    pb_prefetch_destroy(r->prefetch);
+    r->prefetch = NULL;
     for (int k = r->lo; k < r->lo + r->nworkers_ready; k++)
         pb_worker_finish(&r->workers[k]);
     for (int k = r->lo; k < r->lo + r->nstages_ready; k++)

@@ -337,7 +337,13 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
         return -1;
     size_t bytes = pb_shape_count(s->in_shape) * sizeof(float);
     float *host = s->be->ops->write_begin(s->be, x->data, bytes);
-    pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, host, w->host_y);
+    if (w->data.prefetch) {
+        pb_prefetch_take(w->data.prefetch, mb, host);
+        if (is_last(w))
+            pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
+    } else {
+        pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, host, w->host_y);
+    }
     s->be->ops->write_end(s->be, x->data, host, bytes);
     return 0;
 }
@@ -351,7 +357,7 @@ static void stage_labels(struct pb_worker *w, int mb)
     struct pb_stage *s = w->stage;
     int b = w->data.batch;
     if (!is_first(w))
-        pb_dataset_gather(w->data.ds, w->data.order, mb * b, b, NULL, w->host_y);
+        pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
     s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
 }
 

@@ -11,6 +11,7 @@
 
 #include "workloads/datasets/dataset.h"
 #include "harness/exec/metrics.h"
+#include "harness/exec/prefetch.h"
 #include "harness/ir/program.h"
 #include "harness/model/stage.h"
 #include "harness/store/wstore.h"
@@ -57,6 +58,9 @@ struct pb_data_view {
     const struct pb_dataset *ds;
     const int32_t *order;   /* the epoch's sample order */
     int batch;              /* b */
+    struct pb_data_key key; /* what the transforms are keyed by (training or validation) */
+    struct pb_prefetch *prefetch; /* stage 0: the loader thread holding its inputs (the
+                                     pass was queued), NULL: gather them here */
 };
 
 struct pb_worker {

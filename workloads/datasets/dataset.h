@@ -1,31 +1,52 @@
-/* workloads/datasets/dataset.h — in-memory datasets, the epoch order and batch gathering.
- * Implements the data conventions of semantics §1.5, §1.6: Fashion-MNIST (IDX) normalisation, the
- * per-(seed, epoch) permutation, `--limit` keeping the first N samples of the file. */
+/* workloads/datasets/dataset.h — datasets on the host, the epoch order and batch gathering.
+ * Implements the data conventions of semantics §1.5, §1.6: Fashion-MNIST (IDX) and the
+ * generic synthetic data held as normalised floats; CIFAR-10/100 and Tiny-ImageNet held
+ * as uint8 images (Tiny-ImageNet mapped from a decoded cache), normalised and augmented
+ * when a batch is gathered; the per-(seed, epoch) permutation; `--limit` keeping the
+ * first N samples of the file. */
 #ifndef PB_DATASET_H
 #define PB_DATASET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "harness/base/err.h"
+#include "workloads/datasets/augment.h"
 
-/* A whole split held on the host, already normalised. */
+/* One split on the host. c, h, w are the shape of the samples pb_dataset_gather
+ * produces; an image dataset stores another ([sc, sh, sw]) and transforms on the way. */
 struct pb_dataset {
     char *name;      /* registry name, e.g. "fashion-mnist" */
     int n;           /* samples */
-    int c, h, w;     /* sample shape */
+    int c, h, w;     /* gathered sample shape */
     int nclasses;
-    float *x;        /* [n, c, h, w] */
+    float *x;        /* float datasets: [n, c, h, w], normalised; NULL for image datasets */
     int32_t *y;      /* [n], each in [0, nclasses) */
+    /* image datasets (semantics §1.6) */
+    const uint8_t *pix;  /* [n, sc, sh, sw] stored pixels; NULL for float datasets */
+    int sc, sh, sw;      /* stored sample shape */
+    struct pb_aug aug;   /* transforms and normalisation; family PB_AUG_NONE for floats */
+    uint8_t *pix_owned;  /* pix when it was allocated here */
+    void *map;           /* pix's mapped cache file, else NULL */
+    size_t map_len;
+    long decoded;        /* images this load decoded from their files (0: all from a cache) */
+    char *cache_path;    /* the cache file read or written, NULL when none */
 };
 
 enum pb_split { PB_SPLIT_TRAIN, PB_SPLIT_TEST };
 
-/* Shape options of generated datasets; fields left 0 take the defaults
- * (1×28×28, 10 classes, 10000 train / 2000 test samples). Files ignore them. */
+/* Options of a load; fields left 0 take the defaults. c, h, w, nclasses, n shape the
+ * generic synthetic data (1×28×28, 10 classes, 10000 train / 2000 test samples); files
+ * ignore them. */
 struct pb_dataset_opts {
     int c, h, w, nclasses, n;
-    int parts;   /* what to load: PB_DATA_INPUTS | PB_DATA_LABELS; 0 = both */
+    int parts;         /* what to load: PB_DATA_INPUTS | PB_DATA_LABELS; 0 = both */
+    int crop;          /* S, the side of the gathered samples; 0 = the dataset's native side
+                          (32 CIFAR, 64 Tiny-ImageNet); float datasets take only 0 or their own */
+    bool no_flip;      /* no horizontal flip in training (inceptionv3) */
+    const char *like;  /* synthetic: a stand-in with this image dataset's stored shape,
+                          class count, normalisation and transforms (NULL: generic) */
 };
 
 /* Parts of a dataset: a pipeline's first stage needs the inputs only, its last stage
@@ -39,28 +60,72 @@ const char *pb_dataset_summary(const char *name);
 
 /* Default folder of the file-based dataset `name` (NULL for generated ones). */
 const char *pb_dataset_default_dir(const char *name);
+/* The environment variable naming its folder (PIPEBENCH_CIFAR10_DIR, ...), NULL for
+ * generated ones. */
+const char *pb_dataset_env_var(const char *name);
+/* Whether `name` is an image dataset (uint8 samples, transforms; `like` accepts it). */
+bool pb_dataset_is_image(const char *name);
+
+/* The folder a load of `name` reads: data_dir, else $PIPEBENCH_<NAME>_DIR when set and
+ * not empty, else the default folder. *origin (when not NULL) says which, for
+ * messages: "--data-dir", the variable's name or "the default folder". */
+const char *pb_dataset_dir(const char *name, const char *data_dir, const char **origin);
 
 /* Loads `split` of dataset `name` into ds (zeroed or finished). data_dir NULL = the
- * dataset's default folder. limit > 0 keeps the first `limit` samples of the file
- * (more than the file holds is an error), 0 keeps all. seed feeds generated datasets.
+ * folder pb_dataset_dir names. limit > 0 keeps the first `limit` samples of the file
+ * (more than the file holds is an error) and reads or decodes no more than that where
+ * the format allows; 0 keeps all. seed feeds generated datasets.
  * Returns 0, or -1 with a message (unknown name, missing or corrupt file). */
 int pb_dataset_load(struct pb_dataset *ds, const char *name, const char *data_dir,
                     enum pb_split split, int limit, uint64_t seed, struct pb_err *e);
-/* As pb_dataset_load with shape options for generated datasets (opts NULL = defaults). */
+/* As pb_dataset_load with options (opts NULL = defaults). */
 int pb_dataset_load_opts(struct pb_dataset *ds, const char *name, const char *data_dir,
                          enum pb_split split, int limit, uint64_t seed,
                          const struct pb_dataset_opts *opts, struct pb_err *e);
 
-/* Frees ds's memory and zeroes it; safe on a zeroed struct. */
+/* Frees ds's memory and unmaps its cache; zeroes it; safe on a zeroed struct. */
 void pb_dataset_finish(struct pb_dataset *ds);
 
-/* The registry's loaders (pb_dataset_load_opts calls them). Fashion-MNIST reads
- * {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir (NULL = default),
- * loading only `parts` (PB_DATA_*); the headers of both files are checked. */
+/* Whether ds holds its inputs (floats or pixels). */
+bool pb_dataset_has_inputs(const struct pb_dataset *ds);
+/* Host bytes of the inputs and of the labels ds holds (mapped pixels count too). */
+size_t pb_dataset_input_bytes(const struct pb_dataset *ds);
+size_t pb_dataset_label_bytes(const struct pb_dataset *ds);
+
+/* The registry's loaders (pb_dataset_load_opts calls them with the resolved folder).
+ * Fashion-MNIST reads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir
+ * (NULL = default), loading only `parts` (PB_DATA_*); the headers of both files are
+ * checked. */
 int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
                                    enum pb_split split, int limit, int parts, struct pb_err *e);
-/* Class prototypes plus Gaussian noise, a pure function of (seed, split, sample). */
+/* Class prototypes plus Gaussian noise, a pure function of (seed, split, sample); with
+ * opts->like an image stand-in stored as uint8 (semantics §1.6). */
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
+                         const struct pb_dataset_opts *opts, struct pb_err *e);
+/* CIFAR-10 (classes 10) or CIFAR-100 (classes 100) binary batches in dir or in its
+ * cifar-10-batches-bin/ or cifar-100-binary/ folder; origin as pb_dataset_dir's. */
+int pb_dataset_cifar(struct pb_dataset *ds, int classes, const char *dir, const char *origin,
+                     enum pb_split split, int limit, const struct pb_dataset_opts *opts,
+                     struct pb_err *e);
+/* Tiny-ImageNet's tiny-imagenet-200/ tree (dir itself or dir/tiny-imagenet-200), its
+ * JPEGs decoded once into a uint8 cache file and mapped after. */
+int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char *origin,
+                             enum pb_split split, int limit, const struct pb_dataset_opts *opts,
+                             struct pb_err *e);
+
+/* The stored shape, class count, normalisation and transform family of image dataset
+ * `name` (false for another name). */
+struct pb_image_kind {
+    const char *name;
+    int c, h, w, nclasses;
+    enum pb_aug_family family;
+    float mean[3], std[3];
+};
+bool pb_dataset_image_kind(const char *name, struct pb_image_kind *out);
+/* For the loaders: ds holds n stored images of `k`'s shape (pix or pix_owned set, or
+ * neither when only the labels were loaded); sets the transforms for opts' crop and
+ * flip and the gathered shape. -1 with a message for a side it cannot take. */
+int pb_dataset_set_image(struct pb_dataset *ds, const struct pb_image_kind *k,
                          const struct pb_dataset_opts *opts, struct pb_err *e);
 
 /* Pixel normalisation of Fashion-MNIST / MNIST-format data (semantics §1.6). */
@@ -72,10 +137,21 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
  * pb_rng_below(pb_rng_key(PB_RNG_SHUFFLE, seed, epoch, 0, 0), i, i + 1). */
 void pb_epoch_order(uint64_t seed, int epoch, int n, bool shuffle, int32_t *order);
 
-/* Copies samples order[first .. first+count) (order NULL = file order) into
- * x [count, c, h, w] and y [count]; x or y may be NULL (a stage that needs only one),
- * and must be when that part was not loaded. */
-void pb_dataset_gather(const struct pb_dataset *ds, const int32_t *order, int first, int count,
-                       float *x, int32_t *y);
+/* What a gather's random transforms are keyed by: sample s of a training gather takes
+ * the parameters drawn from pb_rng_key(PB_RNG_AUGMENT, seed, epoch, s, 0); a
+ * validation gather (train false) takes the deterministic transform. Float datasets
+ * ignore it. */
+struct pb_data_key {
+    uint64_t seed;
+    int epoch;
+    bool train;
+};
+
+/* Writes samples order[first .. first+count) (order NULL = file order) into
+ * x [count, c, h, w] (transformed as key says) and y [count]; x or y may be NULL (a
+ * stage that needs only one), and must be when that part was not loaded. Thread-safe:
+ * it reads ds only. */
+void pb_dataset_gather(const struct pb_dataset *ds, struct pb_data_key key, const int32_t *order,
+                       int first, int count, float *x, int32_t *y);
 
 #endif

@@ -209,8 +209,8 @@ START_TEST(test_runs_record_simulation)
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), D = 4;
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
                              "--schedule pipedream --stages %d --executor threads --epochs 2 "
-                             "--limit-train 256 --limit-val 64 --microbatch-size 16 --db r.db",
-                             D), 0);
+                             "--limit-train 256 --limit-val 64 --microbatch-size 16 --db r.db "
+                             "--experiment sims", D), 0);
     bool over = D * (cores / D > 0 ? cores / D : 1) > cores;
     ck_assert_msg((strstr(out, "warning: 4 stages") != NULL) == over, "%d cores: %s", cores, out);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT oversubscribed FROM runs"), over);
@@ -241,6 +241,12 @@ START_TEST(test_runs_record_simulation)
                              "--format csv"), 0);
     ck_assert_msg(strstr(out, "sgdm,mlp,synthetic,2,gpipe,") != NULL && strstr(out, ",0,0,1\n"),
                   "the seq run's throughput is marked as a shared machine's: %s", out);
+    /* --experiment is recorded and selects */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "runs --db r.db --experiment sims"), 0);
+    ck_assert_msg(strstr(out, "pipedream") && !strstr(out, "gpipe"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table accuracy "
+                             "--experiment nope"), 2);
+    ck_assert_msg(strstr(out, "matches the selection"), "%s", out);
     cli_cleanup(dir);
 }
 END_TEST

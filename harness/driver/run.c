@@ -84,6 +84,8 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON_AddStringToObject(o, "trace_epochs", c->trace_epochs ? c->trace_epochs : "first,last");
     cJSON_AddNumberToObject(o, "trace_mb_lo", c->trace_mb_lo);
     cJSON_AddNumberToObject(o, "trace_mb_hi", c->trace_mb_hi);
+    if (c->experiment)
+        cJSON_AddStringToObject(o, "experiment", c->experiment);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

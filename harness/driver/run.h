@@ -20,6 +20,7 @@ struct pb_run_cfg {
     const char *backend;          /* "cpu" (harness/compute/backend.h's registry) */
     const char *db;               /* results database */
     const char *init, *save;      /* safetensors checkpoints, NULL for none */
+    const char *experiment;       /* --experiment: a name grouping runs, NULL for none */
     struct pb_optim_cfg optim;
     const char *optimizer;        /* its name as given ("sgdm", ...) */
     int stages, microbatch_size, microbatches, epochs;

@@ -13,7 +13,8 @@ enum {
     O_MODEL = 1, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
-    O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND, O_HELP,
+    O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
+    O_EXPERIMENT, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -53,6 +54,7 @@ static const struct option run_options[] = {
     {"trace-epochs", required_argument, 0, O_TRACE_EPOCHS},
     {"trace-window", required_argument, 0, O_TRACE_WINDOW},
     {"backend", required_argument, 0, O_BACKEND},
+    {"experiment", required_argument, 0, O_EXPERIMENT},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -115,6 +117,8 @@ void pb_run_flags_usage(FILE *f)
         "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
         "                          pipebench run --executor mpi ...) (default seq)\n"
         "  --backend NAME          cpu (oneDNN; default) | cuda (not part of pipebench yet)\n"
+        "  --experiment NAME       record the run under this experiment (report, plot and runs\n"
+        "                          select it with --experiment NAME)\n"
         "  --threads N             cores for all stages together (default all; at most the\n"
         "                          cores, or D when D is more)\n"
         "  --db FILE               results database (default results/pipebench.db)\n"
@@ -196,6 +200,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     STR(O_SAVE, save);
     STR(O_TRACE_EPOCHS, trace_epochs);
     STR(O_BACKEND, backend);
+    STR(O_EXPERIMENT, experiment);
 #undef STR
     int rc = 0;
 #define FLT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_float(flag, val[id], &(dst), e)

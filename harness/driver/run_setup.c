@@ -39,6 +39,9 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
                           c->threads, cores, c->stages, cores > c->stages ? cores : c->stages);
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
+    if (c->experiment && (!*c->experiment || strlen(c->experiment) > 64))
+        return pb_err_set(e, "--experiment wants a name of 1 to 64 characters (got '%s')",
+                          c->experiment);
     if (c->trace_mb_lo < 0 || c->trace_mb_hi < 0 || (c->trace_mb_hi && c->trace_mb_hi <= c->trace_mb_lo))
         return pb_err_set(e, "--trace-window A:B keeps micro-batches A to B-1 of the traced epochs: "
                              "0 <= A < B (got %d:%d)", c->trace_mb_lo, c->trace_mb_hi);

@@ -1,6 +1,7 @@
 /* harness/store/checkpoint.c — saving and loading the stages' weights (checkpoint.h). */
 #include "harness/store/checkpoint.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -96,6 +97,31 @@ int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
     return rc;
 }
 
+/* A tensor's name without its "stage<k>." prefix: the same for every partition. */
+static const char *block_level(const char *name)
+{
+    if (strncmp(name, "stage", 5) || !isdigit((unsigned char)name[5]))
+        return name;
+    const char *p = name + 5;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '.' ? p + 1 : name;
+}
+
+/* The file's tensor for an expected name: that name, else the one with the same
+ * block-level name (saved from another partition of the model), else the name itself
+ * (the read then reports it missing). */
+static const char *file_name(const struct pb_safetensors *st, const char *name)
+{
+    if (pb_st_find(st, name))
+        return name;
+    const char *want = block_level(name);
+    for (int i = 0; i < st->n; i++)
+        if (!strcmp(block_level(st->t[i].name), want))
+            return st->t[i].name;
+    return name;
+}
+
 static void read_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
                         const struct pb_layer *l)
 {
@@ -105,7 +131,7 @@ static void read_tensor(void *ctx, const char *name, int is_buffer, size_t off, 
     float *dst = (is_buffer ? c->out->buffers : c->out->params) + off;
     int64_t shape[4];
     int nd = torch_shape(l, name, n, shape);
-    if (pb_st_read_f32_shaped(c->in, name, dst, nd, shape, c->e))
+    if (pb_st_read_f32_shaped(c->in, file_name(c->in, name), dst, nd, shape, c->e))
         c->rc = -1;
 }
 
@@ -127,7 +153,7 @@ int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, s
         pb_err_prefix(e, "--init %s: ", path);
         size_t len = strlen(e->msg);
         snprintf(e->msg + len, sizeof e->msg - len,
-                 " (a checkpoint loads into the same --model and --stages it was saved from)");
+                 " (a checkpoint loads into the --model it was saved from, at any --stages)");
     }
     for (int k = 0; k < nstages; k++) {
         if (!rc) {

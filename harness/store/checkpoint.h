@@ -13,8 +13,9 @@ int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
 int pb_checkpoint_save_host(const struct pb_stage *stages, int nstages, float *const *params,
                             float *const *buffers, const char *path, const char *metadata_json,
                             struct pb_err *e);
-/* Loads every tensor the stages expect; a missing tensor or a size mismatch is an
- * error naming it (nothing is changed then). */
+/* Loads every tensor the stages expect, by name or, for a checkpoint saved from another
+ * partition of the model, by the name without its "stage<k>." prefix; a missing tensor
+ * or a shape mismatch is an error naming it (nothing is changed then). */
 int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, struct pb_err *e);
 
 #endif

@@ -390,6 +390,66 @@ static int update_run(struct pb_results *r, int64_t run_id, const char *sql, con
     return 0;
 }
 
+int pb_results_run_resume(struct pb_results *r, int64_t run_id, int first_epoch,
+                          struct pb_err *e)
+{
+    sqlite3_stmt *s = NULL;
+    if (exec(r, "BEGIN IMMEDIATE", "resuming a run", e))
+        return -1;
+    int rc = -1;
+    if (sqlite3_prepare_v2(r->db, "SELECT status FROM runs WHERE id = ?", -1, &s, NULL) !=
+        SQLITE_OK) {
+        db_fail(r, "resuming a run", e);
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, run_id);
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        pb_err_set(e, "there is no run %lld in %s (`pipebench runs` lists them)",
+                   (long long)run_id, r->path);
+        goto out;
+    }
+    const char *st = (const char *)sqlite3_column_text(s, 0);
+    if (!strcmp(st, "done") || !strcmp(st, "running") || !strcmp(st, "diverged")) {
+        pb_err_set(e, "run %lld is %s: only an interrupted or failed run can be resumed%s",
+                   (long long)run_id, st, !strcmp(st, "running") ? " (is it still running?)" : "");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_prepare_v2(r->db, "DELETE FROM epochs WHERE run_id = ? AND epoch >= ?", -1, &s,
+                           NULL) != SQLITE_OK) {
+        db_fail(r, "resuming a run", e);
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_int(s, 2, first_epoch);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        db_fail(r, "resuming a run", e);
+        goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_prepare_v2(r->db, "UPDATE runs SET status = 'running', ended = NULL, message = "
+                           "NULL, pid = ? WHERE id = ?", -1, &s, NULL) != SQLITE_OK) {
+        db_fail(r, "resuming a run", e);
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)getpid());
+    sqlite3_bind_int64(s, 2, run_id);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        db_fail(r, "resuming a run", e);
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(s);
+    if (rc)
+        rollback(r);
+    else if (exec(r, "COMMIT", "resuming a run", e))
+        rc = -1;
+    return rc;
+}
+
 int pb_results_run_started(struct pb_results *r, int64_t run_id, struct pb_err *e)
 {
     char now[32];

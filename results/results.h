@@ -81,6 +81,11 @@ const char *pb_results_path(const struct pb_results *db);
  * -1 with a message. */
 int64_t pb_results_run_begin(struct pb_results *db, const struct pb_run_info *info,
                              struct pb_err *e);
+/* Takes an interrupted or failed run up again (pipebench resume): its epochs from
+ * first_epoch on are deleted (the resume state is older than them), its status is
+ * 'running' again under this process. A done, diverged or running run is refused. */
+int pb_results_run_resume(struct pb_results *db, int64_t run_id, int first_epoch,
+                          struct pb_err *e);
 /* Records when training began (after data loading and model building). */
 int pb_results_run_started(struct pb_results *db, int64_t run_id, struct pb_err *e);
 /* Writes an epoch, its stage_stats and staleness rows and its events in one

@@ -25,7 +25,8 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
        executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
        CASE WHEN json_valid(config) THEN json_remove(config, '$.schedule', '$.variant',
             '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
-            '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment') END
+            '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
+            '$.checkpoint_every') END
            AS config_id,
        CASE WHEN json_valid(config) THEN json_extract(config, '$.experiment') END AS experiment
 FROM runs

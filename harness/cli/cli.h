@@ -21,6 +21,11 @@ int pb_cmd_compare(int argc, char **argv);   /* harness/cli/cli_compare.c */
 int pb_cmd_sweep(int argc, char **argv);     /* harness/cli/cli_sweep.c */
 
 int pb_cmd_simulate(int argc, char **argv);  /* harness/cli/cli_simulate.c */
+int pb_cmd_resume(int argc, char **argv);    /* harness/cli/cli_resume.c */
+
+struct pb_run_cfg;
+/* Runs c and says how it ended, as `pipebench run` does; returns the exit status. */
+int pb_cli_run_cfg(const struct pb_run_cfg *c);
 
 /* The pipe options of program and simulate (harness/cli/cli_pipe.c): finds the schedule
  * and optimizer and checks D, N and M (M defaults to D unless have_m). */

@@ -36,8 +36,14 @@ int pb_cmd_run(int argc, char **argv)
     pb_run_cfg_defaults(&c);
     if (pb_run_flags_apply(&flags, &c, &e))
         return pb_cli_fail(e.msg);
+    return pb_cli_run_cfg(&c);
+}
+
+int pb_cli_run_cfg(const struct pb_run_cfg *c)
+{
     struct pb_run_summary sum;
-    rc = pb_run(&c, &sum, &e);
+    struct pb_err e;
+    int rc = pb_run(c, &sum, &e);
     if (rc == PB_EXIT_USAGE)
         return pb_cli_fail(e.msg);
     if (rc == PB_EXIT_RUN) {
@@ -46,9 +52,9 @@ int pb_cmd_run(int argc, char **argv)
                     pb_run_status_names[sum.status], e.msg);
         return rc;
     }
-    if (!c.quiet && sum.run_id > 0)
+    if (!c->quiet && sum.run_id > 0)
         printf("run %lld done: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",
-               (long long)sum.run_id, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds, c.db);
+               (long long)sum.run_id, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds, c->db);
     return PB_EXIT_OK;
 }
 

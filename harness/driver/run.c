@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
@@ -26,6 +27,7 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c)
     c->epochs = 1;
     c->seed = 1;
     c->shuffle = true;
+    c->checkpoint_every = -1;
 }
 
 /* The shortest decimal that reads back as f (0.01f is stored as 0.01, not as
@@ -86,6 +88,7 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON_AddNumberToObject(o, "trace_mb_hi", c->trace_mb_hi);
     if (c->experiment)
         cJSON_AddStringToObject(o, "experiment", c->experiment);
+    cJSON_AddNumberToObject(o, "checkpoint_every", c->checkpoint_every);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -98,9 +101,17 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
     double t0 = pb_run_now_s();
     int rc = 0;
     bool diverged = false;
-    for (int epoch = 0; epoch < c->epochs && !rc; epoch++)
+    int every = pb_run_checkpoint_every(c);
+    for (int epoch = r->start_epoch; epoch < c->epochs && !rc; epoch++) {
         rc = pb_run_epoch(r, epoch, order, sum, &diverged, e);
+        if (!rc && every > 0 && (epoch + 1) % every == 0 && epoch + 1 < c->epochs)
+            rc = pb_run_save_state(r, epoch + 1, e);
+    }
     free(order);
+    char state[4096];
+    pb_run_state_path(c->db, r->run_id, state, sizeof state);
+    if (!rc && run_writer(r))
+        unlink(state);   /* done: nothing left to resume */
     sum->seconds = pb_run_now_s() - t0;
     if (!rc && c->save)
         rc = pb_run_save(r, c->save, e);
@@ -173,7 +184,8 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
     struct pb_run_summary sum = {.status = PB_RUN_FAILED};
     struct pb_dist dist;
     int status = PB_EXIT_USAGE;
-    if (start_dist(&r, &dist, e) || pb_run_setup(&r, e) || pb_run_begin(&r, e)) {
+    if (start_dist(&r, &dist, e) || pb_run_setup(&r, e) ||
+        (c->resume_run > 0 && pb_run_load_state(&r, e)) || pb_run_begin(&r, e)) {
         if (r.run_id > 0) {
             struct pb_err e2;
             pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);

@@ -14,7 +14,7 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -55,6 +55,7 @@ static const struct option run_options[] = {
     {"trace-window", required_argument, 0, O_TRACE_WINDOW},
     {"backend", required_argument, 0, O_BACKEND},
     {"experiment", required_argument, 0, O_EXPERIMENT},
+    {"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -119,6 +120,9 @@ void pb_run_flags_usage(FILE *f)
         "  --backend NAME          cpu (oneDNN; default) | cuda (not part of pipebench yet)\n"
         "  --experiment NAME       record the run under this experiment (report, plot and runs\n"
         "                          select it with --experiment NAME)\n"
+        "  --checkpoint-every N    write the resume state every N epochs beside the database\n"
+        "                          (`pipebench resume RUN` continues an interrupted run from\n"
+        "                          it); default every epoch, 0 never; not under mpi\n"
         "  --threads N             cores for all stages together (default all; at most the\n"
         "                          cores, or D when D is more)\n"
         "  --db FILE               results database (default results/pipebench.db)\n"
@@ -220,6 +224,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_LIMIT_TRAIN, "--limit-train", c->limit_train);
     INT(O_LIMIT_VAL, "--limit-val", c->limit_val);
     INT(O_THREADS, "--threads", c->threads);
+    INT(O_CHECKPOINT_EVERY, "--checkpoint-every", c->checkpoint_every);
 #undef FLT
 #undef INT
     if (!rc && val[O_NESTEROV])

@@ -36,6 +36,7 @@ struct run_state {
     bool progs_ready;
     bool *trace_epochs;           /* [epochs]: events kept (--trace-epochs) */
     struct pb_results *db;        /* rank 0 only */
+    int start_epoch;              /* 0, or the first epoch a resumed run trains */
     int64_t run_id;
 };
 
@@ -67,6 +68,15 @@ void pb_run_state_finish(struct run_state *r);
 /* One epoch: train, validate, record (rank 0). -1 with e and *diverged on failure. */
 int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
               bool *diverged, struct pb_err *e);
+
+/* The resume state (harness/driver/run_resume.c, semantics §1.10): its file beside the
+ * database, its save after epochs_done epochs, its load into a resumed run's stages and
+ * workers (sets start_epoch). */
+void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap);
+int pb_run_save_state(struct run_state *r, int epochs_done, struct pb_err *e);
+int pb_run_load_state(struct run_state *r, struct pb_err *e);
+/* Whether the run writes resume states (--checkpoint-every, executor). */
+int pb_run_checkpoint_every(const struct pb_run_cfg *c);
 
 /* Saves every stage's weights (gathered to rank 0 with MPI). */
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e);

@@ -39,6 +39,12 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
                           c->threads, cores, c->stages, cores > c->stages ? cores : c->stages);
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return pb_err_set(e, "--label-smoothing must be in [0, 1) (got %g)", c->label_smoothing);
+    if (c->checkpoint_every < -1)
+        return pb_err_set(e, "--checkpoint-every counts epochs: 1 or more, or 0 for never "
+                          "(got %d)", c->checkpoint_every);
+    if (!strcmp(c->executor, "mpi") && (c->checkpoint_every > 0 || c->resume_run > 0))
+        return pb_err_set(e, "resume states are not written under --executor mpi yet; use "
+                          "--checkpoint-every 0 with mpi, or the threads executor");
     if (c->experiment && (!*c->experiment || strlen(c->experiment) > 64))
         return pb_err_set(e, "--experiment wants a name of 1 to 64 characters (got '%s')",
                           c->experiment);
@@ -323,6 +329,13 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
         /* runs left 'running' by a process of this host that no longer exists */
         if (!rc && pb_results_mark_orphans(r->db, e) < 0)
             rc = -1;
+        if (c->resume_run > 0) {
+            if (!rc && !pb_results_run_resume(r->db, c->resume_run, r->start_epoch, e))
+                r->run_id = c->resume_run;
+            else
+                rc = -1;
+            return collective(r, rc, e);
+        }
         char *json = rc ? NULL : pb_run_cfg_json(c);
         struct pb_run_info info = {
             .config_json = json,

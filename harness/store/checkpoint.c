@@ -168,3 +168,150 @@ int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, s
     pb_st_finish(&st);
     return rc;
 }
+
+/* The optimizer state slots, in file order. */
+#define NSLOTS 6
+static const char *const slot_names[NSLOTS] = {"buf", "m", "v", "sq", "d_last", "g_last"};
+
+static float **slot_ptr(struct pb_optim *o, int i)
+{
+    float **p[NSLOTS] = {&o->buf, &o->m, &o->v, &o->sq, &o->d_last, &o->g_last};
+    return p[i];
+}
+
+/* One stage's state on the host: weights, buffers and the slots its optimizer keeps. */
+struct state_copy {
+    struct host_copy w;
+    float *slot[NSLOTS];
+};
+
+struct state_io {
+    struct pb_safetensors *st;            /* writer, or the file read */
+    const struct state_copy *in;          /* saving */
+    struct state_copy *out;               /* loading */
+    struct pb_err *e;
+    int rc;
+    char **heap;                          /* the saved tensors' names, freed after the save */
+    int nheap, capheap;
+};
+
+static const char *keep_name(struct state_io *c, const char *name)
+{
+    if (c->nheap == c->capheap) {
+        c->capheap = c->capheap ? 2 * c->capheap : 64;
+        c->heap = realloc(c->heap, (size_t)c->capheap * sizeof *c->heap);
+        PB_CHECK(c->heap != NULL);
+    }
+    return c->heap[c->nheap++] = pb_xstrdup(name);
+}
+
+static void state_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                         const struct pb_layer *l)
+{
+    struct state_io *c = ctx;
+    int64_t shape[4];
+    int nd = torch_shape(l, name, n, shape);
+    for (int i = -1; i < NSLOTS && !c->rc; i++) {
+        if (i >= 0 && is_buffer)
+            break;
+        char full[256];
+        if (i < 0)
+            snprintf(full, sizeof full, "%s", name);
+        else
+            snprintf(full, sizeof full, "%s.optim.%s", name, slot_names[i]);
+        float *base = i < 0 ? (is_buffer ? (c->in ? c->in->w.buffers : c->out->w.buffers)
+                                         : (c->in ? c->in->w.params : c->out->w.params))
+                            : (c->in ? c->in->slot[i] : c->out->slot[i]);
+        if (!base)
+            continue;
+        if (c->in)
+            pb_st_add(c->st, keep_name(c, full), PB_ST_F32, nd, shape, base + off);
+        else if (pb_st_read_f32_shaped(c->st, file_name(c->st, full), base + off, nd, shape,
+                                       c->e))
+            c->rc = -1;
+    }
+}
+
+static void state_alloc(struct pb_stage *s, struct pb_optim *o, struct state_copy *h)
+{
+    h->w.params = pb_xmalloc(s->nparams * sizeof(float) + 1);
+    h->w.buffers = pb_xmalloc(s->nbuffers * sizeof(float) + 1);
+    for (int i = 0; i < NSLOTS; i++)
+        h->slot[i] = *slot_ptr(o, i) ? pb_xmalloc(o->n * sizeof(float) + 1) : NULL;
+}
+
+static void state_free(struct state_copy *h)
+{
+    free(h->w.params);
+    free(h->w.buffers);
+    for (int i = 0; i < NSLOTS; i++)
+        free(h->slot[i]);
+}
+
+int pb_checkpoint_save_state(struct pb_stage *stages, struct pb_optim *const *optims, int nstages,
+                             const char *path, const char *metadata_json, struct pb_err *e)
+{
+    struct pb_safetensors st;
+    pb_st_writer_init(&st);
+    struct state_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
+    struct state_io c = {.st = &st, .e = e};
+    for (int k = 0; k < nstages; k++) {
+        struct pb_stage *s = &stages[k];
+        struct pb_optim *o = optims[k];
+        state_alloc(s, o, &h[k]);
+        s->be->ops->download(s->be, h[k].w.params, s->params, s->nparams * sizeof(float));
+        s->be->ops->download(s->be, h[k].w.buffers, s->buffers, s->nbuffers * sizeof(float));
+        for (int i = 0; i < NSLOTS; i++)
+            if (h[k].slot[i])
+                s->be->ops->download(s->be, h[k].slot[i], *slot_ptr(o, i),
+                                     o->n * sizeof(float));
+        c.in = &h[k];
+        pb_stage_tensors(s, state_tensor, &c);
+    }
+    int rc = pb_st_save(&st, path, metadata_json, e);
+    pb_st_finish(&st);
+    for (int k = 0; k < nstages; k++)
+        state_free(&h[k]);
+    for (int i = 0; i < c.nheap; i++)
+        free(c.heap[i]);
+    free(c.heap);
+    free(h);
+    return rc;
+}
+
+int pb_checkpoint_load_state(struct pb_stage *stages, struct pb_optim *const *optims,
+                             int nstages, const char *path, char **metadata_json,
+                             struct pb_err *e)
+{
+    *metadata_json = NULL;
+    struct pb_safetensors st;
+    if (pb_st_load(&st, path, e))
+        return -1;
+    struct state_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
+    struct state_io c = {.st = &st, .e = e};
+    for (int k = 0; k < nstages && !c.rc; k++) {
+        state_alloc(&stages[k], optims[k], &h[k]);
+        c.out = &h[k];
+        pb_stage_tensors(&stages[k], state_tensor, &c);
+    }
+    if (c.rc)
+        pb_err_prefix(e, "resume state %s: ", path);
+    for (int k = 0; k < nstages; k++) {
+        struct pb_stage *s = &stages[k];
+        struct pb_optim *o = optims[k];
+        if (!c.rc) {
+            s->be->ops->upload(s->be, s->params, h[k].w.params, s->nparams * sizeof(float));
+            s->be->ops->upload(s->be, s->buffers, h[k].w.buffers, s->nbuffers * sizeof(float));
+            for (int i = 0; i < NSLOTS; i++)
+                if (h[k].slot[i])
+                    s->be->ops->upload(s->be, *slot_ptr(o, i), h[k].slot[i],
+                                       o->n * sizeof(float));
+        }
+        state_free(&h[k]);
+    }
+    free(h);
+    if (!c.rc && st.metadata)
+        *metadata_json = pb_xstrdup(st.metadata);
+    pb_st_finish(&st);
+    return c.rc;
+}

@@ -1,7 +1,7 @@
 /* harness/model/layers/batchnorm2d.c — batch normalisation over N, H, W (torch.nn.BatchNorm2d).
  * x, y [N, C, H, W] in x's layout; γ, β [C] trained; running mean and variance [C] are
  * buffers, updated by every training forward with momentum m and the unbiased batch
- * variance (semantics §1.8: also under predicted weights; never stashed or predicted). */
+ * variance (semantics §1.10: also under predicted weights; never stashed or predicted). */
 #include "harness/model/layers/layer_util.h"
 
 static int bn_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,

@@ -1,0 +1,98 @@
+/* harness/cli/cli_resume.c — `pipebench resume RUN`: continues an interrupted or failed
+ * run under its id from its last resume state (semantics §1.10), with the configuration it
+ * recorded; its final weights are those of the run had it never stopped. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cli.h"
+#include "harness/driver/run.h"
+#include "harness/driver/run_flags.h"
+#include "results/results.h"
+
+static const char usage[] =
+    "usage: pipebench resume RUN [--db FILE] [--quiet]\n"
+    "Continues run RUN (interrupted, or failed) from the resume state its last finished\n"
+    "epoch left beside the database (run --checkpoint-every), with the options it was\n"
+    "started with, under the same id: the epochs after that state are trained again.\n"
+    "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
+    "  --quiet     no per-epoch lines\n";
+
+/* The run's recorded configuration (malloc'ed), or NULL with a message. */
+static char *recorded_config(const char *path, long long id, struct pb_err *e)
+{
+    struct pb_results *db;
+    if (pb_results_open_existing(&db, path, e))
+        return NULL;
+    sqlite3_stmt *s = NULL;
+    char *json = NULL;
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT config, status FROM runs WHERE id = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        const char *st = NULL;
+        if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+            st = (const char *)sqlite3_column_text(s, 1);
+        if (st && (!strcmp(st, "done") || !strcmp(st, "diverged") || !strcmp(st, "running")))
+            pb_err_set(e, "run %lld is %s: only an interrupted or failed run can be resumed%s",
+                       id, st, !strcmp(st, "running") ? " (is it still running?)" : "");
+        else if (st)
+            json = pb_xstrdup((const char *)sqlite3_column_text(s, 0));
+        else
+            pb_err_set(e, "there is no run %lld with a recorded configuration in %s "
+                       "(`pipebench runs --db %s` lists them)", id, path, path);
+    } else {
+        pb_err_set(e, "results database %s: %s", path, sqlite3_errmsg(pb_results_sqlite(db)));
+    }
+    sqlite3_finalize(s);
+    pb_results_close(db);
+    return json;
+}
+
+int pb_cmd_resume(int argc, char **argv)
+{
+    const char *path = PB_RESULTS_DEFAULT_DB, *run = NULL;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return PB_EXIT_OK;
+        } else if (!strcmp(a, "--db") && i + 1 < argc) {
+            path = argv[++i];
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = true;
+        } else if (a[0] != '-' && !run) {
+            run = a;
+        } else {
+            fprintf(stderr, "pipebench: resume: unexpected argument '%s'\n%s", a, usage);
+            return PB_EXIT_USAGE;
+        }
+    }
+    char *end;
+    long long id = run ? strtoll(run, &end, 10) : 0;
+    if (!run || *end || id <= 0) {
+        fprintf(stderr, "pipebench: resume needs a run id (a positive integer; `pipebench "
+                        "runs` lists them)\n%s", usage);
+        return PB_EXIT_USAGE;
+    }
+    struct pb_err e;
+    char *json = recorded_config(path, id, &e);
+    if (!json)
+        return pb_cli_fail(e.msg);
+    struct pb_run_cfg c;
+    struct pb_run_json *keep = NULL;
+    pb_run_cfg_defaults(&c);
+    int rc = pb_run_cfg_from_json(json, &c, &keep, &e);
+    free(json);
+    if (rc) {
+        pb_run_json_finish(keep);
+        return pb_cli_fail(e.msg);
+    }
+    c.db = path;
+    c.resume_run = id;
+    c.quiet = quiet;
+    rc = pb_cli_run_cfg(&c);
+    pb_run_json_finish(keep);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* harness/driver/run_resume.c — a run's resume state (run_internal.h, semantics §1.10):
+ * at an epoch boundary everything the next epochs depend on is the stages' weights and
+ * BatchNorm statistics, their optimizers' state and step counts, and the updates each
+ * worker has applied; the data order, augmentation, dropout and learning rate are pure
+ * functions of (seed, epoch). That state goes into one safetensors file beside the
+ * database, written atomically, and comes back into a resumed run's stages. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/driver/run_internal.h"
+#include "harness/store/checkpoint.h"
+
+void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s.run%lld.state", db, (long long)run_id);
+}
+
+int pb_run_checkpoint_every(const struct pb_run_cfg *c)
+{
+    if (c->checkpoint_every >= 0)
+        return c->checkpoint_every;
+    return strcmp(c->executor, "mpi") ? 1 : 0;
+}
+
+/* "a,b,c" of the local workers' updates (u) or optimizer steps (t). */
+static void join_counts(const struct run_state *r, bool steps, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int k = 0; k < r->cfg->stages && len < cap; k++) {
+        long v = steps ? r->workers[k].optim.t : r->workers[k].u;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%ld", k ? "," : "", v);
+    }
+}
+
+int pb_run_save_state(struct run_state *r, int epochs_done, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    PB_CHECK(!r->dist);
+    int d = c->stages;
+    char path[4096], updates[8192], steps[8192], meta[20000];
+    pb_run_state_path(c->db, r->run_id, path, sizeof path);
+    join_counts(r, false, updates, sizeof updates);
+    join_counts(r, true, steps, sizeof steps);
+    snprintf(meta, sizeof meta, "{\"pipebench_state\":\"1\",\"run_id\":\"%lld\",\"model\":\"%s\","
+             "\"stages\":\"%d\",\"epochs_done\":\"%d\",\"updates\":\"%s\",\"steps\":\"%s\"}",
+             (long long)r->run_id, c->model, d, epochs_done, updates, steps);
+    struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
+    for (int k = 0; k < d; k++)
+        optims[k] = &r->workers[k].optim;
+    int rc = pb_checkpoint_save_state(r->stages, optims, d, path, meta, e);
+    free(optims);
+    return rc ? pb_err_prefix(e, "writing the resume state of run %lld: ", (long long)r->run_id)
+              : 0;
+}
+
+/* The comma-separated counts of key, one per stage, into v[d]. */
+static int read_counts(const cJSON *meta, const char *key, int d, long *v)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(meta, key);
+    const char *p = cJSON_IsString(s) ? s->valuestring : NULL;
+    for (int k = 0; p && k < d; k++) {
+        char *end;
+        v[k] = strtol(p, &end, 10);
+        if (end == p || v[k] < 0 || (*end != (k + 1 < d ? ',' : '\0')))
+            return -1;
+        p = end + (k + 1 < d);
+    }
+    return p ? 0 : -1;
+}
+
+int pb_run_load_state(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    int d = c->stages;
+    char path[4096];
+    pb_run_state_path(c->db, c->resume_run, path, sizeof path);
+    if (access(path, R_OK))
+        return pb_err_set(e, "run %lld has no resume state (%s is missing): it was run with "
+                          "--checkpoint-every 0 or under mpi, or it ended before its first "
+                          "epoch; start it again with pipebench run", (long long)c->resume_run,
+                          path);
+    struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
+    for (int k = 0; k < d; k++)
+        optims[k] = &r->workers[k].optim;
+    char *meta_text = NULL;
+    int rc = pb_checkpoint_load_state(r->stages, optims, d, path, &meta_text, e);
+    free(optims);
+    if (rc)
+        return -1;
+    cJSON *meta = meta_text ? cJSON_Parse(meta_text) : NULL;
+    free(meta_text);
+    const cJSON *done = cJSON_GetObjectItemCaseSensitive(meta, "epochs_done");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(meta, "run_id");
+    long *u = pb_xcalloc((size_t)d, sizeof *u), *t = pb_xcalloc((size_t)d, sizeof *t);
+    int epochs_done = cJSON_IsString(done) ? atoi(done->valuestring) : -1;
+    if (!cJSON_IsString(id) || atoll(id->valuestring) != c->resume_run || epochs_done < 1 ||
+        epochs_done >= c->epochs || read_counts(meta, "updates", d, u) ||
+        read_counts(meta, "steps", d, t))
+        rc = pb_err_set(e, "%s is not run %lld's resume state of %d stages (its metadata "
+                        "does not match); start the run again with pipebench run", path,
+                        (long long)c->resume_run, d);
+    for (int k = 0; !rc && k < d; k++) {
+        r->workers[k].u = u[k];
+        r->workers[k].optim.t = t[k];
+    }
+    if (!rc)
+        r->start_epoch = epochs_done;
+    free(u);
+    free(t);
+    cJSON_Delete(meta);
+    return rc;
+}

@@ -1,0 +1,148 @@
+/* tests/test_resume.c — checkpoint and resume (semantics §1.10): for every schedule, a run
+ * interrupted (SIGINT) in its second of three epochs and continued with `pipebench
+ * resume` ends with weights byte-identical to an uninterrupted run's, under the same id,
+ * with each epoch recorded once; also under the threads executor with BatchNorm and
+ * Adam. Bad resumes (unknown, finished or unstated runs) exit 2 and change nothing. */
+#include <check.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/driver/run.h"
+#include "harness/ir/program.h"
+#include "tests/cli_util.h"
+#include "tests/train_util.h"
+
+/* on_epoch: SIGINT once the first epoch is recorded; the run stops within the second. */
+static void interrupt_after_first(void *ctx, int epoch, int epochs, double acc)
+{
+    (void)ctx;
+    (void)epochs;
+    (void)acc;
+    if (epoch == 0)
+        raise(SIGINT);
+}
+
+static int db_count(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s", sql);
+    ck_assert(sqlite3_step(s) == SQLITE_ROW);
+    int n = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return n;
+}
+
+static void resume_matches(const char *schedule, const char *model, const char *executor,
+                           const char *optimizer)
+{
+    char dbname[96], straight[96], resumed[96];
+    snprintf(dbname, sizeof dbname, "%s-%s.db", schedule, executor);
+    snprintf(straight, sizeof straight, "%s-%s-straight.safetensors", schedule, executor);
+    snprintf(resumed, sizeof resumed, "%s-%s-resumed.safetensors", schedule, executor);
+    struct pb_run_cfg c;
+    struct pb_err e;
+    small_cfg(&c);
+    c.model = model;
+    c.dataset = "synthetic";
+    c.schedule = schedule;
+    c.executor = executor;
+    c.stages = 2;
+    c.microbatches = 2;
+    c.epochs = 3;
+    c.limit_train = 256;
+    c.limit_val = 64;
+    c.optimizer = optimizer;
+    ck_assert(pb_optim_cfg_from_name(&c.optim, optimizer, &e) == 0);
+    c.db = tmp_path_kept(dbname);
+    run_ok(&c, straight);
+    /* the same run, interrupted, then resumed from the command line */
+    c.save = tmp_path_kept(resumed);
+    c.on_epoch = interrupt_after_first;
+    struct pb_run_summary sum;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_RUN);
+    ck_assert_int_eq(sum.status, PB_RUN_INTERRUPTED);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM epochs WHERE run_id = 2"), 1);
+    char state[256];
+    snprintf(state, sizeof state, "%s.run2.state", c.db);
+    ck_assert_msg(access(state, F_OK) == 0, "no %s after the interrupt", state);
+    char out[8192];
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 2 --db '%s' --quiet", c.db),
+                     0);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs"), 2);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE id = 2 AND status = "
+                                    "'done'"), 1);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(DISTINCT epoch) || count(*) FROM epochs "
+                                    "WHERE run_id = 2"), 33);
+    size_t la, lb;
+    unsigned char *a = read_file(tmp_path(straight), &la);
+    unsigned char *b = read_file(tmp_path(resumed), &lb);
+    ck_assert_msg(la == lb && !memcmp(a, b, la), "%s under %s: the resumed run's weights "
+                  "differ from the uninterrupted run's", schedule, executor);
+    free(a);
+    free(b);
+    /* nothing left to resume once done */
+    ck_assert_int_ne(access(state, F_OK), 0);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 2 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "is done"), "%s", out);
+}
+
+START_TEST(test_every_schedule)
+{
+    resume_matches(pb_schedules[_i]->name, "mlp", "seq", "sgdm");
+}
+END_TEST
+
+START_TEST(test_threads_batchnorm_adam)
+{
+    resume_matches("pipeoptim", "lenet", "threads", "adam");
+}
+END_TEST
+
+START_TEST(test_bad_resumes)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 128;
+    c.limit_val = 64;
+    c.epochs = 2;
+    c.checkpoint_every = 0;
+    c.on_epoch = interrupt_after_first;
+    c.db = tmp_path_kept("bad.db");
+    struct pb_run_summary sum;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_RUN);
+    char out[8192];
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "no resume state"), "%s", out);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 9 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "no run 9"), "%s", out);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume x --db '%s'", c.db), 2);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s/none.db'",
+                             tmp_dir()), 2);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"),
+                     1);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "run --checkpoint-every -2"), 2);
+    ck_assert_msg(strstr(out, "--checkpoint-every"), "%s", out);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("resume");
+    TCase *tc = tcase_create("resume");
+    tcase_set_timeout(tc, 600);
+    int n = 0;
+    while (pb_schedules[n])
+        n++;
+    tcase_add_loop_test(tc, test_every_schedule, 0, n);
+    tcase_add_test(tc, test_threads_batchnorm_adam);
+    tcase_add_test(tc, test_bad_resumes);
+    suite_add_tcase(s, tc);
+    return s;
+}

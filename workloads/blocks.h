@@ -6,7 +6,9 @@
  * Layer names inside a block follow the PyTorch definition's attribute paths
  * (e.g. "conv1", "bn1", "downsample.0", "branch7x7_2.conv"), so checkpoints read
  * like the PyTorch state_dict. Widths inside the Inception-V3 modules are divided by
- * `div` (1 = torchvision's exact module; the small presets pass 4–8), each at least 1. */
+ * `div` (1 = torchvision's exact module; the small presets pass 4–8), each at least 1:
+ * torchvision's constants and the pool_features / c7 arguments alike (pass
+ * torchvision's values; cin is the real input channel count, never divided). */
 #ifndef PB_ZOO_BLOCKS_H
 #define PB_ZOO_BLOCKS_H
 

@@ -1,0 +1,34 @@
+/* workloads/blocks/nodes.h — the node helpers the zoo's block builders share
+ * (workloads/blocks.h): each adds one layer to block b reading the given node
+ * (-1 = the block's input) and returns its node index, so a block's graph is
+ * written with explicit inputs (branches, skips, concatenations). */
+#ifndef PB_ZOO_BLOCKS_NODES_H
+#define PB_ZOO_BLOCKS_NODES_H
+
+#include "harness/model/model.h"
+
+/* conv2d x [N, cin, H, W] → [N, cout, Ho, Wo], kernel kh×kw, stride, padding ph, pw */
+int pb_zoo_conv(struct pb_model *m, struct pb_block *b, const char *name, int in, int cin,
+                int cout, int kh, int kw, int stride, int ph, int pw, bool bias);
+/* BatchNorm2d over `channels`, momentum 0.1 (PyTorch's default) */
+int pb_zoo_bn(struct pb_model *m, struct pb_block *b, const char *name, int in, int channels,
+              float eps);
+int pb_zoo_relu(struct pb_model *m, struct pb_block *b, const char *name, int in);
+/* max or average pooling k×k, stride, padding pad; average pooling counts the padding
+ * (PyTorch's count_include_pad = True, F.avg_pool2d's default) */
+int pb_zoo_pool(struct pb_model *m, struct pb_block *b, const char *name, int in,
+                enum pb_pool_kind kind, int k, int stride, int pad);
+/* channel concatenation [in[0], in[1], ...] of n ≥ 2 nodes */
+int pb_zoo_concat(struct pb_model *m, struct pb_block *b, const char *name, int n, const int *in);
+/* y = a + c (equal shapes) */
+int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c);
+
+/* conv → BN(eps) → ReLU with the three layer names given; returns the ReLU's node. */
+int pb_zoo_unit(struct pb_model *m, struct pb_block *b, const char *conv, const char *bn,
+                const char *relu, int in, int cin, int cout, int kh, int kw, int stride, int ph,
+                int pw, bool bias, float bn_eps);
+
+/* A width of torchvision's Inception-V3 divided by div, at least 1. */
+int pb_zoo_width(int width, int div);
+
+#endif

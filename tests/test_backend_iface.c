@@ -85,7 +85,7 @@ static void lenet(struct pb_model *m, int batch)
     struct pb_err e;
     const struct pb_workload *wl = pb_workload_find("lenet", &e);
     ck_assert(wl != NULL);
-    ck_assert_msg(wl->build(m, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s", e.msg);
+    ck_assert_msg(wl->build(m, NULL, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s", e.msg);
     ck_assert_msg(pb_model_finalize(m, batch, &e) == 0, "%s", e.msg);
 }
 

@@ -14,7 +14,11 @@ struct run_state {
     const struct pb_run_cfg *cfg;
     const struct pb_schedule *sch;
     const struct pb_workload *workload;
-    const char *dataset;          /* --dataset, or the workload's own */
+    const struct pb_preset *preset; /* NULL: a model without presets */
+    bool paper_cut;               /* the preset's 4-stage cut, else the balanced partition */
+    int input_side;               /* the preset's S, 0 = the dataset's native side */
+    bool no_flip;                 /* the preset trains without horizontal flip */
+    const char *dataset;          /* --dataset, or the preset's (the workload's) own */
     struct pb_pipe pipe;
     struct pb_optim_cfg optim;    /* the run's, keeping d_last when the schedule predicts */
     struct pb_dataset train, val; /* loaded where a local stage is first or last */
@@ -41,6 +45,10 @@ static inline bool run_writer(const struct run_state *r)
 }
 
 int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e);
+/* The model of c, its preset (NULL when it has none) and whether the paper cut applies:
+ * an unknown model or preset, or a partition that does not apply, is an error. */
+int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
+                 const struct pb_preset **p, bool *paper_cut, struct pb_err *e);
 /* --trace-epochs: sel[epochs] set for the epochs whose events are kept; NULL sel only
  * checks the text. */
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e);

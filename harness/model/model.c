@@ -37,6 +37,13 @@ struct pb_block *pb_model_block(struct pb_model *m, const char *name)
     return b;
 }
 
+struct pb_block *pb_model_top_block(struct pb_model *m, const char *name)
+{
+    struct pb_block *b = pb_model_block(m, name);
+    b->top_level = true;
+    return b;
+}
+
 int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
                   const struct pb_layer_cfg *cfg, int nin, const int *in)
 {

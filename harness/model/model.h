@@ -38,6 +38,8 @@ void pb_model_init(struct pb_model *m, const char *name, struct pb_shape sample,
 void pb_model_finish(struct pb_model *m);
 /* Appends an empty block; nodes are added to the returned block. */
 struct pb_block *pb_model_block(struct pb_model *m, const char *name);
+/* The same, for a block of top-level modules (pb_block.top_level). */
+struct pb_block *pb_model_top_block(struct pb_model *m, const char *name);
 
 /* Adds a node reading `nin` inputs (node indices in the block, -1 = block input);
  * returns the new node's index. The pb_block_* helpers below read the previous

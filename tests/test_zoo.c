@@ -4,12 +4,14 @@
  * the paper code's CIFAR models, written by fixtures_zoo.py), the CIFAR VGG-16's features
  * are torchvision's vgg16_bn features; the paper partitions are the cuts semantics §5.3
  * lists; the
- * partition choice and the preset lookup refuse what does not apply. */
+ * partition choice and the preset lookup refuse what does not apply; a run's configuration
+ * records the preset and the partition it takes. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/driver/run.h"
 #include "harness/model/stage.h"
 #include "workloads/workload.h"
 
@@ -365,6 +367,36 @@ START_TEST(test_input_sizes)
 }
 END_TEST
 
+/* The configuration JSON holds the preset and partition a run takes, resolved: leaving
+ * the default out and naming it give the same JSON (one run to a sweep). */
+static void expect_json(const char *model, const char *preset, const char *partition, int stages,
+                        const char *want_preset, const char *want_partition)
+{
+    struct pb_run_cfg c;
+    pb_run_cfg_defaults(&c);
+    c.model = model;
+    c.preset = preset;
+    c.partition = partition;
+    c.stages = stages;
+    char *j = pb_run_cfg_json(&c), want[128];
+    snprintf(want, sizeof want, "\"preset\":\"%s\",\"partition\":\"%s\"", want_preset,
+             want_partition);
+    ck_assert_msg(strstr(j, want), "%s %s %s D=%d: %s", model, preset, partition, stages, j);
+    free(j);
+}
+
+START_TEST(test_config_json)
+{
+    expect_json("resnet101", NULL, NULL, 4, "small", "balanced");
+    expect_json("resnet101", "small", "balanced", 4, "small", "balanced");
+    expect_json("resnet101", "paper", NULL, 4, "paper", "paper");
+    expect_json("resnet101", "paper", "paper", 4, "paper", "paper");
+    expect_json("resnet101", "paper", NULL, 8, "paper", "balanced");
+    expect_json("resnet101", "small", "paper", 4, "small", "paper");
+    expect_json("lenet", NULL, NULL, 4, "", "balanced");
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("zoo");
@@ -377,6 +409,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_every_cut_fits);
     tcase_add_test(tc, test_partition_choice);
     tcase_add_test(tc, test_input_sizes);
+    tcase_add_test(tc, test_config_json);
     suite_add_tcase(s, tc);
     return s;
 }

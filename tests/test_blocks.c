@@ -1,9 +1,21 @@
 /* tests/test_blocks.c — the zoo's composite blocks (workloads/blocks.h). "build": every
  * builder appends one block whose finalised output shape is the channel count it returns,
- * with torchvision 0.14's (and kuangliu's) parameter counts at the real widths. */
+ * with torchvision 0.14's (and kuangliu's) parameter counts at the real widths.
+ * "pytorch": one small instance of each block against PyTorch 1.13 (the committed
+ * tests/fixtures/blocks.safetensors of fixtures_blocks.py): the torch module's
+ * state_dict names map one to one onto the block's checkpoint tensors, shapes equal;
+ * loaded through the checkpoint loader, the block's training forward, dx, every
+ * parameter gradient, the BatchNorm running statistics after the step and the
+ * eval-mode forward match torch's. */
 #include <check.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "harness/store/checkpoint.h"
+#include "tests/block_cases.h"
+#include "tests/test_util.h"
 #include "workloads/blocks.h"
 
 /* Finalises m for batch 2 and checks block i's output [2, c, h, w]. */
@@ -89,6 +101,34 @@ START_TEST(test_inception_div)
 }
 END_TEST
 
+/* BasicConv2d's names: "<name>.conv", "<name>.bn", "<name>.relu", or without the prefix
+ * (a stem block named after the unit); eps as given, the conv without bias. */
+START_TEST(test_conv_bn_relu)
+{
+    struct pb_model m;
+    pb_model_init(&m, "stem", (struct pb_shape){1, 3, 9, 9}, 0);
+    struct pb_block *b = pb_model_block(&m, "Conv2d_1a_3x3");
+    ck_assert_int_eq(pb_zoo_conv_bn_relu(&m, b, "", -1, 3, 8, 3, 3, 2, 0, 0, 1e-3f), 2);
+    b = pb_model_block(&m, "stem2");
+    int x = pb_zoo_conv_bn_relu(&m, b, "branch7x7_2", -1, 8, 4, 1, 7, 1, 0, 3, 1e-5f);
+    ck_assert_int_eq(x, 2);
+    finalize(&m);
+    static const char *const names[2][3] = {{"conv", "bn", "relu"},
+                                            {"branch7x7_2.conv", "branch7x7_2.bn",
+                                             "branch7x7_2.relu"}};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(m.blocks[i].nnodes, 3);
+        for (int j = 0; j < 3; j++)
+            ck_assert_str_eq(m.blocks[i].nodes[j].name, names[i][j]);
+        ck_assert(!m.blocks[i].nodes[0].cfg.conv.bias);
+    }
+    ck_assert(m.blocks[0].nodes[1].cfg.eps == 1e-3f && m.blocks[1].nodes[1].cfg.eps == 1e-5f);
+    expect_out(&m, 0, 8, 4, 4);
+    expect_out(&m, 1, 4, 4, 4);
+    pb_model_finish(&m);
+}
+END_TEST
+
 /* torchvision's resnet101: layer1.0 (projection: 64 → 256 channels), layer1.1
  * (identity), layer2.0 (projection, stride 2) and layer4.2 on 56×56 inputs. */
 START_TEST(test_bottleneck)
@@ -163,15 +203,286 @@ START_TEST(test_densenet)
 }
 END_TEST
 
+/* ---- parity with PyTorch ----
+ * Tolerance: the error of a tensor is max_i |pb_i − torch_i| / max_i |torch_i|, the
+ * worst element measured against the tensor's scale (elementwise relative error is
+ * meaningless where BatchNorm's backward cancels terms to near zero). Both sides are
+ * float32 with different summation orders (oneDNN's blocked kernels and Winograd-free
+ * direct convolutions against PyTorch's): a sum of K terms carries about sqrt(K)·2^-24
+ * ≈ 6e-8·sqrt(K) of its terms' magnitude, and a block chains up to 6 such layers, each
+ * BatchNorm dividing by a batch standard deviation that can amplify what comes in by
+ * 1/σ. With K ≤ 2·7·7·12·9 ≈ 10^4 (a 3×3 conv's weight gradient over N·H·W) that is
+ * ~1e-5 at worst; measured errors are below 3e-6 (each case prints its own), PyTorch's
+ * own float32 results differ from float64 ones by up to 1e-6 on these instances, so 5e-5
+ * leaves a margin of about 17 and still fails any wrong wiring, order or constant (a BN
+ * eps of 1e-5 instead of Inception's 1e-3 gives errors of 4e-3 to 0.3). Running statistics are means of one forward: 1e-5.
+ * A conv's bias feeding a training-mode BatchNorm (every bias in these blocks) has a zero
+ * gradient in exact arithmetic, the batch mean subtracted, so both sides hold rounding
+ * noise of the dL/dz terms summed; its error is measured against the scale of the same
+ * conv's weight gradient, a sum over the same terms (times the inputs). */
+#define PARITY_TOL 5e-5
+#define STATS_TOL 1e-5
+
+static struct pb_safetensors fx;
+
+/* The fixture tensor <case>.<what>, whose count must be n (malloc'ed copy). */
+static float *fx_read(const char *cs, const char *what, size_t n)
+{
+    char name[256];
+    struct pb_err e;
+    snprintf(name, sizeof name, "%s.%s", cs, what);
+    float *v = malloc((n + 1) * sizeof *v);
+    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
+    return v;
+}
+
+static double scale_of(const float *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)v[i]));
+    return m;
+}
+
+/* max |a − b| / max(max |b|, floor), reported and checked against tol. */
+static double check_norm(const char *cs, const char *what, const float *a, const float *b,
+                         size_t n, double tol, double floor)
+{
+    double err = 0, scale = floor;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= err)) {
+            err = d;
+            wi = i;
+        }
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    double rel = err / (scale > 0 ? scale : 1.0);
+    ck_assert_msg(rel <= tol, "%s %s: element %zu: pb %.9g, torch %.9g; error %.3g of the "
+                  "tensor's scale %.3g (tolerance %g)", cs, what, wi, n ? a[wi] : 0.0,
+                  n ? b[wi] : 0.0, rel, scale, tol);
+    return rel;
+}
+
+/* One pb tensor of the stage (pb_stage_tensors): the name after "stage1.<block>.". */
+struct tensor_ref {
+    char key[160];
+    int is_buffer;
+    size_t off, n;
+    enum pb_layer_kind kind;
+};
+
+struct tensor_list {
+    const char *prefix;
+    int n;
+    struct tensor_ref t[128];
+};
+
+static void collect(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
+                    const struct pb_layer *l)
+{
+    struct tensor_list *tl = ctx;
+    size_t plen = strlen(tl->prefix);
+    ck_assert_msg(!strncmp(name, tl->prefix, plen), "%s lacks the prefix %s", name, tl->prefix);
+    ck_assert_int_lt(tl->n, 128);
+    struct tensor_ref *r = &tl->t[tl->n++];
+    snprintf(r->key, sizeof r->key, "%s", name + plen);
+    r->is_buffer = is_buffer;
+    r->off = off;
+    r->n = n;
+    r->kind = l->cfg.kind;
+}
+
+/* Fixture tensors named <case>.<tag>.* */
+static int count_tagged(const char *cs, const char *tag)
+{
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s.%s.", cs, tag);
+    int k = 0;
+    for (int i = 0; i < fx.n; i++)
+        k += !strncmp(fx.t[i].name, prefix, strlen(prefix));
+    return k;
+}
+
+/* The block's checkpoint (written by pb_checkpoint_save, so with its names and shapes)
+ * names exactly the torch module's parameters and BatchNorm statistics: each checkpoint
+ * tensor has a torch tensor of the same name and shape, and the counts agree, so the
+ * map is one to one. Then the torch values are written under the checkpoint's names and
+ * loaded with pb_checkpoint_load. */
+static void map_and_load(struct case_run *r, const char *cs, const char *dir)
+{
+    struct pb_err e;
+    char path[512], key[256];
+    snprintf(path, sizeof path, "%s/pb.safetensors", dir);
+    ck_assert_msg(pb_checkpoint_save(&r->stage, 1, path, NULL, &e) == 0, "%s", e.msg);
+    struct pb_safetensors ck;
+    ck_assert_msg(pb_st_load(&ck, path, &e) == 0, "%s", e.msg);
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "stage1.%s.", cs);
+    struct pb_safetensors w;
+    pb_st_writer_init(&w);
+    int nparams = 0, nbuffers = 0;
+    for (int i = 0; i < ck.n; i++) {
+        const struct pb_st_tensor *t = &ck.t[i];
+        ck_assert(!strncmp(t->name, prefix, strlen(prefix)));
+        const char *tname = t->name + strlen(prefix);
+        size_t len = strlen(tname);
+        int buffer = (len > 13 && !strcmp(tname + len - 13, ".running_mean")) ||
+                     (len > 12 && !strcmp(tname + len - 12, ".running_var"));
+        nbuffers += buffer;
+        nparams += !buffer;
+        snprintf(key, sizeof key, "%s.%s.%s", cs, buffer ? "buffer" : "param", tname);
+        const struct pb_st_tensor *ref = pb_st_find(&fx, key);
+        ck_assert_msg(ref != NULL, "%s: pipebench's %s has no torch tensor %s", cs, t->name, key);
+        ck_assert_msg(ref->ndim == t->ndim, "%s: %s has %d dimensions, torch's %d", cs, tname,
+                      t->ndim, ref->ndim);
+        for (int d = 0; d < t->ndim; d++)
+            ck_assert_msg(ref->shape[d] == t->shape[d], "%s: %s dimension %d is %lld, torch's %lld",
+                          cs, tname, d, (long long)t->shape[d], (long long)ref->shape[d]);
+        ck_assert(ref->dtype == PB_ST_F32);
+        pb_st_add(&w, t->name, PB_ST_F32, ref->ndim, ref->shape, ref->data);
+    }
+    ck_assert_int_eq(nparams, count_tagged(cs, "param"));
+    ck_assert_int_eq(nbuffers, count_tagged(cs, "buffer"));
+    snprintf(path, sizeof path, "%s/torch.safetensors", dir);
+    ck_assert_msg(pb_st_save(&w, path, NULL, &e) == 0, "%s", e.msg);
+    pb_st_finish(&w);
+    pb_st_finish(&ck);
+    ck_assert_msg(pb_checkpoint_load(&r->stage, 1, path, &e) == 0, "%s", e.msg);
+}
+
+static void parity_case(const char *cs)
+{
+    const struct block_case *c = block_case_find(block_fixture_cases, n_block_fixture_cases, cs);
+    struct case_run r;
+    pb_load_fixture(&fx, "blocks.safetensors");
+    block_run_init(&r, c, 1);
+    struct pb_stage *s = &r.stage;
+    struct pb_backend *be = r.be;
+    char dir[] = "/tmp/pb_test_blocks_XXXXXX", path[512];
+    ck_assert(mkdtemp(dir) != NULL);
+    map_and_load(&r, cs, dir);
+
+    size_t nx = pb_shape_count(s->in_shape), ny = pb_shape_count(s->out_shape);
+    float *x = fx_read(cs, "x", nx), *dy = fx_read(cs, "dy", ny);
+    float *y_ref = fx_read(cs, "y", ny), *dx_ref = fx_read(cs, "dx", nx);
+    struct pb_stage_act act;
+    float *y = case_forward(&r, x, true, &act, 0);
+    double err_y = check_norm(cs, "y", y, y_ref, ny, PARITY_TOL, 0);
+    float *dx = case_backward(&r, &act, dy);
+    double err_dx = check_norm(cs, "dx", dx, dx_ref, nx, PARITY_TOL, 0);
+
+    struct tensor_list tl = {0};
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "stage1.%s.", cs);
+    tl.prefix = prefix;
+    pb_stage_tensors(s, collect, &tl);
+    float *g = malloc((s->nparams + 1) * sizeof *g), *buf = malloc((s->nbuffers + 1) * sizeof *buf);
+    be->ops->download(be, g, s->grads, s->nparams * sizeof(float));
+    be->ops->download(be, buf, s->buffers, s->nbuffers * sizeof(float));
+    double err_g = 0, err_stats = 0, weight_scale = 0;
+    for (int i = 0; i < tl.n; i++) {
+        const struct tensor_ref *t = &tl.t[i];
+        char what[200];
+        snprintf(what, sizeof what, "%s.%s", t->is_buffer ? "after" : "grad", t->key);
+        float *ref = fx_read(cs, what, t->n);
+        size_t klen = strlen(t->key);
+        bool bias = t->kind == PB_LAYER_CONV2D && klen > 5 && !strcmp(t->key + klen - 5, ".bias");
+        if (t->is_buffer)
+            err_stats = fmax(err_stats, check_norm(cs, what, buf + t->off, ref, t->n, STATS_TOL, 0));
+        else
+            err_g = fmax(err_g, check_norm(cs, what, g + t->off, ref, t->n, PARITY_TOL,
+                                           bias ? weight_scale : 0));
+        /* a conv's weight comes just before its bias */
+        weight_scale = t->kind == PB_LAYER_CONV2D && !bias ? scale_of(ref, t->n) : 0;
+        free(ref);
+    }
+    float *ye_ref = fx_read(cs, "y_eval", ny);
+    float *ye = case_forward(&r, x, false, &act, 1);
+    double err_ye = check_norm(cs, "y_eval", ye, ye_ref, ny, PARITY_TOL, 0);
+    printf("%-12s %2d tensors  y %.2e  dx %.2e  dW %.2e  stats %.2e  y_eval %.2e\n", cs, tl.n,
+           err_y, err_dx, err_g, err_stats, err_ye);
+    fflush(stdout);
+
+    snprintf(path, sizeof path, "%s/pb.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/torch.safetensors", dir);
+    unlink(path);
+    rmdir(dir);
+    free(x);
+    free(dy);
+    free(y);
+    free(y_ref);
+    free(dx);
+    free(dx_ref);
+    free(g);
+    free(buf);
+    free(ye);
+    free(ye_ref);
+    case_run_finish(&r);
+    pb_st_finish(&fx);
+}
+
+/* Every case of the fixture is one of block_fixture_cases, and the other way round. */
+START_TEST(test_fixture_cases)
+{
+    pb_load_fixture(&fx, "blocks.safetensors");
+    int nx = 0;
+    for (int i = 0; i < fx.n; i++) {
+        size_t len = strlen(fx.t[i].name);
+        if (len > 2 && !strcmp(fx.t[i].name + len - 2, ".x")) {
+            char cs[64];
+            snprintf(cs, sizeof cs, "%.*s", (int)(len - 2), fx.t[i].name);
+            block_case_find(block_fixture_cases, n_block_fixture_cases, cs);
+            nx++;
+        }
+    }
+    ck_assert_int_eq(nx, n_block_fixture_cases);
+    pb_st_finish(&fx);
+}
+END_TEST
+
+#define PARITY_TEST(nm)                                                                        \
+    START_TEST(test_##nm) { parity_case(#nm); }                                                \
+    END_TEST
+
+PARITY_TEST(bneck_proj)
+PARITY_TEST(bneck_id)
+PARITY_TEST(incep_a)
+PARITY_TEST(incep_b)
+PARITY_TEST(incep_c)
+PARITY_TEST(incep_c_div)
+PARITY_TEST(incep_d)
+PARITY_TEST(incep_e)
+PARITY_TEST(googlenet)
+PARITY_TEST(dense_layer)
+PARITY_TEST(transition)
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("blocks");
     TCase *tc = tcase_create("build");
     tcase_add_test(tc, test_inception_v3_widths);
     tcase_add_test(tc, test_inception_div);
+    tcase_add_test(tc, test_conv_bn_relu);
     tcase_add_test(tc, test_bottleneck);
     tcase_add_test(tc, test_googlenet_inception);
     tcase_add_test(tc, test_densenet);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("pytorch");
+    tcase_add_test(tc, test_fixture_cases);
+    tcase_add_test(tc, test_bneck_proj);
+    tcase_add_test(tc, test_bneck_id);
+    tcase_add_test(tc, test_incep_a);
+    tcase_add_test(tc, test_incep_b);
+    tcase_add_test(tc, test_incep_c);
+    tcase_add_test(tc, test_incep_c_div);
+    tcase_add_test(tc, test_incep_d);
+    tcase_add_test(tc, test_incep_e);
+    tcase_add_test(tc, test_googlenet);
+    tcase_add_test(tc, test_dense_layer);
+    tcase_add_test(tc, test_transition);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,4 +1,4 @@
-/* workloads/blocks.h — the zoo's composite blocks as block graphs (design §2.2): the
+/* workloads/blocks.h — the zoo's composite blocks as block graphs (design §3.1): the
  * ResNet bottleneck, Inception-V3's modules A–E, the CIFAR GoogLeNet Inception module,
  * the DenseNet bottleneck layer and transition. Each builder appends ONE block to the
  * model (so a pipeline may cut before or after it, never inside) and returns the
@@ -16,7 +16,9 @@
 
 /* Nodes inside block b: conv (no bias) → BatchNorm(eps) → ReLU, reading node `in`
  * (-1 = the block's input); returns the ReLU's node index. torchvision's BasicConv2d
- * (eps 1e-3) and the conv-BN-ReLU units of the other blocks (eps 1e-5). */
+ * (eps 1e-3) and the conv-BN-ReLU units of the other blocks (eps 1e-5). The layers are
+ * named as BasicConv2d's attributes under `name`: "<name>.conv", "<name>.bn",
+ * "<name>.relu" ("conv", "bn", "relu" when name is ""). */
 int pb_zoo_conv_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int in, int cin,
                         int cout, int kh, int kw, int stride, int ph, int pw, float bn_eps);
 

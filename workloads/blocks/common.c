@@ -69,13 +69,15 @@ int pb_zoo_width(int width, int div)
     return width / div > 1 ? width / div : 1;
 }
 
-/* BasicConv2d's attribute path `name`: layers "<name>.conv", "<name>.bn", "<name>.relu". */
+/* BasicConv2d's attribute path `name`: layers "<name>.conv", "<name>.bn", "<name>.relu"
+ * (without the dot for an empty name). */
 int pb_zoo_conv_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int in, int cin,
                         int cout, int kh, int kw, int stride, int ph, int pw, float bn_eps)
 {
     char conv[PB_NAME_MAX], bn[PB_NAME_MAX], relu[PB_NAME_MAX];
-    PB_CHECK(snprintf(conv, sizeof conv, "%s.conv", name) < (int)sizeof conv);
-    snprintf(bn, sizeof bn, "%s.bn", name);
-    snprintf(relu, sizeof relu, "%s.relu", name);
+    const char *dot = *name ? "." : "";
+    PB_CHECK(snprintf(conv, sizeof conv, "%s%sconv", name, dot) < (int)sizeof conv);
+    snprintf(bn, sizeof bn, "%s%sbn", name, dot);
+    snprintf(relu, sizeof relu, "%s%srelu", name, dot);
     return pb_zoo_unit(m, b, conv, bn, relu, in, cin, cout, kh, kw, stride, ph, pw, false, bn_eps);
 }

@@ -129,7 +129,11 @@ static char *config_of_last_run(const char *db)
 }
 
 /* Every schedule form trains a small preset for one epoch at D = 4 (the forms take the
- * models in turn, the paper cut every other one) and ends with a finite loss. */
+ * models in turn, the paper cut every other one) and ends with a finite loss. The rate
+ * is 0.001: at SGDM's 0.01 the small Inception-V3 with micro-batches of 16 is unstable
+ * on this data under every schedule (its training loss climbs above the uniform
+ * guess's ln 200), and PipeOptim's predictions, which extrapolate the momentum, turn
+ * that into a divergence within the epoch. */
 START_TEST(test_every_schedule_small)
 {
     struct sched_form forms[SCHED_FORMS_MAX];
@@ -141,6 +145,7 @@ START_TEST(test_every_schedule_small)
         c.limit_train = 256;
         c.limit_val = 64;
         c.microbatch_size = 16;
+        c.optim.lr = 0.001f;
         sched_form_apply(&c, &forms[i]);
         struct pb_err e;
         struct pb_run_summary sum;
@@ -163,6 +168,9 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, test_paper_micro_batch, 0, NZOO);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("schedules");
+    tcase_set_timeout(tc, 900);
     tcase_add_test(tc, test_every_schedule_small);
     suite_add_tcase(s, tc);
     return s;

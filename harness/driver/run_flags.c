@@ -84,10 +84,14 @@ static void usage_schedules(FILE *f)
 
 void pb_run_flags_usage(FILE *f)
 {
-    fprintf(f, "  --model NAME           ");
-    for (int i = 0; pb_workloads[i]; i++)
-        fprintf(f, " %s%s", pb_workloads[i]->name, pb_workloads[i + 1] ? " |" : "");
-    fprintf(f, " (default mlp;\n                          `pipebench list`)\n"
+    int col = fprintf(f, "  --model NAME           ");
+    for (int i = 0; pb_workloads[i]; i++) {
+        const char *name = pb_workloads[i]->name;
+        if (col + (int)strlen(name) + 3 > 88)
+            col = fprintf(f, "\n                         ");
+        col += fprintf(f, " %s%s", name, pb_workloads[i + 1] ? " |" : "");
+    }
+    fprintf(f, "\n                          (default mlp; `pipebench list`)\n"
         "  --preset NAME           paper | small: the zoo model's widths, depths, input side,\n"
         "                          head and default dataset (default small; the zoo's image\n"
         "                          models only)\n"

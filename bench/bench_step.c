@@ -2,7 +2,8 @@
  * against PyTorch's on the same network, and against the sum of its own GEMM and convolution
  * primitives, measured interleaved in one run (the machine is shared and noisy).
  *
- * For every model of the registry (pb_workloads[]) on its dataset's sample shape, micro-batch
+ * For every model of the registry (pb_workloads[]) on its dataset's sample shape (the zoo's
+ * image models: their `small` preset on synthetic data of its shape and classes), micro-batch
  * 32, 64 and 128, backend threads 1 and 2, D = 1:
  *   - the step: forward with the loss, backward and the SGD-momentum update (pb_stage_forward,
  *     pb_stage_backward, pb_optim_step, then sync), exactly the calls and the timed region of
@@ -450,7 +451,10 @@ static void config_init(struct config *c, const struct pb_workload *wl, const st
     struct pb_err e;
     c->wl = wl, c->batch = batch, c->threads = threads, c->be = be;
     struct pb_shape sample = {1, ds->c, ds->h, ds->w};
-    if (wl->build(&c->model, sample, ds->nclasses, &e) || pb_model_finalize(&c->model, batch, &e))
+    const struct pb_preset *p;
+    if (pb_workload_preset(wl, NULL, &p, &e) ||
+        wl->build(&c->model, p, sample, p ? p->classes : ds->nclasses, &e) ||
+        pb_model_finalize(&c->model, batch, &e))
         die(wl->name, &e);
     struct pb_optim_cfg oc;
     if (pb_stage_init(&c->stage, be, &c->model, 0, 1, 0, c->model.nblocks, &e) ||
@@ -534,8 +538,14 @@ int main(int argc, char **argv)
         if (only && strcmp(only, wl->name))
             continue;
         struct pb_err e;
-        if (pb_dataset_load(&ds[i], wl->dataset, NULL, PB_SPLIT_TRAIN, batches[NBATCH - 1], SEED,
-                            &e))
+        const struct pb_preset *p;
+        if (pb_workload_preset(wl, NULL, &p, &e))
+            die(wl->name, &e);
+        struct pb_shape in = p ? pb_preset_sample(p) : (struct pb_shape){0};
+        struct pb_dataset_opts synth = {.c = in.c, .h = in.h, .w = in.w,
+                                        .nclasses = p ? p->classes : 0, .n = batches[NBATCH - 1]};
+        if (pb_dataset_load_opts(&ds[i], p ? "synthetic" : wl->dataset, NULL, PB_SPLIT_TRAIN,
+                                 batches[NBATCH - 1], SEED, p ? &synth : NULL, &e))
             die(wl->dataset, &e);
         for (int t = 0; t < NTHREADS; t++)
             for (int b = 0; b < NBATCH; b++) {

@@ -40,7 +40,7 @@ END_TEST
 /* `pipebench run --backend` refuses what it cannot run, before writing anything. */
 START_TEST(test_run_backend_flag)
 {
-    char dir[64], out[4096];
+    char dir[64], out[16384];
     cli_scratch(dir, sizeof dir, "backend");
     int rc = cli_run(dir, out, sizeof out, "run --quiet --backend cuda --db b.db");
     ck_assert_msg(rc == 2 && strstr(out, "--backend cpu"), "exit %d: %s", rc, out);
@@ -85,7 +85,7 @@ static void lenet(struct pb_model *m, int batch)
     struct pb_err e;
     const struct pb_workload *wl = pb_workload_find("lenet", &e);
     ck_assert(wl != NULL);
-    ck_assert_msg(wl->build(m, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s", e.msg);
+    ck_assert_msg(wl->build(m, NULL, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s", e.msg);
     ck_assert_msg(pb_model_finalize(m, batch, &e) == 0, "%s", e.msg);
 }
 

@@ -25,7 +25,8 @@ static void build(struct staged *s, const char *model, int d)
     s->d = d;
     const struct pb_workload *w = pb_workload_find(model, &e);
     ck_assert_ptr_nonnull(w);
-    ck_assert_msg(w->build(&s->model, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s", e.msg);
+    ck_assert_msg(w->build(&s->model, NULL, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0, "%s",
+                  e.msg);
     ck_assert_msg(pb_model_finalize(&s->model, 4, &e) == 0, "%s", e.msg);
     int bounds[5];
     ck_assert_msg(pb_partition_balanced(&s->model, d, bounds, &e) == 0, "%s", e.msg);

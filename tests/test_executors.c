@@ -1,7 +1,7 @@
 /* tests/test_executors.c — the concurrent executors (design §2.3, semantics §4.7):
  * for every registered schedule and variant, the seq, threads and mpi executors save
- * byte-identical weights (D = 2 and 4, every registered model; the first model at D = 2
- * is the fast case); a failing stage stops the threads executor promptly; SIGINT leaves
+ * byte-identical weights (D = 2 and 4, every registered model, the zoo's image models
+ * under seq and threads; the first model at D = 2 is the fast case); a failing stage stops the threads executor promptly; SIGINT leaves
  * the run 'interrupted' with its finished epochs recorded. */
 #include <check.h>
 #include <signal.h>
@@ -48,6 +48,27 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
     }
 }
 
+/* A zoo model (one with presets) trains its default preset on synthetic data of the
+ * preset's input shape, a few micro-batches of one epoch; the CLI has no options for
+ * the synthetic shape, so the mpi executor (started through the CLI) runs the models
+ * without presets only. */
+static bool zoo_cfg(struct pb_run_cfg *c)
+{
+    const struct pb_workload *w = pb_workload_find(c->model, NULL);
+    const struct pb_preset *p;
+    ck_assert(w && pb_workload_preset(w, NULL, &p, NULL) == 0);
+    if (!p)
+        return false;
+    struct pb_shape in = pb_preset_sample(p);
+    c->dataset = "synthetic";
+    c->synthetic = (struct pb_dataset_opts){.c = in.c, .h = in.h, .w = in.w, .nclasses = 10};
+    c->limit_train = 64;
+    c->limit_val = 32;
+    c->microbatch_size = 16;
+    c->epochs = 1;
+    return true;
+}
+
 static void bit_identity(const char *model, int stages)
 {
     struct sched_form forms[SCHED_FORMS_MAX];
@@ -60,15 +81,18 @@ static void bit_identity(const char *model, int stages)
         sched_form_apply(&c, &forms[i]);
         c.threads = stages;  /* one core per stage under every executor */
         c.epochs = 2;
+        bool zoo = zoo_cfg(&c);
         c.executor = "seq";
         run_ok(&c, "seq.safetensors");
         c.executor = "threads";
         run_ok(&c, "threads.safetensors");
-        mpi_run(&c, "mpi.safetensors");
+        if (!zoo)
+            mpi_run(&c, "mpi.safetensors");
         char what[128];
         snprintf(what, sizeof what, "%s D=%d %s", model, stages, forms[i].label);
         expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
-        expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
+        if (!zoo)
+            expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
     }
 }
 

@@ -2,6 +2,7 @@
  * the model is finalised, so a chain that does not fit is a clear error naming the
  * block and the shapes, never a crash; the partitioner cuts at block boundaries. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/model/model.h"
@@ -97,25 +98,38 @@ START_TEST(test_batchnorm_needs_values)
 }
 END_TEST
 
-/* The zoo models fit, and the partitioner gives contiguous, non-empty stages. */
-START_TEST(test_zoo_partitions)
+/* Every registered model fits (those without presets on 1×28×28 and 10 classes, each
+ * preset of the others on its own 3×S×S and head), and the partitioner gives contiguous,
+ * non-empty stages for D = 1 … 8. */
+static void check_partitions(const struct pb_workload *w, const struct pb_preset *p)
 {
     struct pb_err e;
+    struct pb_model m;
+    struct pb_shape in = p ? pb_preset_sample(p) : (struct pb_shape){1, 1, 28, 28};
+    ck_assert_msg(w->build(&m, p, in, p ? p->classes : 10, &e) == 0, "%s: %s", w->name, e.msg);
+    ck_assert_msg(pb_model_finalize(&m, 16, &e) == 0, "%s: %s", w->name, e.msg);
+    for (int d = 1; d <= 8; d++) {
+        int bounds[9];
+        ck_assert(pb_partition_balanced(&m, d, bounds, &e) == 0);
+        ck_assert(bounds[0] == 0 && bounds[d] == m.nblocks);
+        for (int k = 0; k < d; k++)
+            ck_assert(bounds[k] < bounds[k + 1]);
+    }
+    int *bounds = calloc((size_t)m.nblocks + 2, sizeof *bounds);
+    ck_assert_int_eq(pb_partition_balanced(&m, m.nblocks + 1, bounds, &e), -1);
+    ck_assert(strstr(e.msg, "at most"));
+    free(bounds);
+    pb_model_finish(&m);
+}
+
+START_TEST(test_zoo_partitions)
+{
     for (int i = 0; pb_workloads[i]; i++) {
-        struct pb_model m;
-        ck_assert(pb_workloads[i]->build(&m, (struct pb_shape){1, 1, 28, 28}, 10, &e) == 0);
-        ck_assert_msg(pb_model_finalize(&m, 16, &e) == 0, "%s: %s", pb_workloads[i]->name, e.msg);
-        for (int d = 1; d <= 8; d++) {
-            int bounds[9];
-            ck_assert(pb_partition_balanced(&m, d, bounds, &e) == 0);
-            ck_assert(bounds[0] == 0 && bounds[d] == m.nblocks);
-            for (int k = 0; k < d; k++)
-                ck_assert(bounds[k] < bounds[k + 1]);
-        }
-        int bounds[16];
-        ck_assert_int_eq(pb_partition_balanced(&m, m.nblocks + 1, bounds, &e), -1);
-        ck_assert(strstr(e.msg, "at most"));
-        pb_model_finish(&m);
+        const struct pb_preset *p = pb_workloads[i]->presets;
+        if (!p)
+            check_partitions(pb_workloads[i], NULL);
+        for (; p && p->name; p++)
+            check_partitions(pb_workloads[i], p);
     }
 }
 END_TEST

@@ -174,6 +174,20 @@ START_TEST(test_impossible_numbers)
 }
 END_TEST
 
+/* --preset and --partition: only where they apply (semantics §5.2, §5.3); a zoo model
+ * refuses a sample it cannot take. */
+START_TEST(test_presets)
+{
+    EXPECT("--model lenet --preset paper", "model 'lenet' has no presets", "drop --preset");
+    EXPECT("--model alexnet --preset huge", "no preset 'huge'", "paper, small");
+    EXPECT("--model resnet101 --preset paper --stages 3 --partition paper", "4-stage cut",
+           "--stages 4", "--partition balanced");
+    EXPECT("--model mlp --partition paper", "no paper partition", "--partition balanced");
+    EXPECT("--model vgg16 --partition diagonal", "unknown partition 'diagonal'", "paper, balanced");
+    EXPECT("--model vgg16 --dataset fashion-mnist", "cannot make inputs of side 32", "28x28");
+}
+END_TEST
+
 START_TEST(test_schedule_preconditions)
 {
     EXPECT("--schedule spectrain --optimizer adam", "spectrain", "SGD");
@@ -274,6 +288,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_unknown_names);
     tcase_add_test(tc, test_unknown_variant);
     tcase_add_test(tc, test_impossible_numbers);
+    tcase_add_test(tc, test_presets);
     tcase_add_test(tc, test_schedule_preconditions);
     tcase_add_test(tc, test_missing_dataset);
     tcase_add_test(tc, test_corrupt_idx_header);

@@ -167,6 +167,29 @@ START_TEST(dry_run_skips_unsupported_pairs)
 }
 END_TEST
 
+/* The zoo's presets and partitions are grid keys: each combination is a configuration
+ * of its own; a preset on a model without presets, or the paper cut at D != 4, is a
+ * configuration error. */
+START_TEST(dry_run_presets)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "z.ini", "[grid]\nmodel = vgg16, googlenet\npreset = paper, small\n"
+                            "partition = paper, balanced\n[run]\nstages = 4\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep z.ini --db z.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "8 configurations, 0 finished already, 8 to run"), "%s", out);
+    ck_assert_msg(strstr(out, "model=googlenet preset=small partition=paper: to run"), "%s", out);
+    cli_write(dir, "bad.ini", "[grid]\nmodel = mlp, vgg16\npreset = paper\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "sweep bad.ini --db z.db"), 2);
+    ck_assert_msg(strstr(out, "model 'mlp' has no presets"), "%s", out);
+    cli_write(dir, "bad.ini", "[grid]\nmodel = vgg16\npartition = paper\nstages = 2, 4\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "sweep bad.ini --db z.db"), 2);
+    ck_assert_msg(strstr(out, "--partition paper is the 4-stage cut"), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "z.db", "SELECT 1"), 0);   /* no database made */
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* A dry run over every registered schedule x model plans exactly the pairs
  * pb_run_check accepts with the sweep's defaults and leaves out the others. */
 START_TEST(dry_run_every_registered_pair)
@@ -225,6 +248,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, bad_configurations);
     tcase_add_test(fast, dry_run_skips_unsupported_pairs);
     tcase_add_test(fast, dry_run_every_registered_pair);
+    tcase_add_test(fast, dry_run_presets);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");
     tcase_set_timeout(tc, 600);

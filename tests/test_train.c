@@ -58,13 +58,22 @@ END_TEST
 
 /* GPipe over D = 4 stages with M = 4 equals accumulating the mean gradient of 4
  * micro-batches on one stage, bit for bit (same backward order), on every registered
- * model. */
+ * model (the zoo's image models in their default preset, on synthetic images). */
 START_TEST(test_gpipe_is_gradient_accumulation)
 {
     for (int i = 0; pb_workloads[i]; i++) {
         struct pb_run_cfg c;
         small_cfg(&c);
         c.model = pb_workloads[i]->name;
+        const struct pb_preset *p;
+        ck_assert(pb_workload_preset(pb_workloads[i], NULL, &p, NULL) == 0);
+        if (p) {  /* a zoo model: its default preset on synthetic data of its input shape */
+            struct pb_shape in = pb_preset_sample(p);
+            c.dataset = "synthetic";
+            c.synthetic = (struct pb_dataset_opts){.c = in.c, .h = in.h, .w = in.w, .nclasses = 10};
+            c.limit_train = 128;
+            c.epochs = 1;
+        }
         c.schedule = "gpipe";
         c.stages = 4;
         c.microbatches = 4;

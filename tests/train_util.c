@@ -126,8 +126,11 @@ static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interl
     ck_assert_msg(pb_dataset_load_opts(&ds, c->dataset ? c->dataset : wl->dataset, c->data_dir,
                                        PB_SPLIT_TRAIN, c->limit_train, c->seed, &c->synthetic,
                                        &e) == 0, "%s", e.msg);
+    const struct pb_preset *p;
+    ck_assert_msg(pb_workload_preset(wl, c->preset, &p, &e) == 0, "%s", e.msg);
     struct pb_model m;
-    ck_assert(wl->build(&m, (struct pb_shape){1, ds.c, ds.h, ds.w}, ds.nclasses, &e) == 0);
+    ck_assert(wl->build(&m, p, (struct pb_shape){1, ds.c, ds.h, ds.w},
+                        p ? p->classes : ds.nclasses, &e) == 0);
     ck_assert(pb_model_finalize(&m, c->microbatch_size, &e) == 0);
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
     struct pb_stage s;

@@ -3,8 +3,10 @@
  * ReLU+pool 2, flatten+fc(128)+ReLU, dropout 0.5, fc(84)+ReLU, fc(classes): 9 blocks. */
 #include "workloads/workload.h"
 
-static int lenet_build(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e)
+static int lenet_build(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
+                       int nclasses, struct pb_err *e)
 {
+    (void)p;
     int h = (sample.h / 2 - 4) / 2, w = (sample.w / 2 - 4) / 2;
     if (h < 1 || w < 1)
         return pb_err_set(e, "lenet needs images of at least 12x12 (got %dx%d)", sample.h, sample.w);

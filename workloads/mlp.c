@@ -5,8 +5,10 @@
 
 #include "workloads/workload.h"
 
-static int mlp_build(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e)
+static int mlp_build(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
+                     int nclasses, struct pb_err *e)
 {
+    (void)p;
     (void)e;
     pb_model_init(m, "mlp", sample, nclasses);
     pb_block_flatten(m, pb_model_block(m, "flatten"), "flatten");

@@ -9,9 +9,10 @@
 #define MLP_DEEP_LAYERS 8
 #define MLP_DEEP_WIDTH 512
 
-static int mlp_deep_build(struct pb_model *m, struct pb_shape sample, int nclasses,
-                          struct pb_err *e)
+static int mlp_deep_build(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
+                          int nclasses, struct pb_err *e)
 {
+    (void)p;
     (void)e;
     pb_model_init(m, "mlp-deep", sample, nclasses);
     pb_block_flatten(m, pb_model_block(m, "flatten"), "flatten");

@@ -1,4 +1,5 @@
-/* workloads/registry.c — the table of workloads, and the balanced partitioner. */
+/* workloads/registry.c — the table of workloads and their presets, and the balanced and
+ * paper partitioners. */
 #include <float.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -7,11 +8,19 @@
 #include "workloads/workload.h"
 
 extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
+extern const struct pb_workload pb_workload_alexnet, pb_workload_resnet101,
+    pb_workload_inceptionv3, pb_workload_vgg16, pb_workload_googlenet, pb_workload_densenet121;
 
 const struct pb_workload *const pb_workloads[] = {
     &pb_workload_mlp,
     &pb_workload_mlp_deep,
     &pb_workload_lenet,
+    &pb_workload_alexnet,
+    &pb_workload_resnet101,
+    &pb_workload_inceptionv3,
+    &pb_workload_vgg16,
+    &pb_workload_googlenet,
+    &pb_workload_densenet121,
     NULL,
 };
 
@@ -26,6 +35,80 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e)
     }
     pb_err_set(e, "unknown model '%s'; valid models: %s", name, list);
     return NULL;
+}
+
+int pb_workload_preset(const struct pb_workload *w, const char *name, const struct pb_preset **out,
+                       struct pb_err *e)
+{
+    *out = NULL;
+    if (!w->presets) {
+        if (name)
+            return pb_err_set(e, "model '%s' has no presets (only the zoo's image models do: "
+                                 "`pipebench list`); drop --preset %s", w->name, name);
+        return 0;
+    }
+    const char *want = name ? name : PB_DEFAULT_PRESET;
+    char list[128] = "";
+    for (const struct pb_preset *p = w->presets; p->name; p++) {
+        if (!strcmp(p->name, want)) {
+            *out = p;
+            return 0;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 p == w->presets ? "" : ", ", p->name);
+    }
+    return pb_err_set(e, "model '%s' has no preset '%s'; its presets: %s", w->name, want, list);
+}
+
+struct pb_shape pb_preset_sample(const struct pb_preset *p)
+{
+    PB_CHECK(p->input_side > 0);
+    return (struct pb_shape){1, 3, p->input_side, p->input_side};
+}
+
+int pb_partition_choose(const struct pb_preset *p, const char *model, const char *name, int stages,
+                        bool *paper, struct pb_err *e)
+{
+    bool has_cut = p && p->cut[0];
+    if (!name) {
+        *paper = has_cut && !strcmp(p->name, "paper") && stages == PB_PAPER_STAGES;
+        return 0;
+    }
+    if (!strcmp(name, "balanced")) {
+        *paper = false;
+        return 0;
+    }
+    if (strcmp(name, "paper"))
+        return pb_err_set(e, "unknown partition '%s'; valid partitions: paper, balanced", name);
+    if (!has_cut)
+        return pb_err_set(e, "--partition paper: model '%s'%s%s has no paper partition (the zoo's "
+                             "image models do); use --partition balanced", model,
+                          p ? " preset " : "", p ? p->name : "");
+    if (stages != PB_PAPER_STAGES)
+        return pb_err_set(e, "--partition paper is the %d-stage cut of the paper's code; use "
+                             "--stages %d, or --partition balanced for --stages %d",
+                          PB_PAPER_STAGES, PB_PAPER_STAGES, stages);
+    *paper = true;
+    return 0;
+}
+
+int pb_partition_paper(const struct pb_model *m, const struct pb_preset *p, int *bounds,
+                       struct pb_err *e)
+{
+    PB_CHECK(p->cut[0]);
+    bounds[0] = 0;
+    bounds[PB_PAPER_STAGES] = m->nblocks;
+    int at = 0;
+    for (int k = 1; k < PB_PAPER_STAGES; k++) {
+        while (at < m->nblocks && strcmp(m->blocks[at].name, p->cut[k - 1]))
+            at++;
+        if (at == m->nblocks || at <= bounds[k - 1])
+            return pb_err_set(e, "model '%s' preset %s: stage %d of the paper cut starts at block "
+                                 "'%s', which the model does not have after stage %d's first",
+                              m->name, p->name, k, p->cut[k - 1], k - 1);
+        bounds[k] = at;
+    }
+    return 0;
 }
 
 /* A partial partition's cost: its largest stage, then the sum of squared stage costs

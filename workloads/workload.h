@@ -1,21 +1,63 @@
-/* workloads/workload.h — the model zoo's registry and the partitioner.
+/* workloads/workload.h — the model zoo's registry, its presets and the partitioners.
  * A workload builds a model (a chain of blocks) for a dataset's sample shape and
- * class count; the partitioner cuts the chain into D stages of balanced cost. */
+ * class count; the zoo's image models (semantics §5.1) have presets, `paper` and
+ * `small`, that fix their widths and depths, default dataset, input side and head. The
+ * balanced partitioner cuts any chain into D stages of balanced cost; a preset may
+ * also carry its 4-stage paper cut. */
 #ifndef PB_WORKLOAD_H
 #define PB_WORKLOAD_H
 
 #include "harness/model/model.h"
 
+#define PB_PAPER_STAGES 4
+
+struct pb_preset {
+    const char *name;       /* "paper" or "small" */
+    const char *summary;    /* one line for `pipebench list` */
+    const char *dataset;    /* the dataset it trains on by default */
+    int input_side;         /* S: the model takes 3×S×S inputs (the data pipeline crops or
+                               resizes to it) */
+    bool no_flip;           /* it trains without the horizontal flip (Inception-V3) */
+    int classes;            /* the head's width, whatever the dataset's class count (the
+                               paper's 1000-way heads on Tiny-ImageNet's 200 classes) */
+    /* the 4-stage cut: the names of the first blocks of stages 1, 2 and 3 (semantics §5.3's
+       paper partitions; the small presets' cut the same structure), or NULL */
+    const char *cut[PB_PAPER_STAGES - 1];
+    const void *arch;       /* the model's widths and depths (its own struct) */
+};
+
 struct pb_workload {
     const char *name, *summary;
-    const char *dataset;  /* the dataset it trains on by default */
-    int (*build)(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e);
+    const char *dataset;  /* the dataset it trains on by default (its presets' too) */
+    /* Builds the model for samples of `sample`'s shape and a head of nclasses; p is
+     * one of its presets, NULL for a workload without presets. */
+    int (*build)(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
+                 int nclasses, struct pb_err *e);
+    const struct pb_preset *presets;  /* NULL, or an array ended by a NULL name */
 };
+
+/* The preset every workload with presets takes when none is named. */
+#define PB_DEFAULT_PRESET "small"
 
 /* NULL-terminated registry (workloads/registry.c). */
 extern const struct pb_workload *const pb_workloads[];
 /* Finds a workload; an unknown name gets a message listing the valid ones. */
 const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
+
+/* The preset `name` of w (NULL: PB_DEFAULT_PRESET, or none for a workload without
+ * presets) into *out (NULL when none). An unknown preset, or any preset on a workload
+ * without presets, is an error saying which presets there are. */
+int pb_workload_preset(const struct pb_workload *w, const char *name, const struct pb_preset **out,
+                       struct pb_err *e);
+
+/* A preset's sample shape: 3×S×S. */
+struct pb_shape pb_preset_sample(const struct pb_preset *p);
+
+/* Which partitioner a run takes: `name` "paper", "balanced" or NULL (the default:
+ * paper for the paper preset at D = 4, else balanced). *paper says which; "paper"
+ * where there is no 4-stage cut or D != 4 is an error saying what to change. */
+int pb_partition_choose(const struct pb_preset *p, const char *model, const char *name, int stages,
+                        bool *paper, struct pb_err *e);
 
 /* Cuts the finalised model's blocks into `stages` contiguous ranges minimising the
  * largest stage's forward FLOPs, then (among equal largest stages) the sum of the
@@ -23,5 +65,10 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
  * stage k holds blocks [bounds[k], bounds[k+1]). Errors when stages < 1 or the model
  * has fewer blocks than stages. */
 int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e);
+
+/* The preset's 4-stage cut of the model it built: bounds[0..4] from the block names
+ * p->cut (each found after the one before, else an error naming it). */
+int pb_partition_paper(const struct pb_model *m, const struct pb_preset *p, int *bounds,
+                       struct pb_err *e);
 
 #endif

@@ -58,6 +58,26 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c)
     return PB_EXIT_OK;
 }
 
+/* "    NAME  dataset, 3xSxS, K-way head, N parameters, B blocks[, a 4-stage cut]: summary"
+ * for each preset of w (the default marked *), each built to count. */
+static void list_presets(const struct pb_workload *w)
+{
+    for (const struct pb_preset *p = w->presets; p && p->name; p++) {
+        struct pb_model m;
+        struct pb_err e;
+        if (w->build(&m, p, pb_preset_sample(p), p->classes, &e) ||
+            pb_model_finalize(&m, 2, &e)) {
+            printf("    %-6s (cannot be built: %s)\n", p->name, e.msg);
+            continue;
+        }
+        printf("    %-6s%s %s, 3x%dx%d, %d-way head, %zu parameters, %d blocks%s: %s\n", p->name,
+               strcmp(p->name, PB_DEFAULT_PRESET) ? "" : "*", p->dataset, p->input_side,
+               p->input_side, p->classes, pb_model_param_count(&m, 0, m.nblocks), m.nblocks,
+               p->cut[0] ? ", a 4-stage cut" : "", p->summary);
+        pb_model_finish(&m);
+    }
+}
+
 int pb_cmd_list(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -73,9 +93,13 @@ int pb_cmd_list(int argc, char **argv)
         printf("  %-14s %s%s%s%s\n", pb_schedules[i]->name, pb_schedules[i]->summary,
                *pb_schedules[i]->variants ? " (variants: " : "", pb_schedules[i]->variants,
                *pb_schedules[i]->variants ? ")" : "");
-    printf("models:\n");
-    for (int i = 0; pb_workloads[i]; i++)
-        printf("  %-14s %s\n", pb_workloads[i]->name, pb_workloads[i]->summary);
+    printf("models (presets: --preset NAME, * the default; semantics §5):\n");
+    for (int i = 0; pb_workloads[i]; i++) {
+        const struct pb_workload *w = pb_workloads[i];
+        printf("  %-14s %s%s%s%s\n", w->name, w->summary, w->presets ? "" : " (",
+               w->presets ? "" : w->dataset, w->presets ? "" : ")");
+        list_presets(w);
+    }
     printf("datasets:\n");
     for (int i = 0; pb_dataset_names[i]; i++)
         printf("  %-14s %s\n", pb_dataset_names[i], pb_dataset_summary(pb_dataset_names[i]));

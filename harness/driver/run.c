@@ -49,6 +49,15 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON *o = cJSON_CreateObject();
     const struct pb_optim_cfg *oc = &c->optim;
     cJSON_AddStringToObject(o, "model", c->model);
+    /* the preset and partition the run takes (resolved, so leaving the default out and
+     * naming it give the same configuration) */
+    const struct pb_workload *w;
+    const struct pb_preset *p = NULL;
+    bool paper_cut = false;
+    if (pb_run_model(c, &w, &p, &paper_cut, NULL))
+        p = NULL;
+    cJSON_AddStringToObject(o, "preset", p ? p->name : "");
+    cJSON_AddStringToObject(o, "partition", paper_cut ? "paper" : "balanced");
     cJSON_AddStringToObject(o, "dataset", c->dataset ? c->dataset : "");
     cJSON_AddStringToObject(o, "data_dir", c->data_dir ? c->data_dir : "");
     cJSON_AddStringToObject(o, "schedule", c->schedule);
@@ -130,7 +139,10 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
 
 int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
 {
-    if (pb_run_check_cfg(c, e) || !pb_workload_find(c->model, e))
+    const struct pb_workload *w;
+    const struct pb_preset *p;
+    bool paper_cut;
+    if (pb_run_check_cfg(c, e) || pb_run_model(c, &w, &p, &paper_cut, e))
         return -1;
     if (c->dataset && !pb_dataset_summary(c->dataset))
         return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets",

@@ -15,6 +15,9 @@
 
 struct pb_run_cfg {
     const char *model, *dataset, *data_dir;
+    /* the model's preset (NULL: "small" for the zoo's models, none for the others) and
+     * partition ("paper" | "balanced"; NULL: paper for the paper preset at D = 4) */
+    const char *preset, *partition;
     const char *schedule, *variant;
     const char *executor;         /* "seq" */
     const char *backend;          /* "cpu" (harness/compute/backend.h's registry) */

@@ -10,7 +10,7 @@
 #include "workloads/workload.h"
 
 enum {
-    O_MODEL = 1, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
+    O_MODEL = 1, O_PRESET, O_PARTITION, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
@@ -21,6 +21,8 @@ _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
 
 static const struct option run_options[] = {
     {"model", required_argument, 0, O_MODEL},
+    {"preset", required_argument, 0, O_PRESET},
+    {"partition", required_argument, 0, O_PARTITION},
     {"dataset", required_argument, 0, O_DATASET},
     {"data-dir", required_argument, 0, O_DATA_DIR},
     {"schedule", required_argument, 0, O_SCHEDULE},
@@ -85,10 +87,20 @@ static void usage_schedules(FILE *f)
 
 void pb_run_flags_usage(FILE *f)
 {
-    fprintf(f, "  --model NAME           ");
-    for (int i = 0; pb_workloads[i]; i++)
-        fprintf(f, " %s%s", pb_workloads[i]->name, pb_workloads[i + 1] ? " |" : "");
-    fprintf(f, " (default mlp;\n                          `pipebench list`)\n  --dataset NAME         ");
+    int col = fprintf(f, "  --model NAME           ");
+    for (int i = 0; pb_workloads[i]; i++) {
+        const char *name = pb_workloads[i]->name;
+        if (col + (int)strlen(name) + 3 > 88)
+            col = fprintf(f, "\n                         ");
+        col += fprintf(f, " %s%s", name, pb_workloads[i + 1] ? " |" : "");
+    }
+    fprintf(f, "\n                          (default mlp; `pipebench list`)\n"
+        "  --preset NAME           paper | small: the zoo model's widths, depths, input side,\n"
+        "                          head and default dataset (default small; the zoo's image\n"
+        "                          models only)\n"
+        "  --partition P           paper (the paper's 4-stage cut, --stages 4; default for\n"
+        "                          --preset paper --stages 4) | balanced (forward FLOPs)\n"
+        "  --dataset NAME         ");
     for (int i = 0; pb_dataset_names[i]; i++)
         fprintf(f, " %s%s", pb_dataset_names[i], pb_dataset_names[i + 1] ? " |" : "");
     fprintf(f, " (default: the model's)\n"
@@ -194,6 +206,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     }
 #define STR(id, field) if (val[id]) c->field = val[id]
     STR(O_MODEL, model);
+    STR(O_PRESET, preset);
+    STR(O_PARTITION, partition);
     STR(O_DATASET, dataset);
     STR(O_DATA_DIR, data_dir);
     STR(O_SCHEDULE, schedule);

@@ -14,12 +14,13 @@ struct run_state {
     const struct pb_run_cfg *cfg;
     const struct pb_schedule *sch;
     const struct pb_workload *workload;
-    const char *dataset;          /* --dataset, or the workload's own */
+    const struct pb_preset *preset; /* NULL: a model without presets */
+    bool paper_cut;               /* the preset's 4-stage cut, else the balanced partition */
+    int input_side;               /* the preset's S, 0 = the dataset's native side */
+    bool no_flip;                 /* the preset trains without horizontal flip */
+    const char *dataset;          /* --dataset, or the preset's (the workload's) own */
     struct pb_pipe pipe;
     struct pb_optim_cfg optim;    /* the run's, keeping d_last when the schedule predicts */
-    int input_side;               /* S of image samples, 0: the dataset's native side (set
-                                     from the model preset before pb_run_setup) */
-    bool no_flip;                 /* train image datasets without horizontal flips */
     struct pb_dataset train, val; /* loaded where a local stage is first or last */
     struct pb_prefetch *prefetch; /* stage 0's loader thread, where stage 0 is local */
     int ntrain, nval;             /* samples (known on every rank) */
@@ -48,8 +49,12 @@ static inline bool run_writer(const struct run_state *r)
 int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e);
 /* The dataset r loads (--dataset, else the model's) and its load options: the synthetic
  * shape of the configuration, r's input side and flip policy, and `like` the model's
- * image dataset when the synthetic data is asked for without a shape of its own. */
+ * (its preset's) image dataset when the synthetic data is asked for without a shape of its own. */
 const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *opts);
+/* The model of c, its preset (NULL when it has none) and whether the paper cut applies:
+ * an unknown model or preset, or a partition that does not apply, is an error. */
+int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
+                 const struct pb_preset **p, bool *paper_cut, struct pb_err *e);
 /* --trace-epochs: sel[epochs] set for the epochs whose events are kept; NULL sel only
  * checks the text. */
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e);

@@ -66,6 +66,15 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     return pb_optim_cfg_check(&c->optim, e);
 }
 
+int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
+                 const struct pb_preset **p, bool *paper_cut, struct pb_err *e)
+{
+    *w = pb_workload_find(c->model, e);
+    if (!*w || pb_workload_preset(*w, c->preset, p, e))
+        return -1;
+    return pb_partition_choose(*p, c->model, c->partition, c->stages, paper_cut, e);
+}
+
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e)
 {
     const char *s = spec ? spec : "first,last";
@@ -153,14 +162,15 @@ static int collective(struct run_state *r, int rc, struct pb_err *e)
 const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *opts)
 {
     const struct pb_run_cfg *c = r->cfg;
-    const char *ds = c->dataset ? c->dataset : r->workload->dataset;
+    const char *own = r->preset ? r->preset->dataset : r->workload->dataset;
+    const char *ds = c->dataset ? c->dataset : own;
     *opts = c->synthetic;
     opts->crop = r->input_side;
     opts->no_flip = r->no_flip;
     const struct pb_dataset_opts *s = &c->synthetic;
     if (!strcmp(ds, "synthetic") && !s->like && !s->c && !s->h && !s->w && !s->nclasses &&
-        pb_dataset_is_image(r->workload->dataset))
-        opts->like = r->workload->dataset;
+        pb_dataset_is_image(own))
+        opts->like = own;
     return ds;
 }
 
@@ -202,12 +212,20 @@ static int build_model(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     struct pb_shape sample = {1, r->train.c, r->train.h, r->train.w};
-    if (r->workload->build(&r->model, sample, r->train.nclasses, e))
+    /* a preset fixes the head; a dataset with fewer classes uses its first outputs */
+    int nclasses = r->preset ? r->preset->classes : r->train.nclasses;
+    if (r->train.nclasses > nclasses)
+        return pb_err_set(e, "model '%s' preset %s has a %d-way head, but dataset %s has %d "
+                             "classes; pick a dataset of at most %d classes", c->model,
+                          r->preset->name, nclasses, r->dataset, r->train.nclasses, nclasses);
+    if (r->workload->build(&r->model, r->preset, sample, nclasses, e))
         return -1;
     r->model.label_smoothing = c->label_smoothing;
     if (pb_model_finalize(&r->model, c->microbatch_size, e))
         return -1;
     r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
+    if (r->paper_cut)
+        return pb_partition_paper(&r->model, r->preset, r->bounds, e);
     return pb_partition_balanced(&r->model, c->stages, r->bounds, e);
 }
 
@@ -277,8 +295,9 @@ int pb_run_setup(struct run_state *r, struct pb_err *e)
     if (!rc) {
         r->trace_epochs = pb_xcalloc((size_t)c->epochs, sizeof *r->trace_epochs);
         PB_CHECK(pb_run_trace_epochs(c->trace_epochs, c->epochs, r->trace_epochs, e) == 0);
-        r->workload = pb_workload_find(c->model, e);
-        rc = r->workload ? 0 : -1;
+        rc = pb_run_model(c, &r->workload, &r->preset, &r->paper_cut, e);
+        r->input_side = r->preset ? r->preset->input_side : 0;
+        r->no_flip = r->preset && r->preset->no_flip;
     }
     if (collective(r, rc, e) || load_data(r, e))
         return -1;

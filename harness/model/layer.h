@@ -30,6 +30,26 @@ enum pb_layer_kind {
     PB_LAYER_CONCAT,
 };
 
+/* How a layer's parameters start (semantics §1.9): PyTorch's layer default, or what a
+ * model's definition sets with torch.nn.init. Drawn from the counter-based RNG keyed by
+ * (seed, layer uid, tensor), so a layer's numbers do not depend on the partition. */
+enum pb_init_kind {
+    PB_INIT_DEFAULT,         /* the layer's PyTorch default (zero-initialised spec) */
+    PB_INIT_KAIMING_NORMAL,  /* N(0, 2 / fan_out): kaiming_normal_(mode='fan_out',
+                                nonlinearity='relu'); fan_out = out × kernel area */
+    PB_INIT_NORMAL,          /* N(0, std²): normal_(0, std) */
+    PB_INIT_TRUNC_NORMAL,    /* N(0, std²) truncated to [lo, hi] (absolute bounds):
+                                trunc_normal_(std=std, a=lo, b=hi) */
+    PB_INIT_CONSTANT,        /* every weight = value: constant_(value) */
+};
+
+struct pb_init_spec {
+    enum pb_init_kind kind;  /* of the weight (BatchNorm: γ) */
+    float std, lo, hi;       /* normal, truncated normal */
+    float value;             /* constant */
+    bool zero_bias;          /* the bias (BatchNorm: β) is 0; else the layer's default rule */
+};
+
 /* Hyperparameters; which fields apply depends on the kind. */
 struct pb_layer_cfg {
     enum pb_layer_kind kind;
@@ -40,6 +60,7 @@ struct pb_layer_cfg {
     float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
     float p;                        /* dropout probability */
     bool bias;                      /* linear */
+    struct pb_init_spec init;       /* linear, conv2d, batchnorm2d */
 };
 
 /* Where a forward runs: the per-micro-batch facts a layer may need. */
@@ -108,5 +129,10 @@ size_t pb_layer_act_bytes(const struct pb_layer *l);
 /* PyTorch's default init for a weight of fan_in inputs: U(−1/√fan_in, 1/√fan_in),
  * which is kaiming_uniform_(a = √5) for weights and the bias rule alike. */
 void pb_init_uniform_fan_in(float *w, size_t n, int fan_in, uint64_t seed, int uid, int which);
+
+/* A weight of n values (tensor `which` of layer uid) drawn as spec says (not
+ * PB_INIT_DEFAULT: the layer's own rule applies then); fan_out is the Kaiming fan. */
+void pb_init_fill(const struct pb_init_spec *spec, float *w, size_t n, int fan_out, uint64_t seed,
+                  int uid, int which);
 
 #endif

@@ -37,6 +37,13 @@ struct pb_block *pb_model_block(struct pb_model *m, const char *name)
     return b;
 }
 
+struct pb_block *pb_model_top_block(struct pb_model *m, const char *name)
+{
+    struct pb_block *b = pb_model_block(m, name);
+    b->top_level = true;
+    return b;
+}
+
 int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
                   const struct pb_layer_cfg *cfg, int nin, const int *in)
 {
@@ -118,6 +125,22 @@ int pb_block_dropout(struct pb_model *m, struct pb_block *b, const char *name, f
 int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name)
 {
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_FLATTEN});
+}
+
+int pb_model_set_init(struct pb_model *m, enum pb_layer_kind kind, struct pb_init_spec spec)
+{
+    PB_CHECK(kind == PB_LAYER_LINEAR || kind == PB_LAYER_CONV2D || kind == PB_LAYER_BATCHNORM2D);
+    PB_CHECK(kind != PB_LAYER_BATCHNORM2D || spec.kind != PB_INIT_KAIMING_NORMAL);
+    int n = 0;
+    for (int i = 0; i < m->nblocks; i++)
+        for (int j = 0; j < m->blocks[i].nnodes; j++) {
+            struct pb_layer *l = &m->blocks[i].nodes[j];
+            if (l->cfg.kind == kind) {
+                l->cfg.init = spec;
+                n++;
+            }
+        }
+    return n;
 }
 
 static int block_finalize(struct pb_model *m, struct pb_block *b, struct pb_shape in,

@@ -11,6 +11,10 @@
 
 struct pb_block {
     char name[PB_NAME_MAX];
+    /* Its layers are top-level modules of the model's PyTorch definition: checkpoint
+     * tensors are named "<layer>.<param>", leaving the block's name out (a ResNet's stem
+     * block holds conv1, bn1, relu and maxpool). Else "<block>.<layer>.<param>". */
+    bool top_level;
     int nnodes, cap;
     struct pb_layer *nodes;   /* in topological order; the last node is the output */
     struct pb_shape in_shape, out_shape;
@@ -34,6 +38,8 @@ void pb_model_init(struct pb_model *m, const char *name, struct pb_shape sample,
 void pb_model_finish(struct pb_model *m);
 /* Appends an empty block; nodes are added to the returned block. */
 struct pb_block *pb_model_block(struct pb_model *m, const char *name);
+/* The same, for a block of top-level modules (pb_block.top_level). */
+struct pb_block *pb_model_top_block(struct pb_model *m, const char *name);
 
 /* Adds a node reading `nin` inputs (node indices in the block, -1 = block input);
  * returns the new node's index. The pb_block_* helpers below read the previous
@@ -52,6 +58,11 @@ int pb_block_avgpool(struct pb_model *m, struct pb_block *b, const char *name, i
 int pb_block_gap(struct pb_model *m, struct pb_block *b, const char *name);
 int pb_block_dropout(struct pb_model *m, struct pb_block *b, const char *name, float p);
 int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name);
+
+/* Sets the initialisation of every layer of `kind` in the model, as a definition's
+ * `for m in self.modules(): if isinstance(m, nn.Conv2d): ...` loop does (layer.h);
+ * returns how many layers it set. Call once the blocks are built. */
+int pb_model_set_init(struct pb_model *m, enum pb_layer_kind kind, struct pb_init_spec spec);
 
 /* Infers and checks every shape for micro-batches of `batch` samples, and lays out
  * each block's parameters (offsets relative to the block). The last block must give

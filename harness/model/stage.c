@@ -364,17 +364,22 @@ void pb_stage_tensors(const struct pb_stage *s,
             const char *names[4];
             size_t counts[4], off = s->param_off[b - s->first] + l->param_off;
             int k = l->ops->param_tensors(l, names, counts);
+            char prefix[160];
+            if (blk->top_level)
+                snprintf(prefix, sizeof prefix, "stage%d.%s", s->index, l->name);
+            else
+                snprintf(prefix, sizeof prefix, "stage%d.%s.%s", s->index, blk->name, l->name);
             for (int t = 0; t < k; t++) {
-                snprintf(name, sizeof name, "stage%d.%s.%s.%s", s->index, blk->name, l->name, names[t]);
+                snprintf(name, sizeof name, "%s.%s", prefix, names[t]);
                 fn(ctx, name, 0, off, counts[t], l);
                 off += counts[t];
             }
             size_t nbuf = l->ops->buffer_count(l);
             if (nbuf) {
                 size_t boff = s->buffer_off[b - s->first] + l->buffer_off;
-                snprintf(name, sizeof name, "stage%d.%s.%s.running_mean", s->index, blk->name, l->name);
+                snprintf(name, sizeof name, "%s.running_mean", prefix);
                 fn(ctx, name, 1, boff, nbuf / 2, l);
-                snprintf(name, sizeof name, "stage%d.%s.%s.running_var", s->index, blk->name, l->name);
+                snprintf(name, sizeof name, "%s.running_var", prefix);
                 fn(ctx, name, 1, boff + nbuf / 2, nbuf / 2, l);
             }
         }

@@ -74,8 +74,9 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
 /* Frees what a forward kept (after an error, or for evaluation). */
 void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act);
 
-/* Checkpoint tensors of the stage: "stage<k>.<block>.<layer>.<param>" for each
- * parameter and BN running statistic, in model order. fn is called with the tensor
+/* Checkpoint tensors of the stage: "stage<k>.<block>.<layer>.<param>" (a top-level
+ * block: "stage<k>.<layer>.<param>") for each parameter and BN running statistic, in
+ * model order. fn is called with the tensor
  * name, and the host-side offset and count inside params (is_buffer = 0) or buffers. */
 void pb_stage_tensors(const struct pb_stage *s,
                       void (*fn)(void *ctx, const char *name, int is_buffer, size_t off, size_t n,

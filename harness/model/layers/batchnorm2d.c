@@ -25,16 +25,20 @@ static size_t bn_params(const struct pb_layer *l)
     return 2 * (size_t)l->cfg.channels;
 }
 
+/* γ = 1 unless the spec draws it (Kaiming has no fan for a vector, as in torch); β = 0
+ * whatever the bias rule, since PyTorch's default is 0 too. */
 static void bn_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
 {
-    (void)seed;
     int c = l->cfg.channels;
+    PB_CHECK(l->cfg.init.kind != PB_INIT_KAIMING_NORMAL);
     for (int i = 0; i < c; i++) {
         params[i] = 1.0f;      /* γ */
         params[c + i] = 0.0f;  /* β */
         buffers[i] = 0.0f;     /* running mean */
         buffers[c + i] = 1.0f; /* running variance */
     }
+    if (l->cfg.init.kind != PB_INIT_DEFAULT)
+        pb_init_fill(&l->cfg.init, params, (size_t)c, 0, seed, l->uid, 0);
 }
 
 static int bn_tensors(const struct pb_layer *l, const char **names, size_t *counts)

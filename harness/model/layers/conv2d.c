@@ -36,10 +36,9 @@ static void conv_init(const struct pb_layer *l, float *params, float *buffers, u
 {
     (void)buffers;
     const struct pb_conv_desc *d = &l->cfg.conv;
-    int fan_in = d->cin * d->kh * d->kw;
-    pb_init_uniform_fan_in(params, conv_weight_count(l), fan_in, seed, l->uid, 0);
-    if (d->bias)
-        pb_init_uniform_fan_in(params + conv_weight_count(l), (size_t)d->cout, fan_in, seed, l->uid, 1);
+    size_t nw = conv_weight_count(l);
+    pb_init_weight_bias(&l->cfg.init, params, nw, d->bias ? params + nw : NULL, (size_t)d->cout,
+                        d->cin * d->kh * d->kw, d->cout * d->kh * d->kw, seed, l->uid);
 }
 
 static int conv_tensors(const struct pb_layer *l, const char **names, size_t *counts)

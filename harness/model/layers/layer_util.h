@@ -17,6 +17,11 @@ double pb_layer_no_flops(const struct pb_layer *l);
 /* One FLOP per output element (elementwise layers, pooling windows excluded). */
 double pb_layer_out_flops(const struct pb_layer *l);
 
+/* A linear or conv2d layer's weight w [nw] and bias b [nb] (NULL: none) as spec says:
+ * PyTorch's default U(±1/√fan_in) where the spec leaves them to it (init.c). */
+void pb_init_weight_bias(const struct pb_init_spec *spec, float *w, size_t nw, float *b, size_t nb,
+                         int fan_in, int fan_out, uint64_t seed, int uid);
+
 /* Formats "[n, c, h, w]" into buf. */
 const char *pb_shape_str(struct pb_shape s, char *buf, size_t len);
 

@@ -24,10 +24,9 @@ static void linear_init(const struct pb_layer *l, float *params, float *buffers,
 {
     (void)buffers;
     size_t nw = (size_t)l->cfg.out_features * l->cfg.in_features;
-    pb_init_uniform_fan_in(params, nw, l->cfg.in_features, seed, l->uid, 0);
-    if (l->cfg.bias)
-        pb_init_uniform_fan_in(params + nw, (size_t)l->cfg.out_features, l->cfg.in_features, seed,
-                               l->uid, 1);
+    pb_init_weight_bias(&l->cfg.init, params, nw, l->cfg.bias ? params + nw : NULL,
+                        (size_t)l->cfg.out_features, l->cfg.in_features, l->cfg.out_features, seed,
+                        l->uid);
 }
 
 static int linear_tensors(const struct pb_layer *l, const char **names, size_t *counts)

@@ -160,7 +160,7 @@ END_TEST
  * shape is given; the input side and flip policy reach the load options. */
 START_TEST(stand_in_choice)
 {
-    const struct pb_workload cifar_model = {"vgg-like", "test", "cifar100", NULL};
+    const struct pb_workload cifar_model = {"vgg-like", "test", "cifar100", NULL, 0, 0};
     struct pb_run_cfg c;
     pb_run_cfg_defaults(&c);
     c.dataset = "synthetic";

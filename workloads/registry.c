@@ -6,12 +6,15 @@
 
 #include "workloads/workload.h"
 
-extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
+extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet,
+    pb_workload_residual_lstm, pb_workload_residual_lstm_small;
 
 const struct pb_workload *const pb_workloads[] = {
     &pb_workload_mlp,
     &pb_workload_mlp_deep,
     &pb_workload_lenet,
+    &pb_workload_residual_lstm,
+    &pb_workload_residual_lstm_small,
     NULL,
 };
 

@@ -10,6 +10,9 @@ struct pb_workload {
     const char *name, *summary;
     const char *dataset;  /* the dataset it trains on by default */
     int (*build)(struct pb_model *m, struct pb_shape sample, int nclasses, struct pb_err *e);
+    /* sequence models: the vocabulary (token ids below it) and the tokens per sample
+     * their data is padded or truncated to; 0 for models of images */
+    int vocab, steps;
 };
 
 /* NULL-terminated registry (workloads/registry.c). */

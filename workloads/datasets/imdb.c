@@ -57,13 +57,13 @@ static int list_folder(const char *folder, struct review **out, int *count, stru
         long id = strtol(de->d_name, &end, 10);
         long rating = *end == '_' ? strtol(end + 1, &end, 10) : -1;
         if (end == de->d_name || rating < 0 || strcmp(end, ".txt")) {
+            pb_err_set(e, "%s/%s is not a review of the aclImdb tree (named <id>_<rating>.txt); "
+                          "remove it or unpack aclImdb_v1.tar.gz afresh", folder, de->d_name);
             closedir(d);
             for (int i = 0; i < n; i++)
                 free(r[i].path);
             free(r);
-            return pb_err_set(e, "%s/%s is not a review of the aclImdb tree (named "
-                                 "<id>_<rating>.txt); remove it or unpack aclImdb_v1.tar.gz "
-                                 "afresh", folder, de->d_name);
+            return -1;
         }
         if (n == cap)
             r = xrealloc(r, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *r);

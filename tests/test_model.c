@@ -105,10 +105,13 @@ static void check_partitions(const struct pb_workload *w, const struct pb_preset
 {
     struct pb_err e;
     struct pb_model m;
-    struct pb_shape in = p ? pb_preset_sample(p) : (struct pb_shape){1, 1, 28, 28};
-    ck_assert_msg(w->build(&m, p, in, p ? p->classes : 10, &e) == 0, "%s: %s", w->name, e.msg);
-    ck_assert_msg(pb_model_finalize(&m, 16, &e) == 0, "%s: %s", w->name, e.msg);
-    for (int d = 1; d <= 8; d++) {
+    struct pb_shape in = p ? pb_preset_sample(p)
+                         : w->steps ? (struct pb_shape){1, w->steps, 1, 1}
+                                    : (struct pb_shape){1, 1, 28, 28};
+    int classes = p ? p->classes : w->steps ? 2 : 10;
+    ck_assert_msg(w->build(&m, p, in, classes, &e) == 0, "%s: %s", w->name, e.msg);
+    ck_assert_msg(pb_model_finalize(&m, w->steps ? 2 : 16, &e) == 0, "%s: %s", w->name, e.msg);
+    for (int d = 1; d <= 8 && d <= m.nblocks; d++) {
         int bounds[9];
         ck_assert(pb_partition_balanced(&m, d, bounds, &e) == 0);
         ck_assert(bounds[0] == 0 && bounds[d] == m.nblocks);

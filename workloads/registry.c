@@ -10,6 +10,7 @@
 extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
 extern const struct pb_workload pb_workload_alexnet, pb_workload_resnet101,
     pb_workload_inceptionv3, pb_workload_vgg16, pb_workload_googlenet, pb_workload_densenet121;
+extern const struct pb_workload pb_workload_residual_lstm, pb_workload_residual_lstm_small;
 
 const struct pb_workload *const pb_workloads[] = {
     &pb_workload_mlp,
@@ -21,6 +22,8 @@ const struct pb_workload *const pb_workloads[] = {
     &pb_workload_vgg16,
     &pb_workload_googlenet,
     &pb_workload_densenet121,
+    &pb_workload_residual_lstm,
+    &pb_workload_residual_lstm_small,
     NULL,
 };
 

@@ -34,6 +34,9 @@ struct pb_workload {
     int (*build)(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
                  int nclasses, struct pb_err *e);
     const struct pb_preset *presets;  /* NULL, or an array ended by a NULL name */
+    /* sequence models: the vocabulary (token ids below it) and the tokens per sample
+     * their data is padded or truncated to; 0 for models of images */
+    int vocab, steps;
 };
 
 /* The preset every workload with presets takes when none is named. */

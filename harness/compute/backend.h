@@ -45,6 +45,14 @@ struct pb_pool_desc {
     bool ceil_mode, exclude_pad;
 };
 
+/* A one-layer unidirectional LSTM over batch-first sequences (torch.nn.LSTM with
+ * batch_first = True, zero initial states): x [batch, steps, input], y [batch, steps,
+ * hidden]. Its weights are one flat run in PyTorch's order and shapes: weight_ih_l0
+ * [4H, input], weight_hh_l0 [4H, H], bias_ih_l0 [4H], bias_hh_l0 [4H], gates i, f, g, o. */
+struct pb_lstm_desc {
+    int batch, steps, input, hidden;
+};
+
 struct pb_backend;
 
 /* Device memory softmax_xent writes its results to. */
@@ -57,7 +65,7 @@ struct pb_xent_out {
 enum pb_backend_op {
     PB_BOP_GEMM, PB_BOP_BIAS, PB_BOP_CONV, PB_BOP_POOL_MAX, PB_BOP_POOL_AVG, PB_BOP_BATCHNORM,
     PB_BOP_RELU, PB_BOP_ADD, PB_BOP_DROPOUT, PB_BOP_CONCAT, PB_BOP_SOFTMAX_XENT,
-    PB_BOP_OPTIM_STEP, PB_BOP_PREDICT, PB_BOP_NOPS
+    PB_BOP_OPTIM_STEP, PB_BOP_PREDICT, PB_BOP_EMBEDDING, PB_BOP_LSTM, PB_BOP_SEQ_MEAN, PB_BOP_NOPS
 };
 /* "gemm", "bias", "conv", ... (backend.c) */
 extern const char *const pb_backend_op_names[PB_BOP_NOPS];
@@ -172,6 +180,34 @@ struct pb_backend_ops {
      * dlogits [N,C] = (softmax - target) / N when not NULL. */
     void (*softmax_xent)(struct pb_backend *be, const float *logits, const int32_t *labels,
                          int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
+
+    /* embedding lookup: y[n, dim] = table[tok[i]] for n tokens held as floats (whole
+     * numbers below 2^24); a token outside [0, vocab) fails the instance. The backward
+     * accumulates dtable_acc[tok[i]] += dy[i] for every token but `padding` (< 0: none),
+     * touching only the rows seen. */
+    void (*embedding_fwd)(struct pb_backend *be, const float *tok, size_t n, const float *table,
+                          int vocab, int dim, float *y);
+    void (*embedding_bwd)(struct pb_backend *be, const float *tok, size_t n, const float *dy,
+                          int vocab, int dim, int padding, float *dtable_acc);
+
+    /* LSTM (struct pb_lstm_desc). lstm_workspace: bytes a training forward leaves for
+     * the backward in ws (a format of the backend's); an inference forward passes
+     * ws = NULL. The backward reads x, w, y and ws, writes dx (NULL: not wanted) and
+     * accumulates the four weight gradients into dw_acc (w's layout). */
+    size_t (*lstm_workspace)(struct pb_backend *be, const struct pb_lstm_desc *d);
+    void (*lstm_fwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                     const float *w, float *y, void *ws);
+    void (*lstm_bwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                     const float *w, const float *y, const float *dy, const void *ws, float *dx,
+                     float *dw_acc);
+
+    /* mean over time masked by length: y[b, f] = (1/len_b) Σ_{t < len_b} x[b, t, f] for
+     * x [batch, steps, f]; lengths [batch] in [1, steps] (device), NULL = all steps. The
+     * backward writes dx[b, t, f] = dy[b, f] / len_b for t < len_b, else 0. */
+    void (*seq_mean_fwd)(struct pb_backend *be, const float *x, const int32_t *lengths, int batch,
+                         int steps, int f, float *y);
+    void (*seq_mean_bwd)(struct pb_backend *be, const float *dy, const int32_t *lengths,
+                         int batch, int steps, int f, float *dx);
 
     /* the optimizer step and the weight prediction over a flat buffer, from plain
      * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */

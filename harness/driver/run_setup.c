@@ -169,8 +169,10 @@ const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *
     opts->no_flip = r->no_flip;
     const struct pb_dataset_opts *s = &c->synthetic;
     if (!strcmp(ds, "synthetic") && !s->like && !s->c && !s->h && !s->w && !s->nclasses &&
-        pb_dataset_is_image(own))
+        (pb_dataset_is_image(own) || pb_dataset_is_sequence(own)))
         opts->like = own;
+    opts->vocab = r->workload->vocab;
+    opts->steps = r->workload->steps;
     return ds;
 }
 

@@ -51,6 +51,11 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
         w->labels = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
         if (!w->labels)
             return -1;
+        w->host_len = pb_xmalloc((size_t)b * sizeof(int32_t));
+        pb_backend_account(s->be, PB_MEM_HOST, (size_t)b * sizeof(int32_t), true);
+        w->lengths = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
+        if (!w->lengths)
+            return -1;
     }
     return 0;
 }
@@ -65,12 +70,14 @@ void pb_worker_finish(struct pb_worker *w)
     pb_optim_finish(&w->optim, w->stage->be);
     pb_wstore_finish(&w->ws);
     pb_backend_free(w->stage->be, w->labels);
+    pb_backend_free(w->stage->be, w->lengths);
     free(w->acts);
     free(w->events);
     for (int k = 0; k < 3; k++)
         free(w->op_times[k].s);
     pb_version_plan_finish(&w->plan);
     free(w->host_y);
+    free(w->host_len);
     free(w->probe);
     memset(w, 0, sizeof *w);
 }
@@ -349,16 +356,23 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
 }
 
 /* The last stage: micro-batch mb's labels into the device buffer (stage 0, when it
- * is also the last, gathered them with its inputs). */
-static void stage_labels(struct pb_worker *w, int mb)
+ * is also the last, gathered them with its inputs), and a sequence dataset's lengths
+ * (read from the dataset as the labels are). Returns the device lengths for the
+ * forward, NULL where there are none. */
+static const int32_t *stage_labels(struct pb_worker *w, int mb)
 {
     if (!is_last(w))
-        return;
+        return NULL;
     struct pb_stage *s = w->stage;
     int b = w->data.batch;
     if (!is_first(w))
         pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
     s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
+    if (!w->data.ds->len)
+        return NULL;
+    pb_dataset_gather_lengths(w->data.ds, w->data.order, mb * b, b, w->host_len);
+    s->be->ops->upload(s->be, w->lengths, w->host_len, (size_t)b * sizeof(int32_t));
+    return w->lengths;
 }
 
 /* A validation forward: the current weights, nothing kept (semantics §1.4). */
@@ -370,8 +384,8 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
     PB_CHECK(op->kind == PB_OP_F && op->wsrc == PB_W_LATEST);
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    stage_labels(w, op->mb);
-    struct pb_step_ctx c = {false, w->seed, op->mb};
+    const int32_t *lengths = stage_labels(w, op->mb);
+    struct pb_step_ctx c = {false, w->seed, op->mb, lengths};
     struct pb_stage_act act;
     if (pb_stage_forward(s, &c, s->params, x, w->labels, &act, &y, e))
         return -1;
@@ -392,7 +406,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     struct pb_tensor x, y = {0};
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    stage_labels(w, op->mb);
+    const int32_t *lengths = stage_labels(w, op->mb);
     double t0 = now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
@@ -402,7 +416,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     }
     if (w->plan.stash[op - w->prog->ops])
         pb_wstore_stash(&w->ws, wts, w->u_epoch + v->base);
-    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb};
+    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, lengths};
     if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e))
         return -1;
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
@@ -433,7 +447,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     double t0 = now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
-    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb};
+    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL};
     int rc = wts ? pb_stage_backward(s, &c, wts, &w->acts[op->mb], is_last(w) ? NULL : &dy, &dx, e)
                  : -1;
     pb_backend_free(s->be, dy.data);

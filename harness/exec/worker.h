@@ -79,6 +79,7 @@ struct pb_worker {
     struct pb_stage_act *acts;      /* [N] in flight, by micro-batch */
     struct pb_data_view data;
     int32_t *host_y, *labels;       /* last stage: host and device labels [b] */
+    int32_t *host_len, *lengths;    /* last stage: host and device sequence lengths [b] */
     float *probe;                   /* a prediction kept (host) and its target version */
     long probe_target;
     const float *probe_pending;     /* a prediction to keep once its op is timed */

@@ -3,7 +3,10 @@
  * into the stage's flat gradient buffer), initialises its parameters as PyTorch
  * does, and reports its FLOPs and activation memory. Parameters live at an offset
  * in the stage's flat buffers (design §2.4), so the same layer runs on any
- * weight version: the caller passes the flat buffer of the version to read. */
+ * weight version: the caller passes the flat buffer of the version to read.
+ * Sequences are plain float tensors [B, T, F] held as n = B, c = T, h = F, w = 1
+ * (batch-first, row-major, so a per-step linear reads them as [B·T, F]); token ids
+ * enter as [B, T, 1, 1] floats. */
 #ifndef PB_LAYER_H
 #define PB_LAYER_H
 
@@ -28,6 +31,9 @@ enum pb_layer_kind {
     PB_LAYER_FLATTEN,
     PB_LAYER_ADD,
     PB_LAYER_CONCAT,
+    PB_LAYER_EMBEDDING,
+    PB_LAYER_LSTM,
+    PB_LAYER_SEQ_MEAN,
 };
 
 /* How a layer's parameters start (semantics §1.9): PyTorch's layer default, or what a
@@ -53,7 +59,9 @@ struct pb_init_spec {
 /* Hyperparameters; which fields apply depends on the kind. */
 struct pb_layer_cfg {
     enum pb_layer_kind kind;
-    int in_features, out_features;  /* linear */
+    int in_features, out_features;  /* linear; lstm (input, hidden); embedding (vocabulary,
+                                       dimension) */
+    int padding_idx;                /* embedding: the row that gets no gradient (< 0: none) */
     struct pb_conv_desc conv;       /* conv2d */
     struct pb_pool_desc pool;       /* max/avg pool */
     int channels;                   /* batchnorm2d */
@@ -70,6 +78,7 @@ struct pb_fwd_ctx {
     uint64_t seed;  /* dropout key: (seed, global micro-batch, layer uid), semantics §1.7 */
     int stage;
     int64_t mb;
+    const int32_t *lengths;  /* sequences' lengths [batch] (device), NULL = all full */
 };
 
 /* What a forward leaves for the backward of one micro-batch. */

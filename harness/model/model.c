@@ -143,6 +143,25 @@ int pb_model_set_init(struct pb_model *m, enum pb_layer_kind kind, struct pb_ini
     return n;
 }
 
+int pb_block_embedding(struct pb_model *m, struct pb_block *b, const char *name, int vocab, int dim,
+                       int padding_idx)
+{
+    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_EMBEDDING, .in_features = vocab,
+                                                   .out_features = dim,
+                                                   .padding_idx = padding_idx});
+}
+
+int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden)
+{
+    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
+                                                   .out_features = hidden});
+}
+
+int pb_block_seq_mean(struct pb_model *m, struct pb_block *b, const char *name)
+{
+    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_SEQ_MEAN});
+}
+
 static int block_finalize(struct pb_model *m, struct pb_block *b, struct pb_shape in,
                           struct pb_err *e)
 {

@@ -40,6 +40,8 @@ struct pb_step_ctx {
     bool train;
     uint64_t seed;
     int64_t mb;   /* global micro-batch index: keys dropout masks (semantics §1.7) */
+    const int32_t *lengths;  /* forward: the micro-batch's sequence lengths [batch] (device),
+                                for a masked mean over time; NULL = every step counts */
 };
 
 /* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a

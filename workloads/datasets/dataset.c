@@ -31,11 +31,15 @@ static const struct dataset_kind kinds[] = {
     {"tiny-imagenet", "Tiny-ImageNet (tiny-imagenet-200.zip), 3x64x64 JPEGs decoded once into a "
                       "cache, 200 classes, 100000/10000; RandomResizedCrop + flip (semantics §1.6)",
      "/usr/share/datasets/tiny-imagenet", "PIPEBENCH_TINY_IMAGENET_DIR"},
+    {"imdb", "IMDb movie reviews (aclImdb_v1.tar.gz, unpacked), 2 classes, 25000/25000, "
+             "tokenised and ranked as Keras' imdb.npz, padded or truncated to 200 tokens "
+             "(semantics §1.6)",
+     "/usr/share/datasets/imdb", "PIPEBENCH_IMDB_DIR"},
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
 const char *const pb_dataset_names[] = {"fashion-mnist", "synthetic", "cifar10", "cifar100",
-                                        "tiny-imagenet", NULL};
+                                        "tiny-imagenet", "imdb", NULL};
 
 static const struct pb_image_kind image_kinds[] = {
     {"cifar10", 3, 32, 32, 10, PB_AUG_CIFAR, {0.4914f, 0.4822f, 0.4465f}, {0.2023f, 0.1994f, 0.2010f}},
@@ -83,6 +87,11 @@ bool pb_dataset_image_kind(const char *name, struct pb_image_kind *out)
 bool pb_dataset_is_image(const char *name)
 {
     return pb_dataset_image_kind(name, NULL);
+}
+
+bool pb_dataset_is_sequence(const char *name)
+{
+    return name && !strcmp(name, "imdb");
 }
 
 const char *pb_dataset_dir(const char *name, const char *data_dir, const char **origin)
@@ -139,8 +148,12 @@ static int load_kind(struct pb_dataset *ds, const char *name, const char *data_d
         return pb_dataset_fashion_mnist_parts(ds, given, split, limit,
                                               opts && opts->parts ? opts->parts : PB_DATA_ALL, e);
     }
+    if (!strcmp(name, "synthetic") && opts && pb_dataset_is_sequence(opts->like))
+        return pb_dataset_synthetic_seq(ds, split, limit, seed, opts, e);
     if (!strcmp(name, "synthetic"))
         return pb_dataset_synthetic(ds, split, limit, seed, opts, e);
+    if (!strcmp(name, "imdb"))
+        return pb_dataset_imdb(ds, dir, origin, split, limit, opts, e);
     if (!strcmp(name, "cifar10") || !strcmp(name, "cifar100"))
         return pb_dataset_cifar(ds, !strcmp(name, "cifar10") ? 10 : 100, dir, origin, split,
                                 limit, opts, e);
@@ -187,6 +200,7 @@ void pb_dataset_finish(struct pb_dataset *ds)
     free(ds->name);
     free(ds->x);
     free(ds->y);
+    free(ds->len);
     free(ds->pix_owned);
     free(ds->cache_path);
     if (ds->map)
@@ -210,7 +224,7 @@ size_t pb_dataset_input_bytes(const struct pb_dataset *ds)
 
 size_t pb_dataset_label_bytes(const struct pb_dataset *ds)
 {
-    return ds->y ? (size_t)ds->n * sizeof *ds->y : 0;
+    return (ds->y ? (size_t)ds->n * sizeof *ds->y : 0) + (ds->len ? (size_t)ds->n * sizeof *ds->len : 0);
 }
 
 void pb_epoch_order(uint64_t seed, int epoch, int n, bool shuffle, int32_t *order)
@@ -255,4 +269,12 @@ void pb_dataset_gather(const struct pb_dataset *ds, struct pb_data_key key, cons
             y[i] = ds->y[s];
     }
     free(scratch);
+}
+
+void pb_dataset_gather_lengths(const struct pb_dataset *ds, const int32_t *order, int first,
+                               int count, int32_t *len)
+{
+    PB_CHECK(ds->len && first >= 0 && count >= 0 && first + count <= ds->n);
+    for (int i = 0; i < count; i++)
+        len[i] = ds->len[order ? order[first + i] : first + i];
 }

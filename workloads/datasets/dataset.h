@@ -23,6 +23,12 @@ struct pb_dataset {
     int nclasses;
     float *x;        /* float datasets: [n, c, h, w], normalised; NULL for image datasets */
     int32_t *y;      /* [n], each in [0, nclasses) */
+    /* sequence datasets (imdb, the synthetic stand-in of one): samples [c = T, 1, 1] of
+     * token ids as floats, padded with 0 at the end; len [n] the tokens before the
+     * padding, in [1, T] (loaded with the labels: the last stage's masked mean reads
+     * it); vocab the ids' bound. NULL and 0 elsewhere. */
+    int32_t *len;
+    int vocab;
     /* image datasets (semantics §1.6) */
     const uint8_t *pix;  /* [n, sc, sh, sw] stored pixels; NULL for float datasets */
     int sc, sh, sw;      /* stored sample shape */
@@ -46,7 +52,11 @@ struct pb_dataset_opts {
                           (32 CIFAR, 64 Tiny-ImageNet); float datasets take only 0 or their own */
     bool no_flip;      /* no horizontal flip in training (inceptionv3) */
     const char *like;  /* synthetic: a stand-in with this image dataset's stored shape,
-                          class count, normalisation and transforms (NULL: generic) */
+                          class count, normalisation and transforms, or of the sequence
+                          dataset imdb (NULL: generic) */
+    int vocab, steps;  /* sequence datasets: token ids kept below vocab (others become the
+                          OOV id 2), sequences padded or truncated at the end to steps
+                          tokens; 0 = 10 000 and 200 (the paper's) */
 };
 
 /* Parts of a dataset: a pipeline's first stage needs the inputs only, its last stage
@@ -113,6 +123,18 @@ int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char 
                              enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                              struct pb_err *e);
 
+/* Whether `name` is a sequence dataset (token ids and lengths; `like` accepts it). */
+bool pb_dataset_is_sequence(const char *name);
+/* The synthetic stand-in of imdb: 2 classes, sequences of opts' steps tokens below
+ * opts' vocab (semantics §1.6). */
+int pb_dataset_synthetic_seq(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
+                             const struct pb_dataset_opts *opts, struct pb_err *e);
+/* IMDb from dir (or its aclImdb/ folder): the raw aclImdb tree, tokenised and ranked as
+ * Keras' imdb.npz (semantics §1.6); origin as pb_dataset_dir's. */
+int pb_dataset_imdb(struct pb_dataset *ds, const char *dir, const char *origin,
+                    enum pb_split split, int limit, const struct pb_dataset_opts *opts,
+                    struct pb_err *e);
+
 /* The stored shape, class count, normalisation and transform family of image dataset
  * `name` (false for another name). */
 struct pb_image_kind {
@@ -153,5 +175,10 @@ struct pb_data_key {
  * it reads ds only. */
 void pb_dataset_gather(const struct pb_dataset *ds, struct pb_data_key key, const int32_t *order,
                        int first, int count, float *x, int32_t *y);
+
+/* Writes the lengths of samples order[first .. first+count) (order NULL = file order)
+ * into len [count]; ds->len must be loaded. Thread-safe. */
+void pb_dataset_gather_lengths(const struct pb_dataset *ds, const int32_t *order, int first,
+                               int count, int32_t *len);
 
 #endif

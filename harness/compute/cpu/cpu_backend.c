@@ -158,6 +158,13 @@ static const struct pb_backend_ops cpu_ops = {
     .concat = pb_cpu_concat,
     .split = pb_cpu_split,
     .softmax_xent = pb_cpu_softmax_xent,
+    .embedding_fwd = pb_cpu_embedding_fwd,
+    .embedding_bwd = pb_cpu_embedding_bwd,
+    .lstm_workspace = pb_cpu_lstm_workspace,
+    .lstm_fwd = pb_cpu_lstm_fwd,
+    .lstm_bwd = pb_cpu_lstm_bwd,
+    .seq_mean_fwd = pb_cpu_seq_mean_fwd,
+    .seq_mean_bwd = pb_cpu_seq_mean_bwd,
     .optim_step = pb_cpu_optim_step,
     .predict = pb_cpu_predict,
 };

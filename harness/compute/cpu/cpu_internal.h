@@ -237,6 +237,21 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
                          int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
 
+void pb_cpu_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,
+                          int vocab, int dim, float *y);
+void pb_cpu_embedding_bwd(struct pb_backend *be, const float *tok, size_t n, const float *dy,
+                          int vocab, int dim, int padding, float *dtable_acc);
+void pb_cpu_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *lengths, int batch,
+                         int steps, int f, float *y);
+void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *lengths,
+                         int batch, int steps, int f, float *dx);
+size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
+void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                     const float *w, float *y, void *ws);
+void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                     const float *w, const float *y, const float *dy, const void *ws, float *dx,
+                     float *dw_acc);
+
 void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);
 void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a);
 

@@ -20,6 +20,9 @@ const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k)
     case PB_LAYER_FLATTEN: return &pb_flatten_ops;
     case PB_LAYER_ADD: return &pb_add_ops;
     case PB_LAYER_CONCAT: return &pb_concat_ops;
+    case PB_LAYER_EMBEDDING: return &pb_embedding_ops;
+    case PB_LAYER_LSTM: return &pb_lstm_ops;
+    case PB_LAYER_SEQ_MEAN: return &pb_seq_mean_ops;
     }
     PB_CHECK(!"unknown layer kind");
     return NULL;
@@ -44,6 +47,9 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
     case PB_LAYER_FLATTEN: break;  /* a reorder to plain, which every backend has */
     case PB_LAYER_ADD: ops[n++] = PB_BOP_ADD; break;
     case PB_LAYER_CONCAT: ops[n++] = PB_BOP_CONCAT; break;
+    case PB_LAYER_EMBEDDING: ops[n++] = PB_BOP_EMBEDDING; break;
+    case PB_LAYER_LSTM: ops[n++] = PB_BOP_GEMM; ops[n++] = PB_BOP_LSTM; break;
+    case PB_LAYER_SEQ_MEAN: ops[n++] = PB_BOP_SEQ_MEAN; break;
     }
     return n;
 }
@@ -55,6 +61,10 @@ size_t pb_layer_act_bytes(const struct pb_layer *l)
         out += 2 * (size_t)l->cfg.channels * sizeof(float);
     if (l->cfg.kind == PB_LAYER_MAXPOOL2D)
         out += pb_shape_count(l->out_shape) * sizeof(int32_t);
+    if (l->cfg.kind == PB_LAYER_LSTM)  /* gates and cell states (the CPU's workspace) */
+        out += 5 * pb_shape_count(l->out_shape) * sizeof(float);
+    if (l->cfg.kind == PB_LAYER_SEQ_MEAN)
+        out += (size_t)l->out_shape.n * sizeof(int32_t);
     return out;
 }
 

@@ -1,16 +1,35 @@
 /* harness/model/layers/linear.c — y = x·Wᵀ + b (torch.nn.Linear).
- * x [N, in] (a tensor [N, in, 1, 1]), W [out, in], b [out], y [N, out]; plain layout. */
+ * x [N, in] (a tensor [N, in, 1, 1]), W [out, in], b [out], y [N, out]; plain layout.
+ * Over a sequence [B, T, in] (a tensor [B, T, in, 1], layer.h) it applies per step, as
+ * torch.nn.Linear on the last dimension: the rows are the B·T steps, y [B, T, out]. */
 #include "harness/model/layers/layer_util.h"
+
+/* Whether the input is a sequence [B, T, in, 1] rather than a matrix [N, in, 1, 1]. */
+static bool linear_over_steps(struct pb_shape in)
+{
+    return !(in.h == 1 && in.w == 1);
+}
+
+/* The rows of the product: N, or B·T over a sequence. */
+static int linear_rows(const struct pb_layer *l)
+{
+    return linear_over_steps(l->in_shape[0]) ? l->in_shape[0].n * l->in_shape[0].c
+                                             : l->in_shape[0].n;
+}
 
 static int linear_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
                         struct pb_shape *out, struct pb_err *e)
 {
     char buf[64];
     PB_CHECK(nin == 1);
+    if (linear_over_steps(in[0]) && in[0].w == 1 && in[0].h == l->cfg.in_features) {
+        *out = (struct pb_shape){in[0].n, in[0].c, l->cfg.out_features, 1};
+        return 0;
+    }
     if (in[0].h != 1 || in[0].w != 1 || in[0].c != l->cfg.in_features)
-        return pb_err_set(e, "linear '%s' expects [N, %d] input but gets %s (add a flatten before it "
-                             "or fix in_features)",
-                          l->name, l->cfg.in_features, pb_shape_str(in[0], buf, sizeof buf));
+        return pb_err_set(e, "linear '%s' expects [N, %d] or [B, T, %d, 1] input but gets %s (add a "
+                             "flatten before it or fix in_features)",
+                          l->name, l->cfg.in_features, l->cfg.in_features, pb_shape_str(in[0], buf, sizeof buf));
     *out = (struct pb_shape){in[0].n, l->cfg.out_features, 1, 1};
     return 0;
 }
@@ -46,7 +65,7 @@ static int linear_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
 {
     (void)buffers;
     struct pb_backend *be = c->be;
-    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
+    int n = linear_rows(l), fi = l->cfg.in_features, fo = l->cfg.out_features;
     struct pb_tensor tmp;
     const struct pb_tensor *x;
     if (pb_plain_view(be, in[0], &tmp, &x, e))
@@ -69,7 +88,7 @@ static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
 {
     (void)act;
     struct pb_backend *be = c->be;
-    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
+    int n = linear_rows(l), fi = l->cfg.in_features, fo = l->cfg.out_features;
     struct pb_tensor tmp;
     const struct pb_tensor *x;
     if (pb_plain_view(be, in[0], &tmp, &x, e))
@@ -97,7 +116,7 @@ static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
 
 static double linear_flops(const struct pb_layer *l)
 {
-    return 2.0 * l->out_shape.n * (double)l->cfg.in_features * l->cfg.out_features;
+    return 2.0 * linear_rows(l) * (double)l->cfg.in_features * l->cfg.out_features;
 }
 
 const struct pb_layer_ops pb_linear_ops = {

@@ -1,0 +1,115 @@
+/* harness/compute/cpu/cpu_seq.c — the sequence ops of the CPU backend in plain C: the
+ * embedding lookup and its row-sparse backward, and the mean over time masked by each
+ * sequence's length. The backward sums go over tokens (or steps) in order, each output
+ * column owned by one thread, so the bits never depend on the thread count. */
+#include "harness/compute/cpu/cpu_internal.h"
+
+/* The token tok as a row index, or -1 (and the instance failed) outside [0, vocab). */
+static long token_row(struct pb_backend *be, float tok, int vocab)
+{
+    long r = (long)tok;
+    if (tok != (float)r || r < 0 || r >= vocab) {
+        pb_backend_fail(be, "embedding: token %g is not a whole number in [0, %d) (the "
+                            "dataset's vocabulary is larger than the model's?)", (double)tok, vocab);
+        return -1;
+    }
+    return r;
+}
+
+/* y[n, dim] = table[tok[i]] */
+void pb_cpu_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,
+                          int vocab, int dim, float *y)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (token_row(be, tok[i], vocab) < 0)
+            return;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float *row = table + (size_t)tok[i] * (size_t)dim;
+        float *out = y + i * (size_t)dim;
+        for (int j = 0; j < dim; j++)
+            out[j] = row[j];
+    }
+}
+
+#define EMB_COLS 16
+
+/* dtable_acc[tok[i]] += dy[i] for tok[i] != padding, tokens in order per column block */
+void pb_cpu_embedding_bwd(struct pb_backend *be, const float *tok, size_t n, const float *dy,
+                          int vocab, int dim, int padding, float *dtable_acc)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (token_row(be, tok[i], vocab) < 0)
+            return;
+    int nblocks = (dim + EMB_COLS - 1) / EMB_COLS;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int blk = 0; blk < nblocks; blk++) {
+        int j0 = blk * EMB_COLS, j1 = j0 + EMB_COLS < dim ? j0 + EMB_COLS : dim;
+        for (size_t i = 0; i < n; i++) {
+            long r = (long)tok[i];
+            if (r == padding)
+                continue;
+            float *g = dtable_acc + (size_t)r * (size_t)dim;
+            const float *d = dy + i * (size_t)dim;
+            for (int j = j0; j < j1; j++)
+                g[j] += d[j];
+        }
+    }
+}
+
+/* The length of sequence b: lengths[b] (checked to be in [1, steps]), or steps. */
+static int seq_len(struct pb_backend *be, const int32_t *lengths, int b, int steps)
+{
+    if (!lengths)
+        return steps;
+    int len = lengths[b];
+    if (len < 1 || len > steps) {
+        pb_backend_fail(be, "seq_mean: sequence %d has length %d, outside [1, %d]", b, len, steps);
+        return -1;
+    }
+    return len;
+}
+
+/* y[b, f] = mean over t < len_b of x[b, t, f], summed in order in double */
+void pb_cpu_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *lengths, int batch,
+                         int steps, int f, float *y)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    for (int b = 0; b < batch; b++)
+        if (seq_len(be, lengths, b, steps) < 0)
+            return;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int b = 0; b < batch; b++) {
+        int len = lengths ? lengths[b] : steps;
+        for (int j = 0; j < f; j++) {
+            double s = 0;
+            for (int t = 0; t < len; t++)
+                s += x[((size_t)b * steps + t) * f + j];
+            y[(size_t)b * f + j] = (float)(s / len);
+        }
+    }
+}
+
+/* dx[b, t, f] = dy[b, f] / len_b for t < len_b, else 0 */
+void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *lengths,
+                         int batch, int steps, int f, float *dx)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    for (int b = 0; b < batch; b++)
+        if (seq_len(be, lengths, b, steps) < 0)
+            return;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int b = 0; b < batch; b++) {
+        int len = lengths ? lengths[b] : steps;
+        for (int t = 0; t < steps; t++)
+            for (int j = 0; j < f; j++)
+                dx[((size_t)b * steps + t) * f + j] =
+                    t < len ? (float)((double)dy[(size_t)b * f + j] / len) : 0.0f;
+    }
+}

@@ -5,13 +5,14 @@
  * are torchvision's vgg16_bn features; the paper partitions are the cuts semantics §5.3
  * lists; the
  * partition choice and the preset lookup refuse what does not apply; a run's configuration
- * records the preset and the partition it takes. */
+ * records the preset and the partition it takes; `pipebench list` shows the presets. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/driver/run.h"
+#include "tests/cli_util.h"
 #include "harness/model/stage.h"
 #include "workloads/workload.h"
 
@@ -397,6 +398,26 @@ START_TEST(test_config_json)
 }
 END_TEST
 
+/* `pipebench list` shows each zoo model with its presets, the default marked, their
+ * datasets, input sides, heads and parameter counts. */
+START_TEST(test_list)
+{
+    char dir[64], out[1 << 15];
+    cli_scratch(dir, sizeof dir, "zoo");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "list"), 0);
+    const char *want[] = {
+        "alexnet", "paper  tiny-imagenet, 3x224x224, 1000-way head, 61100840 parameters",
+        "resnet101", "44549160 parameters, 35 blocks", "inceptionv3", "3x299x299",
+        "23834568 parameters", "vgg16", "cifar100, 3x32x32, 100-way head, 14774436 parameters",
+        "googlenet", "6258500 parameters", "densenet121", "7048548 parameters, 63 blocks",
+        "small * tiny-imagenet, 3x32x32, 200-way head", "lenet", "(fashion-mnist)",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "no '%s' in: %s", want[i], out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("zoo");
@@ -410,6 +431,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_partition_choice);
     tcase_add_test(tc, test_input_sizes);
     tcase_add_test(tc, test_config_json);
+    tcase_add_test(tc, test_list);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,11 +30,12 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "mpirun --oversubscribe %s -np %d %s run --executor mpi --quiet --model %s "
+             "mpirun --oversubscribe %s -np %d %s run --executor mpi --quiet --model %s %s%s "
              "--schedule %s %s%s --optimizer %s --stages %d --limit-train %d --limit-val %d "
              "--microbatch-size %d --epochs %d --threads %d --db %s --save %s >%s 2>&1",
              geteuid() == 0 ? "--allow-run-as-root" : "", c->stages, getenv("PB_PIPEBENCH"),
-             c->model, c->schedule, c->variant ? "--variant " : "", c->variant ? c->variant : "",
+             c->model, c->dataset ? "--dataset " : "", c->dataset ? c->dataset : "", c->schedule,
+             c->variant ? "--variant " : "", c->variant ? c->variant : "",
              c->optimizer, c->stages, c->limit_train, c->limit_val, c->microbatch_size,
              c->epochs, c->threads, c->db, tmp_path(save), tmp_path("mpirun.log"));
     int st = system(cmd);
@@ -51,12 +52,20 @@ static void mpi_run(const struct pb_run_cfg *c, const char *save)
 /* A zoo model (one with presets) trains its default preset on synthetic data of the
  * preset's input shape, a few micro-batches of one epoch; the CLI has no options for
  * the synthetic shape, so the mpi executor (started through the CLI) runs the models
- * without presets only. */
+ * without presets only. A sequence model trains on its dataset's synthetic stand-in,
+ * which the CLI gives too. */
 static bool zoo_cfg(struct pb_run_cfg *c)
 {
     const struct pb_workload *w = pb_workload_find(c->model, NULL);
     const struct pb_preset *p;
     ck_assert(w && pb_workload_preset(w, NULL, &p, NULL) == 0);
+    if (w->steps) {
+        c->dataset = "synthetic";
+        c->limit_train = 128;
+        c->limit_val = 64;
+        c->microbatch_size = 16;
+        c->epochs = 1;
+    }
     if (!p)
         return false;
     struct pb_shape in = pb_preset_sample(p);

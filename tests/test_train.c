@@ -58,10 +58,13 @@ END_TEST
 
 /* GPipe over D = 4 stages with M = 4 equals accumulating the mean gradient of 4
  * micro-batches on one stage, bit for bit (same backward order), on every registered
- * model (the zoo's image models in their default preset, on synthetic images). */
+ * model (the zoo's image models in their default preset, on synthetic images; not the
+ * sequence models, whose lengths the plain loop of train_util.c does not feed). */
 START_TEST(test_gpipe_is_gradient_accumulation)
 {
     for (int i = 0; pb_workloads[i]; i++) {
+        if (pb_workloads[i]->steps)
+            continue;
         struct pb_run_cfg c;
         small_cfg(&c);
         c.model = pb_workloads[i]->name;

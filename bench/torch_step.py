@@ -89,8 +89,11 @@ class Twin(nn.Module):
         return x
 
 
-def define(n, c, h, w, classes, smoothing, spec):
-    model = Twin(spec).train()
+def sgd_step(model, n, c, h, w, classes, smoothing):
+    """One training step of model in train mode (SGD momentum 0.9, lr 0.01, softmax
+    cross-entropy) on fixed random inputs [n, c, h, w]; returns it and the parameter
+    count. bench/torch_zoo.py times its models with it too."""
+    model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.rand(n, c, h, w) * 2 - 1
     y = torch.randint(0, classes, (n,))
@@ -102,6 +105,23 @@ def define(n, c, h, w, classes, smoothing, spec):
         opt.step()
 
     return step, sum(p.numel() for p in model.parameters())
+
+
+def median_step_time(step, threads, warmup, reps):
+    """Seconds of one step on `threads` threads: the median of reps after warmup."""
+    torch.set_num_threads(threads)
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def define(n, c, h, w, classes, smoothing, spec):
+    return sgd_step(Twin(spec), n, c, h, w, classes, smoothing)
 
 
 def blas_library():
@@ -129,16 +149,8 @@ def main():
                 print("error %s" % str(err).replace("\n", " "), flush=True)
             continue
         threads, warmup, reps = (int(v) for v in f[2:5])
-        torch.set_num_threads(threads)
-        step = cases[f[1]]
-        for _ in range(warmup):
-            step()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        print("%.9g" % statistics.median(times), flush=True)
+        print("%.9g" % median_step_time(cases[f[1]], threads, warmup, reps), flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

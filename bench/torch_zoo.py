@@ -11,15 +11,15 @@
 #   drop KEY                                       → "ok" (the model's memory is freed)
 # The first line answered is "torch VERSION blas LIBRARY", the BLAS this process loaded.
 import os
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torchvision.models.inception import BasicConv2d
 from torchvision.models.resnet import Bottleneck
+
+from torch_step import blas_library, median_step_time, sgd_step  # bench_step's step and timing
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
@@ -288,26 +288,7 @@ def define(model, preset, n, side, classes, smoothing):
         net = small_model(model)
     else:
         raise ValueError("no preset '%s'" % preset)
-    net.train()
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.rand(n, 3, side, side) * 2 - 1
-    y = torch.randint(0, classes, (n,))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(net(x), y, label_smoothing=smoothing)
-        loss.backward()
-        opt.step()
-
-    return step, sum(p.numel() for p in net.parameters())
-
-
-def blas_library():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "blas" in line:
-                return line.split()[-1]
-    return "(none loaded)"
+    return sgd_step(net, n, 3, side, side, classes, smoothing)
 
 
 def main():
@@ -331,16 +312,8 @@ def main():
             print("ok", flush=True)
             continue
         threads, warmup, reps = (int(v) for v in f[2:5])
-        torch.set_num_threads(threads)
-        step = cases[f[1]]
-        for _ in range(warmup):
-            step()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        print("%.9g" % statistics.median(times), flush=True)
+        print("%.9g" % median_step_time(cases[f[1]], threads, warmup, reps), flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

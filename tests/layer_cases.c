@@ -111,16 +111,14 @@ void case_run_finish(struct case_run *r)
     pb_model_finish(&r->model);
 }
 
-float *case_forward(struct case_run *r, const float *x, bool train, struct pb_stage_act *act, int64_t mb)
+float *stage_forward_host(struct pb_backend *be, struct pb_stage *s, const struct pb_step_ctx *c,
+                          const float *x, struct pb_stage_act *act)
 {
     struct pb_err e;
-    struct pb_backend *be = r->be;
     struct pb_tensor in, out;
-    ck_assert(pb_tensor_alloc(be, &in, r->stage.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+    ck_assert(pb_tensor_alloc(be, &in, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
     be->ops->upload(be, in.data, x, pb_shape_count(in.shape) * sizeof(float));
-    struct pb_step_ctx c = {.train = train, .seed = 7, .mb = mb};
-    ck_assert_msg(pb_stage_forward(&r->stage, &c, r->stage.params, in, NULL, act, &out, &e) == 0,
-                  "%s", e.msg);
+    ck_assert_msg(pb_stage_forward(s, c, s->params, in, NULL, act, &out, &e) == 0, "%s", e.msg);
     size_t n = pb_shape_count(out.shape);
     float *y = malloc(n * sizeof *y);
     be->ops->download(be, y, out.data, n * sizeof *y);
@@ -128,20 +126,30 @@ float *case_forward(struct case_run *r, const float *x, bool train, struct pb_st
     return y;
 }
 
-float *case_backward(struct case_run *r, struct pb_stage_act *act, const float *dy)
+float *stage_backward_host(struct pb_backend *be, struct pb_stage *s, struct pb_stage_act *act,
+                           const float *dy)
 {
     struct pb_err e;
-    struct pb_backend *be = r->be;
     struct pb_tensor tdy, dx;
-    ck_assert(pb_tensor_alloc(be, &tdy, r->stage.out_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e) == 0);
+    ck_assert(pb_tensor_alloc(be, &tdy, s->out_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e) == 0);
     be->ops->upload(be, tdy.data, dy, pb_shape_count(tdy.shape) * sizeof(float));
     struct pb_step_ctx c = {.train = true, .seed = 7, .mb = act->mb};
-    ck_assert_msg(pb_stage_backward(&r->stage, &c, r->stage.params, act, &tdy, &dx, &e) == 0, "%s",
-                  e.msg);
+    ck_assert_msg(pb_stage_backward(s, &c, s->params, act, &tdy, &dx, &e) == 0, "%s", e.msg);
     pb_backend_free(be, tdy.data);
     size_t n = pb_shape_count(dx.shape);
     float *out = malloc(n * sizeof *out);
     be->ops->download(be, out, dx.data, n * sizeof *out);
     pb_backend_free(be, dx.data);
     return out;
+}
+
+float *case_forward(struct case_run *r, const float *x, bool train, struct pb_stage_act *act, int64_t mb)
+{
+    struct pb_step_ctx c = {.train = train, .seed = 7, .mb = mb};
+    return stage_forward_host(r->be, &r->stage, &c, x, act);
+}
+
+float *case_backward(struct case_run *r, struct pb_stage_act *act, const float *dy)
+{
+    return stage_backward_host(r->be, &r->stage, act, dy);
 }

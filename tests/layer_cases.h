@@ -32,5 +32,11 @@ void case_run_finish(struct case_run *r);
  * malloc'ed. With backward: dy host → dx host (malloc'ed), grads accumulated. */
 float *case_forward(struct case_run *r, const float *x, bool train, struct pb_stage_act *act, int64_t mb);
 float *case_backward(struct case_run *r, struct pb_stage_act *act, const float *dy);
+/* The same for any stage on be: forward of host x under context c, backward of host dy
+ * (seed 7, the forward's micro-batch). */
+float *stage_forward_host(struct pb_backend *be, struct pb_stage *s, const struct pb_step_ctx *c,
+                          const float *x, struct pb_stage_act *act);
+float *stage_backward_host(struct pb_backend *be, struct pb_stage *s, struct pb_stage_act *act,
+                           const float *dy);
 
 #endif

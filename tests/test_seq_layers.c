@@ -11,6 +11,7 @@
 
 #include "harness/base/rng.h"
 #include "harness/model/stage.h"
+#include "tests/layer_cases.h"
 #include "tests/test_util.h"
 #include "workloads/workload.h"
 
@@ -93,37 +94,13 @@ static void run_finish(struct run *r)
 
 static float *forward(struct run *r, const float *x, struct pb_stage_act *act)
 {
-    struct pb_err e;
-    struct pb_backend *be = r->be;
-    struct pb_tensor in, out;
-    ck_assert(pb_tensor_alloc(be, &in, r->stage.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
-    be->ops->upload(be, in.data, x, pb_shape_count(in.shape) * sizeof(float));
     struct pb_step_ctx c = {.train = true, .seed = 7, .mb = 0, .lengths = r->lengths};
-    ck_assert_msg(pb_stage_forward(&r->stage, &c, r->stage.params, in, NULL, act, &out, &e) == 0,
-                  "%s", e.msg);
-    size_t n = pb_shape_count(out.shape);
-    float *y = malloc(n * sizeof *y);
-    be->ops->download(be, y, out.data, n * sizeof *y);
-    pb_backend_free(be, out.data);
-    return y;
+    return stage_forward_host(r->be, &r->stage, &c, x, act);
 }
 
 static float *backward(struct run *r, struct pb_stage_act *act, const float *dy)
 {
-    struct pb_err e;
-    struct pb_backend *be = r->be;
-    struct pb_tensor tdy, dx;
-    ck_assert(pb_tensor_alloc(be, &tdy, r->stage.out_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e) == 0);
-    be->ops->upload(be, tdy.data, dy, pb_shape_count(tdy.shape) * sizeof(float));
-    struct pb_step_ctx c = {.train = true, .seed = 7, .mb = act->mb};
-    ck_assert_msg(pb_stage_backward(&r->stage, &c, r->stage.params, act, &tdy, &dx, &e) == 0, "%s",
-                  e.msg);
-    pb_backend_free(be, tdy.data);
-    size_t n = pb_shape_count(dx.shape);
-    float *out = malloc(n * sizeof *out);
-    be->ops->download(be, out, dx.data, n * sizeof *out);
-    pb_backend_free(be, dx.data);
-    return out;
+    return stage_backward_host(r->be, &r->stage, act, dy);
 }
 
 static struct pb_safetensors fx;

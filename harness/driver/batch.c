@@ -20,6 +20,11 @@
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
 {
     *unsupported = false;
+    if (!strcmp(c->executor, "mpi"))
+        return pb_err_set(e, "--executor mpi cannot be batched: compare and sweep run each "
+                             "configuration in a process of their own, and mpi needs mpirun to "
+                             "start one rank per stage; use --executor threads, or start each mpi "
+                             "run with `mpirun -np D pipebench run --executor mpi ...`");
     if (pb_run_check(c, e) == 0)
         return 0;
     const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);

@@ -108,6 +108,11 @@ static void check_value(struct pb_sweep *s, const char *key, const char *value, 
         rc = !pb_workload_find(value, &e);
     else if (!rc && !strcmp(key, "dataset") && !pb_dataset_summary(value))
         rc = pb_err_set(&e, "unknown dataset '%s'; `pipebench list` shows the datasets", value);
+    else if (!rc && !strcmp(key, "executor") && !strcmp(value, "mpi"))
+        rc = pb_err_set(&e, "executor = mpi cannot be swept: a sweep runs each configuration "
+                            "in a process of its own, and mpi needs mpirun to start one rank per "
+                            "stage; use executor = threads (one thread per stage), or start each "
+                            "mpi run with `mpirun -np D pipebench run --executor mpi ...`");
     else if (!rc && context_free(key))
         rc = pb_run_check(&c, &e) != 0;
     if (rc)

@@ -138,7 +138,7 @@ int pb_dataset_cifar(struct pb_dataset *ds, int classes, const char *dir, const 
         return -1;
     if (limit > total)
         return pb_err_set(e, "%s: the sample limit %d is more than the %lld samples of the %s "
-                             "split in %s", f->name, limit, total,
+                             "split in %s" PB_LIMIT_ADVICE, f->name, limit, total,
                           split == PB_SPLIT_TRAIN ? "training" : "test", folder);
     long long keep = limit > 0 ? limit : total;
     if (parts & PB_DATA_INPUTS) {

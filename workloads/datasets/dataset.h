@@ -150,6 +150,9 @@ bool pb_dataset_image_kind(const char *name, struct pb_image_kind *out);
 int pb_dataset_set_image(struct pb_dataset *ds, const struct pb_image_kind *k,
                          const struct pb_dataset_opts *opts, struct pb_err *e);
 
+/* The advice every loader gives when a sample limit exceeds its split. */
+#define PB_LIMIT_ADVICE "; lower --limit-train or --limit-val (0 keeps all)"
+
 /* Pixel normalisation of Fashion-MNIST / MNIST-format data (semantics §1.6). */
 #define PB_FMNIST_MEAN 0.2860f
 #define PB_FMNIST_STD 0.3530f

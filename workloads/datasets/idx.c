@@ -153,8 +153,8 @@ static int load_idx_pair(struct pb_dataset *ds, const char *name, const char *im
         goto out;
     }
     if (limit > n) {
-        pb_err_set(e, "%s: the sample limit %d is more than the %d samples the file holds",
-                   images_path, limit, n);
+        pb_err_set(e, "%s: the sample limit %d is more than the %d samples the file holds"
+                   PB_LIMIT_ADVICE, images_path, limit, n);
         goto out;
     }
     int keep = limit > 0 ? limit : n;

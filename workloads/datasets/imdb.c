@@ -323,7 +323,8 @@ int pb_dataset_imdb(struct pb_dataset *ds, const char *dir, const char *origin,
         int n = f.n;
         files_finish(&f);
         return pb_err_set(e, "imdb: the sample limit %d is more than the %d reviews of the %s "
-                             "split", limit, n, split == PB_SPLIT_TRAIN ? "training" : "test");
+                             "split" PB_LIMIT_ADVICE,
+                          limit, n, split == PB_SPLIT_TRAIN ? "training" : "test");
     }
     int keep = limit > 0 ? limit : f.n;
     /* the ranking reads the whole training split, whatever the limit or split */

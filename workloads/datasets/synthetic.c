@@ -81,7 +81,7 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
         return pb_err_set(e, "synthetic dataset: it needs at least 2 classes (got %d)", nclasses);
     if (limit > n)
         return pb_err_set(e, "synthetic dataset: the sample limit %d is more than the %d "
-                          "samples of the split", limit, n);
+                          "samples of the split" PB_LIMIT_ADVICE, limit, n);
     int keep = limit > 0 ? limit : n;
     uint64_t d = (uint64_t)c * (uint64_t)h * (uint64_t)w;
     if (d * (uint64_t)keep > SYNTH_MAX_ELEMS || d * (uint64_t)nclasses > SYNTH_MAX_ELEMS)

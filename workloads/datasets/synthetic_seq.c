@@ -30,7 +30,7 @@ int pb_dataset_synthetic_seq(struct pb_dataset *ds, enum pb_split split, int lim
                              "16, at least 4 tokens and a sample (got %d, %d, %d)", vocab, steps, n);
     if (limit > n)
         return pb_err_set(e, "synthetic dataset: the sample limit %d is more than the %d "
-                             "samples of the split", limit, n);
+                             "samples of the split" PB_LIMIT_ADVICE, limit, n);
     int keep = limit > 0 ? limit : n;
     int parts = opts->parts ? opts->parts : PB_DATA_ALL;
     if (parts & PB_DATA_INPUTS)

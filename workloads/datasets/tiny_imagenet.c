@@ -505,7 +505,8 @@ int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char 
         rc = val ? list_val(&t, &l, e) : list_train(&t, &l, e);
     if (!rc && limit > l.n)
         rc = pb_err_set(e, "tiny-imagenet: the sample limit %d is more than the %d samples of the "
-                           "%s split in %s", limit, l.n, val ? "val" : "train", t.root);
+                           "%s split in %s" PB_LIMIT_ADVICE,
+                        limit, l.n, val ? "val" : "train", t.root);
     int keep = limit > 0 ? limit : l.n;
     if (!rc && (parts & PB_DATA_LABELS)) {
         ds->y = pb_xmalloc((size_t)keep * sizeof *ds->y + 1);

@@ -1,0 +1,270 @@
+/* tests/test_bad_inputs.c — the table of bad inputs (README "Bad input"): every command
+ * of the built binary, each given something wrong — an unknown name, an impossible
+ * number, a missing, corrupt or misplaced file, a bad sweep file — must exit 2 with a
+ * message saying what to do, and leave the scratch folder exactly as it was: the
+ * results database byte for byte (one finished run, no row added, none left
+ * `running`), no output file, no new folder. */
+#include <ftw.h>
+#include <sys/stat.h>
+#include <stdint.h>
+
+#include "tests/cli_util.h"
+
+/* One bad input: the arguments (run in the scratch folder) and up to two fragments the
+ * message must hold — what is wrong and what to do. */
+struct bad_input {
+    const char *args;
+    const char *what, *todo;
+};
+
+/* `pipebench run` on the tiny mlp, recording into the fixture's database; a case's own
+ * options come last, so they override these. */
+#define RUN "run --quiet --limit-train 256 --limit-val 64 --db runs.db "
+#define DB " --db runs.db"
+
+static const struct bad_input cases[] = {
+    /* unknown names: the message lists the valid ones */
+    {RUN "--schedule pipedreams", "unknown schedule 'pipedreams'", "valid schedules: gpipe"},
+    {RUN "--model resnet", "unknown model 'resnet'", "valid models: mlp"},
+    {RUN "--optimizer sgdx", "unknown optimizer 'sgdx'", "valid optimizers: sgd"},
+    {RUN "--dataset mnistx", "unknown dataset 'mnistx'", "valid datasets: fashion-mnist"},
+    {RUN "--schedule gpipe --variant code", "gpipe has no variants", "leave --variant out"},
+    {RUN "--executor gpu", "unknown executor 'gpu'", "valid executors: seq"},
+    {RUN "--backend foo", "unknown backend 'foo'", "valid backends: cpu"},
+    {RUN "--backend cuda", "not part of pipebench yet", "--backend cpu"},
+    {RUN "--model alexnet --preset huge", "no preset 'huge'", "its presets: paper, small"},
+    {RUN "--model mlp --preset paper", "has no presets", "drop --preset paper"},
+    {RUN "--model lenet --partition paper", "no paper partition", "--partition balanced"},
+    {RUN "--model lenet --partition foo", "unknown partition 'foo'", "valid partitions"},
+    {RUN "--frobnicate", "unknown option", "pipebench run --help"},
+    {"frobnicate", "unknown command 'frobnicate'", "valid commands: run"},
+    {"list foo", "unexpected argument 'foo'", NULL},
+    /* impossible numbers, each refused before anything is allocated */
+    {RUN "--stages 0", "--stages must be at least 1", NULL},
+    {RUN "--stages -3", "--stages must be at least 1", NULL},
+    {RUN "--stages 2147483647", "--stages must be at most", NULL},
+    {RUN "--model mlp --stages 64", "at most 8 stages", "--stages 64"},
+    {RUN "--microbatches 0", "--microbatches must be at least 1", NULL},
+    {RUN "--microbatches 2000000", "--microbatches must be between 1 and", NULL},
+    {RUN "--microbatch-size 0", "--microbatch-size must be at least 1", NULL},
+    {RUN "--microbatch-size abc", "--microbatch-size expects an integer", NULL},
+    {RUN "--microbatch-size 12abc", "expects an integer (got '12abc')", NULL},
+    {RUN "--microbatch-size 100000", "make no micro-batch of 100000", "lower --microbatch-size"},
+    {RUN "--epochs 0", "--epochs must be at least 1", NULL},
+    {RUN "--epochs -1", "--epochs must be at least 1", NULL},
+    {RUN "--lr -0.1", "--lr must be > 0", NULL},
+    {RUN "--lr nan", "--lr expects a number", NULL},
+    {RUN "--lr 1e400", "--lr expects a number", NULL},
+    {RUN "--lr inf", "--lr expects a number", NULL},
+    {RUN "--lr", "missing value: '--lr'", "pipebench run --help"},
+    {RUN "--momentum 1.5", "--momentum must be in [0, 1)", NULL},
+    {RUN "--momentum -0.5", "--momentum must be in [0, 1)", NULL},
+    {RUN "--dampening 2", "--dampening must be in [0, 1)", NULL},
+    {RUN "--nesterov --momentum 0", "--nesterov requires --momentum > 0", NULL},
+    {RUN "--weight-decay -1", "--weight-decay must be >= 0", NULL},
+    {RUN "--optimizer adam --betas 0.9", "--betas expects 2 comma-separated numbers", NULL},
+    {RUN "--optimizer adam --betas 0.9,1.0", "--beta2 must be in [0, 1)", NULL},
+    {RUN "--optimizer adam --eps 0", "--eps", NULL},
+    {RUN "--optimizer rmsprop --alpha 2", "--alpha must be in [0, 1)", NULL},
+    {RUN "--label-smoothing 1.5", "--label-smoothing must be in [0, 1)", NULL},
+    {RUN "--limit-train -5", "--limit-train and --limit-val must be >= 0", "0 = all"},
+    {RUN "--limit-val 1000000", "the sample limit 1000000", "lower --limit-train or --limit-val"},
+    {RUN "--threads 100000", "more than this machine's", "use --threads"},
+    {RUN "--lr-steps 5,3", "--lr-steps must be strictly increasing", NULL},
+    {RUN "--lr-steps x", "--lr-steps expects comma-separated integers", NULL},
+    {RUN "--lr-steps 2 --lr-gamma -1", "--lr-gamma", NULL},
+    {RUN "--checkpoint-every -2", "--checkpoint-every counts epochs", "0 for never"},
+    {RUN "--shuffle maybe", "--shuffle expects on or off", NULL},
+    {RUN "--seed -1", "--seed expects a non-negative integer", NULL},
+    {RUN "--trace-epochs 0", "epoch 0 is not one of the run's epochs", NULL},
+    {RUN "--trace-epochs foo", "--trace-epochs", "first, last or epoch numbers"},
+    {RUN "--trace-window 5:2", "--trace-window A:B", "0 <= A < B"},
+    {RUN "--experiment ''", "--experiment wants a name of 1 to 64 characters", NULL},
+    /* files: missing, corrupt, of the wrong kind, in the wrong place */
+    {RUN "--init missing.safetensors", "cannot open 'missing.safetensors'", NULL},
+    {RUN "--init adir", "'adir' is not a file", "give its path"},
+    {RUN "--init bad.safetensors", "not a safetensors file", NULL},
+    {RUN "--model lenet --init w.safetensors", "is missing (the file holds", NULL},
+    {RUN "--save nodir/x.safetensors", "cannot write there", "writable folder"},
+    {RUN "--db adir", "cannot open the results database adir", "pass --db"},
+    {RUN "--db bad.db", "file is not a database", "pass --db"},
+    {RUN "--dataset fashion-mnist --data-dir nodir", "does not exist", "check the path"},
+    {RUN "--dataset fashion-mnist --data-dir trunc", "the file is damaged", "re-download"},
+    {RUN "--dataset synthetic --data-dir empty", "the synthetic dataset is generated",
+     "drop --data-dir"},
+    {RUN "--model alexnet --dataset cifar10 --data-dir empty", "cannot find data_batch_1.bin",
+     "download cifar-10-binary.tar.gz"},
+    {RUN "--model alexnet --dataset cifar100 --data-dir empty", "cannot find train.bin",
+     "download cifar-100-binary.tar.gz"},
+    {RUN "--model alexnet --dataset tiny-imagenet --data-dir empty", "cannot find wnids.txt",
+     "download tiny-imagenet-200.zip"},
+    {RUN "--model mlp --dataset imdb --data-dir empty", "imdb", "aclImdb"},
+    {RUN "--schedule spectrain --optimizer adam", "runs with SGD or SGDM only",
+     "use --optimizer sgdm"},
+    {RUN "--model residual-lstm --dataset fashion-mnist", "takes sequences of 200 token ids",
+     "the imdb dataset"},
+    /* compare */
+    {"compare --quiet --schedules foo" DB, "unknown schedule 'foo'", "valid schedules"},
+    {"compare --quiet --optimizers foo" DB, "unknown optimizer 'foo'", "valid optimizers"},
+    {"compare --quiet --target 75" DB, "--target is a fraction", "for 80% write 0.80"},
+    {"compare --quiet --target 1.5" DB, "--target is a fraction", NULL},
+    {"compare --quiet --microbatches 1000000000" DB, "--microbatches must be between", NULL},
+    {"compare --quiet --executor mpi" DB, "--executor mpi cannot be batched",
+     "use --executor threads"},
+    /* sweep */
+    {"sweep" DB, "name the sweep file", NULL},
+    {"sweep missing.ini" DB, "cannot open the sweep file missing.ini", NULL},
+    {"sweep empty.ini" DB, "the file sets nothing", "a [grid] section"},
+    {"sweep unknown.ini" DB, "unknown.ini:3: unknown [grid] key 'frobs'", "the grid keys are"},
+    {"sweep badval.ini" DB, "badval.ini:2: --stages must be at least 1", "fix the sweep file"},
+    {"sweep syntax.ini" DB, "syntax.ini:1: cannot read '[grid'", "expected 'key = value'"},
+    {"sweep mpi.ini" DB, "mpi.ini:4: executor = mpi cannot be swept", "executor = threads"},
+    {"sweep unknown.ini --jobs 0" DB, "--jobs must be at least 1", NULL},
+    /* program and simulate */
+    {"program --schedule x --stages 4", "unknown schedule 'x'", "valid schedules"},
+    {"program --schedule gpipe", "--stages is required", NULL},
+    {"program --schedule gpipe --stages -1", "--stages must be between 1 and", NULL},
+    {"program --schedule gpipe --stages 4 --length 2147483647", "--length must be between 1 and",
+     NULL},
+    {"program --schedule gpipe --stages 4 --optimizer foo", "unknown optimizer 'foo'", NULL},
+    {"simulate --schedule gpipe --stages 4", "give the op costs", "--cost F,B,U"},
+    {"simulate --schedule gpipe --stages 4 --cost a,b,c", "--cost wants F,B,U", "e.g. --cost"},
+    {"simulate --schedule gpipe --stages 4 --cost -1,1,1", "must be finite and non-negative", NULL},
+    {"simulate --schedule gpipe --stages 4 --run 999" DB, "no run 999", "`pipebench runs`"},
+    /* the commands that read the results */
+    {"report" DB, "report needs --table", "usage: pipebench report"},
+    {"report --table foo" DB, "unknown table 'foo'", "valid: accuracy"},
+    {"report --table accuracy --format xls" DB, "unknown format 'xls'", "valid: md csv latex"},
+    {"report --table accuracy --db missing.db", "no results database at missing.db",
+     "record runs there first"},
+    {"report --table accuracy --db bad.db", "file is not a database", NULL},
+    {"plot --figure memory" DB, "plot needs --figure and --out", NULL},
+    {"plot --figure foo --out pl" DB, "unknown figure 'foo'", "valid: convergence"},
+    {"plot --figure memory --format bmp --out pl" DB, "unknown figure format 'bmp'", NULL},
+    {"plot --figure memory --out w.safetensors/sub" DB, "it is not a folder",
+     "pass --out with another folder"},
+    {"plot --figure memory --run 999 --out pl" DB, "there is no run 999", "lists the runs"},
+    {"trace 1" DB, "trace needs --out FILE.json", NULL},
+    {"trace 999 --out t.json" DB, "there is no run 999", "lists the runs"},
+    {"trace 1 --out nodir/t.json" DB, "cannot write nodir/t.json", "writable output folder"},
+    {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 0"},
+    {"runs --where badkey" DB, "badkey", "KEY=VALUE"},
+    {"runs --runs a,b" DB, "--runs", NULL},
+    {"runs --db missing.db", "no results database at missing.db", NULL},
+    {"show" DB, "show needs a run id", "`pipebench runs` lists them"},
+    {"show abc" DB, "show needs a run id", NULL},
+    {"show 999" DB, "there is no run 999", "lists the runs"},
+    {"resume 999" DB, "there is no run 999", "lists them"},
+    {"resume 1" DB, "run 1 is done", "only an interrupted or failed run can be resumed"},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+static char dir[64];
+
+/* The folder's state: every file's path, size and FNV-1a hash, in nftw's order. */
+static char snapshot_buf[16384];
+static size_t snapshot_len;
+
+static int snapshot_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    uint64_t h = 1469598103934665603ull;
+    if (type == FTW_F) {
+        FILE *f = fopen(path, "rb");
+        ck_assert(f != NULL);
+        int c;
+        while ((c = getc(f)) != EOF)
+            h = (h ^ (uint64_t)c) * 1099511628211ull;
+        fclose(f);
+    }
+    snapshot_len += (size_t)snprintf(snapshot_buf + snapshot_len,
+                                     sizeof snapshot_buf - snapshot_len, "%s %c %lld %016llx\n",
+                                     path + strlen(dir), type == FTW_F ? 'f' : 'd',
+                                     (long long)sb->st_size, (unsigned long long)h);
+    ck_assert(snapshot_len < sizeof snapshot_buf);
+    return 0;
+}
+
+/* The folder's state as text, in a fresh heap string. */
+static char *snapshot(void)
+{
+    snapshot_len = 0;
+    ck_assert(nftw(dir, snapshot_entry, 16, FTW_PHYS) == 0);
+    return strdup(snapshot_buf);
+}
+
+/* Copies the first bytes of each Fashion-MNIST file into dir/trunc: gzip streams cut
+ * short, as a broken download leaves them. */
+static void write_truncated_dataset(void)
+{
+    static const char *const names[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/trunc'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "head -c 3000 /usr/share/datasets/fashion-mnist/%s > '%s/trunc/%s'",
+                 names[i], dir, names[i]);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+
+/* One finished run (run 1, its weights in w.safetensors) and the bad files the cases
+ * name; made once, in Check's parent process. */
+static void setup(void)
+{
+    cli_scratch(dir, sizeof dir, "bad");
+    char out[8192];
+    int rc = cli_run(dir, out, sizeof out, "%s--model mlp --stages 2 --save w.safetensors", RUN);
+    ck_assert_msg(rc == 0, "the fixture run failed (%d): %s", rc, out);
+    char path[128];
+    snprintf(path, sizeof path, "%s/adir", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/empty", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    cli_write(dir, "bad.db", "not a database\n");
+    cli_write(dir, "bad.safetensors", "garbage\n");
+    cli_write(dir, "empty.ini", "");
+    cli_write(dir, "unknown.ini", "[grid]\nschedule = gpipe\nfrobs = 3\n");
+    cli_write(dir, "badval.ini", "[grid]\nstages = -1\n");
+    cli_write(dir, "syntax.ini", "[grid\nschedule = gpipe\n");
+    cli_write(dir, "mpi.ini", "[grid]\nschedule = gpipe\n[run]\nexecutor = mpi\n");
+    write_truncated_dataset();
+}
+
+static void teardown(void)
+{
+    cli_cleanup(dir);
+}
+
+START_TEST(test_bad_input)
+{
+    const struct bad_input *c = &cases[_i];
+    char *before = snapshot();
+    char out[8192];
+    int rc = cli_run(dir, out, sizeof out, "%s", c->args);
+    ck_assert_msg(rc == 2, "'%s': exit %d (want 2): %s", c->args, rc, out);
+    ck_assert_msg(strstr(out, c->what), "'%s': the message lacks '%s': %s", c->args, c->what, out);
+    ck_assert_msg(!c->todo || strstr(out, c->todo), "'%s': the message lacks '%s': %s", c->args,
+                  c->todo, out);
+    char *after = snapshot();
+    ck_assert_msg(!strcmp(before, after), "'%s' changed the folder:\nbefore\n%safter\n%s", c->args,
+                  before, after);
+    ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs WHERE status = 'running'"),
+                     0);
+    free(before);
+    free(after);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("bad_inputs");
+    TCase *tc = tcase_create("table");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_bad_input, 0, NCASES);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -155,7 +155,7 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
     sqlite3 *d = pb_results_sqlite(db);
     sqlite3_stmt *s;
     memset(rs, 0, sizeof *rs);
-    if (pb_report_set_target(db, target / 100, e))
+    if (pb_report_set_target(db, target, e))
         return -1;
     if (sqlite3_prepare_v2(d, runs_sql, -1, &s, NULL) != SQLITE_OK)
         return pb_err_set(e, "results database %s: reading the runs: %s", pb_results_path(db),
@@ -554,7 +554,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
-                     o->target);
+                     100 * o->target);
         by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, o->format, &g);
         break;
     }

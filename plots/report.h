@@ -26,7 +26,7 @@ extern const char *const pb_report_table_names[PB_REPORT_NTABLES];
 struct pb_report_opts {
     enum pb_report_table table;
     enum pb_report_format format;
-    double target;   /* accuracy table: target validation accuracy in %, 0 = none */
+    double target;   /* accuracy table: target validation accuracy, a fraction; 0 = none */
     struct pb_report_select sel;   /* the runs it reads (report_db.h) */
 };
 

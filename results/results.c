@@ -571,7 +571,7 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
         "throughput, lr, ops, events_kept, sim_wall_s, sim_throughput) VALUES (?, ?, ?, ?, ?, ?, "
         "?, ?, ?, ?, ?, ?, ?)";
     char what[96];
-    snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch, (long long)run_id);
+    snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch + 1, (long long)run_id);
     if (exec(r, "BEGIN IMMEDIATE", what, e))
         return -1;
     sqlite3_stmt *s = NULL;

@@ -147,7 +147,7 @@ static const struct bad_input cases[] = {
     {"trace 1" DB, "trace needs --out FILE.json", NULL},
     {"trace 999 --out t.json" DB, "there is no run 999", "lists the runs"},
     {"trace 1 --out nodir/t.json" DB, "cannot write nodir/t.json", "writable output folder"},
-    {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 0"},
+    {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 1"},
     {"runs --where badkey" DB, "badkey", "KEY=VALUE"},
     {"runs --runs a,b" DB, "--runs", NULL},
     {"runs --db missing.db", "no results database at missing.db", NULL},

@@ -311,7 +311,7 @@ START_TEST(compare_and_report_agree)
     char *thr = pb_xstrdup(report_csv("throughput", ""));
     char *bub = pb_xstrdup(report_csv("bubble", ""));
     char *stale = pb_xstrdup(report_csv("staleness", ""));
-    char *acc = pb_xstrdup(report_csv("accuracy", "--target 60"));
+    char *acc = pb_xstrdup(report_csv("accuracy", "--target 0.6"));
     for (int i = 0; i < 2; i++) {
         const struct mx_hand *h = &hand[i];
         char tok[T_N][32], what[96];

@@ -319,13 +319,13 @@ END_TEST
 START_TEST(trace_cli)
 {
     char args[700], text[4096];
-    snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 0", FX_PIPEDREAM,
+    snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 1", FX_PIPEDREAM,
              db, dir);
     ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
-    assert_has(text, "epoch 0, 4 devices, 36 slices, 18 flows\n");
+    assert_has(text, "epoch 1, 4 devices, 36 slices, 18 flows\n");
     snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 5", FX_PIPEDREAM,
              db, dir);
-    expect_cli(NULL, args, "has no events in epoch 5; its events cover epochs 0 to 1");
+    expect_cli(NULL, args, "has no events in epoch 5; its events cover epochs 1 to 2");
     snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json'", FX_GPIPE_S1, db, dir);
     expect_cli(NULL, args, "recorded no op events");
     snprintf(args, sizeof args, "trace --db '%s' --out '%s/t.json'", db, dir);

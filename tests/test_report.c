@@ -136,7 +136,7 @@ END_TEST
  * pipeoptim (code) at epoch 2; on the adam row both at epoch 1 (10 s). */
 START_TEST(accuracy_target)
 {
-    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 62);
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0.62);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
                         "shared_timing,epochs_to_target,seconds_to_target,reached\n"
                         "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1\n"
@@ -145,7 +145,7 @@ START_TEST(accuracy_target)
                         "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0,2,20.0,1\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1\n");
     free(t);
-    t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 99);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0.99);
     ck_assert_msg(strstr(t, "| **66.00** (n = 1; not reached) |") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "to reach 99%") != NULL, "%s", t);
     free(t);
@@ -356,10 +356,10 @@ START_TEST(bad_input)
     expect_usage(args, "unknown format 'html'; valid: md csv latex");
     snprintf(args, sizeof args, "report --db '%s'", db);
     expect_usage(args, "needs --table");
-    snprintf(args, sizeof args, "report --db '%s' --table memory --target 50", db);
+    snprintf(args, sizeof args, "report --db '%s' --table memory --target 0.5", db);
     expect_usage(args, "--target applies to --table accuracy only");
     snprintf(args, sizeof args, "report --db '%s' --table accuracy --target 0", db);
-    expect_usage(args, "percent");
+    expect_usage(args, "a fraction in (0, 1]");
     snprintf(args, sizeof args, "report --db '%s' --table accuracy --target abc", db);
     expect_usage(args, "--target expects a number");
     snprintf(args, sizeof args, "report --db '%s/missing.db' --table accuracy", dir);

@@ -38,7 +38,7 @@ static const char usage[] =
     "  --format F     md (default; best in bold), csv (numbers only: a row per cell with\n"
     "                 mean, std, n, runs, diverged, best, shared_timing), latex\n"
     "  --target ACC   accuracy table: also the epochs and training seconds until the first\n"
-    "                 epoch whose validation accuracy reaches ACC %\n"
+    "                 epoch whose validation accuracy reaches ACC, a fraction (0.8 for 80%)\n"
     PB_CLI_SELECT_HELP;
 
 static int lookup(const char *flag, const char *v, const char *const *names, int n)
@@ -79,9 +79,9 @@ int pb_cmd_report(int argc, char **argv)
             float t;
             if (pb_arg_float("--target", v, &t, &e))
                 return pb_cli_fail(e.msg);
-            if (!(t > 0 && t <= 100))
-                return pb_cli_fail("--target is a validation accuracy in percent, in (0, 100] "
-                                   "(for example --target 80)");
+            if (!(t > 0 && t <= 1))
+                return pb_cli_fail("--target is a validation accuracy as a fraction in (0, 1], "
+                                   "as in compare (for 80% write --target 0.80)");
             o.target = t;
         } else {
             fprintf(stderr, "pipebench: report: unexpected argument '%s'%s\n%s", a,

@@ -319,7 +319,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
 static int show_epochs(struct pb_results *db, sqlite3_int64 id, int *last)
 {
     static const char sql[] =
-        "SELECT epoch, train_loss, val_loss, 100 * val_acc, samples, wall_s, throughput, lr "
+        "SELECT epoch + 1, train_loss, val_loss, 100 * val_acc, samples, wall_s, throughput, lr "
         "FROM epochs WHERE run_id = ? ORDER BY epoch";
     static const char *const fmt[] = {"%g", "%.4f", "%.4f", "%.2f", "%g", "%.2f", "%.1f", "%g"};
     sqlite3_stmt *s;
@@ -336,7 +336,7 @@ static int show_epochs(struct pb_results *db, sqlite3_int64 id, int *last)
         const char *row[8];
         for (int j = 0; j < 8; j++)
             row[j] = col_text(s, j, fmt[j], b[j]);
-        *last = sqlite3_column_int(s, 0);
+        *last = sqlite3_column_int(s, 0) - 1;
         table_add(&t, row);
     }
     sqlite3_finalize(s);
@@ -379,9 +379,9 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
     }
     sqlite3_finalize(s);
     printf("stages, epoch %d (staleness: version difference vs the synchronous run, "
-           "mean/max):\n", epoch);
+           "mean/max):\n", epoch + 1);
     table_print(&time, "  ", "(none recorded)");
-    printf("peak memory by kind, epoch %d:\n", epoch);
+    printf("peak memory by kind, epoch %d:\n", epoch + 1);
     table_print(&mem, "  ", "(none recorded)");
     return rc == SQLITE_DONE ? 0 : -1;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "plots/plot.h"
@@ -197,6 +198,32 @@ static void expect_cli(const char *env, const char *args, const char *msg)
     ck_assert_msg(strstr(err, msg) != NULL, "%s: stderr \"%s\" lacks \"%s\"", args, err, msg);
 }
 
+/* An installed binary (meson install into a scratch DESTDIR) finds the figure scripts
+ * installed beside it, away from the source tree: it draws a figure. */
+START_TEST(installed_scripts)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert(bin != NULL);
+    char build[512], cmd[2048];
+    snprintf(build, sizeof build, "%s", bin);
+    *strrchr(build, '/') = 0;
+    snprintf(cmd, sizeof cmd, "meson install -C '%s' --no-rebuild --quiet --destdir '%s/inst' "
+             ">'%s/install.log' 2>&1", build, dir, dir);
+    ck_assert_msg(system(cmd) == 0, "meson install failed: see %s/install.log", dir);
+    snprintf(cmd, sizeof cmd, "find '%s/inst' -type f -path '*/bin/pipebench' -print -quit", dir);
+    FILE *f = popen(cmd, "r");
+    char installed[1024] = "";
+    ck_assert(f && fgets(installed, sizeof installed, f));
+    pclose(f);
+    installed[strcspn(installed, "\n")] = 0;
+    snprintf(cmd, sizeof cmd, "env -u PB_PLOTS_DIR '%s' plot --db '%s' --figure memory --run 3 "
+             "--out '%s/inst-figs' >/dev/null 2>&1", installed, db, dir);
+    ck_assert_msg(system(cmd) == 0, "%s could not draw with its installed scripts", installed);
+    snprintf(cmd, sizeof cmd, "%s/inst-figs/memory.png", dir);
+    ck_assert_msg(access(cmd, R_OK) == 0, "no %s", cmd);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     expect_fail(fx_build_empty_db(dir), "all", "png", 0, "holds no finished run");
@@ -348,6 +375,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, staleness_dat);
     tcase_add_test(tc, all_skips_missing_data);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, installed_scripts);
     tcase_add_test(tc, trace_json);
     tcase_add_test(tc, trace_cli);
     suite_add_tcase(s, tc);

@@ -204,8 +204,9 @@ static void write_truncated_dataset(void)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/trunc'", dir);
     ck_assert_int_eq(system(cmd), 0);
     for (int i = 0; i < 4; i++) {
-        snprintf(cmd, sizeof cmd, "head -c 3000 /usr/share/datasets/fashion-mnist/%s > '%s/trunc/%s'",
-                 names[i], dir, names[i]);
+        snprintf(cmd, sizeof cmd,
+                 "head -c 3000 /usr/share/datasets/fashion-mnist/%s > '%s/trunc/%s'", names[i],
+                 dir, names[i]);
         ck_assert_int_eq(system(cmd), 0);
     }
 }
@@ -252,8 +253,8 @@ START_TEST(test_bad_input)
     ck_assert_msg(!strcmp(before, after), "'%s' changed the folder:\nbefore\n%safter\n%s", c->args,
                   before, after);
     ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs"), 1);
-    ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs WHERE status = 'running'"),
-                     0);
+    ck_assert_int_eq(
+        cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs WHERE status = 'running'"), 0);
     free(before);
     free(after);
 }

@@ -188,8 +188,9 @@ START_TEST(any_option_is_a_grid_key)
                             "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep r.ini --db r.db") == 0, "%s", out);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE status = 'done'"), 4);
-    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(DISTINCT json_extract(config, "
-                                             "'$.microbatch_size') || '/' || epochs) FROM runs"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(DISTINCT epochs || '/' || "
+                                             "json_extract(config, '$.microbatch_size')) FROM runs"),
+                     4);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs"), 6);
     cli_cleanup(dir);
 }

@@ -99,8 +99,9 @@ static struct pb_sweep_axis *axis_of(struct pb_sweep *s, const char *key, int li
         return &s->axes[g];
     bool is_switch;
     if (!pb_run_flag_known(key, &is_switch)) {
-        add_error(s, line, "unknown [grid] key '%s': it is not an option of pipebench run (pipebench "
-                  "run --help lists them; [grid] takes their long names without dashes)", key);
+        add_error(s, line, "unknown [grid] key '%s': it is not an option of pipebench run "
+                  "(pipebench run --help lists them; [grid] takes their long names without "
+                  "dashes)", key);
         return NULL;
     }
     if (!strcmp(key, "db") || !strcmp(key, "quiet")) {

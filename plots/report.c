@@ -26,6 +26,7 @@ enum metric {
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
     M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING, M_DIVERGED,
+    M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED,
     M_N
 };
 
@@ -36,7 +37,8 @@ static const char runs_sql[] =
     "f_mean, "
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
-    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', config_id "
+    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', "
+    "throughput_lo, throughput_hi, warmup_included, config_id "
     "FROM run_summary WHERE status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
@@ -198,6 +200,8 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
 struct summary {
     int n, total, runs, diverged;
     double mean, sd;
+    double lo, hi;         /* throughput: the range of the runs' steady epochs */
+    bool warmup;           /* throughput: a run of one epoch, its warm-up timed */
 };
 
 static bool in_cell(const struct run *r, const struct run *col)
@@ -220,6 +224,11 @@ static struct summary cell_stat(const struct runs *rs, int a, int b, const struc
         }
         st.total++;
         if (!isnan(r->m[m])) {
+            if (m == M_THROUGHPUT) {
+                st.lo = st.n && st.lo < r->m[M_THROUGHPUT_LO] ? st.lo : r->m[M_THROUGHPUT_LO];
+                st.hi = st.n && st.hi > r->m[M_THROUGHPUT_HI] ? st.hi : r->m[M_THROUGHPUT_HI];
+                st.warmup |= r->m[M_WARMUP_INCLUDED] == 1;
+            }
             st.n++;
             sum += r->m[m];
         }
@@ -324,9 +333,17 @@ struct cell {
     char target[96];   /* the target part of the note, "" without a target */
 };
 
+/* A cell's spread: the standard deviation over its runs and, for throughput, half the
+ * range of its runs' steady epochs, whichever is larger. */
+static double spread_of(const struct summary *st)
+{
+    double half_range = st->hi > st->lo ? (st->hi - st->lo) / 2 : 0;
+    return st->sd > half_range ? st->sd : half_range;
+}
+
 /* The cells of the row [a, b) and its best column (-1: none). The highest mean (the
  * lowest when lower_best), at the printed precision, is the best only when its gap to
- * the runner-up exceeds the larger of their standard deviations (a gap inside the
+ * the runner-up exceeds the larger of their spreads (spread_of: a gap inside the
  * spread is no ranking; a cell alone in its row is not ranked), and, for timings
  * (mark_shared), only among cells measured one device per stage. */
 static int row_cells(const struct runs *rs, int a, int b, const struct run **col, int ncol, int m,
@@ -355,7 +372,7 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     if (best < 0 || second < 0)
         return -1;
     const struct summary *p = &cells[best].st, *q = &cells[second].st;
-    double spread = p->sd > q->sd ? p->sd : q->sd;
+    double spread = spread_of(p) > spread_of(q) ? spread_of(p) : spread_of(q);
     if (fabs(p->mean - q->mean) <= spread || round(p->mean * scale) == round(q->mean * scale))
         return -1;
     return best;
@@ -401,6 +418,11 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
             if (x->st.diverged)
                 len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
                                 x->st.diverged);
+            if (x->st.n && x->st.hi > x->st.lo)
+                len += snprintf(note + len, sizeof note - (size_t)len, "; epochs %.*f\xe2\x80\x93"
+                                "%.*f", decimals, x->st.lo, decimals, x->st.hi);
+            if (x->st.warmup)
+                len += snprintf(note + len, sizeof note - (size_t)len, "; with warm-up");
             snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
                      x->target);
             pb_grid_note(g, row, nl + c, note);
@@ -428,12 +450,16 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
     static const char *const head[] = {"mean", "std", "n", "runs", "diverged", "best",
                                        "shared_timing", "epochs_to_target", "seconds_to_target",
                                        "reached"};
+    static const char *const range_head[] = {"epoch_min", "epoch_max", "warmup_included"};
+    bool range = m == M_THROUGHPUT;
     int nl = nlabels(rs) + 1, nv = target > 0 ? 10 : 7;
-    pb_grid_init(g, nl + nv, nl, g->caption);
+    pb_grid_init(g, nl + nv + (range ? 3 : 0), nl, g->caption);
     int h = pb_grid_add_row(g);
     set_head_labels(g, h, rs, "schedule");
     for (int k = 0; k < nv; k++)
         pb_grid_set(g, h, nl + k, head[k], false);
+    for (int k = 0; range && k < 3; k++)
+        pb_grid_set(g, h, nl + nv + k, range_head[k], false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
@@ -459,6 +485,11 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
                 set_num(g, row, nl + 7, "%.3g", ep.mean, ep.n > 0);
                 set_num(g, row, nl + 8, "%.1f", sec.mean, sec.n > 0);
                 set_num(g, row, nl + 9, "%.0f", ep.n, true);
+            }
+            if (range) {
+                set_num(g, row, nl + nv, "%.10g", x->st.lo, x->st.n > 0);
+                set_num(g, row, nl + nv + 1, "%.10g", x->st.hi, x->st.n > 0);
+                set_num(g, row, nl + nv + 2, "%.0f", x->st.warmup, x->st.n > 0);
             }
         }
     }
@@ -559,15 +590,19 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
         break;
     }
     case PB_REPORT_THROUGHPUT:
-        snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's training "
-                 "samples over its epochs' wall time) per schedule: mean \xc2\xb1 std over the "
-                 "finished runs of a cell (n: its runs; diverged ones are counted, not averaged); the highest of each row marked where "
-                 "its lead exceeds the spread. %s", shared_note);
+        snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's median over "
+                 "its epochs but the first, the warm-up, of training samples over wall time) per "
+                 "schedule: mean \xc2\xb1 std over the finished runs of a cell (n: its runs; "
+                 "diverged ones are counted, not averaged; epochs: the range of the runs' "
+                 "epochs; with warm-up: a run of one epoch, timed with it); the highest of each "
+                 "row marked where its lead exceeds the spread (the std or half the epochs' "
+                 "range). %s", shared_note);
         by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
-                 "makespan, summed over the epochs; mean over the devices) per schedule: mean "
+                 "makespan, summed over the epochs but the first, the warm-up; mean over the "
+                 "devices) per schedule: mean "
                  "\xc2\xb1 std over the finished runs of a cell (n: its runs; diverged ones are "
                  "counted, not averaged); the lowest of "
                  "each row marked where its lead exceeds the spread. %s", shared_note);

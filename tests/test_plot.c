@@ -115,7 +115,7 @@ START_TEST(throughput_dat)
     plot_ok("throughput", "png", FX_PIPEDREAM);
     char *t = read_dat("throughput");
     ck_assert_int_eq(data_lines(t), 2 * 4);
-    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 1050\n\"pipedream\" 1500\n"
+    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 1150\n\"pipedream\" 1500\n"
                   "\"pipeoptim (code)\" 1300\n\n\n");
     assert_has(t, "schedule \"D=4\"\n\"gpipe\" 15.625\n\"pipedream\" 15.625\n"
                   "\"pipeoptim (code)\" 15.625\n");

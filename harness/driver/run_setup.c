@@ -13,6 +13,7 @@
 #include "harness/base/args.h"
 #include "harness/store/checkpoint.h"
 #include "predictors/predictor.h"
+#include "harness/driver/run_flags.h"
 #include "harness/driver/run_internal.h"
 
 int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
@@ -28,6 +29,13 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
                           PB_MAX_MICROBATCHES, c->microbatches);
     if (c->epochs < 1)
         return pb_err_set(e, "--epochs must be at least 1 (got %d)", c->epochs);
+    int mb;
+    if (c->batch && pb_run_batch_split(c, &mb, e))
+        return -1;
+    if (c->batch && mb != c->microbatch_size)
+        return pb_err_set(e, "--batch %d makes micro-batches of %d under %s, not the "
+                          "configuration's %d; leave --microbatch-size out with --batch",
+                          c->batch, mb, c->schedule, c->microbatch_size);
     if (c->limit_train < 0 || c->limit_val < 0)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
     if (c->threads < 0)
@@ -73,6 +81,21 @@ int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
     if (!*w || pb_workload_preset(*w, c->preset, p, e))
         return -1;
     return pb_partition_choose(*p, c->model, c->partition, c->stages, paper_cut, e);
+}
+
+char *pb_run_partition_name(const struct pb_run_cfg *c, bool paper_cut)
+{
+    enum pb_partition_by by = PB_PARTITION_DEFAULT;
+    int *bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *bounds);
+    if (c->partition && pb_partition_parse(c->partition, c->stages, &by, bounds, NULL))
+        by = PB_PART_NBY;
+    char *name = paper_cut              ? pb_xstrdup("paper")
+                 : by == PB_PART_BOUNDS ? pb_partition_text(bounds, c->stages)
+                 : by == PB_PART_FLOPS  ? pb_xstrdup("balanced")
+                 : by == PB_PART_NBY    ? pb_xstrdup(c->partition)
+                                        : pb_xstrdup(pb_partition_by_names[by]);
+    free(bounds);
+    return name;
 }
 
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e)
@@ -146,6 +169,13 @@ int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
     return 0;
 }
 
+int pb_run_epoch_length(const struct pb_run_cfg *c, int ntrain)
+{
+    if (!c->batch)
+        return ntrain / c->microbatch_size;
+    return ntrain / c->batch * (c->batch / c->microbatch_size);
+}
+
 /* Every rank fails when one does. Only rank 0 says why when it failed too (the
  * ranks check the same configuration), else the ranks that failed do. */
 static int collective(struct run_state *r, int rc, struct pb_err *e)
@@ -200,6 +230,9 @@ static int load_data(struct run_state *r, struct pb_err *e)
     r->train.h = info[3];
     r->train.w = info[4];
     r->train.nclasses = info[5];
+    if (c->batch && r->ntrain / c->batch < 1)
+        return pb_err_set(e, "%d training samples make no batch of %d; lower --batch or raise "
+                             "--limit-train", r->ntrain, c->batch);
     if (r->ntrain / c->microbatch_size < 1)
         return pb_err_set(e, "%d training samples make no micro-batch of %d; lower "
                              "--microbatch-size or raise --limit-train",
@@ -208,6 +241,15 @@ static int load_data(struct run_state *r, struct pb_err *e)
         return pb_err_set(e, "%d validation samples make no batch of %d; lower --microbatch-size "
                              "or raise --limit-val", r->nval, c->microbatch_size);
     return 0;
+}
+
+/* Cores per stage: the same under every executor, so kernels split their work the
+ * same way and all executors give the same bits (design §2.3). */
+static int stage_threads(const struct pb_run_cfg *c)
+{
+    int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int t = cores / c->stages;
+    return t > 0 ? t : 1;
 }
 
 static int build_model(struct run_state *r, struct pb_err *e)
@@ -226,19 +268,33 @@ static int build_model(struct run_state *r, struct pb_err *e)
     if (pb_model_finalize(&r->model, c->microbatch_size, e))
         return -1;
     r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
-    if (r->paper_cut)
-        return pb_partition_paper(&r->model, r->preset, r->bounds, e);
-    return pb_partition_balanced(&r->model, c->stages, r->bounds, e);
+    /* under MPI rank 0 measures the blocks for --partition time; the others take its cut */
+    return pb_run_partition(c, &r->model, r->paper_cut ? r->preset : NULL, run_writer(r),
+                            r->bounds, e);
 }
 
-/* Cores per stage: the same under every executor, so kernels split their work the
- * same way and all executors give the same bits (design §2.3). */
-static int stage_threads(const struct pb_run_cfg *c)
+int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
+                     const struct pb_preset *paper, bool measure, int *bounds, struct pb_err *e)
 {
-    int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int t = cores / c->stages;
-    return t > 0 ? t : 1;
+    if (paper)
+        return pb_partition_paper(m, paper, bounds, e);
+    enum pb_partition_by by = PB_PARTITION_DEFAULT;
+    if (c->partition && pb_partition_parse(c->partition, c->stages, &by, bounds, e))
+        return -1;
+    if (by == PB_PART_BOUNDS)
+        return pb_partition_check_bounds(m, bounds, c->stages, e);
+    double *cost = pb_xcalloc((size_t)m->nblocks + 1, sizeof *cost);
+    int rc = 0;
+    if (by != PB_PART_TIME)
+        pb_partition_costs(m, by, cost);
+    else if (measure)
+        rc = pb_partition_profile(m, c->backend, stage_threads(c), PB_RUN_PROFILE_REPS, cost, e);
+    if (!rc && (by != PB_PART_TIME || measure))
+        rc = pb_partition_min_max(cost, m->nblocks, c->stages, bounds, e);
+    free(cost);
+    return rc ? pb_err_prefix(e, "model '%s': ", m->name) : 0;
 }
+
 
 /* The host memory of the loaded data, counted as PB_MEM_HOST of the stage that reads
  * it: the inputs for the first stage, the labels for the last. */
@@ -303,10 +359,20 @@ int pb_run_setup(struct run_state *r, struct pb_err *e)
     }
     if (collective(r, rc, e) || load_data(r, e))
         return -1;
-    rc = build_model(r, e) || pb_run_setup_schedule(r, r->ntrain / c->microbatch_size, e);
-    if (collective(r, rc, e))
+    if (collective(r, build_model(r, e), e))
+        return -1;
+    pb_dist_bcast(r->dist, r->bounds, (size_t)(c->stages + 1) * sizeof *r->bounds, 0);
+    if (collective(r, pb_run_setup_schedule(r, pb_run_epoch_length(c, r->ntrain), e), e))
         return -1;
     return collective(r, build_stages(r, e), e);
+}
+
+int pb_run_updates_per_epoch(const struct run_state *r)
+{
+    int n = 0;
+    for (int i = 0; i < r->progs[0].n; i++)
+        n += r->progs[0].ops[i].kind == PB_OP_U;
+    return n;
 }
 
 /* --save's folder takes a file (its temporary, which the save renames): found out
@@ -358,6 +424,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             return collective(r, rc, e);
         }
         char *json = rc ? NULL : pb_run_cfg_json(c);
+        char *cut = pb_partition_text(r->bounds, c->stages);
         struct pb_run_info info = {
             .config_json = json,
             .model = c->model,
@@ -372,6 +439,10 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             .epochs = c->epochs,
             .seed = c->seed,
             .lr = pb_run_decimal(c->optim.lr),
+            .samples_per_update = c->microbatch_size *
+                                  (r->sch->uses_microbatches ? r->pipe.microbatches : 1),
+            .updates_per_epoch = pb_run_updates_per_epoch(r),
+            .partition_cut = cut,
         };
         pb_run_machine(c, &info);
         if (info.oversubscribed && !c->quiet)
@@ -384,6 +455,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             rc = r->run_id > 0 ? pb_results_run_started(r->db, r->run_id, e) : -1;
         }
         free(json);
+        free(cut);
     }
     return collective(r, rc, e);
 }

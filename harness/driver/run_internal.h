@@ -55,6 +55,15 @@ const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *
  * an unknown model or preset, or a partition that does not apply, is an error. */
 int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
                  const struct pb_preset **p, bool *paper_cut, struct pb_err *e);
+/* c's model, finalised for its micro-batch size on its dataset's sample shape and
+ * classes (taken from the dataset's synthetic stand-in: no file is read), for
+ * `pipebench partition`; *paper: the preset when the paper cut applies, else NULL.
+ * pb_model_finish it. */
+int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
+                       const struct pb_preset **paper, struct pb_err *e);
+/* Cores each stage's kernels use: the same under every executor, so kernels split their
+ * work the same way and all executors give the same bits (design §2.3). */
+int pb_run_stage_threads(const struct pb_run_cfg *c);
 /* Repetitions of each block's forward + backward that --partition time takes the
  * median of. */
 #define PB_RUN_PROFILE_REPS 5

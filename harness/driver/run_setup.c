@@ -245,14 +245,15 @@ static int load_data(struct run_state *r, struct pb_err *e)
 
 /* Cores per stage: the same under every executor, so kernels split their work the
  * same way and all executors give the same bits (design §2.3). */
-static int stage_threads(const struct pb_run_cfg *c)
+int pb_run_stage_threads(const struct pb_run_cfg *c)
 {
     int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     int t = cores / c->stages;
     return t > 0 ? t : 1;
 }
 
-static int build_model(struct run_state *r, struct pb_err *e)
+/* The model for the loaded data's sample shape and classes, finalised for the micro-batch. */
+static int make_model(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     struct pb_shape sample = {1, r->train.c, r->train.h, r->train.w};
@@ -265,12 +266,47 @@ static int build_model(struct run_state *r, struct pb_err *e)
     if (r->workload->build(&r->model, r->preset, sample, nclasses, e))
         return -1;
     r->model.label_smoothing = c->label_smoothing;
-    if (pb_model_finalize(&r->model, c->microbatch_size, e))
+    return pb_model_finalize(&r->model, c->microbatch_size, e);
+}
+
+static int build_model(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    if (make_model(r, e))
         return -1;
     r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
     /* under MPI rank 0 measures the blocks for --partition time; the others take its cut */
     return pb_run_partition(c, &r->model, r->paper_cut ? r->preset : NULL, run_writer(r),
                             r->bounds, e);
+}
+
+int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
+                       const struct pb_preset **paper, struct pb_err *e)
+{
+    struct run_state r = {.cfg = c};
+    *paper = NULL;
+    if (pb_run_check_cfg(c, e) || pb_run_model(c, &r.workload, &r.preset, &r.paper_cut, e))
+        return -1;
+    r.input_side = r.preset ? r.preset->input_side : 0;
+    r.no_flip = r.preset && r.preset->no_flip;
+    struct pb_dataset_opts opts;
+    const char *ds = r.dataset = pb_run_data_opts(&r, &opts);
+    if (strcmp(ds, "synthetic") && !pb_dataset_summary(ds))
+        return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets", ds);
+    /* the shape and classes of a dataset are its stand-in's: nothing is read */
+    if (strcmp(ds, "synthetic") && (pb_dataset_is_image(ds) || pb_dataset_is_sequence(ds)))
+        opts.like = ds;
+    int rc = pb_dataset_load_opts(&r.train, "synthetic", NULL, PB_SPLIT_TRAIN, 1, c->seed, &opts,
+                                  e) ||
+             make_model(&r, e);
+    pb_dataset_finish(&r.train);
+    if (rc) {
+        pb_model_finish(&r.model);
+        return -1;
+    }
+    *m = r.model;
+    *paper = r.paper_cut ? r.preset : NULL;
+    return 0;
 }
 
 int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
@@ -288,7 +324,7 @@ int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
     if (by != PB_PART_TIME)
         pb_partition_costs(m, by, cost);
     else if (measure)
-        rc = pb_partition_profile(m, c->backend, stage_threads(c), PB_RUN_PROFILE_REPS, cost, e);
+        rc = pb_partition_profile(m, c->backend, pb_run_stage_threads(c), PB_RUN_PROFILE_REPS, cost, e);
     if (!rc && (by != PB_PART_TIME || measure))
         rc = pb_partition_min_max(cost, m->nblocks, c->stages, bounds, e);
     free(cost);
@@ -319,7 +355,7 @@ static int build_stages(struct run_state *r, struct pb_err *e)
     r->stages = pb_xcalloc((size_t)d, sizeof *r->stages);
     r->workers = pb_xcalloc((size_t)d, sizeof *r->workers);
     for (int k = r->lo; k < r->hi; k++) {
-        struct pb_backend_cfg bc = {.device = 0, .threads = stage_threads(c)};
+        struct pb_backend_cfg bc = {.device = 0, .threads = pb_run_stage_threads(c)};
         r->be[k] = pb_backend_create(c->backend, &bc, e);
         if (!r->be[k])
             return -1;
@@ -399,7 +435,7 @@ void pb_run_machine(const struct pb_run_cfg *c, struct pb_run_info *info)
 {
     double load[1] = {NAN};
     info->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    info->threads_per_stage = stage_threads(c);
+    info->threads_per_stage = pb_run_stage_threads(c);
     info->load_avg = getloadavg(load, 1) == 1 ? load[0] : NAN;
     info->oversubscribed = strcmp(c->executor, "seq") &&
                            (long)c->stages * info->threads_per_stage > info->cores;

@@ -388,13 +388,16 @@ static void expect_json(const char *model, const char *preset, const char *parti
 
 START_TEST(test_config_json)
 {
-    expect_json("resnet101", NULL, NULL, 4, "small", "balanced");
+    expect_json("resnet101", NULL, NULL, 4, "small", "cost");
+    expect_json("resnet101", "small", "cost", 4, "small", "cost");
     expect_json("resnet101", "small", "balanced", 4, "small", "balanced");
+    expect_json("resnet101", "small", "flops", 4, "small", "balanced");
     expect_json("resnet101", "paper", NULL, 4, "paper", "paper");
     expect_json("resnet101", "paper", "paper", 4, "paper", "paper");
-    expect_json("resnet101", "paper", NULL, 8, "paper", "balanced");
+    expect_json("resnet101", "paper", NULL, 8, "paper", "cost");
     expect_json("resnet101", "small", "paper", 4, "small", "paper");
-    expect_json("lenet", NULL, NULL, 4, "", "balanced");
+    expect_json("lenet", NULL, NULL, 4, "", "cost");
+    expect_json("lenet", NULL, "0:1:3:5:9", 4, "", "0,1,3,5,9");
 }
 END_TEST
 

@@ -23,8 +23,11 @@ enum pb_partition_by {
 extern const char *const pb_partition_by_names[PB_PART_NBY];
 
 /* The partition a run takes when it names none (and the paper cut does not apply):
- * deterministic, so a run's numbers never depend on machine noise. */
-#define PB_PARTITION_DEFAULT PB_PART_FLOPS
+ * deterministic, so a run's numbers never depend on machine noise. The cost model,
+ * because it predicts measured block times better than FLOPs alone (semantics §5.3:
+ * as well or better on 5 of 6 models measured, and a cut with a faster slowest stage
+ * on vgg16 and resnet101). */
+#define PB_PARTITION_DEFAULT PB_PART_COST
 
 /* The cost model's exchange rate: one byte moved costs as much as this many FLOPs (a
  * core's arithmetic rate over the bandwidth it streams activations at). */

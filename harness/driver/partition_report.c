@@ -108,13 +108,13 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
     return pb_run_partition(c, &st->model, paper, false, st->bounds, e);
 }
 
-/* "conv1" or "conv1 … pool1": the first and last block of a stage. */
+/* "0 conv1" or "1-2 relu1..pool1": the first and last block of a stage. */
 static void stage_blocks(const struct pb_model *m, int lo, int hi, char *buf, size_t cap)
 {
     if (hi - lo == 1)
         snprintf(buf, cap, "%d %s", lo, m->blocks[lo].name);
     else
-        snprintf(buf, cap, "%d-%d %s \xe2\x80\xa6 %s", lo, hi - 1, m->blocks[lo].name,
+        snprintf(buf, cap, "%d-%d %s..%s", lo, hi - 1, m->blocks[lo].name,
                  m->blocks[hi - 1].name);
 }
 

@@ -17,10 +17,11 @@
 #include "workloads/workload.h"
 
 const char *const pb_sweep_grid_keys[PB_SWEEP_NGRID] = {
-    "model", "preset", "partition", "schedule", "optimizer", "stages", "microbatches", "lr", "seed",
+    "model", "preset", "partition", "schedule", "optimizer", "stages", "batch", "microbatches",
+    "lr", "seed",
 };
-enum { G_MODEL, G_PRESET, G_PARTITION, G_SCHEDULE, G_OPTIMIZER, G_STAGES, G_MICROBATCHES, G_LR,
-       G_SEED };
+enum { G_MODEL, G_PRESET, G_PARTITION, G_SCHEDULE, G_OPTIMIZER, G_STAGES, G_BATCH, G_MICROBATCHES,
+       G_LR, G_SEED };
 
 /* Largest sweep file read. */
 #define MAX_FILE (1 << 20)
@@ -178,8 +179,8 @@ static int on_pair(void *user, const char *section, const char *name, const char
         int g = grid_index(name);
         if (g < 0)
             add_error(s, line, "unknown [grid] key '%s'; the grid keys are model, preset, "
-                      "partition, schedule, optimizer, stages, microbatches, lr and seed (other "
-                      "run options go under [run])", name);
+                      "partition, schedule, optimizer, stages, batch, microbatches, lr and seed "
+                      "(other run options go under [run])", name);
         else if (cont || !s->grid_line[g]) {
             if (!cont)
                 s->grid_line[g] = line;

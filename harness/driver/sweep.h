@@ -11,7 +11,7 @@
 #include "harness/base/strlist.h"
 
 /* The [grid] keys, in the order the configurations vary (the last fastest). */
-#define PB_SWEEP_NGRID 9
+#define PB_SWEEP_NGRID 10
 extern const char *const pb_sweep_grid_keys[PB_SWEEP_NGRID];
 
 /* Most configurations one sweep may hold. */

@@ -15,6 +15,7 @@
 
 const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
     "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness",
+    "updates",
 };
 
 /* Per-run quantities, in the order of the query's columns after the labels. */
@@ -27,6 +28,7 @@ enum metric {
     M_EPOCHS_TO, M_SECS_TO,
     M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING, M_DIVERGED,
     M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED,
+    M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
     M_N
 };
 
@@ -38,8 +40,11 @@ static const char runs_sql[] =
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
     "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', "
-    "throughput_lo, throughput_hi, warmup_included, config_id "
-    "FROM run_summary WHERE status IN ('done', 'diverged')";
+    "throughput_lo, throughput_hi, warmup_included, "
+    "(SELECT microbatch_size FROM runs WHERE id = run_id), "
+    "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
+    "FROM runs WHERE id = run_id), samples_per_update, updates_per_epoch, epochs_done, "
+    "config_id FROM run_summary WHERE status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
 struct run {
@@ -556,6 +561,14 @@ static const struct quantity staleness_q[] = {
     {"pred err", M_PRED_MEAN, "%.2e", 1},    {"pred err max", M_PRED_MAX, "%.2e", 1},
 };
 
+static const struct quantity updates_q[] = {
+    {"micro-batch", M_MICROBATCH, "%.0f", 1},
+    {"per update", M_MICROBATCHES, "%.0f", 1},
+    {"samples/update", M_SAMPLES_PER_UPDATE, "%.0f", 1},
+    {"updates/epoch", M_UPDATES_PER_EPOCH, "%.0f", 1},
+    {"epochs", M_EPOCHS, "%.0f", 1},
+};
+
 int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *out,
                     struct pb_err *e)
 {
@@ -628,6 +641,13 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "stage's peak over epochs); total: all kinds; max stage: the largest stage's "
                  "total. Mean over the runs of a row.");
         by_row(&rs, memory_q, (int)(sizeof memory_q / sizeof memory_q[0]), &g);
+        break;
+    case PB_REPORT_UPDATES:
+        snprintf(caption, sizeof caption, "Equal footing (semantics \xc2\xa7" "1.5): samples "
+                 "per micro-batch, micro-batches per update, samples per optimizer update, "
+                 "updates per epoch and epochs recorded. Mean over the runs of a row; empty "
+                 "where a run recorded none (before schema version 4).");
+        by_row(&rs, updates_q, (int)(sizeof updates_q / sizeof updates_q[0]), &g);
         break;
     default:
         snprintf(caption, sizeof caption, "Weight version lag against the synchronous run "

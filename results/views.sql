@@ -13,7 +13,13 @@
 -- numbers except the seed (seeds are what a cell averages) and the schedule and variant
 -- (a table's columns), so a cell never mixes configurations; how a run was timed
 -- (executor, threads) and where its files are (data folder, checkpoints, traces) are not
--- part of it. experiment: the --experiment it was recorded under, NULL for none.
+-- part of it. The partition is its cut (the stages' block bounds, whichever method chose
+-- them: a measured --partition time may choose another cut on another run); runs
+-- recorded before the cut was (schema version 3) keep the method's name instead. With
+-- --batch the configuration holds the batch, not the micro-batch size (which follows
+-- from it and the schedule), so the schedules of one batch share a row.
+-- samples_per_update and updates_per_epoch: the equal footing of semantics §1.5.
+-- experiment: the --experiment it was recorded under, NULL for none.
 -- Only the runs a report selects (pb_report_select: report_selection when
 -- report_selecting holds a row) are here.
 CREATE TEMP TABLE IF NOT EXISTS report_selection (run_id INTEGER PRIMARY KEY);
@@ -23,10 +29,16 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
        nullif(variant, '') AS variant,
        schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label,
        executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
-       CASE WHEN json_valid(config) THEN json_remove(config, '$.schedule', '$.variant',
-            '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
-            '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
-            '$.checkpoint_every') END
+       samples_per_update, updates_per_epoch, partition_cut,
+       CASE WHEN NOT json_valid(config) THEN NULL
+            WHEN partition_cut IS NULL THEN json_remove(config, '$.schedule', '$.variant',
+                '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
+                '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
+                '$.checkpoint_every')
+            ELSE json_set(json_remove(config, '$.schedule', '$.variant', '$.seed',
+                '$.executor', '$.threads', '$.data_dir', '$.init', '$.save', '$.trace_epochs',
+                '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment', '$.checkpoint_every',
+                '$.partition'), '$.cut', partition_cut) END
            AS config_id,
        CASE WHEN json_valid(config) THEN json_extract(config, '$.experiment') END AS experiment
 FROM runs

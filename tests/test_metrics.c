@@ -237,8 +237,8 @@ static char *compare_table(void)
 }
 
 enum {
-    T_SCHEDULE, T_OPTIMIZER, T_RUN, T_STATUS, T_BEST, T_FINAL, T_EPOCHS_TO, T_SECS_TO,
-    T_THROUGHPUT, T_BUBBLE, T_F_LAG, T_B_LAG, T_PRED_ERR, T_N
+    T_SCHEDULE, T_OPTIMIZER, T_RUN, T_STATUS, T_SAMPLES_PER_UPDATE, T_UPDATES_PER_EPOCH, T_BEST,
+    T_FINAL, T_EPOCHS_TO, T_SECS_TO, T_THROUGHPUT, T_BUBBLE, T_F_LAG, T_B_LAG, T_PRED_ERR, T_N
 };
 
 static void compare_tokens(const char *table, const char *schedule, char tok[T_N][32])

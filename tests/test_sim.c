@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/exec/sim.h"
+#include "results/results.h"
 #include "tests/cli_util.h"
 
 /* Builds and validates the programs of (schedule, D, N, M), then simulates them. */
@@ -297,7 +298,8 @@ START_TEST(test_schema_upgrade)
     ck_assert_msg(strstr(out, "upgrades it in place") != NULL, "%s", out);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic "
                              "--epochs 1 --limit-train 128 --limit-val 64 --db r.db --quiet"), 0);
-    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT max(version) FROM schema_version"), 3);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT max(version) FROM schema_version"),
+                     PB_RESULTS_SCHEMA_VERSION);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE status = 'done'"),
                      2);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs WHERE "

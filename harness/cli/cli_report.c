@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: pipebench report --table accuracy|throughput|bubble|sim-throughput|sim-bubble|\n"
-    "                                memory|staleness\n"
+    "                                memory|staleness|updates\n"
     "                        [--db FILE] [--format md|csv|latex] [--target ACC]\n"
     "Prints a table of the runs with status done to stdout; the numbers are those of the\n"
     "views in results/views.sql, as `pipebench compare` and `pipebench plot` print them.\n"
@@ -32,6 +32,8 @@ static const char usage[] =
     "              the stages, their total, and the largest stage's total\n"
     "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
     "              run, mean and maximum prediction error\n"
+    "  updates     same rows: micro-batch size, micro-batches per update, samples per\n"
+    "              update and updates per epoch (equal footing, --batch; semantics §1.5)\n"
     "A cell averages the runs of one configuration (all options but the seed, the\n"
     "schedule and how it was timed); runs of the same optimizer, model, dataset and D that\n"
     "differ in another option get a row each, with a setting column saying how.\n"

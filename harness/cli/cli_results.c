@@ -277,16 +277,18 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
 {
     static const char sql[] =
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
-        "optimizer, stages, microbatch_size, microbatches, epochs, seed, executor, lr, "
+        "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
+        "updates_per_epoch, partition_cut, epochs, seed, executor, lr, "
         "git_revision, cpu_model, library_versions, host, pid, config FROM runs WHERE id = ?";
     static const char *const names[] = {
         "status", "created", "started", "ended", "message", "model", "dataset", "schedule",
-        "variant", "optimizer", "stages", "microbatch size", "microbatches", "epochs", "seed",
+        "variant", "optimizer", "stages", "microbatch size", "microbatches",
+        "samples per update", "updates per epoch", "partition cut", "epochs", "seed",
         "executor", "lr", "git revision", "cpu", "libraries", "host", "pid",
     };
     /* Sections: the run's state, its configuration, its environment (columns [a, b)). */
     static const struct { const char *title; int a, b; } sections[] = {
-        {"", 0, 5}, {"configuration:\n", 5, 17}, {"environment:\n", 17, 22},
+        {"", 0, 5}, {"configuration:\n", 5, 20}, {"environment:\n", 20, 25},
     };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -311,7 +313,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         fputs(sections[k].title, stdout);
         table_print(&t, "  ", NULL);
     }
-    print_config((const char *)sqlite3_column_text(s, 22));
+    print_config((const char *)sqlite3_column_text(s, 25));
     sqlite3_finalize(s);
     return 0;
 }

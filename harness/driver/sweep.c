@@ -6,13 +6,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "harness/driver/finished.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "workloads/workload.h"
@@ -20,7 +19,8 @@
 /* The order the [grid] keys vary in, the last fastest: these first, in this order, then
  * every other run option in the order the file names them, then the seed. */
 static const char *const leading_keys[] = {
-    "model", "preset", "partition", "schedule", "optimizer", "stages", "microbatches", "lr", NULL,
+    "model", "preset", "partition", "schedule", "optimizer", "stages", "batch", "microbatches",
+    "lr", NULL,
 };
 
 /* Largest sweep file read. */
@@ -460,85 +460,13 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
     return -1;
 }
 
-/* The finished runs' configurations without their thread count, sorted; *n of them. */
-static char **finished_configs(sqlite3 *db, int *n, struct pb_err *e)
-{
-    sqlite3_stmt *q;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads') FROM runs WHERE status "
-                           "IN ('done', 'diverged') AND config IS NOT NULL", -1, &q, NULL)) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        return NULL;
-    }
-    char **out = NULL;
-    int cap = 0, rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **grown = realloc(out, (size_t)cap * sizeof *grown);
-            PB_CHECK(grown != NULL);
-            out = grown;
-        }
-        out[(*n)++] = pb_xstrdup((const char *)sqlite3_column_text(q, 0));
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        for (int i = 0; i < *n; i++)
-            free(out[i]);
-        free(out);
-        return NULL;
-    }
-    if (*n)
-        qsort(out, (size_t)*n, sizeof *out, cmp_str);
-    return out ? out : pb_xcalloc(1, sizeof *out);
-}
-
-/* Whether configuration c (its JSON without the thread count, normalised by SQLite as
- * the stored ones are) is among the sorted finished ones. */
-static int is_finished(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c, char **fin,
-                       int nfin, bool *done, struct pb_err *e)
-{
-    char *json = pb_run_cfg_json(c);
-    sqlite3_bind_text(norm, 1, json, -1, SQLITE_TRANSIENT);
-    free(json);
-    if (sqlite3_step(norm) != SQLITE_ROW) {
-        sqlite3_reset(norm);
-        return pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-    }
-    const char *key = (const char *)sqlite3_column_text(norm, 0);
-    *done = nfin && bsearch(&key, fin, (size_t)nfin, sizeof *fin, cmp_str) != NULL;
-    sqlite3_reset(norm);
-    return 0;
-}
-
 int pb_sweep_finished(struct pb_sweep *s, bool *done, bool create, struct pb_err *e)
 {
-    struct pb_results *r;
-    const char *path = s->items[0].cfg.db;
-    if (!create && access(path, F_OK) != 0)
-        return 0;
-    if ((create ? pb_results_open : pb_results_open_existing)(&r, path, e))
-        return -1;
-    sqlite3 *db = pb_results_sqlite(r);
-    int nfin = 0, rc = -1;
-    char **fin = NULL;
-    sqlite3_stmt *norm = NULL;
-    if ((create && pb_results_mark_orphans(r, e) < 0) || !(fin = finished_configs(db, &nfin, e)))
-        goto out;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(?1, '$.threads')", -1, &norm, NULL)) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    rc = 0;
-    for (int i = 0; i < s->n && !rc; i++)
-        rc = is_finished(db, norm, &s->items[i].cfg, fin, nfin, &done[i], e);
-out:
-    sqlite3_finalize(norm);
-    for (int i = 0; i < nfin; i++)
-        free(fin[i]);
-    free(fin);
-    pb_results_close(r);
+    int64_t *ids = pb_xcalloc((size_t)s->n + 1, sizeof *ids);
+    int rc = pb_finished_runs(s->items[0].cfg.db, s->items, s->n, ids, create, e);
+    for (int i = 0; i < s->n; i++)
+        done[i] = ids[i] > 0;
+    free(ids);
     return rc;
 }
 

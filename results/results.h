@@ -110,6 +110,7 @@ struct pb_run_costs {
     int length;      /* micro-batches in an epoch */
     double *op_s;    /* [stages × 3]: median seconds of the stage's F, B, U events (NaN: none) */
     double *recv_s;  /* [stages]: the stage's copy time per message received, mean over epochs */
+    int64_t *params_bytes, *acts_bytes;  /* [stages]: peak bytes of each kind over epochs */
     long nevents;    /* events the medians come from */
 };
 /* Reads run `id`'s pipe and the medians of its events; a missing run, a simulated one

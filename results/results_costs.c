@@ -64,6 +64,8 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
         return -1;
     c->op_s = pb_xcalloc((size_t)c->stages * 3, sizeof *c->op_s);
     c->recv_s = pb_xcalloc((size_t)c->stages, sizeof *c->recv_s);
+    c->params_bytes = pb_xcalloc((size_t)c->stages, sizeof *c->params_bytes);
+    c->acts_bytes = pb_xcalloc((size_t)c->stages, sizeof *c->acts_bytes);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db, "SELECT end_s - start_s FROM events WHERE run_id = ? AND "
                            "device = ? AND kind = ? ORDER BY 1", -1, &s, NULL) != SQLITE_OK)
@@ -89,9 +91,11 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
         }
     free(d);
     sqlite3_finalize(s);
-    /* a message's receive: the copy time a stage spent per message it received */
-    if (sqlite3_prepare_v2(db, "SELECT stage, avg(comm_s) FROM stage_stats WHERE run_id = ? "
-                           "GROUP BY stage", -1, &s, NULL) != SQLITE_OK)
+    /* a message's receive: the copy time a stage spent per message it received; the
+     * stage's peak parameter and activation bytes */
+    if (sqlite3_prepare_v2(db, "SELECT stage, avg(comm_s), max(mem_params), max(mem_acts) "
+                           "FROM stage_stats WHERE run_id = ? GROUP BY stage", -1, &s,
+                           NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_int64(s, 1, id);
     while (sqlite3_step(s) == SQLITE_ROW) {
@@ -99,6 +103,10 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
         int msgs = (k > 0 ? c->length : 0) + (k + 1 < c->stages ? c->length : 0);
         if (k >= 0 && k < c->stages && msgs > 0)
             c->recv_s[k] = sqlite3_column_double(s, 1) / msgs;
+        if (k >= 0 && k < c->stages) {
+            c->params_bytes[k] = sqlite3_column_int64(s, 2);
+            c->acts_bytes[k] = sqlite3_column_int64(s, 3);
+        }
     }
     sqlite3_finalize(s);
     return 0;
@@ -113,5 +121,7 @@ void pb_run_costs_finish(struct pb_run_costs *c)
 {
     free(c->op_s);
     free(c->recv_s);
+    free(c->params_bytes);
+    free(c->acts_bytes);
     memset(c, 0, sizeof *c);
 }

@@ -261,6 +261,49 @@ END_TEST
 
 /* A database of schema version 2 is upgraded in place by a command that writes to it;
  * one that only reads says how. */
+/* The memory a simulation predicts equals what runs measure: each schedule's run (mlp,
+ * D = 4, threads), against `simulate --schedule S --run R` from the sizes of one gpipe run
+ * R (its parameters, and its activations per micro-batch); per stage the peak bytes of
+ * parameters, weight copies (stash, XPipe's predictions, 2BW's older buffer, Ŵ) and
+ * activations are the same, byte for byte. */
+START_TEST(test_memory_equals_measured)
+{
+    static const char *const schedules[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain",
+                                            "xpipe", "pipeoptim"};
+    char dir[64], out[8192];
+    cli_scratch(dir, sizeof dir, "simmem");
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(cli_run(dir, out, sizeof out, "run --model mlp --schedule %s --stages 4 "
+                              "--executor threads --microbatch-size 32 --limit-train 512 "
+                              "--limit-val 64 --db m.db --quiet", schedules[i]) == 0,
+                      "%s: %s", schedules[i], out);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_msg(cli_run(dir, out, sizeof out, "simulate --schedule %s --run 1 --db m.db",
+                              schedules[i]) == 0, "%s: %s", schedules[i], out);
+        const char *t = strstr(out, "stage   params        wcopies       acts\n");
+        ck_assert_msg(t != NULL, "%s: no memory table in %s", schedules[i], out);
+        t = strchr(t, '\n') + 1;
+        for (int k = 0; k < 4; k++) {
+            int stage, used;
+            long long sim[3];
+            ck_assert_msg(sscanf(t, "%d %lld %lld %lld%n", &stage, &sim[0], &sim[1], &sim[2],
+                                 &used) == 4 && stage == k, "%s: %s", schedules[i], t);
+            t += used + 1;
+            static const char *const kinds[] = {"mem_params", "mem_wcopies", "mem_acts"};
+            for (int m = 0; m < 3; m++) {
+                char sql[256];
+                snprintf(sql, sizeof sql, "SELECT max(%s) FROM stage_stats WHERE run_id = %d "
+                         "AND stage = %d", kinds[m], i + 1, k);
+                ck_assert_msg(sim[m] == cli_db_int(dir, "m.db", sql), "%s stage %d %s: simulated "
+                              "%lld, measured %d", schedules[i], k, kinds[m], sim[m],
+                              cli_db_int(dir, "m.db", sql));
+            }
+        }
+    }
+    cli_cleanup(dir);
+}
+END_TEST
+
 START_TEST(test_schema_upgrade)
 {
     char dir[64], out[8192];
@@ -321,6 +364,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_cli);
     tcase_add_test(tc, test_runs_record_simulation);
     tcase_add_test(tc, test_schema_upgrade);
+    tcase_add_test(tc, test_memory_equals_measured);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,7 +28,9 @@ static void usage(FILE *f)
             "                       stage, and of a message's transfer (default 0)\n"
             "  --run RUN            per stage, the median F, B and U times of the run's events\n"
             "                       (its traced epochs) and its copy time per message; the\n"
-            "                       pipe defaults to the run's, D must be the run's\n"
+            "                       pipe defaults to the run's, D must be the run's; then\n"
+            "                       also each stage's peak bytes of parameters, weight\n"
+            "                       copies and activations, from the run's sizes\n"
             "  --microbatch-size b  samples per micro-batch for samples/s (default: the run's, or 1)\n"
             "  --record             store the simulation in --db as a run with executor 'sim'\n"
             "                       (one epoch, every op an event): trace and plot timeline read it\n"
@@ -180,6 +182,37 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
            "weight copies its F ops keep for their B)\n");
 }
 
+/* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its
+ * activations per micro-batch (its peak over the micro-batches its own schedule held). */
+static int print_memory(const struct sim_args *a, const struct pb_run_costs *rc,
+                        const struct pb_sim_result *r, struct pb_err *e)
+{
+    const struct pb_schedule *own;
+    struct pb_pipe p = {.stages = rc->stages, .length = rc->length,
+                        .microbatches = rc->microbatches, .variant = rc->variant[0] ? rc->variant
+                                                                                    : NULL};
+    if (pb_cli_pipe("simulate", rc->schedule, rc->optimizer, true, &p, &own, e))
+        return -1;
+    struct pb_program *progs = pb_xcalloc((size_t)p.stages, sizeof *progs);
+    int status = pb_programs_build(own, &p, progs, e);
+    if (!status) {
+        printf("peak memory per stage, bytes (from run %s's sizes: parameters, and activations "
+               "per micro-batch = its peak / the micro-batches %s held):\n", a->run,
+               rc->schedule);
+        printf("stage   params        wcopies       acts\n");
+        for (int k = 0; k < a->pipe.stages; k++) {
+            int held = pb_sim_acts_peak(&progs[k]);
+            int64_t per_mb = held ? rc->acts_bytes[k] / held : 0;
+            printf("%-7d %-13lld %-13lld %lld\n", k, (long long)rc->params_bytes[k],
+                   (long long)r->wcopies_peak[k] * rc->params_bytes[k],
+                   (long long)r->acts_peak[k] * per_mb);
+        }
+    }
+    pb_programs_finish(progs, p.stages);
+    free(progs);
+    return status;
+}
+
 /* --record: the simulation as a finished run of one epoch, every op an event. */
 static int record(const struct sim_args *a, const struct pb_sim_result *r, int64_t *id,
                   struct pb_err *e)
@@ -260,6 +293,8 @@ int pb_cmd_simulate(int argc, char **argv)
         pb_simulate(&a.pipe, progs, costs, a.pipe.stages, a.record, &res, &e))
         goto out;
     print_result(&a, costs, &res);
+    if (a.run && print_memory(&a, &rcosts, &res, &e))
+        goto out;
     a.costs = costs;
     if (a.record) {
         int64_t id;

@@ -93,7 +93,9 @@ void pb_backend_destroy(struct pb_backend *be)
  * is the instance whose device allocator made it and whose cache it returns to. */
 struct block {
     void *p;
-    size_t bytes;
+    size_t bytes;       /* its size */
+    size_t requested;   /* what the caller asked for, what the memory kinds count (a request
+                           of 0 bytes gets a block of 4 and counts 0) */
     int kind;
     struct pb_backend *home;
 };
@@ -224,8 +226,8 @@ void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kin
     if (!p)
         p = be->ops->alloc(be, size);
     if (p) {
-        map_insert(a, (struct block){p, size, (int)kind, be});
-        count(be, kind, size, true);
+        map_insert(a, (struct block){p, size, bytes, (int)kind, be});
+        count(be, kind, bytes, true);
     }
     size_t in_use = be->mem_cur[kind];
     pthread_mutex_unlock(&a->mu);
@@ -247,7 +249,7 @@ static void cache_put(struct pb_backend *home, void *p, size_t bytes)
         a->cached = realloc(a->cached, a->capcached * sizeof *a->cached);
         PB_CHECK(a->cached != NULL);
     }
-    a->cached[a->ncached++] = (struct block){p, bytes, -1, home};
+    a->cached[a->ncached++] = (struct block){p, bytes, 0, -1, home};
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -258,7 +260,7 @@ void pb_backend_free(struct pb_backend *be, void *p)
     struct pb_allocator *a = be->allocator;
     pthread_mutex_lock(&a->mu);
     struct block b = map_remove(a, p);
-    count(be, b.kind, b.bytes, false);
+    count(be, b.kind, b.requested, false);
     pthread_mutex_unlock(&a->mu);
     cache_put(b.home, p, b.bytes);
 }
@@ -277,12 +279,12 @@ void pb_backend_take(struct pb_backend *to, struct pb_backend *src, void *p, enu
     PB_CHECK(src->ops->shares_memory(src, to));
     pthread_mutex_lock(&src->allocator->mu);
     struct block b = map_remove(src->allocator, p);
-    count(src, b.kind, b.bytes, false);
+    count(src, b.kind, b.requested, false);
     pthread_mutex_unlock(&src->allocator->mu);
     b.kind = (int)kind;
     pthread_mutex_lock(&to->allocator->mu);
     map_insert(to->allocator, b);
-    count(to, b.kind, b.bytes, true);
+    count(to, b.kind, b.requested, true);
     pthread_mutex_unlock(&to->allocator->mu);
 }
 

@@ -116,7 +116,7 @@ static void run_device(struct sim *s, int k)
 
 /* Most micro-batches held between F and B, in program order (timing does not change
  * it: a device runs its ops in order). */
-static int acts_peak(const struct pb_program *prog)
+int pb_sim_acts_peak(const struct pb_program *prog)
 {
     int live = 0, peak = 0;
     for (int i = 0; i < prog->n; i++) {
@@ -124,6 +124,19 @@ static int acts_peak(const struct pb_program *prog)
         peak = live > peak ? live : peak;
     }
     return peak;
+}
+
+/* The weight copies a stage's store holds at most, as the worker makes them
+ * (harness/exec/worker.c, harness/store/wstore.c): the stash ring, XPipe's ring of
+ * mini-batch predictions, 2BW's older buffer, and one Ŵ buffer when an op predicts with
+ * a look-ahead (s = 0 reads W itself). */
+static int wcopies_peak(const struct pb_program *prog, const struct pb_version_plan *vp)
+{
+    bool predicts = false;
+    for (int i = 0; i < prog->n && !predicts; i++)
+        predicts = prog->ops[i].kind != PB_OP_U && prog->ops[i].wsrc == PB_W_PREDICTED &&
+                   prog->ops[i].s != 0;
+    return vp->stash_slots + vp->group_slots + vp->buffered + predicts;
 }
 
 int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
@@ -150,6 +163,7 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     r->bubble = pb_xcalloc((size_t)D, sizeof *r->bubble);
     r->acts_peak = pb_xcalloc((size_t)D, sizeof *r->acts_peak);
     r->stash_peak = pb_xcalloc((size_t)D, sizeof *r->stash_peak);
+    r->wcopies_peak = pb_xcalloc((size_t)D, sizeof *r->wcopies_peak);
     if (keep_events)
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
 
@@ -186,11 +200,12 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++) {
         if (s.dev[k].t > r->makespan_s)
             r->makespan_s = s.dev[k].t;
-        r->acts_peak[k] = acts_peak(&progs[k]);
+        r->acts_peak[k] = pb_sim_acts_peak(&progs[k]);
         /* one plan at a time: a plan is as long as its program */
         struct pb_version_plan vp;
         pb_version_plan_init(&vp, p, &progs[k]);
         r->stash_peak[k] = vp.stash_slots;
+        r->wcopies_peak[k] = wcopies_peak(&progs[k], &vp);
         for (int i = 0; r->events && i < progs[k].n; i++) {
             struct pb_event_record *ev = &r->events[s.first[k] + i];
             ev->version = vp.ops[i].base;
@@ -222,6 +237,7 @@ void pb_sim_result_finish(struct pb_sim_result *r)
     free(r->bubble);
     free(r->acts_peak);
     free(r->stash_peak);
+    free(r->wcopies_peak);
     free(r->events);
     memset(r, 0, sizeof *r);
 }

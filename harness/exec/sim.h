@@ -27,6 +27,10 @@ struct pb_sim_result {
     int *acts_peak;                 /* [D] most micro-batches whose activations a device
                                        holds at once (forwarded, not yet backpropagated) */
     int *stash_peak;                /* [D] most stashed weight versions held at once */
+    int *wcopies_peak;              /* [D] copies of the stage's weights its store holds at
+                                       most: the stash, XPipe's mini-batch predictions,
+                                       2BW's older buffer and a prediction's Ŵ (the memory
+                                       kind wcopies, in parameter sets) */
     struct pb_event_record *events; /* [ops] when asked for: every op, as a run logs it */
 };
 
@@ -38,5 +42,9 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 const struct pb_sim_cost *costs, int capacity, bool keep_events,
                 struct pb_sim_result *r, struct pb_err *e);
 void pb_sim_result_finish(struct pb_sim_result *r);
+
+/* Most micro-batches a program holds between F and B (its activations), from the order
+ * of its ops alone. */
+int pb_sim_acts_peak(const struct pb_program *prog);
 
 #endif

@@ -137,11 +137,16 @@ bool pb_dataset_is_sequence(const char *name);
  * opts' vocab (semantics §1.6). */
 int pb_dataset_synthetic_seq(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
                              const struct pb_dataset_opts *opts, struct pb_err *e);
-/* IMDb from dir (or its aclImdb/ folder): the raw aclImdb tree, tokenised and ranked as
+/* IMDb from dir: its imdb.npz when there is one, else (dir or its aclImdb/ folder) the raw
+ * aclImdb tree, tokenised and ranked as
  * Keras' imdb.npz (semantics §1.6); origin as pb_dataset_dir's. */
 int pb_dataset_imdb(struct pb_dataset *ds, const char *dir, const char *origin,
                     enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                     struct pb_err *e);
+/* IMDb from Keras' imdb.npz at path (pb_dataset_imdb's choice when dir holds one): the
+ * same ids, lengths and sample order as the aclImdb tree gives (imdb_npz.c). */
+int pb_dataset_imdb_npz(struct pb_dataset *ds, const char *path, enum pb_split split, int limit,
+                        const struct pb_dataset_opts *opts, struct pb_err *e);
 
 /* The special ids of wmt16-de-en's vocabulary (the MLPerf GNMT reference's order) and
  * its size: vocab.bpe.32000's 32316 tokens after them, padded to a multiple of 8. */

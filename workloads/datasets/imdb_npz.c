@@ -7,9 +7,9 @@
  * (protocols 2 to 4: Python 2's strings too), checks every read against the data's end
  * and then the structure above; nothing is ever called or imported. As Keras'
  * load_data (start_char 1, index_from 3, oov_char 2): a sequence is 1 then each rank
- * w as w + 3, ids >= the vocabulary as 2; padded with 0 or truncated at the end to T
- * (ZOO's data table). Samples alternate label 0 and 1, each in file order, as the
- * aclImdb loader orders them, so --limit keeps both classes. */
+ * w as w + 3, ids >= the vocabulary as 2; padded with 0 or truncated at the end to T,
+ * as the aclImdb loader does (semantics §1.6). Samples alternate label 0 and 1, each
+ * in file order, as the aclImdb loader orders them, so --limit keeps both classes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -332,7 +332,7 @@ START_TEST(registry)
     int n = 0;
     for (; pb_dataset_names[n]; n++)
         ck_assert_msg(pb_dataset_summary(pb_dataset_names[n]) != NULL, "%s", pb_dataset_names[n]);
-    ck_assert_int_eq(n, 6);
+    ck_assert_int_eq(n, 7);
     ck_assert(pb_dataset_summary("nope") == NULL);
     ck_assert_str_eq(pb_dataset_default_dir("fashion-mnist"), FMNIST_DIR);
 }

@@ -35,11 +35,15 @@ static const struct dataset_kind kinds[] = {
              "tokenised and ranked as Keras' imdb.npz, padded or truncated to 200 tokens "
              "(semantics §1.6)",
      "/usr/share/datasets/imdb", "PIPEBENCH_IMDB_DIR"},
+    {"wmt16-de-en", "WMT16 English-German from the MLPerf GNMT preprocessing (BPE 32000, "
+                    "vocabulary 32320 with <pad> <unk> <s> <\\s>), training pairs of at most "
+                    "50 tokens, newstest2014 for test; source and target ids per sample",
+     "/usr/share/datasets/wmt16-de-en", "PIPEBENCH_WMT16_DE_EN_DIR"},
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
 const char *const pb_dataset_names[] = {"fashion-mnist", "synthetic", "cifar10", "cifar100",
-                                        "tiny-imagenet", "imdb", NULL};
+                                        "tiny-imagenet", "imdb", "wmt16-de-en", NULL};
 
 static const struct pb_image_kind image_kinds[] = {
     {"cifar10", 3, 32, 32, 10, PB_AUG_CIFAR, {0.4914f, 0.4822f, 0.4465f}, {0.2023f, 0.1994f, 0.2010f}},
@@ -91,7 +95,7 @@ bool pb_dataset_is_image(const char *name)
 
 bool pb_dataset_is_sequence(const char *name)
 {
-    return name && !strcmp(name, "imdb");
+    return name && (!strcmp(name, "imdb") || !strcmp(name, "wmt16-de-en"));
 }
 
 const char *pb_dataset_dir(const char *name, const char *data_dir, const char **origin)
@@ -148,12 +152,16 @@ static int load_kind(struct pb_dataset *ds, const char *name, const char *data_d
         return pb_dataset_fashion_mnist_parts(ds, given, split, limit,
                                               opts && opts->parts ? opts->parts : PB_DATA_ALL, e);
     }
+    if (!strcmp(name, "synthetic") && opts && opts->like && !strcmp(opts->like, "wmt16-de-en"))
+        return pb_dataset_synthetic_wmt16(ds, split, limit, seed, opts, e);
     if (!strcmp(name, "synthetic") && opts && pb_dataset_is_sequence(opts->like))
         return pb_dataset_synthetic_seq(ds, split, limit, seed, opts, e);
     if (!strcmp(name, "synthetic"))
         return pb_dataset_synthetic(ds, split, limit, seed, opts, e);
     if (!strcmp(name, "imdb"))
         return pb_dataset_imdb(ds, dir, origin, split, limit, opts, e);
+    if (!strcmp(name, "wmt16-de-en"))
+        return pb_dataset_wmt16(ds, dir, origin, split, limit, opts, e);
     if (!strcmp(name, "cifar10") || !strcmp(name, "cifar100"))
         return pb_dataset_cifar(ds, !strcmp(name, "cifar10") ? 10 : 100, dir, origin, split,
                                 limit, opts, e);
@@ -201,6 +209,7 @@ void pb_dataset_finish(struct pb_dataset *ds)
     free(ds->x);
     free(ds->y);
     free(ds->len);
+    free(ds->tgt);
     free(ds->pix_owned);
     free(ds->cache_path);
     if (ds->map)
@@ -224,7 +233,9 @@ size_t pb_dataset_input_bytes(const struct pb_dataset *ds)
 
 size_t pb_dataset_label_bytes(const struct pb_dataset *ds)
 {
-    return (ds->y ? (size_t)ds->n * sizeof *ds->y : 0) + (ds->len ? (size_t)ds->n * sizeof *ds->len : 0);
+    return (ds->y ? (size_t)ds->n * sizeof *ds->y : 0) +
+           (ds->len ? (size_t)ds->n * sizeof *ds->len : 0) +
+           (ds->tgt ? (size_t)ds->n * ds->tgt_steps * sizeof *ds->tgt : 0);
 }
 
 void pb_epoch_order(uint64_t seed, int epoch, int n, bool shuffle, int32_t *order)
@@ -277,4 +288,14 @@ void pb_dataset_gather_lengths(const struct pb_dataset *ds, const int32_t *order
     PB_CHECK(ds->len && first >= 0 && count >= 0 && first + count <= ds->n);
     for (int i = 0; i < count; i++)
         len[i] = ds->len[order ? order[first + i] : first + i];
+}
+
+void pb_dataset_gather_targets(const struct pb_dataset *ds, const int32_t *order, int first,
+                               int count, int32_t *tgt)
+{
+    PB_CHECK(ds->tgt && first >= 0 && count >= 0 && first + count <= ds->n);
+    size_t t = (size_t)ds->tgt_steps;
+    for (int i = 0; i < count; i++)
+        memcpy(tgt + (size_t)i * t, ds->tgt + (size_t)(order ? order[first + i] : first + i) * t,
+               t * sizeof *tgt);
 }

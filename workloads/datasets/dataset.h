@@ -29,6 +29,13 @@ struct pb_dataset {
      * it); vocab the ids' bound. NULL and 0 elsewhere. */
     int32_t *len;
     int vocab;
+    /* translation datasets (wmt16-de-en, its stand-in; wmt16.c): samples [c = 2T, 1, 1],
+     * the source ids then the target ids, each side framed BOS … EOS and padded with
+     * PB_WMT16_PAD; len [n] the source lengths, y [n] the target lengths (nclasses
+     * T + 1), both loaded with either part; tgt [n, T] the target ids, loaded with the
+     * labels; tgt_steps T. NULL and 0 elsewhere. */
+    int32_t *tgt;
+    int tgt_steps;
     /* image datasets (semantics §1.6) */
     const uint8_t *pix;  /* [n, sc, sh, sw] stored pixels; NULL for float datasets */
     int sc, sh, sw;      /* stored sample shape */
@@ -123,17 +130,47 @@ int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char 
                              enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                              struct pb_err *e);
 
-/* Whether `name` is a sequence dataset (token ids and lengths; `like` accepts it). */
+/* Whether `name` is a sequence dataset (token ids and lengths; `like` accepts it):
+ * imdb and wmt16-de-en. */
 bool pb_dataset_is_sequence(const char *name);
 /* The synthetic stand-in of imdb: 2 classes, sequences of opts' steps tokens below
  * opts' vocab (semantics §1.6). */
 int pb_dataset_synthetic_seq(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
                              const struct pb_dataset_opts *opts, struct pb_err *e);
-/* IMDb from dir (or its aclImdb/ folder): the raw aclImdb tree, tokenised and ranked as
+/* IMDb from dir: its imdb.npz when there is one, else (dir or its aclImdb/ folder) the raw
+ * aclImdb tree, tokenised and ranked as
  * Keras' imdb.npz (semantics §1.6); origin as pb_dataset_dir's. */
 int pb_dataset_imdb(struct pb_dataset *ds, const char *dir, const char *origin,
                     enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                     struct pb_err *e);
+/* IMDb from Keras' imdb.npz at path (pb_dataset_imdb's choice when dir holds one): the
+ * same ids, lengths and sample order as the aclImdb tree gives (imdb_npz.c). */
+int pb_dataset_imdb_npz(struct pb_dataset *ds, const char *path, enum pb_split split, int limit,
+                        const struct pb_dataset_opts *opts, struct pb_err *e);
+
+/* The special ids of wmt16-de-en's vocabulary (the MLPerf GNMT reference's order) and
+ * its size: vocab.bpe.32000's 32316 tokens after them, padded to a multiple of 8. */
+enum { PB_WMT16_PAD = 0, PB_WMT16_UNK = 1, PB_WMT16_BOS = 2, PB_WMT16_EOS = 3 };
+#define PB_WMT16_VOCAB 32320
+/* WMT16 En→De from the MLPerf GNMT preprocessing files in dir (or its wmt16_de_en/
+ * folder): training pairs of at most opts' steps tokens a side (50 by default), all
+ * test pairs (newstest2014) cut to it; the layout above (wmt16.c). */
+int pb_dataset_wmt16(struct pb_dataset *ds, const char *dir, const char *origin,
+                     enum pb_split split, int limit, const struct pb_dataset_opts *opts,
+                     struct pb_err *e);
+/* The synthetic stand-in of wmt16-de-en: its layout, opts' vocab (32320 by default) and
+ * steps, a like length distribution, a learnable translation (synthetic_wmt16.c). */
+int pb_dataset_synthetic_wmt16(struct pb_dataset *ds, enum pb_split split, int limit,
+                               uint64_t seed, const struct pb_dataset_opts *opts,
+                               struct pb_err *e);
+/* A translation dataset's epoch order in length buckets of `width` tokens, batches of
+ * `batch` samples shuffled whole (buckets.c); ds->len and ds->y must be loaded. */
+void pb_dataset_bucket_order(const struct pb_dataset *ds, uint64_t seed, int epoch, int batch,
+                             int width, int32_t *order);
+/* Writes the target ids of samples order[first .. first+count) (order NULL = file
+ * order) into tgt [count, tgt_steps]; ds->tgt must be loaded. Thread-safe. */
+void pb_dataset_gather_targets(const struct pb_dataset *ds, const int32_t *order, int first,
+                               int count, int32_t *tgt);
 
 /* The stored shape, class count, normalisation and transform family of image dataset
  * `name` (false for another name). */

@@ -1,4 +1,5 @@
-/* workloads/datasets/imdb.c — IMDb from the raw aclImdb/ tree (train/{neg,pos}/ and
+/* workloads/datasets/imdb.c — IMDb from Keras' imdb.npz when the folder holds one
+ * (imdb_npz.c), else from the raw aclImdb/ tree (train/{neg,pos}/ and
  * test/{neg,pos}/ holding files named <id>_<rating>.txt), tokenised and ranked as Keras'
  * imdb.npz (semantics §1.6): "<br />" removed, lower-cased, Keras' Tokenizer filters
  * (!"#$%&()*+,-./:;<=>?@[\]^_`{|}~, tab, newline) as separators; words ranked by their
@@ -303,8 +304,12 @@ int pb_dataset_imdb(struct pb_dataset *ds, const char *dir, const char *origin,
     if (vocab < 4 || steps < 1)
         return pb_err_set(e, "imdb: the vocabulary must be at least 4 and the sequences at least "
                              "1 token (got %d, %d)", vocab, steps);
-    char root[4096];
+    char npz[4096];
     struct stat st;
+    snprintf(npz, sizeof npz, "%s/imdb.npz", dir);
+    if (!stat(npz, &st))  /* Keras' file first (imdb_npz.c) */
+        return pb_dataset_imdb_npz(ds, npz, split, limit, opts, e);
+    char root[4096];
     snprintf(root, sizeof root, "%s/aclImdb", dir);
     if (stat(root, &st) || !S_ISDIR(st.st_mode))
         snprintf(root, sizeof root, "%s", dir);

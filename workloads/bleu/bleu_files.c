@@ -1,0 +1,123 @@
+/* workloads/bleu/bleu_files.c — BLEU of two line-aligned text files, checked as text
+ * (no NUL bytes, valid UTF-8, the same line count), and sacreBLEU's report line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workloads/bleu/bleu.h"
+
+/* A file's lines: one buffer, each '\n' replaced by NUL. */
+struct lines {
+    char *text;
+    char **line;
+    long n;
+};
+
+static int read_lines(const char *path, const char *role, struct lines *l, struct pb_err *e)
+{
+    memset(l, 0, sizeof *l);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pb_err_set(e, "bleu: cannot open the %s file %s: %s", role, path, strerror(errno));
+    size_t cap = 1 << 16, n = 0, got;
+    char *t = pb_xmalloc(cap);
+    while ((got = fread(t + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *u = realloc(t, cap *= 2);
+            PB_CHECK(u != NULL);
+            t = u;
+        }
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    t[n] = 0;
+    if (bad) {
+        free(t);
+        return pb_err_set(e, "bleu: cannot read the %s file %s", role, path);
+    }
+    long count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += t[i] == '\n';
+    count += n && t[n - 1] != '\n';
+    l->text = t;
+    l->line = pb_xmalloc((size_t)(count + 1) * sizeof *l->line);
+    for (size_t i = 0, start = 0; i < n; i++) {
+        if (t[i] == 0) {
+            free(l->line);
+            free(t);
+            return pb_err_set(e, "bleu: the %s file %s holds a NUL byte on line %ld: it must be "
+                                 "text, one segment a line", role, path, l->n + 1);
+        }
+        if (t[i] == '\n' || i + 1 == n) {
+            size_t end = t[i] == '\n' ? i : n;
+            if (!pb_bleu_valid_utf8(t + start, end - start)) {
+                free(l->line);
+                free(t);
+                return pb_err_set(e, "bleu: line %ld of the %s file %s is not valid UTF-8; "
+                                     "convert the file to UTF-8 (e.g. with iconv)",
+                                  l->n + 1, role, path);
+            }
+            t[end] = 0;
+            l->line[l->n++] = t + start;
+            start = i + 1;
+        }
+    }
+    if (l->n == 0) {
+        free(l->line);
+        free(t);
+        return pb_err_set(e, "bleu: the %s file %s is empty; it needs one segment a line",
+                          role, path);
+    }
+    return 0;
+}
+
+static void lines_finish(struct lines *l)
+{
+    free(l->text);
+    free(l->line);
+}
+
+int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_bpe,
+                        struct pb_bleu *b, struct pb_err *e)
+{
+    memset(b, 0, sizeof *b);
+    struct lines h, r;
+    if (read_lines(hyp_path, "hypothesis", &h, e))
+        return -1;
+    if (read_lines(ref_path, "reference", &r, e)) {
+        lines_finish(&h);
+        return -1;
+    }
+    if (h.n != r.n) {
+        pb_err_set(e, "bleu: the hypothesis file %s has %ld lines but the reference file %s "
+                      "has %ld; they must be line-aligned, one segment a line",
+                   hyp_path, h.n, ref_path, r.n);
+        lines_finish(&h);
+        lines_finish(&r);
+        return -1;
+    }
+    for (long i = 0; i < h.n; i++) {
+        if (merge_bpe) {
+            char *mh = pb_bleu_merge_bpe(h.line[i]), *mr = pb_bleu_merge_bpe(r.line[i]);
+            pb_bleu_add(b, mh, mr);
+            free(mh);
+            free(mr);
+        } else {
+            pb_bleu_add(b, h.line[i], r.line[i]);
+        }
+    }
+    lines_finish(&h);
+    lines_finish(&r);
+    return 0;
+}
+
+void pb_bleu_format(const struct pb_bleu_score *s, bool merged, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|bpe:%s = %.2f "
+             "%.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %ld ref_len = %ld)",
+             merged ? "merged" : "none", s->bleu, s->precision[0], s->precision[1],
+             s->precision[2], s->precision[3], s->bp, s->ratio, s->hyp_len, s->ref_len);
+}

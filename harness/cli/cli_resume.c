@@ -14,8 +14,11 @@
 static const char usage[] =
     "usage: pipebench resume RUN [--db FILE] [--quiet]\n"
     "Continues run RUN (interrupted, or failed) from the resume state its last finished\n"
-    "epoch left beside the database (run --checkpoint-every), with the options it was\n"
-    "started with, under the same id: the epochs after that state are trained again.\n"
+    "epoch left beside the database (run --checkpoint-every; always when a signal stopped\n"
+    "it), with the options it was started with, under the same id: the epochs after that\n"
+    "state are trained again. A run that left no resume state (killed in its first epoch,\n"
+    "or run with --checkpoint-every 0) is trained again from its first epoch. The final\n"
+    "weights are those of the run had it never stopped.\n"
     "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --quiet     no per-epoch lines\n";
 

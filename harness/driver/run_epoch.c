@@ -223,8 +223,10 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     *diverged = div;
     if (!rc && r->dist && div)
         rc = pb_err_set(e, "the loss is not finite: the run diverged (try a smaller --lr)");
-    if (!rc && pb_dist_any(r->dist, pb_interrupted()))
-        rc = pb_err_set(e, "interrupted");
+    /* a second signal stops the run now (mpi: here, the ranks agreeing; the others
+     * between ops), the epoch lost; a first lets it finish (run.c) */
+    if (!rc && pb_dist_any(r->dist, pb_interrupted_now()))
+        rc = pb_err_set(e, "interrupted by a second signal during epoch %d", epoch + 1);
     if (rc)
         return -1;
     double vloss, vacc;

@@ -3,8 +3,10 @@
  * BatchNorm statistics, their optimizers' state and step counts, and the updates each
  * worker has applied; the data order, augmentation, dropout and learning rate are pure
  * functions of (seed, epoch). That state goes into one safetensors file beside the
- * database, written atomically, and comes back into a resumed run's stages. */
+ * database, written atomically, and comes back into a resumed run's stages; a run
+ * without one is trained again from its first epoch. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +80,16 @@ int pb_run_load_state(struct run_state *r, struct pb_err *e)
     int d = c->stages;
     char path[4096];
     pb_run_state_path(c->db, c->resume_run, path, sizeof path);
-    if (access(path, R_OK))
-        return pb_err_set(e, "run %lld has no resume state (%s is missing): it was run with "
-                          "--checkpoint-every 0 or under mpi, or it ended before its first "
-                          "epoch; start it again with pipebench run", (long long)c->resume_run,
-                          path);
+    if (access(path, F_OK) && errno == ENOENT) {
+        /* stopped before its first resume state (killed in its first epoch, or between
+         * recording an epoch and writing the state, or run with --checkpoint-every 0):
+         * the run is trained again from its first epoch, which is the same run */
+        if (!c->quiet)
+            fprintf(stderr, "pipebench: run %lld has no resume state (%s): training it again "
+                    "from its first epoch\n", (long long)c->resume_run, path);
+        r->start_epoch = 0;
+        return 0;
+    }
     struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
     for (int k = 0; k < d; k++)
         optims[k] = &r->workers[k].optim;

@@ -183,9 +183,11 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         sum->best_acc = vacc;
     if (c->on_epoch)
         c->on_epoch(c->on_epoch_ctx, epoch, c->epochs, vacc);
-    if (!c->quiet && run_writer(r))
+    if (!c->quiet && run_writer(r)) {
         printf("epoch %d: train loss %.4f, val loss %.4f, val acc %.2f%%, %.1f samples/s, %.2f s\n",
                epoch + 1, rec.train_loss, vloss, 100 * vacc, rec.throughput, wall);
+        fflush(stdout);   /* each epoch's line when it ends, also through a pipe or tee */
+    }
     return 0;
 }
 

@@ -4,8 +4,8 @@
  * continued with `pipebench resume` ends with weights byte-identical to an
  * uninterrupted run's, under the same id, with each epoch recorded once; also under the
  * threads executor with BatchNorm and Adam. A signal writes the state even with
- * --checkpoint-every 0; a run without a state is trained again from its first epoch, to
- * the same weights. Bad resumes (unknown or finished runs) exit 2 and change nothing. */
+ * --checkpoint-every 0; a run without a state is trained again from its first epoch (from
+ * its --init when it had one), to the same weights. Bad resumes (unknown or finished runs) exit 2 and change nothing. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -141,6 +141,21 @@ START_TEST(test_signal_state_and_no_state)
     unsigned char *a = read_file(tmp_path("every0-straight.safetensors"), &la);
     unsigned char *b = read_file(c.save, &lb);
     ck_assert_msg(la == lb && !memcmp(a, b, la), "retrained from the start: other weights");
+    free(a);
+    free(b);
+    /* the same from --init: trained again from its first epoch, it starts from it again */
+    c.init = tmp_path_kept("every0-straight.safetensors");
+    c.on_epoch = NULL;
+    run_ok(&c, "init-straight.safetensors");
+    c.save = tmp_path_kept("init-resumed.safetensors");
+    c.on_epoch = interrupt_after_first;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    snprintf(state, sizeof state, "%s.run4.state", c.db);
+    ck_assert_int_eq(unlink(state), 0);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 4 --db '%s' --quiet", c.db), 0);
+    a = read_file(tmp_path("init-straight.safetensors"), &la);
+    b = read_file(c.save, &lb);
+    ck_assert_msg(la == lb && !memcmp(a, b, la), "retrained from its --init: other weights");
     free(a);
     free(b);
 }

@@ -1,10 +1,12 @@
 /* harness/cli/cli_resume.c — `pipebench resume RUN`: continues an interrupted or failed
  * run under its id from its last resume state (semantics §1.10), with the configuration it
  * recorded; its final weights are those of the run had it never stopped. */
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/cli/cli.h"
 #include "harness/driver/run.h"
@@ -87,15 +89,25 @@ int pb_cmd_resume(int argc, char **argv)
     struct pb_run_json *keep = NULL;
     pb_run_cfg_defaults(&c);
     int rc = pb_run_cfg_from_json(json, &c, &keep, &e);
-    free(json);
     if (rc) {
+        free(json);
         pb_run_json_finish(keep);
         return pb_cli_fail(e.msg);
     }
     c.db = path;
     c.resume_run = id;
     c.quiet = quiet;
+    /* --init is no part of a resume (the state holds the weights), but a run trained again
+     * from its first epoch, having no state, starts from it again */
+    char state[4096];
+    pb_run_state_path(path, id, state, sizeof state);
+    cJSON *root = access(state, F_OK) ? cJSON_Parse(json) : NULL;
+    const cJSON *init = cJSON_GetObjectItemCaseSensitive(root, "init");
+    if (cJSON_IsString(init) && *init->valuestring)
+        c.init = init->valuestring;
     rc = pb_cli_run_cfg(&c);
+    cJSON_Delete(root);
+    free(json);
     pb_run_json_finish(keep);
     return rc;
 }

@@ -78,6 +78,10 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
  * anything. Returns 0, or -1 with the message pb_run would give. */
 int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e);
 
+/* The file of run run_id's resume state beside the database db: <db>.run<ID>.state
+ * (semantics §1.10). */
+void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap);
+
 /* The configuration as a JSON object (for the runs table); free() the result. */
 char *pb_run_cfg_json(const struct pb_run_cfg *c);
 

@@ -646,8 +646,9 @@ static bool process_alive(pid_t pid)
     f = alive ? fopen(path, "r") : NULL;
     while (f && fgets(line, sizeof line, f)) {
         unsigned long long mask;
-        if ((sscanf(line, "SigPnd: %llx", &mask) == 1 || sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
-            (mask & (1ULL << (SIGKILL - 1))))
+        bool pending = sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+                       sscanf(line, "ShdPnd: %llx", &mask) == 1;
+        if (pending && (mask & (1ULL << (SIGKILL - 1))))
             alive = false;
     }
     if (f)

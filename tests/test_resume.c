@@ -5,7 +5,8 @@
  * uninterrupted run's, under the same id, with each epoch recorded once; also under the
  * threads executor with BatchNorm and Adam. A signal writes the state even with
  * --checkpoint-every 0; a run without a state is trained again from its first epoch (from
- * its --init when it had one), to the same weights. Bad resumes (unknown or finished runs) exit 2 and change nothing. */
+ * its --init when it had one), to the same weights. Bad resumes (unknown or finished
+ * runs, a state that is none) exit 2 and change nothing. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>

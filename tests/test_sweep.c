@@ -5,7 +5,8 @@
  * every registered schedule and model plans each pair that can run. SIGINT to the
  * sweep's process group (a Ctrl-C; slow cases): runs still setting up end without a row
  * and count as not started, never as crashed; running ones stop at their epoch boundary
- * with their resume state, and resumed they give an uninterrupted sweep's epochs. */
+ * with their resume state, and resumed (by hand, or by running the sweep again) they
+ * give an uninterrupted sweep's epochs. */
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
@@ -181,9 +182,14 @@ START_TEST(sigint_in_flight_stops_at_the_epoch)
         char state[128];
         snprintf(state, sizeof state, "%s/a.db.run%d.state", dir, id);
         ck_assert_msg(access(state, F_OK) == 0, "no %s: %s", state, p.log);
-        ck_assert_msg(cli_run(dir, out, sizeof out, "resume %d --db a.db --quiet", id) == 0, "%s",
-                      out);
     }
+    /* one resumed by hand, the other by running the sweep again (under its id, with the
+     * threads it was run with: here --jobs 1 gives each run all the cores) */
+    ck_assert_msg(cli_run(dir, out, sizeof out, "resume 1 --db a.db --quiet") == 0, "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "1 finished already, 1 to run") &&
+                  strstr(out, "resuming run 2 from its resume state"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 2);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db b.db --jobs 2") == 0, "%s", out);
     ck_assert_int_eq(identical_epochs("a.db", "b.db"), 6);
     cli_cleanup(dir);

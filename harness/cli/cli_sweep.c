@@ -44,11 +44,13 @@ static void sweep_usage(FILE *f)
         "schedule x optimizer pair the schedule cannot run (spectrain with adam) is\n"
         "skipped. A configuration is finished when the database holds a run of it with\n"
         "status done or diverged (the same configuration as `pipebench show` prints it,\n"
-        "but for --threads); failed and interrupted runs are run again. A failed run does\n"
-        "not stop the sweep. Two copies of a sweep on one database split it: each\n"
-        "configuration runs under a claim, and one claimed or finished by the other copy\n"
-        "is skipped. SIGINT, SIGTERM or SIGHUP starts no other run and lets the running\n"
-        "ones finish their epoch with their resume state (a second signal stops them now).\n"
+        "but for --threads); an interrupted or failed run that left a resume state is\n"
+        "continued from it (under its id and threads), other failed and interrupted runs\n"
+        "are run again. A failed run does not stop the sweep. Two copies of a sweep on\n"
+        "one database split it: each configuration runs under a claim, and one claimed or\n"
+        "finished by the other copy is skipped. SIGINT, SIGTERM or SIGHUP starts no other\n"
+        "run and lets the running ones finish their epoch with their resume state (a\n"
+        "second signal stops them now).\n"
         "Exit status: 0 when every run is done, 1 when one failed or diverged, 2 for a bad\n"
         "sweep file (then nothing runs) or a bad environment, 130 when a signal stopped it.\n",
         PB_RESULTS_DEFAULT_DB);

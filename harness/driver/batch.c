@@ -173,8 +173,10 @@ static bool start(struct batch *b, struct slot *s)
     struct pb_batch_item *it = &b->items[i];
     int fds[2], claim = -1;
     struct pb_err ce;
+    int64_t resume_run = 0;
+    int threads = 0;
     if (it->claim) {
-        int st = pb_claim_take(&it->cfg, &claim, &ce);
+        int st = pb_claim_take(&it->cfg, &claim, &resume_run, &threads, &ce);
         if (st == PB_CLAIM_BUSY || st == PB_CLAIM_FINISHED) {
             skip_claimed(b, i, (enum pb_claim)st);
             return false;
@@ -187,6 +189,10 @@ static bool start(struct batch *b, struct slot *s)
             pb_progress_epochs(&b->prog, it->cfg.epochs);
             pb_progress_line(&b->prog, "[%d/%d] %s: %s", i + 1, b->n, it->label, it->message);
             return false;
+        }
+        if (resume_run > 0) {   /* continued from its resume state, as it was run */
+            it->cfg.resume_run = resume_run;
+            it->cfg.threads = threads;
         }
     }
     fflush(stdout);
@@ -240,7 +246,10 @@ static bool start(struct batch *b, struct slot *s)
     *s = (struct slot){.item = i, .pid = pid, .fd = fds[0]};
     it->started = true;
     b->nrunning++;
-    if (!b->prog.tty)
+    if (resume_run > 0)
+        pb_progress_line(&b->prog, "[%d/%d] %s: resuming run %lld from its resume state", i + 1,
+                         b->n, it->label, (long long)resume_run);
+    else if (!b->prog.tty)
         pb_progress_line(&b->prog, "[%d/%d] %s: started", i + 1, b->n, it->label);
     return true;
 }

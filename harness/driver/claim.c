@@ -1,6 +1,7 @@
 /* harness/driver/claim.c — configuration claims (claim.h). The lock is taken first and the
  * database read under it, so a configuration another sweep has just finished (its run
- * recorded done before its process, and so its lock, ended) is seen as finished. */
+ * recorded done before its process, and so its lock, ended) is seen as finished, and
+ * one it left interrupted is found with its resume state. */
 #include "harness/driver/claim.h"
 
 #include <errno.h>
@@ -25,39 +26,78 @@ static uint64_t hash64(const char *s)
     return h;
 }
 
-/* Whether the database at c->db holds a done or diverged run of c's configuration (a
- * missing database holds none). */
-static int finished(const struct pb_run_cfg *c, const char *json, bool *done, struct pb_err *e)
+/* The first column of q's first row as an int64 (0 when no row); -1 on error. */
+static int64_t first_int(sqlite3_stmt *q, const char *json, int col, int64_t *second)
+{
+    sqlite3_bind_text(q, 1, json, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(q);
+    int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(q, col) : 0;
+    if (second)
+        *second = rc == SQLITE_ROW ? sqlite3_column_int64(q, col + 1) : 0;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? v : -1;
+}
+
+/* Reads the database at c->db (a missing one holds nothing): whether it holds a done or
+ * diverged run of c's configuration, and else the newest interrupted or failed one whose
+ * resume state exists (*resume_run, its recorded *threads). */
+static int look_up(const struct pb_run_cfg *c, const char *json, bool *done,
+                   int64_t *resume_run, int *threads, struct pb_err *e)
 {
     *done = false;
+    *resume_run = 0;
     if (access(c->db, F_OK) != 0)
         return 0;
     struct pb_results *r;
     if (pb_results_open_existing(&r, c->db, e))
         return -1;
     sqlite3 *db = pb_results_sqlite(r);
-    sqlite3_stmt *q = NULL;
+    sqlite3_stmt *fin = NULL, *res = NULL;
     int rc = 0;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM runs WHERE status IN ('done', 'diverged') "
                            "AND config IS NOT NULL AND json_remove(config, '$.threads') = "
-                           "json_remove(?1, '$.threads')", -1, &q, NULL) != SQLITE_OK) {
+                           "json_remove(?1, '$.threads')", -1, &fin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT id, coalesce(json_extract(config, '$.threads'), 0) FROM "
+                           "runs WHERE status IN ('interrupted', 'failed') AND config IS NOT "
+                           "NULL AND json_remove(config, '$.threads') = json_remove(?1, "
+                           "'$.threads') AND id < ?2 ORDER BY id DESC LIMIT 1", -1, &res,
+                           NULL) != SQLITE_OK) {
         rc = pb_err_set(e, "reading the results database %s: %s", c->db, sqlite3_errmsg(db));
-    } else {
-        sqlite3_bind_text(q, 1, json, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(q) == SQLITE_ROW)
-            *done = sqlite3_column_int(q, 0) > 0;
-        else
-            rc = pb_err_set(e, "reading the results database %s: %s", c->db,
-                            sqlite3_errmsg(db));
+        goto out;
     }
-    sqlite3_finalize(q);
+    int64_t n = first_int(fin, json, 0, NULL);
+    *done = n > 0;
+    for (int64_t below = INT64_MAX; n == 0;) {
+        int64_t t = 0;
+        sqlite3_reset(res);
+        sqlite3_bind_int64(res, 2, below);
+        int64_t id = first_int(res, json, 0, &t);
+        if (id <= 0) {
+            n = id;
+            break;
+        }
+        char state[4096];
+        pb_run_state_path(c->db, id, state, sizeof state);
+        if (access(state, F_OK) == 0) {
+            *resume_run = id;
+            *threads = (int)t;
+            break;
+        }
+        below = id;
+    }
+    if (n < 0)
+        rc = pb_err_set(e, "reading the results database %s: %s", c->db, sqlite3_errmsg(db));
+out:
+    sqlite3_finalize(fin);
+    sqlite3_finalize(res);
     pb_results_close(r);
     return rc;
 }
 
-int pb_claim_take(const struct pb_run_cfg *c, int *fd, struct pb_err *e)
+int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int *threads,
+                  struct pb_err *e)
 {
     *fd = -1;
+    *resume_run = 0;
     char path[4096];
     if (snprintf(path, sizeof path, "%s.claims", c->db) >= (int)sizeof path)
         return pb_err_set(e, "results database path is too long: %s", c->db);
@@ -89,7 +129,7 @@ int pb_claim_take(const struct pb_run_cfg *c, int *fd, struct pb_err *e)
         return pb_err_set(e, "cannot lock the sweep's claim file %s: %s", path, strerror(err));
     }
     bool done;
-    rc = finished(c, json, &done, e);
+    rc = look_up(c, json, &done, resume_run, threads, e);
     free(json);
     if (rc || done) {
         close(f);

@@ -17,9 +17,13 @@ enum pb_claim {
 };
 
 /* Takes configuration c's claim in c->db's claim file, or says who has it; -1 with e
- * when the claim file cannot be used. With PB_CLAIM_TAKEN, *fd is the descriptor that
- * holds it (close-on-exec, inherited by fork; the claim ends when every copy of it is
- * closed); otherwise *fd is -1. */
-int pb_claim_take(const struct pb_run_cfg *c, int *fd, struct pb_err *e);
+ * when the claim file or the database cannot be used. With PB_CLAIM_TAKEN, *fd is the
+ * descriptor that holds it (close-on-exec, inherited by fork; the claim ends when every
+ * copy of it is closed), and *resume_run, when > 0, the newest interrupted or failed run
+ * of the configuration that left a resume state, to be continued (pipebench resume)
+ * rather than run again, with its recorded *threads (its numbers depend on them);
+ * otherwise *fd is -1. */
+int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int *threads,
+                  struct pb_err *e);
 
 #endif

@@ -4,7 +4,8 @@
  * The first open of the database right after mpirun returns marks the run failed (a
  * rank that is still exiting counts as gone), `pipebench runs` shows it so, and the
  * database is intact. Five trials: rank 1 killed four times (mpirun returns with rank 0
- * still exiting in about one of three), rank 0 once. Skipped (exit 77) without mpirun or
+ * still exiting in about one of three), rank 0 once. A SIGTERM to one rank stops every
+ * rank after the epoch (the ranks agree), exit 130. Skipped (exit 77) without mpirun or
  * an mpi build. */
 #include <dirent.h>
 #include <errno.h>
@@ -52,7 +53,9 @@ static pid_t other_rank(pid_t parent, pid_t not)
     return found;
 }
 
-static void kill_a_rank(int victim, int trial)
+/* Starts the 1000-epoch job with its database m<trial>.db, signals rank victim with sig
+ * once the first epoch is recorded, and waits for mpirun: its exit status. */
+static int signal_a_rank(int victim, int sig, int trial)
 {
     char db[32], log[128];
     snprintf(db, sizeof db, "m%d.db", trial);
@@ -90,7 +93,7 @@ static void kill_a_rank(int victim, int trial)
     pid_t rank1 = other_rank(mp, rank0);
     ck_assert_msg(rank0 > 0 && rank1 > 0, "trial %d: ranks %d, %d", trial, (int)rank0,
                   (int)rank1);
-    kill(victim ? rank1 : rank0, SIGKILL);
+    kill(victim ? rank1 : rank0, sig);
     int st = 0;
     pid_t w = 0;
     for (int i = 0; i < 600 && w == 0; i++) {
@@ -101,8 +104,18 @@ static void kill_a_rank(int victim, int trial)
     if (w == 0) {
         kill(-mp, SIGKILL);
         waitpid(mp, &st, 0);
-        ck_abort_msg("trial %d: mpirun did not end within 60 s of the kill", trial);
+        ck_abort_msg("trial %d: mpirun did not end within 60 s of the signal", trial);
     }
+    kill(-mp, SIGKILL);   /* whatever of the job is left */
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void kill_a_rank(int victim, int trial)
+{
+    char db[32], dbpath[128];
+    snprintf(db, sizeof db, "m%d.db", trial);
+    snprintf(dbpath, sizeof dbpath, "%s/%s", dir, db);
+    signal_a_rank(victim, SIGKILL, trial);
     /* the first open after mpirun returned, at once (rank 0 may still be in its exit),
      * then a reading command */
     struct pb_results *r;
@@ -127,7 +140,6 @@ static void kill_a_rank(int victim, int trial)
     ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "ok");
     sqlite3_finalize(q);
     sqlite3_close(h);
-    kill(-mp, SIGKILL);   /* whatever of the job is left */
 }
 
 START_TEST(rank_killed)
@@ -135,6 +147,26 @@ START_TEST(rank_killed)
     cli_scratch(dir, sizeof dir, "faults-mpi");
     for (int t = 0; t < 5; t++)
         kill_a_rank(t < 4, t);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* SIGTERM to rank 1 alone: the ranks agree (pb_dist_any) to stop after the epoch in
+ * progress, recorded; the run is interrupted, without a resume state (none under mpi),
+ * and the job exits 130. */
+START_TEST(rank_signalled)
+{
+    cli_scratch(dir, sizeof dir, "faults-mpi");
+    int rc = signal_a_rank(1, SIGTERM, 9);
+    ck_assert_msg(rc == 130, "mpirun exit %d", rc);
+    ck_assert_int_eq(db_int("m9.db", "SELECT count(*) FROM runs WHERE status = 'interrupted' "
+                                     "AND message LIKE 'interrupted after epoch %'"), 1);
+    ck_assert_int_ge(db_int("m9.db", "SELECT count(*) FROM epochs"), 1);
+    ck_assert_int_eq(db_int("m9.db", "SELECT count(*) FROM epochs") ==
+                     db_int("m9.db", "SELECT max(epoch) + 1 FROM epochs"), 1);
+    char state[128];
+    snprintf(state, sizeof state, "%s/m9.db.run1.state", dir);
+    ck_assert_int_ne(access(state, F_OK), 0);
     cli_cleanup(dir);
 }
 END_TEST
@@ -149,6 +181,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("faults_mpi");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, rank_killed);
+    tcase_add_test(tc, rank_signalled);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -142,10 +142,18 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
             rc = pb_err_set(e, "interrupted after epoch %d; its resume state is written: "
                             "`pipebench resume %lld` continues the run", epoch,
                             (long long)r->run_id);
+        else if (!rc && stop && r->dist)
+            rc = pb_err_set(e, "interrupted %s epoch %d (no resume state under mpi)",
+                            epoch > r->start_epoch ? "after" : "before",
+                            epoch > r->start_epoch ? epoch : epoch + 1);
+        else if (!rc && stop && epoch > r->start_epoch)
+            rc = pb_err_set(e, "interrupted by a second signal after epoch %d; `pipebench "
+                            "resume %lld` continues from the last resume state", epoch,
+                            (long long)r->run_id);
         else if (!rc && stop)
-            rc = pb_err_set(e, "interrupted before epoch %d began%s", epoch + 1,
-                            r->dist ? "" : "; `pipebench resume` continues from the last "
-                            "resume state, or from the start when there is none");
+            rc = pb_err_set(e, "interrupted before epoch %d began; `pipebench resume %lld` "
+                            "continues from the last resume state, or from the start when "
+                            "there is none", epoch + 1, (long long)r->run_id);
         if (!rc)
             rc = pb_run_epoch(r, epoch, order, sum, &diverged, e);
     }

@@ -8,6 +8,7 @@
  * a run after its epoch (the notice printed, exit 130), a second during the next epoch
  * stops it now with that epoch lost; resumed, both end with the uninterrupted weights. */
 #include <errno.h>
+#include <glob.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <time.h>
@@ -199,6 +200,11 @@ START_TEST(kill9_run)
     ck_assert_int_eq(cli_db_int(dir, "k.db", "SELECT count(*) FROM runs WHERE status != 'done'"),
                      0);
     ck_assert_msg(resumed >= 10, "only %d of 20 kills landed in a run", resumed);
+    /* no half-written state is left behind (resume removes them) */
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "%s/.k.db.run*.state.tmp-*", dir);
+    glob_t g;
+    ck_assert_msg(glob(pattern, 0, NULL, &g) == GLOB_NOMATCH, "left: %s", g.gl_pathv[0]);
     cli_cleanup(dir);
 }
 END_TEST

@@ -12,6 +12,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
@@ -132,7 +134,20 @@ START_TEST(test_signal_state_and_no_state)
     snprintf(state, sizeof state, "%s.run2.state", c.db);
     ck_assert_msg(access(state, F_OK) == 0, "a signal wrote no state under --checkpoint-every 0");
     ck_assert_int_eq(unlink(state), 0);
+    /* what a process killed while it wrote the state left is removed; a live writer's
+     * temporary file is not */
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert(dead > 0 && waitpid(dead, NULL, 0) == dead);
+    char stale[320], live[320];
+    snprintf(stale, sizeof stale, "%s/.every0.db.run2.state.tmp-%d-0", tmp_dir(), (int)dead);
+    snprintf(live, sizeof live, "%s/.every0.db.run2.state.tmp-%d-0", tmp_dir(), (int)getpid());
+    fclose(fopen(stale, "w"));
+    fclose(fopen(live, "w"));
     ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 2 --db '%s'", c.db), 0);
+    ck_assert_msg(access(stale, F_OK) != 0 && access(live, F_OK) == 0, "stale temporary files");
+    unlink(live);
     ck_assert_msg(strstr(out, "has no resume state") && strstr(out, "from its first epoch"), "%s",
                   out);
     ck_assert_int_eq(db_count(c.db, "SELECT count(DISTINCT epoch) || count(*) FROM epochs "

@@ -6,7 +6,9 @@
  * database, written atomically, and comes back into a resumed run's stages; a run
  * without one is trained again from its first epoch. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +76,41 @@ static int read_counts(const cJSON *meta, const char *key, int d, long *v)
     return p ? 0 : -1;
 }
 
+/* Removes what a process killed while it wrote run_id's state left: the hidden
+ * temporary files ".<state>.tmp-PID-N" of atomic_file.c whose process is gone. */
+static void remove_stale_tmp(const char *state)
+{
+    char dir[4096], prefix[4200];
+    const char *slash = strrchr(state, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == state ? 1 : (int)(slash - state), state);
+    snprintf(prefix, sizeof prefix, ".%s.tmp-", slash ? slash + 1 : state);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        size_t n = strlen(prefix);
+        if (strncmp(de->d_name, prefix, n))
+            continue;
+        long pid = strtol(de->d_name + n, NULL, 10);
+        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            char path[8400];
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
 int pb_run_load_state(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages;
     char path[4096];
     pb_run_state_path(c->db, c->resume_run, path, sizeof path);
+    remove_stale_tmp(path);
     if (access(path, F_OK) && errno == ENOENT) {
         /* stopped before its first resume state (killed in its first epoch, or between
          * recording an epoch and writing the state, or run with --checkpoint-every 0):

@@ -19,7 +19,8 @@ extern const char *const pb_plot_format_names[];
  * configuration (optimizer, model, dataset, D) is compared (convergence, staleness;
  * throughput compares every D); 0 = the newest finished run. With "all", a figure the
  * database has no data for is skipped with a note on stderr. Scripts come from
- * $PB_PLOTS_DIR, else the source tree's plots/. */
+ * $PB_PLOTS_DIR, else the source tree's plots/ (a binary in its build tree), else the
+ * installed ones beside the binary (plot.c). */
 int pb_plot_figure(const char *db_path, const char *figure, const char *outdir,
                    const char *format, int64_t run_id, struct pb_err *e);
 

@@ -298,8 +298,8 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
                      "LEFT JOIN run_bubble b USING (run_id) GROUP BY 1, 2", &m, 0, 2, e);
     if (rc == 0)
         rc = write_matrix(j, &m, "# throughput: the mean over the runs of each schedule (row) "
-                          "and D (column) of: block 0 the\n# run's throughput (samples/s over "
-                          "its epochs' wall time, view run_throughput), block 1\n# its bubble "
+                          "and D (column) of: block 0 the\n# run's throughput (the median samples/s "
+                          "of its steady epochs, view run_throughput), block 1\n# its bubble "
                           "fraction (%, view run_bubble)\n", "schedule", e);
     if (rc == 0) {
         char what[256], title[512];

@@ -102,9 +102,9 @@ static int write_timeline(struct pb_plot_job *j, int epoch, FILE *f, struct pb_e
         return pb_plot_db_fail(j, "reading the events", e);
     sqlite3_bind_int64(q, 1, j->run);
     sqlite3_bind_int(q, 2, epoch);
-    fprintf(f, "# timeline: run %lld, epoch %d; block 0 an op per line: device, start (ms), "
+    fprintf(f, "# timeline: run %lld, epoch %d (from 1); block 0 an op per line: device, start (ms), "
             "end (ms),\n# kind (0 F, 1 B, 2 U), micro-batch (-1 for U); block 1 the devices' "
-            "labels with\n# their idle (bubble) fraction\n", (long long)j->run, epoch);
+            "labels with\n# their idle (bubble) fraction\n", (long long)j->run, epoch + 1);
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)
         fprintf(f, "%d %.6f %.6f %d %d\n", sqlite3_column_int(q, 0), sqlite3_column_double(q, 1),
@@ -154,7 +154,7 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
         return -1;
     char what[384], title[512];
     run_title(j, what, sizeof what);
-    snprintf(title, sizeof title, "Op timeline of %s, epoch %d (from 0)", what, epoch);
+    snprintf(title, sizeof title, "Op timeline of %s, epoch %d", what, epoch + 1);
     pb_plot_var_str(j, "plottitle", title);
     pb_plot_var(j, "ndevices", "%d", devices);
     pb_plot_var(j, "showlabels", "%d", most <= MAX_LABELED_OPS);

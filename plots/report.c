@@ -15,6 +15,7 @@
 
 const char *const pb_report_table_names[PB_REPORT_NTABLES] = {
     "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness",
+    "updates",
 };
 
 /* Per-run quantities, in the order of the query's columns after the labels. */
@@ -26,6 +27,8 @@ enum metric {
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
     M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING, M_DIVERGED,
+    M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED,
+    M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
     M_N
 };
 
@@ -36,8 +39,12 @@ static const char runs_sql[] =
     "f_mean, "
     "f_max, b_mean, "
     "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
-    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', config_id "
-    "FROM run_summary WHERE status IN ('done', 'diverged')";
+    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', "
+    "throughput_lo, throughput_hi, warmup_included, "
+    "(SELECT microbatch_size FROM runs WHERE id = run_id), "
+    "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
+    "FROM runs WHERE id = run_id), samples_per_update, updates_per_epoch, epochs_done, "
+    "config_id FROM run_summary WHERE status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
 struct run {
@@ -155,7 +162,7 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
     sqlite3 *d = pb_results_sqlite(db);
     sqlite3_stmt *s;
     memset(rs, 0, sizeof *rs);
-    if (pb_report_set_target(db, target / 100, e))
+    if (pb_report_set_target(db, target, e))
         return -1;
     if (sqlite3_prepare_v2(d, runs_sql, -1, &s, NULL) != SQLITE_OK)
         return pb_err_set(e, "results database %s: reading the runs: %s", pb_results_path(db),
@@ -198,6 +205,8 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
 struct summary {
     int n, total, runs, diverged;
     double mean, sd;
+    double lo, hi;         /* throughput: the range of the runs' steady epochs */
+    bool warmup;           /* throughput: a run of one epoch, its warm-up timed */
 };
 
 static bool in_cell(const struct run *r, const struct run *col)
@@ -220,6 +229,11 @@ static struct summary cell_stat(const struct runs *rs, int a, int b, const struc
         }
         st.total++;
         if (!isnan(r->m[m])) {
+            if (m == M_THROUGHPUT) {
+                st.lo = st.n && st.lo < r->m[M_THROUGHPUT_LO] ? st.lo : r->m[M_THROUGHPUT_LO];
+                st.hi = st.n && st.hi > r->m[M_THROUGHPUT_HI] ? st.hi : r->m[M_THROUGHPUT_HI];
+                st.warmup |= r->m[M_WARMUP_INCLUDED] == 1;
+            }
             st.n++;
             sum += r->m[m];
         }
@@ -324,9 +338,17 @@ struct cell {
     char target[96];   /* the target part of the note, "" without a target */
 };
 
+/* A cell's spread: the standard deviation over its runs and, for throughput, half the
+ * range of its runs' steady epochs, whichever is larger. */
+static double spread_of(const struct summary *st)
+{
+    double half_range = st->hi > st->lo ? (st->hi - st->lo) / 2 : 0;
+    return st->sd > half_range ? st->sd : half_range;
+}
+
 /* The cells of the row [a, b) and its best column (-1: none). The highest mean (the
  * lowest when lower_best), at the printed precision, is the best only when its gap to
- * the runner-up exceeds the larger of their standard deviations (a gap inside the
+ * the runner-up exceeds the larger of their spreads (spread_of: a gap inside the
  * spread is no ranking; a cell alone in its row is not ranked), and, for timings
  * (mark_shared), only among cells measured one device per stage. */
 static int row_cells(const struct runs *rs, int a, int b, const struct run **col, int ncol, int m,
@@ -355,7 +377,7 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     if (best < 0 || second < 0)
         return -1;
     const struct summary *p = &cells[best].st, *q = &cells[second].st;
-    double spread = p->sd > q->sd ? p->sd : q->sd;
+    double spread = spread_of(p) > spread_of(q) ? spread_of(p) : spread_of(q);
     if (fabs(p->mean - q->mean) <= spread || round(p->mean * scale) == round(q->mean * scale))
         return -1;
     return best;
@@ -401,6 +423,11 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
             if (x->st.diverged)
                 len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
                                 x->st.diverged);
+            if (x->st.n && x->st.hi > x->st.lo)
+                len += snprintf(note + len, sizeof note - (size_t)len, "; epochs %.*f\xe2\x80\x93"
+                                "%.*f", decimals, x->st.lo, decimals, x->st.hi);
+            if (x->st.warmup)
+                len += snprintf(note + len, sizeof note - (size_t)len, "; with warm-up");
             snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
                      x->target);
             pb_grid_note(g, row, nl + c, note);
@@ -428,12 +455,16 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
     static const char *const head[] = {"mean", "std", "n", "runs", "diverged", "best",
                                        "shared_timing", "epochs_to_target", "seconds_to_target",
                                        "reached"};
+    static const char *const range_head[] = {"epoch_min", "epoch_max", "warmup_included"};
+    bool range = m == M_THROUGHPUT;
     int nl = nlabels(rs) + 1, nv = target > 0 ? 10 : 7;
-    pb_grid_init(g, nl + nv, nl, g->caption);
+    pb_grid_init(g, nl + nv + (range ? 3 : 0), nl, g->caption);
     int h = pb_grid_add_row(g);
     set_head_labels(g, h, rs, "schedule");
     for (int k = 0; k < nv; k++)
         pb_grid_set(g, h, nl + k, head[k], false);
+    for (int k = 0; range && k < 3; k++)
+        pb_grid_set(g, h, nl + nv + k, range_head[k], false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
@@ -459,6 +490,11 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
                 set_num(g, row, nl + 7, "%.3g", ep.mean, ep.n > 0);
                 set_num(g, row, nl + 8, "%.1f", sec.mean, sec.n > 0);
                 set_num(g, row, nl + 9, "%.0f", ep.n, true);
+            }
+            if (range) {
+                set_num(g, row, nl + nv, "%.10g", x->st.lo, x->st.n > 0);
+                set_num(g, row, nl + nv + 1, "%.10g", x->st.hi, x->st.n > 0);
+                set_num(g, row, nl + nv + 2, "%.0f", x->st.warmup, x->st.n > 0);
             }
         }
     }
@@ -525,6 +561,14 @@ static const struct quantity staleness_q[] = {
     {"pred err", M_PRED_MEAN, "%.2e", 1},    {"pred err max", M_PRED_MAX, "%.2e", 1},
 };
 
+static const struct quantity updates_q[] = {
+    {"micro-batch", M_MICROBATCH, "%.0f", 1},
+    {"per update", M_MICROBATCHES, "%.0f", 1},
+    {"samples/update", M_SAMPLES_PER_UPDATE, "%.0f", 1},
+    {"updates/epoch", M_UPDATES_PER_EPOCH, "%.0f", 1},
+    {"epochs", M_EPOCHS, "%.0f", 1},
+};
+
 int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *out,
                     struct pb_err *e)
 {
@@ -554,20 +598,24 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
-                     o->target);
+                     100 * o->target);
         by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, o->format, &g);
         break;
     }
     case PB_REPORT_THROUGHPUT:
-        snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's training "
-                 "samples over its epochs' wall time) per schedule: mean \xc2\xb1 std over the "
-                 "finished runs of a cell (n: its runs; diverged ones are counted, not averaged); the highest of each row marked where "
-                 "its lead exceeds the spread. %s", shared_note);
+        snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's median over "
+                 "its epochs but the first, the warm-up, of training samples over wall time) per "
+                 "schedule: mean \xc2\xb1 std over the finished runs of a cell (n: its runs; "
+                 "diverged ones are counted, not averaged; epochs: the range of the runs' "
+                 "epochs; with warm-up: a run of one epoch, timed with it); the highest of each "
+                 "row marked where its lead exceeds the spread (the std or half the epochs' "
+                 "range). %s", shared_note);
         by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
-                 "makespan, summed over the epochs; mean over the devices) per schedule: mean "
+                 "makespan, summed over the epochs but the first, the warm-up; mean over the "
+                 "devices) per schedule: mean "
                  "\xc2\xb1 std over the finished runs of a cell (n: its runs; diverged ones are "
                  "counted, not averaged); the lowest of "
                  "each row marked where its lead exceeds the spread. %s", shared_note);
@@ -593,6 +641,13 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "stage's peak over epochs); total: all kinds; max stage: the largest stage's "
                  "total. Mean over the runs of a row.");
         by_row(&rs, memory_q, (int)(sizeof memory_q / sizeof memory_q[0]), &g);
+        break;
+    case PB_REPORT_UPDATES:
+        snprintf(caption, sizeof caption, "Equal footing (semantics \xc2\xa7" "1.5): samples "
+                 "per micro-batch, micro-batches per update, samples per optimizer update, "
+                 "updates per epoch and epochs recorded. Mean over the runs of a row; empty "
+                 "where a run recorded none (before schema version 4).");
+        by_row(&rs, updates_q, (int)(sizeof updates_q / sizeof updates_q[0]), &g);
         break;
     default:
         snprintf(caption, sizeof caption, "Weight version lag against the synchronous run "

@@ -18,15 +18,17 @@ enum pb_report_table {
     PB_REPORT_SIM_BUBBLE,
     PB_REPORT_MEMORY,
     PB_REPORT_STALENESS,
+    PB_REPORT_UPDATES,          /* equal footing: samples per update, updates per epoch */
     PB_REPORT_NTABLES
 };
-/* "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness" */
+/* "accuracy", "throughput", "bubble", "sim-throughput", "sim-bubble", "memory", "staleness",
+ * "updates" */
 extern const char *const pb_report_table_names[PB_REPORT_NTABLES];
 
 struct pb_report_opts {
     enum pb_report_table table;
     enum pb_report_format format;
-    double target;   /* accuracy table: target validation accuracy in %, 0 = none */
+    double target;   /* accuracy table: target validation accuracy, a fraction; 0 = none */
     struct pb_report_select sel;   /* the runs it reads (report_db.h) */
 };
 

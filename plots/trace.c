@@ -59,7 +59,8 @@ static int pick_epoch(struct pb_results *db, int64_t run, int epoch, struct pb_e
         return hi;
     if (!here)
         return pb_err_set(e, "run %lld has no events in epoch %d; its events cover epochs "
-                          "%d to %d (--epoch counts from 0)", (long long)run, epoch, lo, hi);
+                          "%d to %d (--epoch counts from 1)", (long long)run, epoch + 1, lo + 1,
+                          hi + 1);
     return epoch;
 }
 
@@ -196,20 +197,20 @@ static int add_flows(const struct events *ev, cJSON *list)
     return flows;
 }
 
-/* The process name: "run N: schedule (variant), model, epoch E (from 0)". */
+/* The process name: "run N: schedule (variant), model, epoch E" (E from 1). */
 static void run_title(struct pb_results *db, int64_t run, int epoch, char *buf, size_t cap)
 {
     sqlite3_stmt *s;
-    snprintf(buf, cap, "run %lld, epoch %d (from 0)", (long long)run, epoch);
+    snprintf(buf, cap, "run %lld, epoch %d", (long long)run, epoch + 1);
     if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT column_label, model FROM run_config "
                            "WHERE run_id = ?", -1, &s, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(s, 1, run);
     if (sqlite3_step(s) == SQLITE_ROW)
-        snprintf(buf, cap, "run %lld: %s, %s, epoch %d (from 0)", (long long)run,
+        snprintf(buf, cap, "run %lld: %s, %s, epoch %d", (long long)run,
                  sqlite3_column_text(s, 0) ? (const char *)sqlite3_column_text(s, 0) : "?",
                  sqlite3_column_text(s, 1) ? (const char *)sqlite3_column_text(s, 1) : "?",
-                 epoch);
+                 epoch + 1);
     sqlite3_finalize(s);
 }
 

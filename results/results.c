@@ -127,8 +127,16 @@ static const char pb_results_migrate_v2_sql[] =
     "ALTER TABLE stage_stats ADD COLUMN sim_bubble REAL;"
     "UPDATE schema_version SET version = 3;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2 file it may write,
- * and checks the version. */
+/* Schema version 3 → 4: equal footing (samples per update, updates per epoch) and the
+ * partition's cut of each run; older runs keep NULL there. */
+static const char pb_results_migrate_v3_sql[] =
+    "ALTER TABLE runs ADD COLUMN samples_per_update INTEGER;"
+    "ALTER TABLE runs ADD COLUMN updates_per_epoch INTEGER;"
+    "ALTER TABLE runs ADD COLUMN partition_cut TEXT;"
+    "UPDATE schema_version SET version = 4;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 or 3 file it may
+ * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
     sqlite3_stmt *s = NULL;
@@ -167,14 +175,19 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     if (version == 2 && create) {
         if (exec(r, pb_results_migrate_v2_sql, "upgrading the schema from version 2", e))
             goto fail_set;
+        version = 3;
+    }
+    if (version == 3 && create) {
+        if (exec(r, pb_results_migrate_v3_sql, "upgrading the schema from version 3", e))
+            goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }
     if (version != PB_RESULTS_SCHEMA_VERSION) {
         rollback(r);
-        if (version == 2)
-            return pb_err_set(e, "results database %s has schema version 2, written by an older "
-                              "pipebench; a command that writes to it (run, compare, sweep) "
-                              "upgrades it in place to version %d", r->path,
+        if (version == 2 || version == 3)
+            return pb_err_set(e, "results database %s has schema version %d, written by an "
+                              "older pipebench; a command that writes to it (run, compare, "
+                              "sweep) upgrades it in place to version %d", r->path, version,
                               PB_RESULTS_SCHEMA_VERSION);
         if (version > PB_RESULTS_SCHEMA_VERSION)
             return pb_err_set(e, "results database %s has schema version %d, newer than the "
@@ -340,8 +353,9 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
         "INSERT INTO runs (created, status, config, model, dataset, schedule, variant, "
         "optimizer, executor, stages, microbatch_size, microbatches, epochs, seed, lr, "
         "git_revision, cpu_model, library_versions, host, pid, cores, threads_per_stage, "
-        "load_avg, oversubscribed) VALUES "
-        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "load_avg, oversubscribed, samples_per_update, updates_per_epoch, partition_cut) VALUES "
+        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?)";
     char now[32], cpu[256], libs[256], host[256];
     now_iso(now);
     pb_env_cpu_model(cpu, sizeof cpu);
@@ -375,7 +389,14 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
         sqlite3_bind_int(s, i++, info->threads_per_stage);
         bind_real(s, i++, info->load_avg);
         sqlite3_bind_int(s, i++, info->oversubscribed);
+    } else {
+        i += 4;
     }
+    if (info->samples_per_update > 0)
+        sqlite3_bind_int(s, i, info->samples_per_update);
+    if (info->updates_per_epoch > 0)
+        sqlite3_bind_int(s, i + 1, info->updates_per_epoch);
+    bind_text(s, i + 2, info->partition_cut);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)
@@ -587,7 +608,7 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
         "throughput, lr, ops, events_kept, sim_wall_s, sim_throughput) VALUES (?, ?, ?, ?, ?, ?, "
         "?, ?, ?, ?, ?, ?, ?)";
     char what[96];
-    snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch, (long long)run_id);
+    snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch + 1, (long long)run_id);
     if (exec(r, "BEGIN IMMEDIATE", what, e))
         return -1;
     sqlite3_stmt *s = NULL;

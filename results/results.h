@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 3
+#define PB_RESULTS_SCHEMA_VERSION 4
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -45,6 +45,10 @@ struct pb_run_info {
     int cores, threads_per_stage;
     double load_avg;
     bool oversubscribed;
+    /* equal footing: samples per optimizer update and updates per epoch (0: not known,
+     * stored as NULL), and the stages' block bounds as "0,3,5,9" (NULL: not known) */
+    int samples_per_update, updates_per_epoch;
+    const char *partition_cut;
 };
 
 /* One epoch: its row, one stage record per stage and optional events. NaN losses

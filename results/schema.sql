@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (3);
+INSERT INTO schema_version (version) VALUES (4);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -37,9 +37,15 @@ CREATE TABLE runs (
     cores INTEGER,                   -- online cores of the machine (NULL: a simulation)
     threads_per_stage INTEGER,       -- cores each stage's kernels use
     load_avg REAL,                   -- 1-minute load average when the run began
-    oversubscribed INTEGER           -- 1: the stages' threads (threads executor, or mpi ranks
+    oversubscribed INTEGER,          -- 1: the stages' threads (threads executor, or mpi ranks
                                      -- on this host) outnumber the cores: throughput and
                                      -- bubble are not a one-device-per-stage pipeline's
+    samples_per_update INTEGER,      -- samples each optimizer update sums: b × M where the
+                                     -- schedule accumulates M micro-batches (gpipe,
+                                     -- pipedream-2bw, xpipe), else b (semantics §1.5)
+    updates_per_epoch INTEGER,       -- optimizer updates in an epoch (a stage's U ops)
+    partition_cut TEXT               -- the stages' block bounds, '0,3,5,9': stage k holds
+                                     -- blocks [bounds[k], bounds[k+1]) (--partition)
 );
 
 CREATE TABLE epochs (

@@ -13,7 +13,13 @@
 -- numbers except the seed (seeds are what a cell averages) and the schedule and variant
 -- (a table's columns), so a cell never mixes configurations; how a run was timed
 -- (executor, threads) and where its files are (data folder, checkpoints, traces) are not
--- part of it. experiment: the --experiment it was recorded under, NULL for none.
+-- part of it. The partition is its cut (the stages' block bounds, whichever method chose
+-- them: a measured --partition time may choose another cut on another run); runs
+-- recorded before the cut was (schema version 3) keep the method's name instead. With
+-- --batch the configuration holds the batch, not the micro-batch size (which follows
+-- from it and the schedule), so the schedules of one batch share a row.
+-- samples_per_update and updates_per_epoch: the equal footing of semantics §1.5.
+-- experiment: the --experiment it was recorded under, NULL for none.
 -- Only the runs a report selects (pb_report_select: report_selection when
 -- report_selecting holds a row) are here.
 CREATE TEMP TABLE IF NOT EXISTS report_selection (run_id INTEGER PRIMARY KEY);
@@ -23,10 +29,16 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
        nullif(variant, '') AS variant,
        schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label,
        executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
-       CASE WHEN json_valid(config) THEN json_remove(config, '$.schedule', '$.variant',
-            '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
-            '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
-            '$.checkpoint_every') END
+       samples_per_update, updates_per_epoch, partition_cut,
+       CASE WHEN NOT json_valid(config) THEN NULL
+            WHEN partition_cut IS NULL THEN json_remove(config, '$.schedule', '$.variant',
+                '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
+                '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
+                '$.checkpoint_every')
+            ELSE json_set(json_remove(config, '$.schedule', '$.variant', '$.seed',
+                '$.executor', '$.threads', '$.data_dir', '$.init', '$.save', '$.trace_epochs',
+                '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment', '$.checkpoint_every',
+                '$.partition'), '$.cut', partition_cut) END
            AS config_id,
        CASE WHEN json_valid(config) THEN json_extract(config, '$.experiment') END AS experiment
 FROM runs
@@ -66,18 +78,37 @@ FROM (SELECT p.run_id, t.target_acc, p.epoch, p.elapsed_s,
       FROM epoch_progress p JOIN report_target t ON p.val_acc >= t.target_acc)
 WHERE k = 1;
 
--- A run's throughput: the training samples of all its epochs over their total wall time
--- (samples/s of training). Each epoch weighs by its time, so this is what the run
--- achieved; the mean of the per-epoch throughputs is not (epochs of 1200/s for 5 s and
--- 400/s for 15 s did 12000 samples in 20 s: 600/s, not 800/s).
+-- The epochs a run's timings are taken from (semantics §6.4): all but its first when it
+-- has more than one. The first epoch is the warm-up: it pays once for oneDNN's kernel
+-- generation, the first touch of every buffer and cold caches. (Every epoch fills and
+-- drains the pipeline: that is the schedule's own cost and stays in.)
+CREATE TEMP VIEW IF NOT EXISTS steady_epochs AS
+SELECT e.* FROM epochs e
+WHERE e.epoch > (SELECT CASE WHEN count(*) > 1 THEN min(x.epoch) ELSE -1 END
+                 FROM epochs x WHERE x.run_id = e.run_id);
+
+-- A run's throughput: the median over its steady epochs of their throughputs, with
+-- their range (throughput_lo, throughput_hi) as its spread, the number of epochs it is
+-- taken over and whether that includes the warm-up (a run of one epoch).
 -- sim_throughput is the same over the epochs simulated with their own median op costs
 -- on one device per stage (design §6.6), NULL when an epoch was not simulated.
 CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
-SELECT run_id, 1.0 * sum(samples) / nullif(sum(wall_s), 0) AS throughput,
-       sum(samples) AS samples, sum(wall_s) AS wall_s,
-       CASE WHEN count(sim_wall_s) = count(*)
-            THEN 1.0 * sum(samples) / nullif(sum(sim_wall_s), 0) END AS sim_throughput
-FROM epochs WHERE samples IS NOT NULL AND wall_s IS NOT NULL GROUP BY run_id;
+WITH t AS (
+    SELECT run_id, 1.0 * samples / wall_s AS thr,
+           CASE WHEN sim_wall_s > 0 THEN 1.0 * samples / sim_wall_s END AS sim,
+           row_number() OVER (PARTITION BY run_id ORDER BY 1.0 * samples / wall_s) AS k,
+           row_number() OVER (PARTITION BY run_id
+                              ORDER BY 1.0 * samples / sim_wall_s) AS k_sim,
+           count(*) OVER (PARTITION BY run_id) AS n
+    FROM steady_epochs WHERE samples IS NOT NULL AND wall_s > 0)
+SELECT run_id,
+       avg(CASE WHEN k IN ((n + 1) / 2, (n + 2) / 2) THEN thr END) AS throughput,
+       min(thr) AS throughput_lo, max(thr) AS throughput_hi, max(n) AS throughput_epochs,
+       (SELECT count(*) FROM epochs x WHERE x.run_id = t.run_id) = 1 AS warmup_included,
+       CASE WHEN count(sim) = count(*)
+            THEN avg(CASE WHEN k_sim IN ((n + 1) / 2, (n + 2) / 2) THEN sim END) END
+           AS sim_throughput
+FROM t GROUP BY run_id;
 
 -- Per epoch and stage (device): its times in seconds. Its makespan is the epoch's wall
 -- time and bubble_frac its idle time / makespan, as recorded (harness/driver/run_epoch.c
@@ -88,14 +119,16 @@ SELECT s.run_id, s.epoch, s.stage, s.busy_s, s.wait_s, s.comm_s, e.wall_s AS mak
        e.sim_wall_s AS sim_makespan_s, s.sim_bubble * e.sim_wall_s AS sim_idle_s
 FROM stage_stats s JOIN epochs e USING (run_id, epoch);
 
--- Per run and stage: the bubble fraction of the device over the run, its idle seconds
--- over its makespan summed over the epochs (so each epoch weighs by its time).
+-- Per run and stage: the bubble fraction of the device over the run's steady epochs,
+-- its idle seconds over its makespan summed over them (so each epoch weighs by its time).
 CREATE TEMP VIEW IF NOT EXISTS stage_bubble AS
-SELECT run_id, stage, sum(busy_s) AS busy_s, sum(idle_s) AS idle_s,
-       sum(makespan_s) AS makespan_s, sum(idle_s) / nullif(sum(makespan_s), 0) AS bubble_frac,
-       CASE WHEN count(sim_idle_s) = count(*)
-            THEN sum(sim_idle_s) / nullif(sum(sim_makespan_s), 0) END AS sim_bubble_frac
-FROM stage_epoch_time WHERE idle_s IS NOT NULL GROUP BY run_id, stage;
+SELECT t.run_id, t.stage, sum(t.busy_s) AS busy_s, sum(t.idle_s) AS idle_s,
+       sum(t.makespan_s) AS makespan_s,
+       sum(t.idle_s) / nullif(sum(t.makespan_s), 0) AS bubble_frac,
+       CASE WHEN count(t.sim_idle_s) = count(*)
+            THEN sum(t.sim_idle_s) / nullif(sum(t.sim_makespan_s), 0) END AS sim_bubble_frac
+FROM stage_epoch_time t JOIN steady_epochs USING (run_id, epoch)
+WHERE t.idle_s IS NOT NULL GROUP BY t.run_id, t.stage;
 
 -- Per run: the mean bubble fraction of its devices (every device has the same makespan,
 -- so this is all idle seconds over D times the makespan) and the worst device's.
@@ -158,6 +191,7 @@ FROM staleness GROUP BY run_id;
 -- target columns are NULL when no target is set or the run did not reach it).
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
+       t.throughput_lo, t.throughput_hi, t.throughput_epochs, t.warmup_included,
        t.sim_throughput, b.sim_bubble_frac,
        g.epochs_to_target, g.seconds_to_target,
        b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,

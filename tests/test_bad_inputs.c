@@ -34,8 +34,16 @@ static const struct bad_input cases[] = {
     {RUN "--backend cuda", "not part of pipebench yet", "--backend cpu"},
     {RUN "--model alexnet --preset huge", "no preset 'huge'", "its presets: paper, small"},
     {RUN "--model mlp --preset paper", "has no presets", "drop --preset paper"},
-    {RUN "--model lenet --partition paper", "no paper partition", "--partition balanced"},
-    {RUN "--model lenet --partition foo", "unknown partition 'foo'", "valid partitions"},
+    {RUN "--model lenet --partition paper", "no paper partition", "--partition flops"},
+    {RUN "--model lenet --partition foo", "--partition 'foo': expected a method",
+     "e.g. 0,3,5,9"},
+    {RUN "--model lenet --partition 0,3,2,9 --stages 3", "--partition", NULL},
+    {RUN "--batch 0", "--batch counts samples per update", NULL},
+    {RUN "--schedule gpipe --batch 66 --microbatches 4", "does not split into the 4 micro-batches",
+     "give a multiple of 4 (64 or 68)"},
+    {RUN "--schedule gpipe --batch 2 --microbatches 4", "--batch 2 is less than the 4",
+     "give --batch 4 or more"},
+    {RUN "--batch 64 --microbatch-size 32", "disagree", "give only one of the two"},
     {RUN "--frobnicate", "unknown option", "pipebench run --help"},
     {"frobnicate", "unknown command 'frobnicate'", "valid commands: run"},
     {"list foo", "unexpected argument 'foo'", NULL},
@@ -115,7 +123,8 @@ static const struct bad_input cases[] = {
     {"sweep" DB, "name the sweep file", NULL},
     {"sweep missing.ini" DB, "cannot open the sweep file missing.ini", NULL},
     {"sweep empty.ini" DB, "the file sets nothing", "a [grid] section"},
-    {"sweep unknown.ini" DB, "unknown.ini:3: unknown [grid] key 'frobs'", "the grid keys are"},
+    {"sweep unknown.ini" DB, "unknown.ini:3: unknown [grid] key 'frobs'",
+     "pipebench run --help lists them"},
     {"sweep badval.ini" DB, "badval.ini:2: --stages must be at least 1", "fix the sweep file"},
     {"sweep syntax.ini" DB, "syntax.ini:1: cannot read '[grid'", "expected 'key = value'"},
     {"sweep mpi.ini" DB, "mpi.ini:4: executor = mpi cannot be swept", "executor = threads"},
@@ -147,7 +156,7 @@ static const struct bad_input cases[] = {
     {"trace 1" DB, "trace needs --out FILE.json", NULL},
     {"trace 999 --out t.json" DB, "there is no run 999", "lists the runs"},
     {"trace 1 --out nodir/t.json" DB, "cannot write nodir/t.json", "writable output folder"},
-    {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 0"},
+    {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 1"},
     {"runs --where badkey" DB, "badkey", "KEY=VALUE"},
     {"runs --runs a,b" DB, "--runs", NULL},
     {"runs --db missing.db", "no results database at missing.db", NULL},
@@ -203,8 +212,9 @@ static void write_truncated_dataset(void)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/trunc'", dir);
     ck_assert_int_eq(system(cmd), 0);
     for (int i = 0; i < 4; i++) {
-        snprintf(cmd, sizeof cmd, "head -c 3000 /usr/share/datasets/fashion-mnist/%s > '%s/trunc/%s'",
-                 names[i], dir, names[i]);
+        snprintf(cmd, sizeof cmd,
+                 "head -c 3000 /usr/share/datasets/fashion-mnist/%s > '%s/trunc/%s'", names[i],
+                 dir, names[i]);
         ck_assert_int_eq(system(cmd), 0);
     }
 }
@@ -251,8 +261,8 @@ START_TEST(test_bad_input)
     ck_assert_msg(!strcmp(before, after), "'%s' changed the folder:\nbefore\n%safter\n%s", c->args,
                   before, after);
     ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs"), 1);
-    ck_assert_int_eq(cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs WHERE status = 'running'"),
-                     0);
+    ck_assert_int_eq(
+        cli_db_int(dir, "runs.db", "SELECT count(*) FROM runs WHERE status = 'running'"), 0);
     free(before);
     free(after);
 }

@@ -74,6 +74,52 @@ START_TEST(diverged_runs_reported)
 }
 END_TEST
 
+/* Equal footing (semantics §1.5): compare's default --batch 64 gives gpipe 4 micro-batches
+ * of 16 and pipedream one of 64 per update: the same 10 updates of 64 samples in an epoch
+ * of 640, in the table and in the database. A second compare reruns nothing and shows
+ * the recorded runs; --force runs them again. */
+START_TEST(equal_footing_and_resume)
+{
+    cli_scratch(dir, sizeof dir, "compare");
+    static const char args[] = "compare --schedules pipedream,gpipe --optimizers sgdm "
+                               "--limit-train 640 --limit-val 320 --epochs 1 --model mlp "
+                               "--db e.db --out figs";
+    int rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "samples/upd  upd/epoch"), "%s", out);
+    ck_assert_msg(strstr(out, "  pipedream  sgdm         1    done           64         10 ") &&
+                  strstr(out, "  gpipe      sgdm         2    done           64         10 "),
+                  "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT microbatch_size FROM runs WHERE schedule = "
+                                              "'gpipe'"), 16);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT microbatch_size FROM runs WHERE schedule = "
+                                              "'pipedream'"), 64);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT count(*) FROM runs WHERE samples_per_update "
+                                              "= 64 AND updates_per_epoch = 10"), 2);
+    /* the same configuration identity: one row of the report, a column each */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db e.db --table accuracy"), 0);
+    ck_assert_msg(!strstr(out, "setting") && strstr(out, "pipedream") && strstr(out, "gpipe"),
+                  "%s", out);
+
+    rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "2 of them finished already") &&
+                  strstr(out, "  gpipe      sgdm         2    done"), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT count(*) FROM runs"), 2);
+    rc = cli_run(dir, out, sizeof out, "%s --schedules gpipe,pipedream --force", args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT count(*) FROM runs"), 4);
+    /* another configuration (here: --microbatch-size's meaning of today) is run */
+    rc = cli_run(dir, out, sizeof out, "%s --schedules gpipe --microbatch-size 64", args);
+    ck_assert_msg(rc == 0 && !strstr(out, "finished already"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT samples_per_update FROM runs WHERE id = 5"),
+                     256);
+    ck_assert_int_eq(cli_db_int(dir, "e.db", "SELECT updates_per_epoch FROM runs WHERE id = 5"),
+                     3);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Exit status 2 with the fragment in the message; nothing ran. */
 static void expect_bad(const char *args, const char *fragment)
 {
@@ -94,6 +140,11 @@ START_TEST(bad_input)
     expect_bad("--target 80", "--target is a fraction");
     expect_bad("--epochs 0", "--epochs must be at least 1");
     expect_bad("--bogus", "unknown option");
+    expect_bad("--schedules gpipe --batch 30", "--batch 30 does not split into the 4 micro-batches");
+    expect_bad("--schedules gpipe --batch 64 --microbatch-size 32", "disagree");
+    expect_bad("--schedules pipedream --batch 0", "--batch counts samples per update");
+    expect_bad("--schedules pipedream --limit-train 100 --batch 128",
+               "100 training samples make no batch of 128");
     cli_cleanup(dir);
 }
 END_TEST
@@ -105,6 +156,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, tiny_compare);
     tcase_add_test(tc, diverged_runs_reported);
+    tcase_add_test(tc, equal_footing_and_resume);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return s;

@@ -25,17 +25,19 @@ struct mx_epoch {
 struct mx_run {
     const char *schedule;
     int nepochs;
-    struct mx_epoch ep[3];
+    struct mx_epoch ep[4];
 };
 
 /* Both sgdm, mlp, fashion-mnist, D = 2, status done, so `report` puts them in one row. */
 static const struct mx_run mx_runs[2] = {
-    {"pipedream", 3, {
+    {"pipedream", 4, {
         {6000, 10, 0.40, {0.1, 0.4}, {1.0, 0.0}, {1, 0}, {0.5, 0.25}, {1, 1},
          {1e-3, 0}, {2e-3, 0}, {10, 0}},
         {6000, 5, 0.70, {0.4, 0.2}, {2.0, 0.5}, {3, 1}, {0.5, 0.50}, {1, 1},
          {3e-3, 0}, {5e-3, 0}, {30, 0}},
         {6000, 15, 0.65, {0.2, 0.6}, {1.5, 1.0}, {2, 2}, {0.5, 0.75}, {1, 2},
+         {0, 0}, {0, 0}, {0, 0}},
+        {6000, 6, 0.65, {0.5, 0.5}, {1.0, 1.0}, {1, 1}, {0.5, 0.50}, {1, 1},
          {0, 0}, {0, 0}, {0, 0}},
     }},
     {"gpipe", 2, {
@@ -47,29 +49,33 @@ enum { MX_PIPEDREAM = 1, MX_GPIPE = 2 };
 #define MX_TARGET 0.60
 
 /* The values by hand, from the rows above.
- * Throughput: all samples / all wall seconds.
- *   pipedream: 3 × 6000 / (10 + 5 + 15) = 18000 / 30 = 600 (the mean of the epochs'
- *   600, 1200 and 400 would be 733.3); gpipe: 12000 / (12 + 18) = 400 (not 416.7).
- * Bubble: per device, Σ bubble · wall / Σ wall; then the mean over the devices.
- *   pipedream stage 0: (1 + 2 + 3) / 30 = 0.2, stage 1: (4 + 1 + 9) / 30 = 14/30, mean
- *   1/3 (the mean of the six rows would be 0.3167); gpipe stage 0: (3 + 9) / 30 = 0.4,
- *   stage 1: (6 + 9) / 30 = 0.5, mean 0.45 (not 0.4375).
- * Staleness: mean of the (stage, epoch) means, max of the maxima.
- *   pipedream F: (1 + 2 + 1.5 + 0 + 0.5 + 1) / 6 = 1, max 3; B: (3 × 0.5 + 0.25 + 0.5
- *   + 0.75) / 6 = 0.5, max 2; prediction error weighted by the predictions:
+ * Timings are taken over the steady epochs: all but the first (the warm-up).
+ * Throughput: the median of the steady epochs' samples / wall seconds, with their range.
+ *   pipedream: epochs 2 to 4 run 1200, 400 and 1000 samples/s: median 1000, range
+ *   400–1200 (the mean of all four epochs' would be 800, the steady samples over their
+ *   seconds 18000 / 26 = 692.3); gpipe: its second epoch only, 6000 / 18 = 333.3.
+ * Bubble: per device, over the steady epochs, Σ bubble · wall / Σ wall; then the mean
+ *   over the devices. pipedream stage 0: (2 + 3 + 3) / 26 = 8/26, stage 1: (1 + 9 + 3)
+ *   / 26 = 0.5, mean 21/52 (the mean of the eight rows would be 0.3625); gpipe: 0.5 and
+ *   0.5, mean 0.5.
+ * Staleness: mean of the (stage, epoch) means over every epoch, max of the maxima.
+ *   pipedream F: (1 + 2 + 1.5 + 1 + 0 + 0.5 + 1 + 1) / 8 = 1, max 3; B: (5 × 0.5 + 0.25
+ *   + 0.75 + 0.5) / 8 = 0.5, max 2; prediction error weighted by the predictions:
  *   (1e-3 · 10 + 3e-3 · 30) / 40 = 2.5e-3, max 5e-3. gpipe: all 0, none predicted.
  * Target 60%: pipedream's first epoch at or above it is epoch 2 (70%) after 10 + 5 =
  *   15 s; gpipe's is epoch 2 (62%) after 12 + 18 = 30 s. */
 struct mx_hand {
     int64_t run;
     const char *schedule;
-    double throughput, bubble, f_lag, f_max, b_lag, b_max, pred_err, pred_max;
+    double throughput, throughput_lo, throughput_hi, bubble, f_lag, f_max, b_lag, b_max, pred_err, pred_max;
     int epochs_to;
     double secs_to, best_acc, final_acc;
 };
 static const struct mx_hand hand[2] = {
-    {MX_PIPEDREAM, "pipedream", 600, 1.0 / 3, 1, 3, 0.5, 2, 2.5e-3, 5e-3, 2, 15, 0.70, 0.65},
-    {MX_GPIPE, "gpipe", 400, 0.45, 0, 0, 0, 0, NAN, NAN, 2, 30, 0.62, 0.62},
+    {MX_PIPEDREAM, "pipedream", 1000, 400, 1200, 21.0 / 52, 1, 3, 0.5, 2, 2.5e-3, 5e-3, 2, 15,
+     0.70, 0.65},
+    {MX_GPIPE, "gpipe", 6000.0 / 18, 6000.0 / 18, 6000.0 / 18, 0.5, 0, 0, 0, 0, NAN, NAN, 2, 30,
+     0.62, 0.62},
 };
 
 /* Values the database computed, against the hand values: sums of a handful of
@@ -165,12 +171,12 @@ static double view_value(const char *sql, int64_t run, int c)
 START_TEST(views_equal_hand_values)
 {
     static const char sql[] =
-        "SELECT throughput, bubble_frac, f_mean, f_max, b_mean, b_max, pred_err_mean, "
-        "pred_err_max, epochs_to_target, seconds_to_target, best_acc, final_acc "
-        "FROM run_summary WHERE run_id = ?1";
+        "SELECT throughput, throughput_lo, throughput_hi, bubble_frac, f_mean, f_max, b_mean, "
+        "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, best_acc, "
+        "final_acc FROM run_summary WHERE run_id = ?1";
     for (int i = 0; i < 2; i++) {
         const struct mx_hand *h = &hand[i];
-        double want[] = {h->throughput, h->bubble, h->f_lag, h->f_max, h->b_lag, h->b_max,
+        double want[] = {h->throughput, h->throughput_lo, h->throughput_hi, h->bubble, h->f_lag, h->f_max, h->b_lag, h->b_max,
                          h->pred_err, h->pred_max, h->epochs_to, h->secs_to, h->best_acc,
                          h->final_acc};
         for (int c = 0; c < (int)(sizeof want / sizeof *want); c++) {
@@ -188,14 +194,21 @@ START_TEST(views_equal_hand_values)
                                  MX_PIPEDREAM, 0);
     double mean_bub = view_value("SELECT avg(bubble_frac) FROM stage_stats WHERE run_id = ?1",
                                  MX_PIPEDREAM, 0);
-    ck_assert_msg(fabs(mean_thr - 600) > 100 && fabs(mean_bub - 1.0 / 3) > 0.01,
-                  "%g %g", mean_thr, mean_bub);
+    double steady_thr = view_value("SELECT sum(samples) / sum(wall_s) FROM epochs WHERE "
+                                   "run_id = ?1 AND epoch > 0", MX_PIPEDREAM, 0);
+    ck_assert_msg(fabs(mean_thr - 1000) > 100 && fabs(steady_thr - 1000) > 100 &&
+                  fabs(mean_bub - 21.0 / 52) > 0.01, "%g %g %g", mean_thr, steady_thr, mean_bub);
+    /* the warm-up is left out of the timings of a run of several epochs only */
+    assert_exact("epochs timed", view_value("SELECT throughput_epochs FROM run_throughput "
+                                            "WHERE run_id = ?1", MX_PIPEDREAM, 0), 3);
+    assert_exact("warm-up kept", view_value("SELECT warmup_included FROM run_throughput "
+                                            "WHERE run_id = ?1", MX_GPIPE, 0), 0);
     /* per device, per epoch: idle seconds = bubble · makespan (stage 1, epoch 2: 0.6 · 15) */
     assert_exact("idle_s", view_value("SELECT idle_s FROM stage_epoch_time WHERE run_id = ?1 "
                                       "AND epoch = 2 AND stage = 1", MX_PIPEDREAM, 0), 9);
     assert_exact("stage bubble", view_value("SELECT bubble_frac FROM stage_bubble WHERE "
                                             "run_id = ?1 AND stage = 1", MX_PIPEDREAM, 0),
-                 14.0 / 30);
+                 0.5);
     assert_exact("worst device", view_value("SELECT bubble_frac_max FROM run_bubble WHERE "
                                             "run_id = ?1", MX_GPIPE, 0), 0.5);
 }
@@ -224,8 +237,8 @@ static char *compare_table(void)
 }
 
 enum {
-    T_SCHEDULE, T_OPTIMIZER, T_RUN, T_STATUS, T_BEST, T_FINAL, T_EPOCHS_TO, T_SECS_TO,
-    T_THROUGHPUT, T_BUBBLE, T_F_LAG, T_B_LAG, T_PRED_ERR, T_N
+    T_SCHEDULE, T_OPTIMIZER, T_RUN, T_STATUS, T_SAMPLES_PER_UPDATE, T_UPDATES_PER_EPOCH, T_BEST,
+    T_FINAL, T_EPOCHS_TO, T_SECS_TO, T_THROUGHPUT, T_BUBBLE, T_F_LAG, T_B_LAG, T_PRED_ERR, T_N
 };
 
 static void compare_tokens(const char *table, const char *schedule, char tok[T_N][32])
@@ -311,7 +324,7 @@ START_TEST(compare_and_report_agree)
     char *thr = pb_xstrdup(report_csv("throughput", ""));
     char *bub = pb_xstrdup(report_csv("bubble", ""));
     char *stale = pb_xstrdup(report_csv("staleness", ""));
-    char *acc = pb_xstrdup(report_csv("accuracy", "--target 60"));
+    char *acc = pb_xstrdup(report_csv("accuracy", "--target 0.6"));
     for (int i = 0; i < 2; i++) {
         const struct mx_hand *h = &hand[i];
         char tok[T_N][32], what[96];
@@ -418,16 +431,17 @@ START_TEST(plot_data_agrees)
     snprintf(path, sizeof path, "%s/throughput.dat", out);
     char *t = fx_read(path, NULL);
     ck_assert_ptr_nonnull(t);
-    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 400\n\"pipedream\" 600\n\n\n"), "%s", t);
-    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 45\n\"pipedream\" 33.3333\n"), "%s", t);
+    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 333.333\n\"pipedream\" 1000\n\n\n"),
+                  "%s", t);
+    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 50\n\"pipedream\" 40.3846\n"), "%s", t);
     free(t);
-    /* per stage: pipedream F 1.5 and 0.5, B 0.5 and 0.5, prediction error 2.5e-3 on
+    /* per stage: pipedream F 1.375 and 0.625, B 0.5 and 0.5, prediction error 2.5e-3 on
      * stage 0 (by hand as above, one stage at a time) */
     snprintf(path, sizeof path, "%s/staleness.dat", out);
     t = fx_read(path, NULL);
     ck_assert_ptr_nonnull(t);
-    ck_assert_msg(strstr(t, "stage \"gpipe\" \"pipedream\"\n\"stage 0\" 0 1.5\n\"stage 1\" 0 "
-                            "0.5\n\n\n"), "%s", t);
+    ck_assert_msg(strstr(t, "stage \"gpipe\" \"pipedream\"\n\"stage 0\" 0 1.375\n\"stage 1\" 0 "
+                            "0.625\n\n\n"), "%s", t);
     ck_assert_msg(strstr(t, "\"stage 0\" 0 0.5\n\"stage 1\" 0 0.5\n\n\n"), "%s", t);
     ck_assert_msg(strstr(t, "\"stage 0\" ? 0.0025\n\"stage 1\" ? ?\n"), "%s", t);
     free(t);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "plots/plot.h"
@@ -114,7 +115,7 @@ START_TEST(throughput_dat)
     plot_ok("throughput", "png", FX_PIPEDREAM);
     char *t = read_dat("throughput");
     ck_assert_int_eq(data_lines(t), 2 * 4);
-    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 1050\n\"pipedream\" 1500\n"
+    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 1150\n\"pipedream\" 1500\n"
                   "\"pipeoptim (code)\" 1300\n\n\n");
     assert_has(t, "schedule \"D=4\"\n\"gpipe\" 15.625\n\"pipedream\" 15.625\n"
                   "\"pipeoptim (code)\" 15.625\n");
@@ -196,6 +197,32 @@ static void expect_cli(const char *env, const char *args, const char *msg)
     ck_assert_int_eq(fx_cli(env, args, NULL, 0, err, sizeof err), 2);
     ck_assert_msg(strstr(err, msg) != NULL, "%s: stderr \"%s\" lacks \"%s\"", args, err, msg);
 }
+
+/* An installed binary (meson install into a scratch DESTDIR) finds the figure scripts
+ * installed beside it, away from the source tree: it draws a figure. */
+START_TEST(installed_scripts)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert(bin != NULL);
+    char build[512], cmd[2048];
+    snprintf(build, sizeof build, "%s", bin);
+    *strrchr(build, '/') = 0;
+    snprintf(cmd, sizeof cmd, "meson install -C '%s' --no-rebuild --quiet --destdir '%s/inst' "
+             ">'%s/install.log' 2>&1", build, dir, dir);
+    ck_assert_msg(system(cmd) == 0, "meson install failed: see %s/install.log", dir);
+    snprintf(cmd, sizeof cmd, "find '%s/inst' -type f -path '*/bin/pipebench' -print -quit", dir);
+    FILE *f = popen(cmd, "r");
+    char installed[1024] = "";
+    ck_assert(f && fgets(installed, sizeof installed, f));
+    pclose(f);
+    installed[strcspn(installed, "\n")] = 0;
+    snprintf(cmd, sizeof cmd, "env -u PB_PLOTS_DIR '%s' plot --db '%s' --figure memory --run 3 "
+             "--out '%s/inst-figs' >/dev/null 2>&1", installed, db, dir);
+    ck_assert_msg(system(cmd) == 0, "%s could not draw with its installed scripts", installed);
+    snprintf(cmd, sizeof cmd, "%s/inst-figs/memory.png", dir);
+    ck_assert_msg(access(cmd, R_OK) == 0, "no %s", cmd);
+}
+END_TEST
 
 START_TEST(bad_input)
 {
@@ -319,13 +346,13 @@ END_TEST
 START_TEST(trace_cli)
 {
     char args[700], text[4096];
-    snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 0", FX_PIPEDREAM,
+    snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 1", FX_PIPEDREAM,
              db, dir);
     ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
-    assert_has(text, "epoch 0, 4 devices, 36 slices, 18 flows\n");
+    assert_has(text, "epoch 1, 4 devices, 36 slices, 18 flows\n");
     snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json' --epoch 5", FX_PIPEDREAM,
              db, dir);
-    expect_cli(NULL, args, "has no events in epoch 5; its events cover epochs 0 to 1");
+    expect_cli(NULL, args, "has no events in epoch 5; its events cover epochs 1 to 2");
     snprintf(args, sizeof args, "trace %d --db '%s' --out '%s/t.json'", FX_GPIPE_S1, db, dir);
     expect_cli(NULL, args, "recorded no op events");
     snprintf(args, sizeof args, "trace --db '%s' --out '%s/t.json'", db, dir);
@@ -348,6 +375,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, staleness_dat);
     tcase_add_test(tc, all_skips_missing_data);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, installed_scripts);
     tcase_add_test(tc, trace_json);
     tcase_add_test(tc, trace_cli);
     suite_add_tcase(s, tc);

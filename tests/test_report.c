@@ -73,7 +73,9 @@ START_TEST(views)
                            "epoch_progress WHERE val_acc >= 0.62 GROUP BY run_id "
                            "ORDER BY run_id)"), "2:2:20.0,3:2:20.0,4:2:20.0,5:1:10.0,6:1:10.0,"
                                                 "7:1:10.0");
-    ck_assert_str_eq(query("SELECT throughput FROM run_throughput WHERE run_id = 2"), "1000.0");
+    /* run 2's epochs ran 900 and 1100 samples/s: the first is its warm-up */
+    ck_assert_str_eq(query("SELECT throughput || ' ' || throughput_epochs || ' ' || "
+                           "warmup_included FROM run_throughput WHERE run_id = 2"), "1100.0 1 0");
     /* bubble 0.25 (k + 1) / D over 4 stages: mean 0.15625 */
     ck_assert_str_eq(query("SELECT bubble_frac FROM run_bubble WHERE run_id = 1"), "0.15625");
     /* pipedream, 4 stages: 1 MiB weight copies each; acts peak 1 MiB (epoch 1) */
@@ -136,7 +138,7 @@ END_TEST
  * pipeoptim (code) at epoch 2; on the adam row both at epoch 1 (10 s). */
 START_TEST(accuracy_target)
 {
-    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 62);
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0.62);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
                         "shared_timing,epochs_to_target,seconds_to_target,reached\n"
                         "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1\n"
@@ -145,7 +147,7 @@ START_TEST(accuracy_target)
                         "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0,2,20.0,1\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1\n");
     free(t);
-    t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 99);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0.99);
     ck_assert_msg(strstr(t, "| **66.00** (n = 1; not reached) |") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "to reach 99%") != NULL, "%s", t);
     free(t);
@@ -156,16 +158,17 @@ START_TEST(throughput_csv_exact)
 {
     char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_CSV, 0);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
-                        "shared_timing\n"
-                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1\n"
-                        "adam,mlp,fashion-mnist,2,pipeoptim,800,,1,1,0,0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,gpipe,1050,70.71067812,2,2,0,0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),1300,,1,1,0,0,1\n");
+                        "shared_timing,epoch_min,epoch_max,warmup_included\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1,800,800,0\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,1,900,900,0\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,1150,70.71067812,2,2,0,0,1,1100,1200,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1,1500,1500,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),1300,,1,1,0,0,1,1300,1300,"
+                        "0\n");
     free(t);
     /* the wide form marks them */
     t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_MD, 0);
-    ck_assert_msg(strstr(t, "1050.0 \u00b1 70.7 \u2020 (n = 2)") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "1150.0 \u00b1 70.7 \u2020 (n = 2; epochs 1100.0\u20131200.0)") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "**") == NULL, "no best among shared timings: %s", t);
     free(t);
 }
@@ -356,10 +359,10 @@ START_TEST(bad_input)
     expect_usage(args, "unknown format 'html'; valid: md csv latex");
     snprintf(args, sizeof args, "report --db '%s'", db);
     expect_usage(args, "needs --table");
-    snprintf(args, sizeof args, "report --db '%s' --table memory --target 50", db);
+    snprintf(args, sizeof args, "report --db '%s' --table memory --target 0.5", db);
     expect_usage(args, "--target applies to --table accuracy only");
     snprintf(args, sizeof args, "report --db '%s' --table accuracy --target 0", db);
-    expect_usage(args, "percent");
+    expect_usage(args, "a fraction in (0, 1]");
     snprintf(args, sizeof args, "report --db '%s' --table accuracy --target abc", db);
     expect_usage(args, "--target expects a number");
     snprintf(args, sizeof args, "report --db '%s/missing.db' --table accuracy", dir);

@@ -272,7 +272,7 @@ START_TEST(failed_epoch_rolls_back)
     /* the same epoch again */
     rec.train_loss = 123;
     ck_assert_int_eq(pb_results_epoch(db, id, &rec, &e), -1);
-    assert_msg_has(&e, "epoch 0 of run 1");
+    assert_msg_has(&e, "epoch 1 of run 1");
     assert_msg_has(&e, "UNIQUE");
     /* epoch 1 whose last event repeats a (device, seq): fails after its epoch, stage and
      * staleness rows were inserted */
@@ -283,7 +283,7 @@ START_TEST(failed_epoch_rolls_back)
     rec.events = dup;
     rec.nevents = 4;
     ck_assert_int_eq(pb_results_epoch(db, id, &rec, &e), -1);
-    assert_msg_has(&e, "epoch 1 of run 1");
+    assert_msg_has(&e, "epoch 2 of run 1");
     /* an epoch for a run that does not exist */
     rec = epoch_rec(0, st);
     ck_assert_int_eq(pb_results_epoch(db, 999, &rec, &e), -1);

@@ -181,9 +181,10 @@ START_TEST(test_presets)
     EXPECT("--model lenet --preset paper", "model 'lenet' has no presets", "drop --preset");
     EXPECT("--model alexnet --preset huge", "no preset 'huge'", "paper, small");
     EXPECT("--model resnet101 --preset paper --stages 3 --partition paper", "4-stage cut",
-           "--stages 4", "--partition balanced");
-    EXPECT("--model mlp --partition paper", "no paper partition", "--partition balanced");
-    EXPECT("--model vgg16 --partition diagonal", "unknown partition 'diagonal'", "paper, balanced");
+           "--stages 4", "--partition flops");
+    EXPECT("--model mlp --partition paper", "no paper partition", "--partition flops");
+    EXPECT("--model vgg16 --partition diagonal", "--partition 'diagonal'",
+           "flops, cost, params, time, paper");
     EXPECT("--model vgg16 --dataset fashion-mnist", "cannot make inputs of side 32", "28x28");
 }
 END_TEST

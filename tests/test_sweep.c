@@ -221,7 +221,10 @@ START_TEST(bad_files)
                "already set on line 4");
     expect_bad("[grid]\nseed = 1, 1\n", 2, "'1' is listed twice");
     expect_bad("[grid]\nlr = 0.1\n[run]\nlr = 0.2\n", 4, "in [grid] (line 2) and in [run]");
-    expect_bad("[grid]\nwarmup = 3\n", 2, "unknown [grid] key");
+    expect_bad("[grid]\nwarmup = 3\n", 2, "unknown [grid] key 'warmup': it is not an option");
+    expect_bad("[grid]\ndb = a.db, b.db\n", 2, "'db' cannot be swept");
+    expect_bad("[grid]\nmicrobatch-size = 16, 0\n", 2, "--microbatch-size must be at least 1");
+    expect_bad("[grid]\nnesterov = on, maybe\n", 2, "--nesterov expects on or off");
     /* a file that sets nothing ran one default configuration on all the data */
     const char *empty[] = {"", "# only a comment\n", "[grid]\n"};
     for (int i = 0; i < 3; i++) {
@@ -267,6 +270,32 @@ START_TEST(dry_run_skips_unsupported_pairs)
     ck_assert_msg(strstr(out, "3 configurations, 0 finished already, 3 to run"), "%s", out);
     ck_assert_msg(strstr(out, "schedule=pipeoptim optimizer=adam: to run"), "%s", out);
     ck_assert_int_eq(cli_db_int(dir, "p.db", "SELECT 1"), 0);   /* no database made */
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Any run option is a grid key: the configurations vary the leading keys slowest, then
+ * the file's others in its order, the seed fastest; each run records its values. */
+START_TEST(any_option_is_a_grid_key)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "g.ini", "[grid]\nseed = 1, 2\nmicrobatch-size = 16, 32\n"
+                            "shuffle = on, off\nschedule = gpipe, pipedream\n"
+                            "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep g.ini --db g.db --dry-run") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "16 configurations, 0 finished already, 16 to run"), "%s", out);
+    ck_assert_msg(strstr(out, "  schedule=gpipe microbatch-size=16 shuffle=on seed=1: to run\n"
+                              "  schedule=gpipe microbatch-size=16 shuffle=on seed=2: to run\n"
+                              "  schedule=gpipe microbatch-size=16 shuffle=off seed=1: to run\n"),
+                  "%s", out);
+    cli_write(dir, "r.ini", "[grid]\nmicrobatch-size = 16, 32\nepochs = 1, 2\n"
+                            "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep r.ini --db r.db") == 0, "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE status = 'done'"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(DISTINCT epochs || '/' || "
+                                             "json_extract(config, '$.microbatch_size')) FROM runs"),
+                     4);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs"), 6);
     cli_cleanup(dir);
 }
 END_TEST
@@ -353,6 +382,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, dry_run_skips_unsupported_pairs);
     tcase_add_test(fast, dry_run_every_registered_pair);
     tcase_add_test(fast, dry_run_presets);
+    tcase_add_test(fast, any_option_is_a_grid_key);
     tcase_add_test(fast, two_copies_split_the_work);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");

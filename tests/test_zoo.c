@@ -337,7 +337,7 @@ START_TEST(test_partition_choice)
     ck_assert_int_eq(pb_partition_choose(NULL, "mlp", "paper", 4, &cut, &e), -1);
     ck_assert_msg(strstr(e.msg, "no paper partition"), "%s", e.msg);
     ck_assert_int_eq(pb_partition_choose(paper, "vgg16", "even", 4, &cut, &e), -1);
-    ck_assert_msg(strstr(e.msg, "paper, balanced"), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "flops, cost, params, time, paper"), "%s", e.msg);
     const struct pb_preset *p;
     ck_assert_int_eq(pb_workload_preset(w, "huge", &p, &e), -1);
     ck_assert_msg(strstr(e.msg, "paper, small"), "%s", e.msg);
@@ -388,13 +388,16 @@ static void expect_json(const char *model, const char *preset, const char *parti
 
 START_TEST(test_config_json)
 {
-    expect_json("resnet101", NULL, NULL, 4, "small", "balanced");
+    expect_json("resnet101", NULL, NULL, 4, "small", "cost");
+    expect_json("resnet101", "small", "cost", 4, "small", "cost");
     expect_json("resnet101", "small", "balanced", 4, "small", "balanced");
+    expect_json("resnet101", "small", "flops", 4, "small", "balanced");
     expect_json("resnet101", "paper", NULL, 4, "paper", "paper");
     expect_json("resnet101", "paper", "paper", 4, "paper", "paper");
-    expect_json("resnet101", "paper", NULL, 8, "paper", "balanced");
+    expect_json("resnet101", "paper", NULL, 8, "paper", "cost");
     expect_json("resnet101", "small", "paper", 4, "small", "paper");
-    expect_json("lenet", NULL, NULL, 4, "", "balanced");
+    expect_json("lenet", NULL, NULL, 4, "", "cost");
+    expect_json("lenet", NULL, "0:1:3:5:9", 4, "", "0,1,3,5,9");
 }
 END_TEST
 

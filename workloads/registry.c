@@ -1,6 +1,5 @@
 /* workloads/registry.c — the table of workloads and their presets, and the balanced and
  * paper partitioners. */
-#include <float.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,21 +76,20 @@ int pb_partition_choose(const struct pb_preset *p, const char *model, const char
         *paper = has_cut && !strcmp(p->name, "paper") && stages == PB_PAPER_STAGES;
         return 0;
     }
-    if (!strcmp(name, "balanced")) {
-        *paper = false;
+    enum pb_partition_by by;
+    if (pb_partition_parse(name, stages, &by, NULL, e))
+        return -1;
+    *paper = by == PB_PART_PAPER;
+    if (!*paper)
         return 0;
-    }
-    if (strcmp(name, "paper"))
-        return pb_err_set(e, "unknown partition '%s'; valid partitions: paper, balanced", name);
     if (!has_cut)
         return pb_err_set(e, "--partition paper: model '%s'%s%s has no paper partition (the zoo's "
-                             "image models do); use --partition balanced", model,
+                             "image models do); use --partition flops", model,
                           p ? " preset " : "", p ? p->name : "");
     if (stages != PB_PAPER_STAGES)
         return pb_err_set(e, "--partition paper is the %d-stage cut of the paper's code; use "
-                             "--stages %d, or --partition balanced for --stages %d",
+                             "--stages %d, or --partition flops for --stages %d",
                           PB_PAPER_STAGES, PB_PAPER_STAGES, stages);
-    *paper = true;
     return 0;
 }
 
@@ -111,58 +109,5 @@ int pb_partition_paper(const struct pb_model *m, const struct pb_preset *p, int 
                               m->name, p->name, k, p->cut[k - 1], k - 1);
         bounds[k] = at;
     }
-    return 0;
-}
-
-/* A partial partition's cost: its largest stage, then the sum of squared stage costs
- * (among cuts with the same largest stage, the most even). */
-struct part_cost {
-    double max, sumsq;
-};
-
-static bool part_less(struct part_cost a, struct part_cost b)
-{
-    return a.max < b.max || (a.max == b.max && a.sumsq < b.sumsq);
-}
-
-int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e)
-{
-    int nb = m->nblocks;
-    if (stages < 1)
-        return pb_err_set(e, "--stages must be at least 1 (got %d)", stages);
-    if (stages > nb)
-        return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
-                             "(got --stages %d)", m->name, nb, nb, stages);
-    /* best[k][i]: the best cost of blocks [0, i) in k stages; cut[k][i] its last cut */
-    double *prefix = pb_xcalloc((size_t)nb + 1, sizeof *prefix);
-    struct part_cost *best = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *best);
-    int *cut = pb_xcalloc((size_t)(stages + 1) * (nb + 1), sizeof *cut);
-    for (int i = 0; i < nb; i++)
-        prefix[i + 1] = prefix[i] + m->blocks[i].flops;
-#define AT(a, k, i) a[(size_t)(k) * (nb + 1) + (i)]
-    for (int i = 0; i <= nb; i++)
-        AT(best, 1, i) = (struct part_cost){prefix[i], prefix[i] * prefix[i]};
-    for (int k = 2; k <= stages; k++)
-        for (int i = k; i <= nb; i++) {
-            AT(best, k, i) = (struct part_cost){DBL_MAX, DBL_MAX};
-            for (int j = k - 1; j < i; j++) {
-                double last = prefix[i] - prefix[j];
-                struct part_cost c = AT(best, k - 1, j);
-                c.max = last > c.max ? last : c.max;
-                c.sumsq += last * last;
-                if (part_less(c, AT(best, k, i))) {
-                    AT(best, k, i) = c;
-                    AT(cut, k, i) = j;
-                }
-            }
-        }
-    bounds[stages] = nb;
-    for (int k = stages; k >= 2; k--)
-        bounds[k - 1] = AT(cut, k, bounds[k]);
-    bounds[0] = 0;
-#undef AT
-    free(prefix);
-    free(best);
-    free(cut);
     return 0;
 }

@@ -1,13 +1,12 @@
 /* workloads/workload.h — the model zoo's registry, its presets and the partitioners.
  * A workload builds a model (a chain of blocks) for a dataset's sample shape and
  * class count; the zoo's image models (semantics §5.1) have presets, `paper` and
- * `small`, that fix their widths and depths, default dataset, input side and head. The
- * balanced partitioner cuts any chain into D stages of balanced cost; a preset may
- * also carry its 4-stage paper cut. */
+ * `small`, that fix their widths and depths, default dataset, input side and head. A
+ * preset may carry its 4-stage paper cut; the other partitions are harness/model/'s. */
 #ifndef PB_WORKLOAD_H
 #define PB_WORKLOAD_H
 
-#include "harness/model/model.h"
+#include "harness/model/partition.h"
 
 #define PB_PAPER_STAGES 4
 
@@ -56,18 +55,12 @@ int pb_workload_preset(const struct pb_workload *w, const char *name, const stru
 /* A preset's sample shape: 3×S×S. */
 struct pb_shape pb_preset_sample(const struct pb_preset *p);
 
-/* Which partitioner a run takes: `name` "paper", "balanced" or NULL (the default:
- * paper for the paper preset at D = 4, else balanced). *paper says which; "paper"
- * where there is no 4-stage cut or D != 4 is an error saying what to change. */
+/* Whether a run takes the paper cut: `name` is --partition (harness/model/partition.h's
+ * methods or bounds; NULL: the default, paper for the paper preset at D = 4, else
+ * PB_PARTITION_DEFAULT). "paper" where there is no 4-stage cut or D != 4 is an error
+ * saying what to change, and so is a --partition that does not parse. */
 int pb_partition_choose(const struct pb_preset *p, const char *model, const char *name, int stages,
                         bool *paper, struct pb_err *e);
-
-/* Cuts the finalised model's blocks into `stages` contiguous ranges minimising the
- * largest stage's forward FLOPs, then (among equal largest stages) the sum of the
- * squared stage FLOPs, so the other stages are as even as they can be; bounds[0..stages]:
- * stage k holds blocks [bounds[k], bounds[k+1]). Errors when stages < 1 or the model
- * has fewer blocks than stages. */
-int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e);
 
 /* The preset's 4-stage cut of the model it built: bounds[0..4] from the block names
  * p->cut (each found after the one before, else an error naming it). */

@@ -22,6 +22,7 @@ int pb_cmd_sweep(int argc, char **argv);     /* harness/cli/cli_sweep.c */
 
 int pb_cmd_simulate(int argc, char **argv);  /* harness/cli/cli_simulate.c */
 int pb_cmd_resume(int argc, char **argv);    /* harness/cli/cli_resume.c */
+int pb_cmd_partition(int argc, char **argv); /* harness/cli/cli_partition.c */
 
 struct pb_run_cfg;
 /* Runs c and says how it ended, as `pipebench run` does; returns the exit status. */

@@ -11,19 +11,21 @@
 #include "harness/cli/cli.h"
 #include "harness/base/args.h"
 #include "harness/driver/compare.h"
+#include "harness/driver/finished.h"
 #include "plots/plot.h"
 #include "harness/ir/program.h"
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 #include "workloads/workload.h"
 
-enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT };
+enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT, O_FORCE };
 
 static const struct option compare_options[] = {
     {"schedules", required_argument, 0, O_SCHEDULES},
     {"optimizers", required_argument, 0, O_OPTIMIZERS},
     {"target", required_argument, 0, O_TARGET},
     {"out", required_argument, 0, O_OUT},
+    {"force", no_argument, 0, O_FORCE},
     {0, 0, 0, 0},
 };
 
@@ -38,25 +40,33 @@ static void compare_usage(FILE *f)
         "                          run an optimizer is skipped for it (spectrain: SGD only)\n"
         "  --target ACC            validation accuracy, a fraction, for the \"epochs to\" and\n"
         "                          \"s to\" columns (default %.2f)\n"
-        "  --out DIR               figures, DIR/OPTIMIZER/NAME.png (default %s)\n\n"
+        "  --out DIR               figures, DIR/OPTIMIZER/NAME.png (default %s)\n"
+        "  --force                 run every configuration, also those the database holds a\n"
+        "                          finished (done or diverged) run of already\n\n"
         "The default workload is lenet on Fashion-MNIST with D = 4 for %d epochs of the\n"
         "first %d training samples, validated on the first %d test samples, with the\n"
         "threads executor (one thread per stage): eleven runs in about three minutes on\n"
-        "two cores. The options of `pipebench run` below, but\n"
+        "two cores. Every schedule updates once per --batch %s samples unless --batch or\n"
+        "--microbatch-size is given (semantics §1.5): the same updates per epoch on the\n"
+        "same samples; --microbatch-size B alone gives each schedule micro-batches of B\n"
+        "(the accumulating ones then update every M of them). As sweep does, compare\n"
+        "runs only the configurations the database holds no finished run of (the same\n"
+        "configuration but the thread count) and shows the recorded ones; --force reruns.\n"
+        "The options of `pipebench run` below, but\n"
         "--schedule and --optimizer, apply to all the runs (the defaults they list are\n"
         "run's; compare's are the above). The runs go to --db (default\n"
         "%s).\n"
         "Columns (the views of results/views.sql, as `pipebench report` prints them): best\n"
         "and final validation accuracy; epochs and training seconds until the first epoch\n"
-        "at the target; samples/s (the training samples over the epochs' total wall time);\n"
-        "bubble (a device's idle time over its makespan, summed over the epochs, mean over\n"
-        "the devices); F and B lag (mean versions by which a forward's or backward's weights\n"
+        "at the target; samples/s (the median over the epochs but the first, the warm-up,\n"
+        "of training samples over wall time); bubble (a device's idle time over its\n"
+        "makespan, summed over the epochs but the first, mean over the devices); F and B lag (mean versions by which a forward's or backward's weights\n"
         "differ from the synchronous run's); pred err (mean ||W_hat - W|| / ||W||); peak\n"
         "memory by kind, each stage's peak summed over the stages. Exit status: 0 when every\n"
         "run is done, 1 when one failed or diverged (it is in the table), 2 on bad input.\n\n"
         "Options of pipebench run:\n",
         PB_COMPARE_OPTIMIZERS, PB_COMPARE_TARGET, PB_COMPARE_OUTDIR, PB_COMPARE_EPOCHS,
-        PB_COMPARE_LIMIT_TRAIN, PB_COMPARE_LIMIT_VAL, PB_RESULTS_DEFAULT_DB);
+        PB_COMPARE_LIMIT_TRAIN, PB_COMPARE_LIMIT_VAL, PB_COMPARE_BATCH, PB_RESULTS_DEFAULT_DB);
     pb_run_flags_usage(f);
 }
 
@@ -64,6 +74,7 @@ struct opts {
     struct pb_strlist schedules, optimizers;
     float target;
     const char *out;
+    bool force;
 };
 
 static int on_option(void *ctx, int opt, const char *arg, struct pb_err *e)
@@ -82,6 +93,9 @@ static int on_option(void *ctx, int opt, const char *arg, struct pb_err *e)
         if (!(o->target > 0 && o->target <= 1))
             return pb_err_set(e, "--target is a fraction in (0, 1] (got %s; for 80%% write "
                                  "0.80)", arg);
+        return 0;
+    case O_FORCE:
+        o->force = true;
         return 0;
     default:
         o->out = arg;
@@ -114,6 +128,8 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
             struct pb_run_flags f = *flags;
             pb_run_flags_set(&f, "schedule", o->schedules.items[i], NULL);
             pb_run_flags_set(&f, "optimizer", o->optimizers.items[j], NULL);
+            if (!pb_run_flags_get(&f, "batch") && !pb_run_flags_get(&f, "microbatch-size"))
+                pb_run_flags_set(&f, "batch", PB_COMPARE_BATCH, NULL);
             struct pb_batch_item *it = &items[n];
             memset(it, 0, sizeof *it);
             pb_compare_cfg_defaults(&it->cfg);
@@ -224,6 +240,57 @@ static int report(const struct opts *o, const struct pb_batch_item *items, int n
     return status;
 }
 
+/* The items the database holds a finished run of (finished.h) take that run as theirs,
+ * as if it had just run; returns how many, or -1 with e. */
+static int reuse(const struct opts *o, struct pb_batch_item *items, int n, struct pb_err *e)
+{
+    int64_t *ids = pb_xcalloc((size_t)n, sizeof *ids);
+    int count = 0;
+    if (pb_finished_runs(items[0].cfg.db, items, n, ids, true, e)) {
+        free(ids);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        struct pb_batch_item *it = &items[i];
+        struct pb_compare_row row;
+        if (!ids[i])
+            continue;
+        if (pb_compare_fetch(it->cfg.db, ids[i], o->target, &row, e)) {
+            free(ids);
+            return -1;
+        }
+        it->run_id = ids[i];
+        it->started = true;
+        it->status = strcmp(row.status, "done") ? PB_RUN_DIVERGED : PB_RUN_DONE;
+        it->exit_status = it->status == PB_RUN_DONE ? PB_EXIT_OK : PB_EXIT_RUN;
+        snprintf(it->message, sizeof it->message, "diverged (run %lld, recorded before)",
+                 (long long)ids[i]);
+        count++;
+    }
+    free(ids);
+    return count;
+}
+
+/* Runs the items without a run yet; returns how many were left unstarted (SIGINT). */
+static int run_missing(struct pb_batch_item *items, int n)
+{
+    struct pb_batch_item *todo = pb_xcalloc((size_t)n, sizeof *todo);
+    int *where = pb_xcalloc((size_t)n, sizeof *where), m = 0;
+    for (int i = 0; i < n; i++)
+        if (!items[i].run_id) {
+            where[m] = i;
+            todo[m++] = items[i];
+        }
+    struct pb_batch_totals t = {0};
+    if (m)
+        pb_batch_run(todo, m, 1, "compare", &t);
+    for (int j = 0; j < m; j++)
+        items[where[j]] = todo[j];
+    free(todo);
+    free(where);
+    return t.not_started;
+}
+
 static int compare(struct opts *o, const struct pb_run_flags *flags)
 {
     struct pb_err e;
@@ -245,13 +312,20 @@ static int compare(struct opts *o, const struct pb_run_flags *flags)
         return pb_cli_fail(e.msg);
     }
     const struct pb_run_cfg *c = &items[0].cfg;
+    int nreused = o->force ? 0 : reuse(o, items, n, &e);
+    if (nreused < 0) {
+        free(items);
+        return pb_cli_fail(e.msg);
+    }
     const char *dataset = c->dataset ? c->dataset : pb_workload_find(c->model, NULL)->dataset;
     printf("compare: %d runs of %s on %s, D = %d, %d epochs; results in %s\n", n, c->model,
            dataset, c->stages, c->epochs, c->db);
-    struct pb_batch_totals t;
-    pb_batch_run(items, n, 1, "compare", &t);
+    if (nreused)
+        printf("compare: %d of them finished already (shown as recorded; --force reruns "
+               "them)\n", nreused);
+    int not_started = run_missing(items, n);
     int status = report(o, items, n);
-    if (t.not_started && status == PB_EXIT_OK)
+    if (not_started && status == PB_EXIT_OK)
         status = PB_EXIT_RUN;
     free(items);
     return status;

@@ -16,6 +16,8 @@ static const struct command commands[] = {
     {"runs", "list the runs recorded in the results database", pb_cmd_runs},
     {"show", "print one run: configuration, environment, epochs, stage stats", pb_cmd_show},
     {"program", "print the per-device op programs of a schedule", pb_cmd_program},
+    {"partition", "print how a model's blocks are cut into stages, measured and predicted",
+     pb_cmd_partition},
     {"resume", "continue an interrupted run from its last resume state", pb_cmd_resume},
     {"simulate", "run a schedule on D virtual devices with given or measured op costs",
      pb_cmd_simulate},

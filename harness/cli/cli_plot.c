@@ -24,7 +24,8 @@ static const char usage[] =
     "  --db FILE      results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --format F     png (default), svg or pdf\n"
     PB_CLI_SELECT_HELP
-    "gnuplot scripts come from $PB_PLOTS_DIR when set, else the source tree's plots/.\n";
+    "gnuplot scripts come from $PB_PLOTS_DIR when set, else from the source tree's plots/\n"
+    "(a binary in its build tree) or from where `meson install` put them beside the binary.\n";
 
 static void wrote(const char *path, void *arg)
 {

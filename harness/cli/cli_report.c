@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: pipebench report --table accuracy|throughput|bubble|sim-throughput|sim-bubble|\n"
-    "                                memory|staleness\n"
+    "                                memory|staleness|updates\n"
     "                        [--db FILE] [--format md|csv|latex] [--target ACC]\n"
     "Prints a table of the runs with status done to stdout; the numbers are those of the\n"
     "views in results/views.sql, as `pipebench compare` and `pipebench plot` print them.\n"
@@ -18,12 +18,13 @@ static const char usage[] =
     "              row per optimizer, model, dataset and D, a column per schedule (and\n"
     "              variant); mean ± std over the runs of a cell; the best of a row marked\n"
     "              where its lead over the runner-up exceeds their spread\n"
-    "  throughput  samples/s: a run's training samples over its epochs' total wall time;\n"
-    "              same layout; a cell measured with the stages sharing cores (the seq\n"
+    "  throughput  samples/s: a run's median over its epochs but the first (the warm-up)\n"
+    "              of training samples over wall time, with the epochs' range; same\n"
+    "              layout; a cell measured with the stages sharing cores (the seq\n"
     "              executor, or more stage threads than cores) carries a dagger and is\n"
     "              never marked\n"
     "  bubble      bubble fraction (%): a device's idle time over its makespan, summed over\n"
-    "              the epochs, mean over the devices; same layout and marks\n"
+    "              the epochs but the first, mean over the devices; same layout and marks\n"
     "  sim-throughput, sim-bubble  the same, each epoch replayed on one device per stage\n"
     "              with its stages' median op times (`pipebench simulate`, design §6.6)\n"
     "  memory      a row per configuration and schedule: peak MiB of each kind (params,\n"
@@ -31,6 +32,8 @@ static const char usage[] =
     "              the stages, their total, and the largest stage's total\n"
     "  staleness   same rows: mean and maximum F and B version lag against the synchronous\n"
     "              run, mean and maximum prediction error\n"
+    "  updates     same rows: micro-batch size, micro-batches per update, samples per\n"
+    "              update and updates per epoch (equal footing, --batch; semantics §1.5)\n"
     "A cell averages the runs of one configuration (all options but the seed, the\n"
     "schedule and how it was timed); runs of the same optimizer, model, dataset and D that\n"
     "differ in another option get a row each, with a setting column saying how.\n"
@@ -38,7 +41,7 @@ static const char usage[] =
     "  --format F     md (default; best in bold), csv (numbers only: a row per cell with\n"
     "                 mean, std, n, runs, diverged, best, shared_timing), latex\n"
     "  --target ACC   accuracy table: also the epochs and training seconds until the first\n"
-    "                 epoch whose validation accuracy reaches ACC %\n"
+    "                 epoch whose validation accuracy reaches ACC, a fraction (0.8 for 80%)\n"
     PB_CLI_SELECT_HELP;
 
 static int lookup(const char *flag, const char *v, const char *const *names, int n)
@@ -79,9 +82,9 @@ int pb_cmd_report(int argc, char **argv)
             float t;
             if (pb_arg_float("--target", v, &t, &e))
                 return pb_cli_fail(e.msg);
-            if (!(t > 0 && t <= 100))
-                return pb_cli_fail("--target is a validation accuracy in percent, in (0, 100] "
-                                   "(for example --target 80)");
+            if (!(t > 0 && t <= 1))
+                return pb_cli_fail("--target is a validation accuracy as a fraction in (0, 1], "
+                                   "as in compare (for 80% write --target 0.80)");
             o.target = t;
         } else {
             fprintf(stderr, "pipebench: report: unexpected argument '%s'%s\n%s", a,

@@ -277,16 +277,18 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
 {
     static const char sql[] =
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
-        "optimizer, stages, microbatch_size, microbatches, epochs, seed, executor, lr, "
+        "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
+        "updates_per_epoch, partition_cut, epochs, seed, executor, lr, "
         "git_revision, cpu_model, library_versions, host, pid, config FROM runs WHERE id = ?";
     static const char *const names[] = {
         "status", "created", "started", "ended", "message", "model", "dataset", "schedule",
-        "variant", "optimizer", "stages", "microbatch size", "microbatches", "epochs", "seed",
+        "variant", "optimizer", "stages", "microbatch size", "microbatches",
+        "samples per update", "updates per epoch", "partition cut", "epochs", "seed",
         "executor", "lr", "git revision", "cpu", "libraries", "host", "pid",
     };
     /* Sections: the run's state, its configuration, its environment (columns [a, b)). */
     static const struct { const char *title; int a, b; } sections[] = {
-        {"", 0, 5}, {"configuration:\n", 5, 17}, {"environment:\n", 17, 22},
+        {"", 0, 5}, {"configuration:\n", 5, 20}, {"environment:\n", 20, 25},
     };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -311,7 +313,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         fputs(sections[k].title, stdout);
         table_print(&t, "  ", NULL);
     }
-    print_config((const char *)sqlite3_column_text(s, 22));
+    print_config((const char *)sqlite3_column_text(s, 25));
     sqlite3_finalize(s);
     return 0;
 }
@@ -319,7 +321,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
 static int show_epochs(struct pb_results *db, sqlite3_int64 id, int *last)
 {
     static const char sql[] =
-        "SELECT epoch, train_loss, val_loss, 100 * val_acc, samples, wall_s, throughput, lr "
+        "SELECT epoch + 1, train_loss, val_loss, 100 * val_acc, samples, wall_s, throughput, lr "
         "FROM epochs WHERE run_id = ? ORDER BY epoch";
     static const char *const fmt[] = {"%g", "%.4f", "%.4f", "%.2f", "%g", "%.2f", "%.1f", "%g"};
     sqlite3_stmt *s;
@@ -336,7 +338,7 @@ static int show_epochs(struct pb_results *db, sqlite3_int64 id, int *last)
         const char *row[8];
         for (int j = 0; j < 8; j++)
             row[j] = col_text(s, j, fmt[j], b[j]);
-        *last = sqlite3_column_int(s, 0);
+        *last = sqlite3_column_int(s, 0) - 1;
         table_add(&t, row);
     }
     sqlite3_finalize(s);
@@ -379,9 +381,9 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
     }
     sqlite3_finalize(s);
     printf("stages, epoch %d (staleness: version difference vs the synchronous run, "
-           "mean/max):\n", epoch);
+           "mean/max):\n", epoch + 1);
     table_print(&time, "  ", "(none recorded)");
-    printf("peak memory by kind, epoch %d:\n", epoch);
+    printf("peak memory by kind, epoch %d:\n", epoch + 1);
     table_print(&mem, "  ", "(none recorded)");
     return rc == SQLITE_DONE ? 0 : -1;
 }

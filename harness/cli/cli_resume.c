@@ -24,16 +24,20 @@ static const char usage[] =
     "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --quiet     no per-epoch lines\n";
 
-/* The run's recorded configuration (malloc'ed), or NULL with a message. */
+/* The run's recorded configuration (malloc'ed), or NULL with a message. A cut measured
+ * (--partition time) is taken as recorded, not measured again. */
 static char *recorded_config(const char *path, long long id, struct pb_err *e)
 {
+    static const char sql[] =
+        "SELECT CASE WHEN json_valid(config) AND json_extract(config, '$.partition') = 'time' "
+        "AND partition_cut IS NOT NULL THEN json_set(config, '$.partition', partition_cut) "
+        "ELSE config END, status FROM runs WHERE id = ?";
     struct pb_results *db;
     if (pb_results_open_existing(&db, path, e))
         return NULL;
     sqlite3_stmt *s = NULL;
     char *json = NULL;
-    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT config, status FROM runs WHERE id = ?",
-                           -1, &s, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
         const char *st = NULL;
         if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))

@@ -16,8 +16,8 @@ static const char usage[] =
     "per stage, flow arrows along the pipeline per micro-batch, times in microseconds.\n"
     "  --out FILE   the trace to write\n"
     "  --db FILE    results database (default " PB_RESULTS_DEFAULT_DB ")\n"
-    "  --epoch E    the epoch, counted from 0 as `pipebench show` lists them (default the\n"
-    "               last one with events)\n";
+    "  --epoch E    the epoch, numbered from 1 as run, show and --trace-epochs number\n"
+    "               them (default the last one with events)\n";
 
 int pb_cmd_trace(int argc, char **argv)
 {
@@ -37,8 +37,10 @@ int pb_cmd_trace(int argc, char **argv)
         } else if (!strcmp(a, "--epoch") && v) {
             if (pb_arg_int("--epoch", argv[++i], &epoch, &e))
                 return pb_cli_fail(e.msg);
-            if (epoch < 0)
-                return pb_cli_fail("--epoch counts from 0; leave it out for the last epoch");
+            if (epoch < 1)
+                return pb_cli_fail("--epoch counts from 1, as run and show number the epochs; "
+                                   "leave it out for the last epoch with events");
+            epoch--;
         } else if (a[0] != '-' && !run) {
             run = a;
         } else {
@@ -62,6 +64,6 @@ int pb_cmd_trace(int argc, char **argv)
     if (pb_trace_write(db, id, epoch, out, &info, &e))
         return pb_cli_fail(e.msg);
     printf("wrote %s: run %lld, epoch %d, %d devices, %d slices, %d flows\n", out, id,
-           info.epoch, info.devices, info.slices, info.flows);
+           info.epoch + 1, info.devices, info.slices, info.flows);
     return PB_EXIT_OK;
 }

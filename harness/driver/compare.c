@@ -29,11 +29,12 @@ void pb_compare_cfg_defaults(struct pb_run_cfg *c)
 static const char sql_summary[] =
     "SELECT status, epochs_done, best_acc, final_acc, epochs_to_target, seconds_to_target, "
     "throughput, bubble_frac, f_mean, b_mean, pred_err_mean, pred_count, params_sum, "
-    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum "
-    "FROM run_summary WHERE run_id = ?1";
+    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, "
+    "samples_per_update, updates_per_epoch FROM run_summary WHERE run_id = ?1";
 enum summary_col {
     C_STATUS, C_EPOCHS, C_BEST, C_FINAL, C_EPOCHS_TO, C_SECS_TO, C_THROUGHPUT, C_BUBBLE,
-    C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM
+    C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM, C_SAMPLES_PER_UPDATE = C_MEM + PB_MEM_NKINDS,
+    C_UPDATES_PER_EPOCH
 };
 _Static_assert(PB_MEM_NKINDS == 9, "sql_summary lists the memory kinds");
 
@@ -79,6 +80,8 @@ static int fetch(struct pb_results *db, int64_t id, double target, struct pb_com
     r->pred_count = (int64_t)num(s, C_PRED_COUNT);
     for (int k = 0; k < PB_MEM_NKINDS; k++)
         r->mem_mib[k] = num(s, C_MEM + k) / MIB;
+    r->samples_per_update = (int)num(s, C_SAMPLES_PER_UPDATE);
+    r->updates_per_epoch = (int)num(s, C_UPDATES_PER_EPOCH);
     sqlite3_finalize(s);
     return 0;
 }
@@ -97,7 +100,7 @@ int pb_compare_fetch(const char *db_path, int64_t run_id, double target,
 }
 
 /* A text table: the first two columns left-aligned, the others right-aligned. */
-#define TCOLS 15
+#define TCOLS 16
 #define TCELL 32
 _Static_assert(2 + PB_MEM_NKINDS + 1 <= TCOLS, "the memory table fits");
 
@@ -147,14 +150,14 @@ static bool has_epochs(const struct pb_compare_row *r)
 static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, double target)
 {
     struct table t;
-    table_init(&t, 13, n + 1);
-    const char *head[] = {"schedule", "optimizer", "run", "status", "best acc", "final acc",
-                          "epochs to", "s to", "samples/s", "bubble", "F lag", "B lag",
-                          "pred err"};
+    table_init(&t, 15, n + 1);
+    const char *head[] = {"schedule", "optimizer", "run", "status", "samples/upd", "upd/epoch",
+                          "best acc", "final acc", "epochs to", "s to", "samples/s", "bubble",
+                          "F lag", "B lag", "pred err"};
     for (int c = 0; c < t.ncols; c++)
         snprintf(cell(&t, 0, c), TCELL, "%s", head[c]);
-    snprintf(cell(&t, 0, 6), TCELL, "epochs to %.0f%%", 100 * target);
-    snprintf(cell(&t, 0, 7), TCELL, "s to %.0f%%", 100 * target);
+    snprintf(cell(&t, 0, 8), TCELL, "epochs to %.0f%%", 100 * target);
+    snprintf(cell(&t, 0, 9), TCELL, "s to %.0f%%", 100 * target);
     for (int i = 0; i < n; i++, t.nrows++) {
         const struct pb_compare_row *r = &rows[i];
         int row = t.nrows;
@@ -165,20 +168,24 @@ static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, doubl
         if (r->run_id > 0)
             snprintf(cell(&t, row, 2), TCELL, "%lld", (long long)r->run_id);
         snprintf(cell(&t, row, 3), TCELL, "%s", r->status);
+        if (r->samples_per_update > 0)
+            cellf(&t, row, 4, "%.0f", r->samples_per_update);
+        if (r->updates_per_epoch > 0)
+            cellf(&t, row, 5, "%.0f", r->updates_per_epoch);
         if (!has_epochs(r))
             continue;
-        cellf(&t, t.nrows, 4, "%.2f%%", 100 * r->best_acc);
-        cellf(&t, t.nrows, 5, "%.2f%%", 100 * r->final_acc);
+        cellf(&t, row, 6, "%.2f%%", 100 * r->best_acc);
+        cellf(&t, row, 7, "%.2f%%", 100 * r->final_acc);
         if (r->epochs_to_target > 0) {
-            cellf(&t, t.nrows, 6, "%.0f", r->epochs_to_target);
-            cellf(&t, t.nrows, 7, "%.1f", r->seconds_to_target);
+            cellf(&t, row, 8, "%.0f", r->epochs_to_target);
+            cellf(&t, row, 9, "%.1f", r->seconds_to_target);
         }
-        cellf(&t, t.nrows, 8, "%.0f", r->throughput);
-        cellf(&t, t.nrows, 9, "%.3f", r->bubble);
-        cellf(&t, t.nrows, 10, "%.2f", r->f_lag);
-        cellf(&t, t.nrows, 11, "%.2f", r->b_lag);
+        cellf(&t, row, 10, "%.0f", r->throughput);
+        cellf(&t, row, 11, "%.3f", r->bubble);
+        cellf(&t, row, 12, "%.2f", r->f_lag);
+        cellf(&t, row, 13, "%.2f", r->b_lag);
         if (r->pred_count > 0)
-            cellf(&t, t.nrows, 12, "%.2e", r->pred_err);
+            cellf(&t, row, 14, "%.2e", r->pred_err);
     }
     fprintf(f, "Convergence and speed (target: %.0f%% validation accuracy; seconds are "
                "training time):\n", 100 * target);

@@ -19,6 +19,11 @@
 #define PB_COMPARE_LIMIT_TRAIN 6000
 #define PB_COMPARE_LIMIT_VAL 2000
 #define PB_COMPARE_OPTIMIZERS "sgdm,adam"
+/* --batch when neither it nor --microbatch-size is given: every schedule updates once
+ * per 64 samples (run's default micro-batch size: the schedules that update once per
+ * micro-batch run as they would alone, those that sum M micro-batches take M of 64 / M),
+ * so all make the same updates per epoch on the same samples (semantics §1.5). */
+#define PB_COMPARE_BATCH "64"
 /* Validation accuracy for "epochs / seconds to target": reached within the default
  * epochs by most schedules, so the columns separate them. */
 #define PB_COMPARE_TARGET 0.75
@@ -33,6 +38,7 @@ struct pb_compare_row {
     int64_t run_id;                /* 0: the run never started */
     char status[16];               /* the run's status, or "error" */
     int epochs;                    /* recorded */
+    int samples_per_update, updates_per_epoch;   /* 0: not recorded */
     double best_acc, final_acc;    /* maximum and last validation accuracy */
     int epochs_to_target;          /* of the first epoch reaching it, 1-based; 0 = never */
     double seconds_to_target;      /* training seconds up to the end of that epoch */

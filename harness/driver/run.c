@@ -57,7 +57,9 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     if (pb_run_model(c, &w, &p, &paper_cut, NULL))
         p = NULL;
     cJSON_AddStringToObject(o, "preset", p ? p->name : "");
-    cJSON_AddStringToObject(o, "partition", paper_cut ? "paper" : "balanced");
+    char *partition = pb_run_partition_name(c, paper_cut);
+    cJSON_AddStringToObject(o, "partition", partition);
+    free(partition);
     cJSON_AddStringToObject(o, "dataset", c->dataset ? c->dataset : "");
     cJSON_AddStringToObject(o, "data_dir", c->data_dir ? c->data_dir : "");
     cJSON_AddStringToObject(o, "schedule", c->schedule);
@@ -79,7 +81,10 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
     cJSON_AddNumberToObject(o, "lr_gamma", pb_run_decimal(oc->lr_gamma));
     cJSON_AddNumberToObject(o, "stages", c->stages);
-    cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
+    if (c->batch > 0)   /* the micro-batch size follows from it and the schedule */
+        cJSON_AddNumberToObject(o, "batch", c->batch);
+    else
+        cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
     cJSON_AddNumberToObject(o, "microbatches", c->microbatches);
     cJSON_AddNumberToObject(o, "epochs", c->epochs);
     cJSON_AddNumberToObject(o, "limit_train", c->limit_train);

@@ -16,7 +16,9 @@
 struct pb_run_cfg {
     const char *model, *dataset, *data_dir;
     /* the model's preset (NULL: "small" for the zoo's models, none for the others) and
-     * partition ("paper" | "balanced"; NULL: paper for the paper preset at D = 4) */
+     * partition (harness/model/partition.h: "flops", "cost", "params", "time", "paper" or
+     * the bounds "0,3,5,9"; NULL: paper for the paper preset at D = 4, else the default
+     * method) */
     const char *preset, *partition;
     const char *schedule, *variant;
     const char *executor;         /* "seq" */
@@ -31,6 +33,11 @@ struct pb_run_cfg {
     struct pb_optim_cfg optim;
     const char *optimizer;        /* its name as given ("sgdm", ...) */
     int stages, microbatch_size, microbatches, epochs;
+    /* --batch B: samples per optimizer update, 0 = not given. Set, the micro-batch size
+     * is derived from it (pb_run_batch_split): B / M where the schedule accumulates M
+     * micro-batches per update, else B; an epoch then makes floor(N / B) updates of B
+     * samples under every schedule. */
+    int batch;
     int limit_train, limit_val;   /* 0 = all */
     int threads;                  /* cores for all stages together, 0 = all */
     uint64_t seed;

@@ -14,7 +14,7 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -58,6 +58,7 @@ static const struct option run_options[] = {
     {"backend", required_argument, 0, O_BACKEND},
     {"experiment", required_argument, 0, O_EXPERIMENT},
     {"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
+    {"batch", required_argument, 0, O_BATCH},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -98,8 +99,14 @@ void pb_run_flags_usage(FILE *f)
         "  --preset NAME           paper | small: the zoo model's widths, depths, input side,\n"
         "                          head and default dataset (default small; the zoo's image\n"
         "                          models only)\n"
-        "  --partition P           paper (the paper's 4-stage cut, --stages 4; default for\n"
-        "                          --preset paper --stages 4) | balanced (forward FLOPs)\n"
+        "  --partition P           how the blocks are cut into stages (semantics §5.3; see\n"
+        "                          `pipebench partition`): flops (balanced forward FLOPs;\n"
+        "                          the default; also 'balanced') | cost (FLOPs and bytes\n"
+        "                          moved) | params | time (each block's forward + backward\n"
+        "                          measured here, then the cut with the fastest slowest\n"
+        "                          stage) | paper (the paper's 4-stage cut, --stages 4;\n"
+        "                          default for --preset paper --stages 4) | the D + 1 block\n"
+        "                          bounds, 0,3,5,9 (or 0:3:5:9 in a sweep file's [grid])\n"
         "  --dataset NAME         ");
     for (int i = 0; pb_dataset_names[i]; i++)
         fprintf(f, " %s%s", pb_dataset_names[i], pb_dataset_names[i + 1] ? " |" : "");
@@ -117,7 +124,14 @@ void pb_run_flags_usage(FILE *f)
         "                          these many epochs, as torch's MultiStepLR milestones\n"
         "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
         "  --stages D              pipeline stages (default 4)\n"
-        "  --microbatch-size B     samples per micro-batch (default 64)\n"
+        "  --batch B               samples per optimizer update, the same for every schedule\n"
+        "                          (semantics §1.5): where the schedule accumulates M\n"
+        "                          micro-batches per update (gpipe, pipedream-2bw, xpipe)\n"
+        "                          they hold B / M samples each, else one micro-batch holds\n"
+        "                          B; every schedule then makes floor(N / B) updates an\n"
+        "                          epoch of N samples (default: not set, --microbatch-size)\n"
+        "  --microbatch-size B     samples per micro-batch (default 64; with --batch, the\n"
+        "                          size it derives, or leave it out)\n"
         "  --microbatches M        micro-batches per update for gpipe, pipedream-2bw and\n"
         "                          xpipe (default D)\n"
         "  --epochs N              (default 1)\n"
@@ -240,6 +254,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_LIMIT_VAL, "--limit-val", c->limit_val);
     INT(O_THREADS, "--threads", c->threads);
     INT(O_CHECKPOINT_EVERY, "--checkpoint-every", c->checkpoint_every);
+    INT(O_BATCH, "--batch", c->batch);
 #undef FLT
 #undef INT
     if (!rc && val[O_NESTEROV])
@@ -274,7 +289,42 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_arg_bool("--shuffle", val[O_SHUFFLE], &c->shuffle, e);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
+    if (!rc && val[O_BATCH]) {
+        int mb;
+        rc = pb_run_batch_split(c, &mb, e);
+        if (!rc && val[O_MB_SIZE] && mb != c->microbatch_size)
+            rc = pb_err_set(e, "--batch %d and --microbatch-size %d disagree: %s makes "
+                            "micro-batches of %d samples of --batch %d; give only one of the "
+                            "two", c->batch, c->microbatch_size, c->schedule, mb, c->batch);
+        if (!rc)
+            c->microbatch_size = mb;
+    }
     return rc;
+}
+
+int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e)
+{
+    if (c->batch < 1)
+        return pb_err_set(e, "--batch counts samples per update: 1 or more (got %d)", c->batch);
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, e);
+    if (!sch)
+        return -1;
+    int m = !sch->uses_microbatches ? 1 : c->microbatches ? c->microbatches : c->stages;
+    if (m < 1 || m > PB_MAX_MICROBATCHES)
+        return pb_err_set(e, "--microbatches must be between 1 and %d (got %d)",
+                          PB_MAX_MICROBATCHES, m);
+    if (c->batch < m)
+        return pb_err_set(e, "--batch %d is less than the %d micro-batches %s sums per update "
+                          "(M = %s): give --batch %d or more, or fewer --microbatches", c->batch,
+                          m, c->schedule, c->microbatches ? "--microbatches" : "D, the stages", m);
+    if (c->batch % m)
+        return pb_err_set(e, "--batch %d does not split into the %d micro-batches %s sums per "
+                          "update (M = %s): give a multiple of %d (%d or %lld), or another "
+                          "--microbatches", c->batch, m, c->schedule,
+                          c->microbatches ? "--microbatches" : "D, the stages", m,
+                          c->batch / m * m, (long long)(c->batch / m + 1) * m);
+    *mb = c->batch / m;
+    return 0;
 }
 
 /* run's table followed by the extra options, {0}-terminated; free() it. */

@@ -34,9 +34,15 @@ int pb_run_flags_set(struct pb_run_flags *f, const char *name, const char *value
 const char *pb_run_flags_get(const struct pb_run_flags *f, const char *name);
 
 /* Applies the recorded flags over c: --optimizer first (its torch defaults), then the
- * others whatever order they came in. Numbers are parsed strictly; the message names
- * the flag. */
+ * others whatever order they came in, and --batch last: it sets the micro-batch size
+ * (pb_run_batch_split), which a --microbatch-size given too must equal. Numbers are
+ * parsed strictly; the message names the flag. */
 int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struct pb_err *e);
+
+/* --batch: the micro-batch size c->batch samples per update take under c's schedule,
+ * c->batch / M where it sums M micro-batches per update (c->microbatches, else D), else
+ * c->batch. Errors: a batch below 1, an unknown schedule, a batch M does not divide. */
+int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e);
 
 /* Handles an extra option: opt is its id (>= PB_RUN_FLAGS_EXTRA), arg its value or NULL. */
 typedef int (*pb_run_flags_extra_fn)(void *ctx, int opt, const char *arg, struct pb_err *e);

@@ -55,9 +55,36 @@ const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *
  * an unknown model or preset, or a partition that does not apply, is an error. */
 int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
                  const struct pb_preset **p, bool *paper_cut, struct pb_err *e);
+/* c's model, finalised for its micro-batch size on its dataset's sample shape and
+ * classes (taken from the dataset's synthetic stand-in: no file is read), for
+ * `pipebench partition`; *paper: the preset when the paper cut applies, else NULL.
+ * pb_model_finish it. */
+int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
+                       const struct pb_preset **paper, struct pb_err *e);
+/* Cores each stage's kernels use: the same under every executor, so kernels split their
+ * work the same way and all executors give the same bits (design §2.3). */
+int pb_run_stage_threads(const struct pb_run_cfg *c);
+/* Repetitions of each block's forward + backward that --partition time takes the
+ * median of. */
+#define PB_RUN_PROFILE_REPS 5
+/* The stages' bounds[D + 1] of c's finalised model m: the paper cut of preset `paper`
+ * when not NULL, else c->partition's method or hand-set bounds (the default method when
+ * NULL). --partition time measures the blocks only when `measure` (else bounds are left
+ * for the caller to fill). */
+int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
+                     const struct pb_preset *paper, bool measure, int *bounds, struct pb_err *e);
+/* The partition as the run's configuration records it (free() it): its method, the
+ * FLOPs one as "balanced" (its name before the other methods), or its bounds "0,3,5,9". */
+char *pb_run_partition_name(const struct pb_run_cfg *c, bool paper_cut);
 /* --trace-epochs: sel[epochs] set for the epochs whose events are kept; NULL sel only
  * checks the text. */
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e);
+/* Micro-batches in an epoch of ntrain samples: floor(ntrain / b), or with --batch B
+ * floor(ntrain / B) updates' worth, so every schedule trains on the same samples. */
+int pb_run_epoch_length(const struct pb_run_cfg *c, int ntrain);
+/* Optimizer updates in an epoch of r's programs: stage 0's U ops (every stage makes
+ * the same). */
+int pb_run_updates_per_epoch(const struct run_state *r);
 /* Builds and validates the programs of an epoch of nmb micro-batches. */
 int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e);
 /* Data, model, partition, schedule, the local stages and workers: all that can fail

@@ -13,6 +13,7 @@
 #include "harness/base/args.h"
 #include "harness/store/checkpoint.h"
 #include "predictors/predictor.h"
+#include "harness/driver/run_flags.h"
 #include "harness/driver/run_internal.h"
 
 int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
@@ -28,6 +29,13 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
                           PB_MAX_MICROBATCHES, c->microbatches);
     if (c->epochs < 1)
         return pb_err_set(e, "--epochs must be at least 1 (got %d)", c->epochs);
+    int mb;
+    if (c->batch && pb_run_batch_split(c, &mb, e))
+        return -1;
+    if (c->batch && mb != c->microbatch_size)
+        return pb_err_set(e, "--batch %d makes micro-batches of %d under %s, not the "
+                          "configuration's %d; leave --microbatch-size out with --batch",
+                          c->batch, mb, c->schedule, c->microbatch_size);
     if (c->limit_train < 0 || c->limit_val < 0)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
     if (c->threads < 0)
@@ -73,6 +81,21 @@ int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
     if (!*w || pb_workload_preset(*w, c->preset, p, e))
         return -1;
     return pb_partition_choose(*p, c->model, c->partition, c->stages, paper_cut, e);
+}
+
+char *pb_run_partition_name(const struct pb_run_cfg *c, bool paper_cut)
+{
+    enum pb_partition_by by = PB_PARTITION_DEFAULT;
+    int *bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *bounds);
+    if (c->partition && pb_partition_parse(c->partition, c->stages, &by, bounds, NULL))
+        by = PB_PART_NBY;
+    char *name = paper_cut              ? pb_xstrdup("paper")
+                 : by == PB_PART_BOUNDS ? pb_partition_text(bounds, c->stages)
+                 : by == PB_PART_FLOPS  ? pb_xstrdup("balanced")
+                 : by == PB_PART_NBY    ? pb_xstrdup(c->partition)
+                                        : pb_xstrdup(pb_partition_by_names[by]);
+    free(bounds);
+    return name;
 }
 
 int pb_run_trace_epochs(const char *spec, int epochs, bool *sel, struct pb_err *e)
@@ -146,6 +169,13 @@ int pb_run_setup_schedule(struct run_state *r, int nmb, struct pb_err *e)
     return 0;
 }
 
+int pb_run_epoch_length(const struct pb_run_cfg *c, int ntrain)
+{
+    if (!c->batch)
+        return ntrain / c->microbatch_size;
+    return ntrain / c->batch * (c->batch / c->microbatch_size);
+}
+
 /* Every rank fails when one does. Only rank 0 says why when it failed too (the
  * ranks check the same configuration), else the ranks that failed do. */
 static int collective(struct run_state *r, int rc, struct pb_err *e)
@@ -200,6 +230,9 @@ static int load_data(struct run_state *r, struct pb_err *e)
     r->train.h = info[3];
     r->train.w = info[4];
     r->train.nclasses = info[5];
+    if (c->batch && r->ntrain / c->batch < 1)
+        return pb_err_set(e, "%d training samples make no batch of %d; lower --batch or raise "
+                             "--limit-train", r->ntrain, c->batch);
     if (r->ntrain / c->microbatch_size < 1)
         return pb_err_set(e, "%d training samples make no micro-batch of %d; lower "
                              "--microbatch-size or raise --limit-train",
@@ -210,7 +243,17 @@ static int load_data(struct run_state *r, struct pb_err *e)
     return 0;
 }
 
-static int build_model(struct run_state *r, struct pb_err *e)
+/* Cores per stage: the same under every executor, so kernels split their work the
+ * same way and all executors give the same bits (design §2.3). */
+int pb_run_stage_threads(const struct pb_run_cfg *c)
+{
+    int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int t = cores / c->stages;
+    return t > 0 ? t : 1;
+}
+
+/* The model for the loaded data's sample shape and classes, finalised for the micro-batch. */
+static int make_model(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     struct pb_shape sample = {1, r->train.c, r->train.h, r->train.w};
@@ -223,22 +266,71 @@ static int build_model(struct run_state *r, struct pb_err *e)
     if (r->workload->build(&r->model, r->preset, sample, nclasses, e))
         return -1;
     r->model.label_smoothing = c->label_smoothing;
-    if (pb_model_finalize(&r->model, c->microbatch_size, e))
-        return -1;
-    r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
-    if (r->paper_cut)
-        return pb_partition_paper(&r->model, r->preset, r->bounds, e);
-    return pb_partition_balanced(&r->model, c->stages, r->bounds, e);
+    return pb_model_finalize(&r->model, c->microbatch_size, e);
 }
 
-/* Cores per stage: the same under every executor, so kernels split their work the
- * same way and all executors give the same bits (design §2.3). */
-static int stage_threads(const struct pb_run_cfg *c)
+static int build_model(struct run_state *r, struct pb_err *e)
 {
-    int cores = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int t = cores / c->stages;
-    return t > 0 ? t : 1;
+    const struct pb_run_cfg *c = r->cfg;
+    if (make_model(r, e))
+        return -1;
+    r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
+    /* under MPI rank 0 measures the blocks for --partition time; the others take its cut */
+    return pb_run_partition(c, &r->model, r->paper_cut ? r->preset : NULL, run_writer(r),
+                            r->bounds, e);
 }
+
+int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
+                       const struct pb_preset **paper, struct pb_err *e)
+{
+    struct run_state r = {.cfg = c};
+    *paper = NULL;
+    if (pb_run_check_cfg(c, e) || pb_run_model(c, &r.workload, &r.preset, &r.paper_cut, e))
+        return -1;
+    r.input_side = r.preset ? r.preset->input_side : 0;
+    r.no_flip = r.preset && r.preset->no_flip;
+    struct pb_dataset_opts opts;
+    const char *ds = r.dataset = pb_run_data_opts(&r, &opts);
+    if (strcmp(ds, "synthetic") && !pb_dataset_summary(ds))
+        return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets", ds);
+    /* the shape and classes of a dataset are its stand-in's: nothing is read */
+    if (strcmp(ds, "synthetic") && (pb_dataset_is_image(ds) || pb_dataset_is_sequence(ds)))
+        opts.like = ds;
+    int rc = pb_dataset_load_opts(&r.train, "synthetic", NULL, PB_SPLIT_TRAIN, 1, c->seed, &opts,
+                                  e) ||
+             make_model(&r, e);
+    pb_dataset_finish(&r.train);
+    if (rc) {
+        pb_model_finish(&r.model);
+        return -1;
+    }
+    *m = r.model;
+    *paper = r.paper_cut ? r.preset : NULL;
+    return 0;
+}
+
+int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
+                     const struct pb_preset *paper, bool measure, int *bounds, struct pb_err *e)
+{
+    if (paper)
+        return pb_partition_paper(m, paper, bounds, e);
+    enum pb_partition_by by = PB_PARTITION_DEFAULT;
+    if (c->partition && pb_partition_parse(c->partition, c->stages, &by, bounds, e))
+        return -1;
+    if (by == PB_PART_BOUNDS)
+        return pb_partition_check_bounds(m, bounds, c->stages, e);
+    double *cost = pb_xcalloc((size_t)m->nblocks + 1, sizeof *cost);
+    int rc = 0;
+    if (by != PB_PART_TIME)
+        pb_partition_costs(m, by, cost);
+    else if (measure)
+        rc = pb_partition_profile(m, c->backend, pb_run_stage_threads(c), PB_RUN_PROFILE_REPS, cost, e);
+    if (!rc && (by != PB_PART_TIME || measure))
+        rc = pb_partition_min_max(cost, m->nblocks, c->stages, bounds, e);
+    free(cost);
+    return rc ? pb_err_prefix(e, "model '%s': ", m->name) : 0;
+}
+
 
 /* The host memory of the loaded data, counted as PB_MEM_HOST of the stage that reads
  * it: the inputs for the first stage, the labels for the last. */
@@ -263,7 +355,7 @@ static int build_stages(struct run_state *r, struct pb_err *e)
     r->stages = pb_xcalloc((size_t)d, sizeof *r->stages);
     r->workers = pb_xcalloc((size_t)d, sizeof *r->workers);
     for (int k = r->lo; k < r->hi; k++) {
-        struct pb_backend_cfg bc = {.device = 0, .threads = stage_threads(c)};
+        struct pb_backend_cfg bc = {.device = 0, .threads = pb_run_stage_threads(c)};
         r->be[k] = pb_backend_create(c->backend, &bc, e);
         if (!r->be[k])
             return -1;
@@ -303,10 +395,20 @@ int pb_run_setup(struct run_state *r, struct pb_err *e)
     }
     if (collective(r, rc, e) || load_data(r, e))
         return -1;
-    rc = build_model(r, e) || pb_run_setup_schedule(r, r->ntrain / c->microbatch_size, e);
-    if (collective(r, rc, e))
+    if (collective(r, build_model(r, e), e))
+        return -1;
+    pb_dist_bcast(r->dist, r->bounds, (size_t)(c->stages + 1) * sizeof *r->bounds, 0);
+    if (collective(r, pb_run_setup_schedule(r, pb_run_epoch_length(c, r->ntrain), e), e))
         return -1;
     return collective(r, build_stages(r, e), e);
+}
+
+int pb_run_updates_per_epoch(const struct run_state *r)
+{
+    int n = 0;
+    for (int i = 0; i < r->progs[0].n; i++)
+        n += r->progs[0].ops[i].kind == PB_OP_U;
+    return n;
 }
 
 /* --save's folder takes a file (its temporary, which the save renames): found out
@@ -333,7 +435,7 @@ void pb_run_machine(const struct pb_run_cfg *c, struct pb_run_info *info)
 {
     double load[1] = {NAN};
     info->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    info->threads_per_stage = stage_threads(c);
+    info->threads_per_stage = pb_run_stage_threads(c);
     info->load_avg = getloadavg(load, 1) == 1 ? load[0] : NAN;
     info->oversubscribed = strcmp(c->executor, "seq") &&
                            (long)c->stages * info->threads_per_stage > info->cores;
@@ -358,6 +460,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             return collective(r, rc, e);
         }
         char *json = rc ? NULL : pb_run_cfg_json(c);
+        char *cut = pb_partition_text(r->bounds, c->stages);
         struct pb_run_info info = {
             .config_json = json,
             .model = c->model,
@@ -372,6 +475,10 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             .epochs = c->epochs,
             .seed = c->seed,
             .lr = pb_run_decimal(c->optim.lr),
+            .samples_per_update = c->microbatch_size *
+                                  (r->sch->uses_microbatches ? r->pipe.microbatches : 1),
+            .updates_per_epoch = pb_run_updates_per_epoch(r),
+            .partition_cut = cut,
         };
         pb_run_machine(c, &info);
         if (info.oversubscribed && !c->quiet)
@@ -384,6 +491,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             rc = r->run_id > 0 ? pb_results_run_started(r->db, r->run_id, e) : -1;
         }
         free(json);
+        free(cut);
     }
     return collective(r, rc, e);
 }

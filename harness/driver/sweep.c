@@ -6,22 +6,22 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "harness/driver/finished.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "workloads/workload.h"
 
-const char *const pb_sweep_grid_keys[PB_SWEEP_NGRID] = {
-    "model", "preset", "partition", "schedule", "optimizer", "stages", "microbatches", "lr", "seed",
+/* The order the [grid] keys vary in, the last fastest: these first, in this order, then
+ * every other run option in the order the file names them, then the seed. */
+static const char *const leading_keys[] = {
+    "model", "preset", "partition", "schedule", "optimizer", "stages", "batch", "microbatches",
+    "lr", NULL,
 };
-enum { G_MODEL, G_PRESET, G_PARTITION, G_SCHEDULE, G_OPTIMIZER, G_STAGES, G_MICROBATCHES, G_LR,
-       G_SEED };
 
 /* Largest sweep file read. */
 #define MAX_FILE (1 << 20)
@@ -72,12 +72,55 @@ static char *read_line(char *str, int num, void *stream)
     return str;
 }
 
-static int grid_index(const char *key)
+static int grid_index(const struct pb_sweep *s, const char *key)
 {
-    for (int i = 0; i < PB_SWEEP_NGRID; i++)
-        if (!strcmp(pb_sweep_grid_keys[i], key))
+    for (int i = 0; i < s->naxes; i++)
+        if (!strcmp(s->axes[i].key, key))
             return i;
     return -1;
+}
+
+/* Where key goes in the order of the axes (lower varies slower). */
+static int axis_rank(const char *key)
+{
+    int n = 0;
+    for (; leading_keys[n]; n++)
+        if (!strcmp(leading_keys[n], key))
+            return n;
+    return !strcmp(key, "seed") ? n + 1 : n;
+}
+
+/* The axis of [grid] key `key`, added in its place in the order when new; NULL (an
+ * error said why) when key cannot be swept. */
+static struct pb_sweep_axis *axis_of(struct pb_sweep *s, const char *key, int line)
+{
+    int g = grid_index(s, key);
+    if (g >= 0)
+        return &s->axes[g];
+    bool is_switch;
+    if (!pb_run_flag_known(key, &is_switch)) {
+        add_error(s, line, "unknown [grid] key '%s': it is not an option of pipebench run "
+                  "(pipebench run --help lists them; [grid] takes their long names without "
+                  "dashes)", key);
+        return NULL;
+    }
+    if (!strcmp(key, "db") || !strcmp(key, "quiet")) {
+        add_error(s, line, "'%s' cannot be swept: a sweep writes one database and runs quietly; "
+                  "set db under [run] or with --db", key);
+        return NULL;
+    }
+    if (s->naxes == PB_SWEEP_MAX_AXES) {
+        add_error(s, line, "more than %d [grid] keys; fix the others under [run]",
+                  PB_SWEEP_MAX_AXES);
+        return NULL;
+    }
+    int at = s->naxes;
+    while (at > 0 && axis_rank(s->axes[at - 1].key) > axis_rank(key))
+        at--;
+    memmove(&s->axes[at + 1], &s->axes[at], (size_t)(s->naxes - at) * sizeof *s->axes);
+    s->naxes++;
+    s->axes[at] = (struct pb_sweep_axis){.key = pb_xstrdup(key)};
+    return &s->axes[at];
 }
 
 /* Keys whose values pb_run_check can judge alone, over run's defaults. */
@@ -121,7 +164,8 @@ static void check_value(struct pb_sweep *s, const char *key, const char *value, 
 
 /* A [grid] line: more values of key g, from its first line or an indented continuation
  * (which may start with a comma; any line may end with one, where the list goes on). */
-static void grid_values(struct pb_sweep *s, int g, const char *value, bool cont, int line)
+static void grid_values(struct pb_sweep *s, struct pb_sweep_axis *a, const char *value, bool cont,
+                        int line)
 {
     char chunk[256];
     if (cont && *value == ',')
@@ -133,15 +177,15 @@ static void grid_values(struct pb_sweep *s, int g, const char *value, bool cont,
     if (len && chunk[len - 1] == ',')
         len--;
     chunk[len] = 0;
-    struct pb_strlist *l = &s->grid[g];
+    struct pb_strlist *l = &a->values;
     int before = l->n;
     struct pb_err e;
-    if (pb_strlist_add(l, chunk, pb_sweep_grid_keys[g], &e)) {
+    if (pb_strlist_add(l, chunk, a->key, &e)) {
         add_error(s, line, "%s", e.msg);
         return;
     }
     for (int i = before; i < l->n; i++)
-        check_value(s, pb_sweep_grid_keys[g], l->items[i], line);
+        check_value(s, a->key, l->items[i], line);
 }
 
 static void run_value(struct pb_sweep *s, const char *name, const char *value, int line)
@@ -181,17 +225,14 @@ static int on_pair(void *user, const char *section, const char *name, const char
     snprintf(p->last_section, sizeof p->last_section, "%s", section);
     snprintf(p->last_key, sizeof p->last_key, "%s", name);
     if (!strcmp(section, "grid")) {
-        int g = grid_index(name);
-        if (g < 0)
-            add_error(s, line, "unknown [grid] key '%s'; the grid keys are model, preset, "
-                      "partition, schedule, optimizer, stages, microbatches, lr and seed (other "
-                      "run options go under [run])", name);
-        else if (cont || !s->grid_line[g]) {
+        struct pb_sweep_axis *a = axis_of(s, name, line);
+        if (a && (cont || !a->line)) {
             if (!cont)
-                s->grid_line[g] = line;
-            grid_values(s, g, value, cont, line);
-        } else
-            add_error(s, line, "'%s' is already set on line %d", name, s->grid_line[g]);
+                a->line = line;
+            grid_values(s, a, value, cont, line);
+        } else if (a) {
+            add_error(s, line, "'%s' is already set on line %d", name, a->line);
+        }
     } else if (!strcmp(section, "run")) {
         if (cont)
             add_error(s, line, "a [run] value fits on one line (only [grid] lists go on "
@@ -248,24 +289,25 @@ static void fixed_flags(struct pb_sweep *s)
 {
     for (int i = 0; i < s->nrun; i++) {
         const struct pb_sweep_entry *r = &s->run[i];
-        int g = grid_index(r->name);
-        if (g >= 0 && s->grid[g].n)
+        int g = grid_index(s, r->name);
+        if (g >= 0 && s->axes[g].values.n)
             add_error(s, r->line, "'%s' is in [grid] (line %d) and in [run]; keep one", r->name,
-                      s->grid_line[g]);
+                      s->axes[g].line);
         else
             PB_CHECK(pb_run_flags_set(&s->flags, r->name, r->value, NULL) == 0);
     }
 }
 
 /* The grid values' names in a configuration's label: the keys with several values. */
-static void label(const struct pb_sweep *s, const int *idx, bool with_m, char *out, size_t cap)
+static void label(const struct pb_sweep *s, const int *idx, int m_axis, bool with_m, char *out,
+                  size_t cap)
 {
     size_t len = 0;
     out[0] = 0;
-    for (int g = 0; g < PB_SWEEP_NGRID && len < cap; g++)
-        if (s->grid[g].n > 1 && (g != G_MICROBATCHES || with_m))
+    for (int g = 0; g < s->naxes && len < cap; g++)
+        if (s->axes[g].values.n > 1 && (g != m_axis || with_m))
             len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "",
-                                    pb_sweep_grid_keys[g], s->grid[g].items[idx[g]]);
+                                    s->axes[g].key, s->axes[g].values.items[idx[g]]);
 }
 
 /* Configuration idx (one index per grid key) into the next item; false when it is left
@@ -274,21 +316,21 @@ static void label(const struct pb_sweep *s, const int *idx, bool with_m, char *o
 static bool build(struct pb_sweep *s, const int *idx, const char *db, int threads)
 {
     struct pb_run_flags f = s->flags;
-    for (int g = 0; g < PB_SWEEP_NGRID; g++)
-        if (s->grid[g].n && g != G_MICROBATCHES)
-            pb_run_flags_set(&f, pb_sweep_grid_keys[g], s->grid[g].items[idx[g]], NULL);
+    int m = grid_index(s, "microbatches");
+    for (int g = 0; g < s->naxes; g++)
+        if (g != m)
+            pb_run_flags_set(&f, s->axes[g].key, s->axes[g].values.items[idx[g]], NULL);
     const char *name = pb_run_flags_get(&f, "schedule");
     struct pb_batch_item *it = &s->items[s->n];
     memset(it, 0, sizeof *it);
     pb_run_cfg_defaults(&it->cfg);
     const struct pb_schedule *sch = pb_schedule_find(name ? name : it->cfg.schedule, NULL);
-    bool with_m = s->grid[G_MICROBATCHES].n && sch && sch->uses_microbatches;
-    if (s->grid[G_MICROBATCHES].n && !with_m && idx[G_MICROBATCHES] > 0)
+    bool with_m = m >= 0 && sch && sch->uses_microbatches;
+    if (m >= 0 && !with_m && idx[m] > 0)
         return false;
     if (with_m)
-        pb_run_flags_set(&f, "microbatches", s->grid[G_MICROBATCHES].items[idx[G_MICROBATCHES]],
-                         NULL);
-    label(s, idx, with_m, it->label, sizeof it->label);
+        pb_run_flags_set(&f, "microbatches", s->axes[m].values.items[idx[m]], NULL);
+    label(s, idx, m, with_m, it->label, sizeof it->label);
     struct pb_err e;
     bool unsupported = false;
     int rc = pb_run_flags_apply(&f, &it->cfg, &e);
@@ -345,8 +387,8 @@ static void check_distinct(struct pb_sweep *s)
 static void expand(struct pb_sweep *s, const char *db, int threads)
 {
     long total = 1;
-    for (int g = 0; g < PB_SWEEP_NGRID; g++)
-        if (s->grid[g].n && (total *= s->grid[g].n) > PB_SWEEP_MAX_CONFIGS) {
+    for (int g = 0; g < s->naxes; g++)
+        if ((total *= s->axes[g].values.n) > PB_SWEEP_MAX_CONFIGS) {
             add_error(s, 0, "the grid holds more than %d configurations; split the sweep",
                       PB_SWEEP_MAX_CONFIGS);
             return;
@@ -354,12 +396,11 @@ static void expand(struct pb_sweep *s, const char *db, int threads)
     s->items = pb_xcalloc((size_t)total, sizeof *s->items);
     int nbad = 0;
     for (long k = 0; k < total; k++) {
-        int idx[PB_SWEEP_NGRID];
+        int idx[PB_SWEEP_MAX_AXES];
         long r = k;
-        for (int g = PB_SWEEP_NGRID - 1; g >= 0; g--) {
-            int m = s->grid[g].n ? s->grid[g].n : 1;
-            idx[g] = (int)(r % m);
-            r /= m;
+        for (int g = s->naxes - 1; g >= 0; g--) {
+            idx[g] = (int)(r % s->axes[g].values.n);
+            r /= s->axes[g].values.n;
         }
         int before = s->nerrors;
         if (build(s, idx, db, threads))
@@ -405,10 +446,7 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
         syntax_error(s, text, rc);
     else if (rc < 0)
         add_error(s, 0, "inih could not parse the file (error %d)", rc);
-    bool any_grid = false;
-    for (int g = 0; g < PB_SWEEP_NGRID; g++)
-        any_grid |= s->grid[g].n > 0;
-    if (!s->nerrors && !any_grid && !s->nrun)
+    if (!s->nerrors && !s->naxes && !s->nrun)
         add_error(s, 0, "the file sets nothing: a sweep file has a [grid] section of keys with "
                         "the values to sweep (schedule = gpipe, pipedream) and may have a [run] "
                         "section of fixed run options");
@@ -423,92 +461,22 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
     return -1;
 }
 
-/* The finished runs' configurations without their thread count, sorted; *n of them. */
-static char **finished_configs(sqlite3 *db, int *n, struct pb_err *e)
-{
-    sqlite3_stmt *q;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads') FROM runs WHERE status "
-                           "IN ('done', 'diverged') AND config IS NOT NULL", -1, &q, NULL)) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        return NULL;
-    }
-    char **out = NULL;
-    int cap = 0, rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **grown = realloc(out, (size_t)cap * sizeof *grown);
-            PB_CHECK(grown != NULL);
-            out = grown;
-        }
-        out[(*n)++] = pb_xstrdup((const char *)sqlite3_column_text(q, 0));
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        for (int i = 0; i < *n; i++)
-            free(out[i]);
-        free(out);
-        return NULL;
-    }
-    if (*n)
-        qsort(out, (size_t)*n, sizeof *out, cmp_str);
-    return out ? out : pb_xcalloc(1, sizeof *out);
-}
-
-/* Whether configuration c (its JSON without the thread count, normalised by SQLite as
- * the stored ones are) is among the sorted finished ones. */
-static int is_finished(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c, char **fin,
-                       int nfin, bool *done, struct pb_err *e)
-{
-    char *json = pb_run_cfg_json(c);
-    sqlite3_bind_text(norm, 1, json, -1, SQLITE_TRANSIENT);
-    free(json);
-    if (sqlite3_step(norm) != SQLITE_ROW) {
-        sqlite3_reset(norm);
-        return pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-    }
-    const char *key = (const char *)sqlite3_column_text(norm, 0);
-    *done = nfin && bsearch(&key, fin, (size_t)nfin, sizeof *fin, cmp_str) != NULL;
-    sqlite3_reset(norm);
-    return 0;
-}
-
 int pb_sweep_finished(struct pb_sweep *s, bool *done, bool create, struct pb_err *e)
 {
-    struct pb_results *r;
-    const char *path = s->items[0].cfg.db;
-    if (!create && access(path, F_OK) != 0)
-        return 0;
-    if ((create ? pb_results_open : pb_results_open_existing)(&r, path, e))
-        return -1;
-    sqlite3 *db = pb_results_sqlite(r);
-    int nfin = 0, rc = -1;
-    char **fin = NULL;
-    sqlite3_stmt *norm = NULL;
-    if ((create && pb_results_mark_orphans(r, e) < 0) || !(fin = finished_configs(db, &nfin, e)))
-        goto out;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(?1, '$.threads')", -1, &norm, NULL)) {
-        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    rc = 0;
-    for (int i = 0; i < s->n && !rc; i++)
-        rc = is_finished(db, norm, &s->items[i].cfg, fin, nfin, &done[i], e);
-out:
-    sqlite3_finalize(norm);
-    for (int i = 0; i < nfin; i++)
-        free(fin[i]);
-    free(fin);
-    pb_results_close(r);
+    int64_t *ids = pb_xcalloc((size_t)s->n + 1, sizeof *ids);
+    int rc = pb_finished_runs(s->items[0].cfg.db, s->items, s->n, ids, create, e);
+    for (int i = 0; i < s->n; i++)
+        done[i] = ids[i] > 0;
+    free(ids);
     return rc;
 }
 
 void pb_sweep_finish(struct pb_sweep *s)
 {
-    for (int g = 0; g < PB_SWEEP_NGRID; g++)
-        pb_strlist_finish(&s->grid[g]);
+    for (int g = 0; g < s->naxes; g++) {
+        free(s->axes[g].key);
+        pb_strlist_finish(&s->axes[g].values);
+    }
     for (int i = 0; i < s->nrun; i++) {
         free(s->run[i].name);
         free(s->run[i].value);

@@ -10,9 +10,8 @@
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 
-/* The [grid] keys, in the order the configurations vary (the last fastest). */
-#define PB_SWEEP_NGRID 9
-extern const char *const pb_sweep_grid_keys[PB_SWEEP_NGRID];
+/* Most [grid] keys one sweep may have. */
+#define PB_SWEEP_MAX_AXES 32
 
 /* Most configurations one sweep may hold. */
 #define PB_SWEEP_MAX_CONFIGS 10000
@@ -22,6 +21,12 @@ struct pb_sweep_error {
     char msg[1024];
 };
 
+struct pb_sweep_axis {     /* one [grid] key: any option of pipebench run but db and quiet */
+    char *key;
+    struct pb_strlist values;
+    int line;              /* where the key is first set */
+};
+
 struct pb_sweep_entry {   /* one [run] option */
     char *name, *value;   /* value NULL: a switch written without a value */
     int line;
@@ -29,8 +34,8 @@ struct pb_sweep_entry {   /* one [run] option */
 
 struct pb_sweep {
     const char *path;
-    struct pb_strlist grid[PB_SWEEP_NGRID];   /* values of each [grid] key, empty if absent */
-    int grid_line[PB_SWEEP_NGRID];
+    struct pb_sweep_axis axes[PB_SWEEP_MAX_AXES];   /* [grid], slowest-varying first */
+    int naxes;
     struct pb_sweep_entry *run;                /* [run] */
     int nrun;
     struct pb_run_flags flags;                 /* [run] as run flags */

@@ -1,0 +1,114 @@
+/* harness/driver/finished.c — the finished runs of configurations (finished.h). */
+#include "harness/driver/finished.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A finished run: its configuration without the thread count, and its id. */
+struct fin {
+    char *key;
+    int64_t id;
+};
+
+static int cmp_fin(const void *a, const void *b)
+{
+    const struct fin *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The finished runs sorted by configuration, then id; *n of them. */
+static struct fin *finished(sqlite3 *db, int *n, struct pb_err *e)
+{
+    sqlite3_stmt *q;
+    *n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads'), id FROM runs WHERE "
+                           "status IN ('done', 'diverged') AND config IS NOT NULL", -1, &q,
+                           NULL)) {
+        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
+        return NULL;
+    }
+    struct fin *out = pb_xcalloc(1, sizeof *out);
+    int cap = 1, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap *= 2;
+            struct fin *grown = realloc(out, (size_t)cap * sizeof *grown);
+            PB_CHECK(grown != NULL);
+            out = grown;
+        }
+        out[*n].key = pb_xstrdup((const char *)sqlite3_column_text(q, 0));
+        out[(*n)++].id = sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
+        for (int i = 0; i < *n; i++)
+            free(out[i].key);
+        free(out);
+        return NULL;
+    }
+    qsort(out, (size_t)*n, sizeof *out, cmp_fin);
+    return out;
+}
+
+/* The latest finished run of configuration c (its JSON without the thread count,
+ * normalised by SQLite as the stored ones are), 0 when none. */
+static int lookup(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
+                  const struct fin *fin, int nfin, int64_t *id, struct pb_err *e)
+{
+    char *json = pb_run_cfg_json(c);
+    sqlite3_bind_text(norm, 1, json, -1, SQLITE_TRANSIENT);
+    free(json);
+    if (sqlite3_step(norm) != SQLITE_ROW) {
+        sqlite3_reset(norm);
+        return pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
+    }
+    const char *key = (const char *)sqlite3_column_text(norm, 0);
+    *id = 0;
+    int lo = 0, hi = nfin;   /* the first entry of a key not below `key` */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (strcmp(fin[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < nfin && !strcmp(fin[lo].key, key); lo++)
+        *id = fin[lo].id;
+    sqlite3_reset(norm);
+    return 0;
+}
+
+int pb_finished_runs(const char *path, const struct pb_batch_item *items, int n, int64_t *run_id,
+                     bool create, struct pb_err *e)
+{
+    memset(run_id, 0, (size_t)n * sizeof *run_id);
+    if (!create && access(path, F_OK) != 0)
+        return 0;
+    struct pb_results *r;
+    if ((create ? pb_results_open : pb_results_open_existing)(&r, path, e))
+        return -1;
+    sqlite3 *db = pb_results_sqlite(r);
+    int nfin = 0, rc = -1;
+    struct fin *fin = NULL;
+    sqlite3_stmt *norm = NULL;
+    if ((create && pb_results_mark_orphans(r, e) < 0) || !(fin = finished(db, &nfin, e)))
+        goto out;
+    if (sqlite3_prepare_v2(db, "SELECT json_remove(?1, '$.threads')", -1, &norm, NULL)) {
+        pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        rc = lookup(db, norm, &items[i].cfg, fin, nfin, &run_id[i], e);
+out:
+    sqlite3_finalize(norm);
+    for (int i = 0; fin && i < nfin; i++)
+        free(fin[i].key);
+    free(fin);
+    pb_results_close(r);
+    return rc;
+}

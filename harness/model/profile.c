@@ -1,0 +1,135 @@
+/* harness/model/profile.c — measured forward + backward time of each block
+ * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness/model/partition.h"
+#include "harness/model/stage.h"
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Generated device data of a block: its input (token ids below the vocabulary when the
+ * block starts with an embedding, else uniform in [-1, 1)), the gradient of its output,
+ * and labels for a last block. */
+struct probe {
+    struct pb_tensor x, dy;
+    int32_t *labels;
+};
+
+static int upload_uniform(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
+                          uint64_t stream, int vocab, struct pb_err *e)
+{
+    if (pb_tensor_alloc(be, t, s, PB_LAYOUT_PLAIN, PB_MEM_SCRATCH, e))
+        return -1;
+    size_t n = pb_shape_count(s);
+    float *h = pb_xmalloc(n * sizeof *h + 1);
+    struct pb_rng_key key = pb_rng_key(PB_RNG_DATA, 1, stream, 0, 0);
+    for (size_t i = 0; i < n; i++)
+        h[i] = vocab > 0 ? (float)pb_rng_below(key, i, (uint64_t)vocab)
+                         : 2 * pb_rng_uniform(key, i) - 1;
+    be->ops->upload(be, t->data, h, n * sizeof *h);
+    be->ops->sync(be);
+    free(h);
+    return 0;
+}
+
+static int probe_init(struct probe *p, struct pb_backend *be, const struct pb_model *m, int i,
+                      struct pb_err *e)
+{
+    const struct pb_block *b = &m->blocks[i];
+    const struct pb_layer *first = &b->nodes[0];
+    int vocab = first->cfg.kind == PB_LAYER_EMBEDDING ? first->cfg.in_features : 0;
+    if (upload_uniform(be, &p->x, b->in_shape, 2 * (uint64_t)i, vocab, e))
+        return -1;
+    if (i < m->nblocks - 1)
+        return upload_uniform(be, &p->dy, b->out_shape, 2 * (uint64_t)i + 1, 0, e);
+    int n = b->out_shape.n;
+    p->labels = pb_backend_alloc(be, (size_t)n * sizeof(int32_t), PB_MEM_SCRATCH, e);
+    if (!p->labels)
+        return -1;
+    int32_t *h = pb_xmalloc((size_t)n * sizeof *h);
+    for (int j = 0; j < n; j++)
+        h[j] = m->nclasses > 0 ? j % m->nclasses : 0;
+    be->ops->upload(be, p->labels, h, (size_t)n * sizeof *h);
+    be->ops->sync(be);
+    free(h);
+    return 0;
+}
+
+static void probe_finish(struct probe *p, struct pb_backend *be)
+{
+    pb_backend_free(be, p->x.data);
+    pb_backend_free(be, p->dy.data);
+    pb_backend_free(be, p->labels);
+}
+
+/* One forward and backward of stage s on the probe's data: *ms its time. */
+static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *ms,
+                struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    struct pb_tensor x, y = {0}, dx = {0};
+    if (pb_tensor_alloc(be, &x, p->x.shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
+        return -1;
+    be->ops->copy(be, x.data, p->x.data, pb_shape_count(x.shape) * sizeof(float));
+    be->ops->sync(be);
+    struct pb_step_ctx c = {true, 1, mb, NULL};
+    struct pb_stage_act act;
+    double t0 = now_ms();
+    if (pb_stage_forward(s, &c, s->params, x, p->labels, &act, &y, e))
+        return -1;
+    bool last = s->index == s->nstages - 1;
+    int rc = pb_stage_backward(s, &c, s->params, &act, last ? NULL : &p->dy, &dx, e);
+    be->ops->sync(be);
+    *ms = now_ms() - t0;
+    pb_backend_free(be, y.data);
+    pb_backend_free(be, dx.data);
+    return rc;
+}
+
+static int profile_block(struct pb_backend *be, const struct pb_model *m, int i, int reps,
+                         double *times, double *ms, struct pb_err *e)
+{
+    struct pb_stage s;
+    struct probe p = {0};
+    if (pb_stage_init(&s, be, m, i, m->nblocks, i, i + 1, e))
+        return -1;
+    int rc = pb_stage_init_params(&s, 1, e) || probe_init(&p, be, m, i, e);
+    for (int r = 0; !rc && r <= reps; r++)   /* the first, untimed: primitive creation */
+        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], e);
+    if (!rc) {
+        qsort(times, (size_t)reps, sizeof *times, cmp_double);
+        *ms = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
+    }
+    probe_finish(&p, be);
+    pb_stage_finish(&s);
+    return rc ? pb_err_prefix(e, "profiling block %d ('%s'): ", i, m->blocks[i].name) : 0;
+}
+
+int pb_partition_profile(const struct pb_model *m, const char *backend, int threads, int reps,
+                         double *ms, struct pb_err *e)
+{
+    PB_CHECK(reps >= 1 && m->batch > 0);
+    struct pb_backend_cfg bc = {.device = 0, .threads = threads};
+    struct pb_backend *be = pb_backend_create(backend, &bc, e);
+    if (!be)
+        return -1;
+    double *times = pb_xcalloc((size_t)reps, sizeof *times);
+    int rc = 0;
+    for (int i = 0; i < m->nblocks && !rc; i++)
+        rc = profile_block(be, m, i, reps, times, &ms[i], e);
+    free(times);
+    pb_backend_destroy(be);
+    return rc;
+}

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -147,6 +148,9 @@ struct batch {
     struct pb_batch_item *items;
     int n, jobs, next, nrunning;
     int forwarded;     /* signals passed on to the children */
+    sigset_t open;     /* the signal mask with SIGINT, SIGTERM and SIGHUP open: the batch
+                        * blocks them but while it waits in ppoll, so none comes between
+                        * its check and its wait; its children run with this mask */
     struct slot *slots;
     struct pb_progress prog;
     struct pb_batch_totals *totals;
@@ -199,14 +203,6 @@ static bool start(struct batch *b, struct slot *s)
     fflush(stderr);
     pid_t pid = -1, parent = getpid();
     int err = 0;
-    /* signals wait until the child has set its own (a SIGTERM passed on to it then
-     * finds the child's, not the parent's, handling) */
-    sigset_t stop, was;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    sigprocmask(SIG_BLOCK, &stop, &was);
     if (pipe(fds) == 0) {
         pid = fork();
         err = errno;
@@ -217,8 +213,6 @@ static bool start(struct batch *b, struct slot *s)
     } else {
         err = errno;
     }
-    if (pid != 0)
-        sigprocmask(SIG_SETMASK, &was, NULL);
     if (pid < 0) {
         if (claim >= 0)
             close(claim);
@@ -232,8 +226,10 @@ static bool start(struct batch *b, struct slot *s)
         return false;
     }
     if (pid == 0) {
+        /* its own signals first, then unblocked: a SIGTERM passed on to it finds the
+         * child's handling, never the parent's */
         child_signals(parent);   /* the claim stays open in the child until it exits */
-        sigprocmask(SIG_SETMASK, &was, NULL);
+        sigprocmask(SIG_SETMASK, &b->open, NULL);
         close(fds[0]);
         for (int k = 0; k < b->jobs; k++)
             if (b->slots[k].item >= 0)
@@ -421,6 +417,17 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
     pb_progress_init(&b.prog, what, n, epochs);
     struct pollfd *pfd = pb_xcalloc((size_t)b.jobs, sizeof *pfd);
     pb_interrupt_install(NULL);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigset_t saved;
+    sigprocmask(SIG_BLOCK, &stop, &saved);
+    b.open = saved;
+    sigdelset(&b.open, SIGINT);
+    sigdelset(&b.open, SIGTERM);
+    sigdelset(&b.open, SIGHUP);
     while ((!pb_interrupted() && b.next < n) || b.nrunning > 0) {
         forward_signals(&b);
         for (int k = 0; k < b.jobs; k++)
@@ -433,7 +440,8 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
                 pfd[np++] = (struct pollfd){.fd = b.slots[k].fd, .events = POLLIN};
         if (np == 0)
             continue;
-        int r = poll(pfd, (nfds_t)np, 1000);
+        struct timespec second = {1, 0};
+        int r = ppoll(pfd, (nfds_t)np, &second, &b.open);
         if (r <= 0)
             continue;
         for (int j = 0; j < np; j++) {
@@ -449,6 +457,7 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
             }
         }
     }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
     totals->stopped = pb_interrupted();
     pb_interrupt_restore();
     for (int i = b.next; i < n; i++) {

@@ -6,7 +6,8 @@
  * sweep's process group (a Ctrl-C; slow cases): runs still setting up end without a row
  * and count as not started, never as crashed; running ones stop at their epoch boundary
  * with their resume state, and resumed (by hand, or by running the sweep again) they
- * give an uninterrupted sweep's epochs. */
+ * give an uninterrupted sweep's epochs. A sweep killed alone leaves its runs to stop
+ * the same way. */
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
@@ -206,6 +207,30 @@ START_TEST(sigint_in_flight_stops_at_the_epoch)
 }
 END_TEST
 
+/* kill -9 of the sweep process alone: its runs get SIGTERM (the parent-death signal)
+ * and stop at their epoch boundary, recorded interrupted with their resume state. */
+START_TEST(runs_stop_when_the_sweep_dies)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", signal_sweep);
+    static struct proc p;
+    proc_start(&p, dir, "sweep s.ini --db a.db --jobs 2");
+    ck_assert_msg(proc_wait_for(&p, ": epoch 1/3", 2), "%s", p.log);
+    kill(p.pid, SIGKILL);
+    ck_assert_int_eq(proc_finish(&p), 128 + SIGKILL);
+    int left = 2;
+    for (int i = 0; i < 300 && left > 0; i++) {
+        usleep(100000);
+        left = cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = 'running'");
+    }
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'interrupted' AND message LIKE '%resume state is "
+                                              "written%'"), 2);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Exit status 2, "FILE:LINE: " and the reason on the output, no run row. */
 static void expect_bad(const char *text, int line, const char *reason)
 {
@@ -400,6 +425,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, jobs_are_deterministic);
     tcase_add_test(tc, sigint_while_starting);
     tcase_add_test(tc, sigint_in_flight_stops_at_the_epoch);
+    tcase_add_test(tc, runs_stop_when_the_sweep_dies);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,6 +4,9 @@
 #include "results/results.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -14,6 +17,8 @@
 #include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 30000
+/* how long a reading open waits to mark crashed runs before it reads on */
+#define READER_MARK_TIMEOUT_MS 2000
 
 _Static_assert(PB_MEM_NKINDS == 9, "stage_stats has one mem_ column per enum pb_mem_kind");
 
@@ -294,6 +299,17 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
         goto fail;
     if (create && set_wal(r, e))
         goto fail;
+    /* runs whose process died show as failed from the first open after, a reading one
+     * included; a reader that cannot take the write lock reads on (the next open marks
+     * them) */
+    if (flags & SQLITE_OPEN_READWRITE) {
+        struct pb_err ignored;
+        if (!create)
+            sqlite3_busy_timeout(r->db, READER_MARK_TIMEOUT_MS);
+        if (pb_results_mark_orphans(r, create ? e : &ignored) < 0 && create)
+            goto fail;
+        sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
+    }
     *out = r;
     return 0;
 fail:
@@ -624,69 +640,127 @@ fail:
     return -1;
 }
 
-/* Whether process pid still runs: it exists and is not a zombie (a dead child whose
- * parent, a sweep, has not reaped it yet; kill(pid, 0) succeeds on those). */
+/* Whether process pid still runs: it exists, is not a zombie (a dead child whose parent,
+ * a sweep, has not reaped it yet; kill(pid, 0) succeeds on those), and is not dying: in
+ * its exit already (PF_EXITING in /proc/PID/stat's flags) or with a SIGKILL pending. The
+ * last two are the rank of a killed MPI job that mpirun leaves behind as it returns: it
+ * still runs for a few milliseconds, and the next open must see it gone. */
 static bool process_alive(pid_t pid)
 {
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return false;
-    char path[64], line[512];
+    char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return true;  /* no /proc: trust kill */
     bool alive = true;
     if (fgets(line, sizeof line, f)) {
-        const char *paren = strrchr(line, ')');  /* "pid (comm) state ..." */
-        alive = !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+        const char *paren = strrchr(line, ')');  /* "pid (comm) state ppid pgrp ... flags" */
+        char state = 0;
+        unsigned long flags = 0;
+        if (paren && sscanf(paren + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) == 2)
+            alive = state != 'Z' && state != 'X' && !(flags & 0x4);   /* PF_EXITING */
     }
     fclose(f);
+    snprintf(path, sizeof path, "/proc/%lld/status", (long long)pid);
+    f = alive ? fopen(path, "r") : NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long long mask;
+        bool pending = sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+                       sscanf(line, "ShdPnd: %llx", &mask) == 1;
+        if (pending && (mask & (1ULL << (SIGKILL - 1))))
+            alive = false;
+    }
+    if (f)
+        fclose(f);
     return alive;
+}
+
+/* The runs still 'running' on this host whose process is gone: ids[i], pids[i]; n. */
+static int find_orphans(struct pb_results *r, sqlite3_int64 **ids, sqlite3_int64 **pids,
+                        struct pb_err *e)
+{
+    char host[256];
+    pb_env_host(host, sizeof host);
+    sqlite3_stmt *q = NULL;
+    *ids = *pids = NULL;
+    if (sqlite3_prepare_v2(r->db, "SELECT id, pid FROM runs WHERE status = 'running' AND "
+                           "host = ? AND pid IS NOT NULL", -1, &q, NULL) != SQLITE_OK)
+        return db_fail(r, "looking for crashed runs", e);
+    bind_text(q, 1, host);
+    int n = 0, cap = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_int64 id = sqlite3_column_int64(q, 0), pid = sqlite3_column_int64(q, 1);
+        if (pid <= 0 || pid > INT32_MAX || process_alive((pid_t)pid))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            sqlite3_int64 *gi = realloc(*ids, (size_t)cap * sizeof *gi);
+            PB_CHECK(gi != NULL);
+            *ids = gi;
+            sqlite3_int64 *gp = realloc(*pids, (size_t)cap * sizeof *gp);
+            PB_CHECK(gp != NULL);
+            *pids = gp;
+        }
+        (*ids)[n] = id;
+        (*pids)[n++] = pid;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(*ids);
+        free(*pids);
+        *ids = *pids = NULL;
+        return db_fail(r, "looking for crashed runs", e);
+    }
+    return n;
 }
 
 int pb_results_mark_orphans(struct pb_results *r, struct pb_err *e)
 {
-    char host[256], now[32];
-    pb_env_host(host, sizeof host);
+    sqlite3_int64 *ids, *pids;
+    int n = find_orphans(r, &ids, &pids, e);
+    if (n <= 0)
+        return n;   /* nothing to mark: no write, no lock */
+    char now[32];
     now_iso(now);
-    if (exec(r, "BEGIN IMMEDIATE", "marking crashed runs", e))
-        return -1;
-    sqlite3_stmt *q = NULL, *u = NULL;
+    sqlite3_stmt *u = NULL;
     int marked = 0;
-    if (sqlite3_prepare_v2(r->db, "SELECT id, pid FROM runs WHERE status = 'running' AND "
-                           "host = ? AND pid IS NOT NULL", -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(r->db, "UPDATE runs SET status = 'failed', ended = ?, message = ? "
-                           "WHERE id = ?", -1, &u, NULL) != SQLITE_OK)
+    if (exec(r, "BEGIN IMMEDIATE", "marking crashed runs", e)) {
+        free(ids);
+        free(pids);
+        return -1;
+    }
+    /* the row's status and pid again: a resume may have taken it up meanwhile */
+    if (sqlite3_prepare_v2(r->db, "UPDATE runs SET status = 'failed', ended = ?, message = ? "
+                           "WHERE id = ? AND pid = ? AND status = 'running'", -1, &u, NULL) !=
+        SQLITE_OK)
         goto fail;
-    bind_text(q, 1, host);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        sqlite3_int64 id = sqlite3_column_int64(q, 0), pid = sqlite3_column_int64(q, 1);
-        if (pid <= 0 || process_alive((pid_t)pid))
-            continue;
+    for (int i = 0; i < n; i++) {
         char msg[160];
         snprintf(msg, sizeof msg, "the process (pid %lld) ended without finishing the run "
-                 "(crashed or killed)", (long long)pid);
+                 "(crashed or killed)", (long long)pids[i]);
         sqlite3_reset(u);
         bind_text(u, 1, now);
         bind_text(u, 2, msg);
-        sqlite3_bind_int64(u, 3, id);
+        sqlite3_bind_int64(u, 3, ids[i]);
+        sqlite3_bind_int64(u, 4, pids[i]);
         if (sqlite3_step(u) != SQLITE_DONE)
             goto fail;
-        marked++;
+        marked += sqlite3_changes(r->db);
     }
-    if (rc != SQLITE_DONE)
-        goto fail;
-    sqlite3_finalize(q);
     sqlite3_finalize(u);
-    q = u = NULL;
+    u = NULL;
     if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
+    free(ids);
+    free(pids);
     return marked;
 fail:
     db_fail(r, "marking crashed runs", e);
-    sqlite3_finalize(q);
     sqlite3_finalize(u);
     rollback(r);
+    free(ids);
+    free(pids);
     return -1;
 }

@@ -70,9 +70,12 @@ struct pb_epoch_record {
 
 /* Opens (creating it and its parent folder when missing) the database at path,
  * applies the schema to a new file, refuses a schema version other than this
- * build's, and sets WAL mode and a busy timeout. */
+ * build's, sets WAL mode and a busy timeout, and marks failed the runs whose process
+ * died (pb_results_mark_orphans). */
 int pb_results_open(struct pb_results **out, const char *path, struct pb_err *e);
-/* Opens an existing database for reading and writing; a missing file is an error. */
+/* Opens an existing database for reading and writing (read-only, as immutable, where
+ * this process cannot write it); a missing file is an error. A writable one has its
+ * crashed runs marked too, as far as a short wait for the write lock allows. */
 int pb_results_open_existing(struct pb_results **out, const char *path, struct pb_err *e);
 /* Closes; NULL is a no-op. */
 void pb_results_close(struct pb_results *db);
@@ -100,7 +103,8 @@ int pb_results_epoch(struct pb_results *db, int64_t run_id, const struct pb_epoc
 int pb_results_run_end(struct pb_results *db, int64_t run_id, enum pb_run_status status,
                        const char *message, struct pb_err *e);
 /* Marks 'failed' the runs still 'running' whose writing process, on this host, no
- * longer exists (it crashed or was killed); returns how many, or -1. */
+ * longer exists, is a zombie or is dying (it crashed or was killed: kill -9, an MPI job
+ * torn down); returns how many, or -1. Takes the write lock only when there is one. */
 int pb_results_mark_orphans(struct pb_results *db, struct pb_err *e);
 
 /* A recorded run's op costs, for the simulator (results/results_costs.c). */

@@ -132,7 +132,8 @@ static void raise_sigint(void *ctx, int epoch, int epochs, double acc)
         raise(SIGINT);
 }
 
-/* A run that diverges or is interrupted mid-epoch leaves no thread behind. */
+/* A run that diverges mid-epoch or is interrupted (at its epoch boundary) leaves no
+ * thread behind. */
 START_TEST(prefetch_stops_with_the_run)
 {
     int before = threads_now();
@@ -150,7 +151,8 @@ START_TEST(prefetch_stops_with_the_run)
     c.executor = "threads";
     c.on_epoch = raise_sigint;
     rc = pb_run(&c, &sum, &e);
-    ck_assert_msg(rc == PB_EXIT_RUN && sum.status == PB_RUN_INTERRUPTED && sum.epochs_done == 1,
+    ck_assert_msg(rc == PB_EXIT_INTERRUPTED && sum.status == PB_RUN_INTERRUPTED &&
+                  sum.epochs_done == 1,
                   "rc %d status %d epochs %d: %s", rc, sum.status, sum.epochs_done, e.msg);
     ck_assert_int_eq(threads_now(), before);
 }

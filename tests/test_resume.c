@@ -1,20 +1,26 @@
 /* tests/test_resume.c — checkpoint and resume (semantics §1.10): for every schedule, a run
- * interrupted (SIGINT) in its second of three epochs and continued with `pipebench
- * resume` ends with weights byte-identical to an uninterrupted run's, under the same id,
- * with each epoch recorded once; also under the threads executor with BatchNorm and
- * Adam. Bad resumes (unknown, finished or unstated runs) exit 2 and change nothing. */
+ * stopped by SIGINT after its first of three epochs (the signal comes as the epoch is
+ * recorded: the run stops at that boundary, exit 130, with its resume state) and
+ * continued with `pipebench resume` ends with weights byte-identical to an
+ * uninterrupted run's, under the same id, with each epoch recorded once; also under the
+ * threads executor with BatchNorm and Adam. A signal writes the state even with
+ * --checkpoint-every 0; a run without a state is trained again from its first epoch (from
+ * its --init when it had one), to the same weights. Bad resumes (unknown or finished
+ * runs, a state that is none) exit 2 and change nothing. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
 #include "tests/train_util.h"
 
-/* on_epoch: SIGINT once the first epoch is recorded; the run stops within the second. */
+/* on_epoch: SIGINT once the first epoch is recorded; the run stops at the boundary. */
 static void interrupt_after_first(void *ctx, int epoch, int epochs, double acc)
 {
     (void)ctx;
@@ -64,8 +70,10 @@ static void resume_matches(const char *schedule, const char *model, const char *
     c.save = tmp_path_kept(resumed);
     c.on_epoch = interrupt_after_first;
     struct pb_run_summary sum;
-    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_RUN);
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
     ck_assert_int_eq(sum.status, PB_RUN_INTERRUPTED);
+    ck_assert_msg(strstr(e.msg, "interrupted after epoch 1; its resume state is written"), "%s",
+                  e.msg);
     ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM epochs WHERE run_id = 2"), 1);
     char state[256];
     snprintf(state, sizeof state, "%s.run2.state", c.db);
@@ -103,6 +111,72 @@ START_TEST(test_threads_batchnorm_adam)
 }
 END_TEST
 
+/* --checkpoint-every 0 writes no state at the boundaries, but a signal does; without
+ * the state (deleted here, as a kill in the first epoch leaves none) resume trains the
+ * run again from its first epoch: the same weights, each epoch recorded once. */
+START_TEST(test_signal_state_and_no_state)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 128;
+    c.limit_val = 64;
+    c.epochs = 3;
+    c.checkpoint_every = 0;
+    c.db = tmp_path_kept("every0.db");
+    run_ok(&c, "every0-straight.safetensors");
+    c.save = tmp_path_kept("every0-resumed.safetensors");
+    c.on_epoch = interrupt_after_first;
+    struct pb_run_summary sum;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    char state[256], out[8192];
+    snprintf(state, sizeof state, "%s.run2.state", c.db);
+    ck_assert_msg(access(state, F_OK) == 0, "a signal wrote no state under --checkpoint-every 0");
+    ck_assert_int_eq(unlink(state), 0);
+    /* what a process killed while it wrote the state left is removed; a live writer's
+     * temporary file is not */
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert(dead > 0 && waitpid(dead, NULL, 0) == dead);
+    char stale[320], live[320];
+    snprintf(stale, sizeof stale, "%s/.every0.db.run2.state.tmp-%d-0", tmp_dir(), (int)dead);
+    snprintf(live, sizeof live, "%s/.every0.db.run2.state.tmp-%d-0", tmp_dir(), (int)getpid());
+    fclose(fopen(stale, "w"));
+    fclose(fopen(live, "w"));
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 2 --db '%s'", c.db), 0);
+    ck_assert_msg(access(stale, F_OK) != 0 && access(live, F_OK) == 0, "stale temporary files");
+    unlink(live);
+    ck_assert_msg(strstr(out, "has no resume state") && strstr(out, "from its first epoch"), "%s",
+                  out);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(DISTINCT epoch) || count(*) FROM epochs "
+                                    "WHERE run_id = 2"), 33);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'done'"), 2);
+    size_t la, lb;
+    unsigned char *a = read_file(tmp_path("every0-straight.safetensors"), &la);
+    unsigned char *b = read_file(c.save, &lb);
+    ck_assert_msg(la == lb && !memcmp(a, b, la), "retrained from the start: other weights");
+    free(a);
+    free(b);
+    /* the same from --init: trained again from its first epoch, it starts from it again */
+    c.init = tmp_path_kept("every0-straight.safetensors");
+    c.on_epoch = NULL;
+    run_ok(&c, "init-straight.safetensors");
+    c.save = tmp_path_kept("init-resumed.safetensors");
+    c.on_epoch = interrupt_after_first;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    snprintf(state, sizeof state, "%s.run4.state", c.db);
+    ck_assert_int_eq(unlink(state), 0);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 4 --db '%s' --quiet", c.db), 0);
+    a = read_file(tmp_path("init-straight.safetensors"), &la);
+    b = read_file(c.save, &lb);
+    ck_assert_msg(la == lb && !memcmp(a, b, la), "retrained from its --init: other weights");
+    free(a);
+    free(b);
+}
+END_TEST
+
 START_TEST(test_bad_resumes)
 {
     struct pb_run_cfg c;
@@ -112,19 +186,25 @@ START_TEST(test_bad_resumes)
     c.limit_train = 128;
     c.limit_val = 64;
     c.epochs = 2;
-    c.checkpoint_every = 0;
     c.on_epoch = interrupt_after_first;
     c.db = tmp_path_kept("bad.db");
     struct pb_run_summary sum;
-    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_RUN);
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
     char out[8192];
-    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s'", c.db), 2);
-    ck_assert_msg(strstr(out, "no resume state"), "%s", out);
     ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 9 --db '%s'", c.db), 2);
     ck_assert_msg(strstr(out, "no run 9"), "%s", out);
     ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume x --db '%s'", c.db), 2);
     ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s/none.db'",
                              tmp_dir()), 2);
+    /* a state that is no state is refused, the run left as it was */
+    char state[256];
+    snprintf(state, sizeof state, "%s.run1.state", c.db);
+    FILE *f = fopen(state, "wb");
+    ck_assert(f != NULL);
+    fputs("not a safetensors file", f);
+    fclose(f);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "run1.state"), "%s", out);
     ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"),
                      1);
     ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "run --checkpoint-every -2"), 2);
@@ -142,6 +222,7 @@ Suite *pb_test_suite(void)
         n++;
     tcase_add_loop_test(tc, test_every_schedule, 0, n);
     tcase_add_test(tc, test_threads_batchnorm_adam);
+    tcase_add_test(tc, test_signal_state_and_no_state);
     tcase_add_test(tc, test_bad_resumes);
     suite_add_tcase(s, tc);
     return s;

@@ -1,10 +1,17 @@
 /* tests/test_sweep.c — `pipebench sweep` through the built binary: a grid runs every
- * configuration, a second run resumes (adds nothing), --jobs 2 gives the same results
- * as --jobs 1 (the slow case), bad sweep files are refused with their line and reason,
- * and a grid of every registered schedule and model plans each pair that can run. */
+ * configuration, a second run resumes (adds nothing), two copies started together split
+ * the configurations (each runs once), --jobs 2 gives the same results as --jobs 1 (the
+ * slow case), bad sweep files are refused with their line and reason, and a grid of
+ * every registered schedule and model plans each pair that can run. SIGINT to the
+ * sweep's process group (a Ctrl-C; slow cases): runs still setting up end without a row
+ * and count as not started, never as crashed; running ones stop at their epoch boundary
+ * with their resume state, and resumed (by hand, or by running the sweep again) they
+ * give an uninterrupted sweep's epochs. A sweep killed alone leaves its runs to stop
+ * the same way. */
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
+#include "tests/proc_util.h"
 #include "workloads/workload.h"
 
 /* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
@@ -52,6 +59,36 @@ START_TEST(runs_all_then_resumes)
 }
 END_TEST
 
+/* The "sweep: N runs: D done" line of a sweep's output: D (-1 when missing). */
+static int done_count(const char *log)
+{
+    const char *l = strstr(log, "sweep: ");
+    int n, done;
+    while (l && sscanf(l, "sweep: %d runs: %d done", &n, &done) != 2)
+        l = strstr(l + 1, "sweep: ");
+    return l ? done : -1;
+}
+
+/* Two copies of one sweep started together on one database: each configuration runs
+ * once, by one of them (the other skips it), and both end with status 0. */
+START_TEST(two_copies_split_the_work)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", small_sweep);
+    static struct proc a, b;
+    proc_start(&a, dir, "sweep s.ini --db a.db");
+    proc_start(&b, dir, "sweep s.ini --db a.db");
+    int ra = proc_finish(&a), rb = proc_finish(&b);
+    ck_assert_msg(ra == 0 && rb == 0, "exit %d, %d:\n%s\n%s", ra, rb, a.log, b.log);
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT schedule || seed) FROM runs "
+                                              "WHERE status = 'done'"), 4);
+    ck_assert_msg(done_count(a.log) + done_count(b.log) == 4, "%s\n%s", a.log, b.log);
+    ck_assert_msg(strstr(a.log, "skipped") || strstr(b.log, "skipped"), "%s\n%s", a.log, b.log);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Rows of the two databases' epochs that match exactly (losses and accuracy compared
  * bit for bit), joined on the configuration without its thread count. */
 static int identical_epochs(const char *a, const char *b)
@@ -88,6 +125,108 @@ START_TEST(jobs_are_deterministic)
                   out);
     ck_assert_int_eq(count_runs("two.db"), 4);
     ck_assert_int_eq(identical_epochs("one.db", "two.db"), 4);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Two configurations, two at once, long enough to be signalled while they set up or
+ * train (6400 samples an epoch). */
+static const char *const signal_sweep =
+    "[grid]\n"
+    "seed = 1, 2\n"
+    "[run]\n"
+    "model = mlp\n"
+    "stages = 2\n"
+    "limit-train = 6400\n"
+    "limit-val = 320\n"
+    "epochs = 3\n";
+
+/* SIGINT as the runs start: no run is counted crashed or failed and none is left
+ * running; the ones stopped while they set up count as not started. A run whose setup
+ * is quicker than the signal stops at its first epoch boundary instead, so this tries
+ * up to five times for a signal that finds a run setting up. */
+START_TEST(sigint_while_starting)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", "[grid]\nseed = 1, 2\n[run]\nmodel = mlp\nstages = 2\n"
+                            "limit-train = 1280\nlimit-val = 320\nepochs = 2\n");
+    bool hit = false;
+    for (int attempt = 0; attempt < 5 && !hit; attempt++) {
+        char args[64], db[16];
+        snprintf(db, sizeof db, "a%d.db", attempt);
+        snprintf(args, sizeof args, "sweep s.ini --db %s --jobs 2", db);
+        static struct proc p;
+        proc_start(&p, dir, args);
+        ck_assert_msg(proc_wait_for(&p, ": started", 1), "%s", p.log);
+        proc_signal(&p, SIGINT);
+        int rc = proc_finish(&p);
+        ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
+        ck_assert_msg(strstr(p.log, " 0 failed") && !strstr(p.log, "crashed"), "%s", p.log);
+        ck_assert_int_eq(cli_db_int(dir, db, "SELECT count(*) FROM runs WHERE status IN "
+                                             "('failed', 'running')"), 0);
+        hit = strstr(p.log, "not started: interrupted while it set up") != NULL;
+    }
+    ck_assert_msg(hit, "no signal of five found a run setting up");
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* SIGINT once both runs have recorded an epoch: each stops at its epoch boundary,
+ * recorded interrupted with its resume state; resumed, their epochs equal those of an
+ * uninterrupted sweep bit for bit. */
+START_TEST(sigint_in_flight_stops_at_the_epoch)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", signal_sweep);
+    static struct proc p;
+    proc_start(&p, dir, "sweep s.ini --db a.db --jobs 2");
+    ck_assert_msg(proc_wait_for(&p, ": epoch 1/3", 2), "%s", p.log);
+    proc_signal(&p, SIGINT);
+    int rc = proc_finish(&p);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
+    ck_assert_msg(strstr(p.log, "0 done, 0 diverged, 0 failed, 0 errors, 2 interrupted"), "%s",
+                  p.log);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'interrupted' AND message LIKE '%resume state is "
+                                              "written%'"), 2);
+    for (int id = 1; id <= 2; id++) {
+        char state[128];
+        snprintf(state, sizeof state, "%s/a.db.run%d.state", dir, id);
+        ck_assert_msg(access(state, F_OK) == 0, "no %s: %s", state, p.log);
+    }
+    /* one resumed by hand, the other by running the sweep again (under its id, with the
+     * threads it was run with: here --jobs 1 gives each run all the cores) */
+    ck_assert_msg(cli_run(dir, out, sizeof out, "resume 1 --db a.db --quiet") == 0, "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "1 finished already, 1 to run") &&
+                  strstr(out, "resuming run 2 from its resume state"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 2);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db b.db --jobs 2") == 0, "%s", out);
+    ck_assert_int_eq(identical_epochs("a.db", "b.db"), 6);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* kill -9 of the sweep process alone: its runs get SIGTERM (the parent-death signal)
+ * and stop at their epoch boundary, recorded interrupted with their resume state. */
+START_TEST(runs_stop_when_the_sweep_dies)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", signal_sweep);
+    static struct proc p;
+    proc_start(&p, dir, "sweep s.ini --db a.db --jobs 2");
+    ck_assert_msg(proc_wait_for(&p, ": epoch 1/3", 2), "%s", p.log);
+    kill(p.pid, SIGKILL);
+    ck_assert_int_eq(proc_finish(&p), 128 + SIGKILL);
+    int left = 2;
+    for (int i = 0; i < 300 && left > 0; i++) {
+        usleep(100000);
+        left = cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = 'running'");
+    }
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'interrupted' AND message LIKE '%resume state is "
+                                              "written%'"), 2);
     cli_cleanup(dir);
 }
 END_TEST
@@ -279,10 +418,14 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, dry_run_every_registered_pair);
     tcase_add_test(fast, dry_run_presets);
     tcase_add_test(fast, any_option_is_a_grid_key);
+    tcase_add_test(fast, two_copies_split_the_work);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, jobs_are_deterministic);
+    tcase_add_test(tc, sigint_while_starting);
+    tcase_add_test(tc, sigint_in_flight_stops_at_the_epoch);
+    tcase_add_test(tc, runs_stop_when_the_sweep_dies);
     suite_add_tcase(s, tc);
     return s;
 }

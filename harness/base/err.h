@@ -9,10 +9,12 @@
 #include <stdlib.h>
 
 /* Process exit statuses: success, a run that ended badly (diverged, failed), bad
- * input or environment (the message is printed to stderr). */
+ * input or environment (the message is printed to stderr), a run or batch stopped by
+ * SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as a shell reports a Ctrl-C). */
 #define PB_EXIT_OK 0
 #define PB_EXIT_RUN 1
 #define PB_EXIT_USAGE 2
+#define PB_EXIT_INTERRUPTED 130
 
 struct pb_err {
     char msg[1024];

@@ -271,7 +271,8 @@ static int reuse(const struct opts *o, struct pb_batch_item *items, int n, struc
     return count;
 }
 
-/* Runs the items without a run yet; returns how many were left unstarted (SIGINT). */
+/* Runs the items without a run yet; returns how many were left unstarted, -1 when a
+ * signal stopped the batch (compare then exits 130). */
 static int run_missing(struct pb_batch_item *items, int n)
 {
     struct pb_batch_item *todo = pb_xcalloc((size_t)n, sizeof *todo);
@@ -288,7 +289,7 @@ static int run_missing(struct pb_batch_item *items, int n)
         items[where[j]] = todo[j];
     free(todo);
     free(where);
-    return t.not_started;
+    return t.stopped ? -1 : t.not_started;   /* -1: a signal stopped it */
 }
 
 static int compare(struct opts *o, const struct pb_run_flags *flags)
@@ -325,7 +326,9 @@ static int compare(struct opts *o, const struct pb_run_flags *flags)
                "them)\n", nreused);
     int not_started = run_missing(items, n);
     int status = report(o, items, n);
-    if (not_started && status == PB_EXIT_OK)
+    if (not_started < 0)
+        status = PB_EXIT_INTERRUPTED;
+    else if (not_started && status == PB_EXIT_OK)
         status = PB_EXIT_RUN;
     free(items);
     return status;

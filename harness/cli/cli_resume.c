@@ -1,10 +1,12 @@
 /* harness/cli/cli_resume.c — `pipebench resume RUN`: continues an interrupted or failed
  * run under its id from its last resume state (semantics §1.10), with the configuration it
  * recorded; its final weights are those of the run had it never stopped. */
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/cli/cli.h"
 #include "harness/driver/run.h"
@@ -14,8 +16,11 @@
 static const char usage[] =
     "usage: pipebench resume RUN [--db FILE] [--quiet]\n"
     "Continues run RUN (interrupted, or failed) from the resume state its last finished\n"
-    "epoch left beside the database (run --checkpoint-every), with the options it was\n"
-    "started with, under the same id: the epochs after that state are trained again.\n"
+    "epoch left beside the database (run --checkpoint-every; always when a signal stopped\n"
+    "it), with the options it was started with, under the same id: the epochs after that\n"
+    "state are trained again. A run that left no resume state (killed in its first epoch,\n"
+    "or run with --checkpoint-every 0) is trained again from its first epoch. The final\n"
+    "weights are those of the run had it never stopped.\n"
     "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --quiet     no per-epoch lines\n";
 
@@ -88,15 +93,25 @@ int pb_cmd_resume(int argc, char **argv)
     struct pb_run_json *keep = NULL;
     pb_run_cfg_defaults(&c);
     int rc = pb_run_cfg_from_json(json, &c, &keep, &e);
-    free(json);
     if (rc) {
+        free(json);
         pb_run_json_finish(keep);
         return pb_cli_fail(e.msg);
     }
     c.db = path;
     c.resume_run = id;
     c.quiet = quiet;
+    /* --init is no part of a resume (the state holds the weights), but a run trained again
+     * from its first epoch, having no state, starts from it again */
+    char state[4096];
+    pb_run_state_path(path, id, state, sizeof state);
+    cJSON *root = access(state, F_OK) ? cJSON_Parse(json) : NULL;
+    const cJSON *init = cJSON_GetObjectItemCaseSensitive(root, "init");
+    if (cJSON_IsString(init) && *init->valuestring)
+        c.init = init->valuestring;
     rc = pb_cli_run_cfg(&c);
+    cJSON_Delete(root);
+    free(json);
     pb_run_json_finish(keep);
     return rc;
 }

@@ -46,7 +46,7 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c)
     int rc = pb_run(c, &sum, &e);
     if (rc == PB_EXIT_USAGE)
         return pb_cli_fail(e.msg);
-    if (rc == PB_EXIT_RUN) {
+    if (rc == PB_EXIT_RUN || rc == PB_EXIT_INTERRUPTED) {
         if (sum.run_id > 0)  /* under MPI, the rank that writes the results says it */
             fprintf(stderr, "pipebench: run %lld %s: %s\n", (long long)sum.run_id,
                     pb_run_status_names[sum.status], e.msg);

@@ -49,9 +49,15 @@ static void sweep_usage(FILE *f)
         "schedule x optimizer pair the schedule cannot run (spectrain with adam) is\n"
         "skipped. A configuration is finished when the database holds a run of it with\n"
         "status done or diverged (the same configuration as `pipebench show` prints it,\n"
-        "but for --threads); failed and interrupted runs are run again. A failed run does\n"
-        "not stop the sweep. Exit status: 0 when every run is done, 1 when one failed or\n"
-        "diverged, 2 for a bad sweep file (then nothing runs) or a bad environment.\n",
+        "but for --threads); an interrupted or failed run that left a resume state is\n"
+        "continued from it (under its id and threads), other failed and interrupted runs\n"
+        "are run again. A failed run does not stop the sweep. Two copies of a sweep on\n"
+        "one database split it: each configuration runs under a claim, and one claimed or\n"
+        "finished by the other copy is skipped. SIGINT, SIGTERM or SIGHUP starts no other\n"
+        "run and lets the running ones finish their epoch with their resume state (a\n"
+        "second signal stops them now).\n"
+        "Exit status: 0 when every run is done, 1 when one failed or diverged, 2 for a bad\n"
+        "sweep file (then nothing runs) or a bad environment, 130 when a signal stopped it.\n",
         PB_RESULTS_DEFAULT_DB);
 }
 
@@ -115,6 +121,8 @@ static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bo
 
 static int status_of(const struct pb_batch_totals *t)
 {
+    if (t->stopped)
+        return PB_EXIT_INTERRUPTED;
     if (t->errors)
         return PB_EXIT_USAGE;
     return t->failed || t->diverged || t->interrupted || t->not_started ? PB_EXIT_RUN
@@ -165,6 +173,8 @@ static int sweep(const struct args *a)
     pb_batch_run(pending, n, a->jobs, "sweep", &t);
     printf("sweep: %d runs: %d done, %d diverged, %d failed, %d errors", n, t.done, t.diverged,
            t.failed, t.errors);
+    if (t.elsewhere)
+        printf(", %d skipped (another process runs them or has finished them)", t.elsewhere);
     if (t.interrupted || t.not_started)
         printf(", %d interrupted, %d not started (run the sweep again to go on)",
                t.interrupted, t.not_started);

@@ -1,6 +1,10 @@
 /* harness/driver/batch.c — runs configurations in forked processes (batch.h). Each child runs
  * pb_run and reports over its own pipe: one message per epoch (the on_epoch hook) and
- * one at the end; the parent polls the pipes, reaps the children and draws progress. */
+ * one at the end; the parent polls the pipes, reaps the children and draws progress.
+ * Signals: a child ignores SIGINT and SIGHUP (a Ctrl-C or a closed terminal reaches the
+ * whole process group) and the parent passes each signal it gets on to the running
+ * children as one SIGTERM, so the first stops them at their epoch boundary and a second
+ * stops them now; a child whose parent dies gets SIGTERM too (Linux). */
 #include "harness/driver/batch.h"
 
 #include <errno.h>
@@ -10,12 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
-#include "harness/ir/program.h"
+#include "harness/driver/claim.h"
 #include "harness/driver/progress.h"
+#include "harness/ir/program.h"
 
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
 {
@@ -90,6 +99,24 @@ static void child_on_epoch(void *ctx, int epoch, int epochs, double val_acc)
     write_msg(*(int *)ctx, &m);
 }
 
+/* The child's signals (the file comment): set before anything else runs in it. A
+ * SIGTERM before pb_run installs its handlers, while the run sets up and has no row
+ * yet, ends the child (the parent counts it as not started). */
+static void child_signals(pid_t parent)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);   /* a parent gone: the messages fail, the run goes on */
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        raise(SIGTERM);
+#else
+    (void)parent;
+#endif
+}
+
 static _Noreturn void run_child(struct pb_batch_item *it, int fd)
 {
     struct pb_run_cfg c = it->cfg;
@@ -99,6 +126,7 @@ static _Noreturn void run_child(struct pb_batch_item *it, int fd)
     struct pb_run_summary sum = {0};
     struct pb_err e = {{0}};
     int rc = pb_run(&c, &sum, &e);
+    signal(SIGTERM, SIG_IGN);   /* the run is recorded: its result goes to the parent */
     struct msg m = {
         .kind = MSG_END,
         .exit_status = rc,
@@ -119,19 +147,61 @@ static _Noreturn void run_child(struct pb_batch_item *it, int fd)
 struct batch {
     struct pb_batch_item *items;
     int n, jobs, next, nrunning;
+    int forwarded;     /* signals passed on to the children */
+    sigset_t open;     /* the signal mask with SIGINT, SIGTERM and SIGHUP open: the batch
+                        * blocks them but while it waits in ppoll, so none comes between
+                        * its check and its wait; its children run with this mask */
     struct slot *slots;
     struct pb_progress prog;
     struct pb_batch_totals *totals;
 };
 
-static void start(struct batch *b, struct slot *s)
+/* Item i is held by another process or finished by one (claims): it is skipped. */
+static void skip_claimed(struct batch *b, int i, enum pb_claim st)
+{
+    struct pb_batch_item *it = &b->items[i];
+    it->elsewhere = true;
+    b->totals->elsewhere++;
+    b->prog.runs_finished++;
+    pb_progress_epochs(&b->prog, it->cfg.epochs);
+    pb_progress_line(&b->prog, "[%d/%d] %s: skipped: %s", i + 1, b->n, it->label,
+                     st == PB_CLAIM_BUSY ? "another process is running it"
+                                         : "another process has finished it");
+}
+
+/* Starts the next item in slot s; false when it did not take the slot (skipped, or no
+ * process could be started). */
+static bool start(struct batch *b, struct slot *s)
 {
     int i = b->next++;
     struct pb_batch_item *it = &b->items[i];
-    int fds[2];
+    int fds[2], claim = -1;
+    struct pb_err ce;
+    int64_t resume_run = 0;
+    int threads = 0;
+    if (it->claim) {
+        int st = pb_claim_take(&it->cfg, &claim, &resume_run, &threads, &ce);
+        if (st == PB_CLAIM_BUSY || st == PB_CLAIM_FINISHED) {
+            skip_claimed(b, i, (enum pb_claim)st);
+            return false;
+        }
+        if (st < 0) {
+            it->exit_status = PB_EXIT_USAGE;
+            snprintf(it->message, sizeof it->message, "%s", ce.msg);
+            b->totals->errors++;
+            b->prog.runs_finished++;
+            pb_progress_epochs(&b->prog, it->cfg.epochs);
+            pb_progress_line(&b->prog, "[%d/%d] %s: %s", i + 1, b->n, it->label, it->message);
+            return false;
+        }
+        if (resume_run > 0) {   /* continued from its resume state, as it was run */
+            it->cfg.resume_run = resume_run;
+            it->cfg.threads = threads;
+        }
+    }
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = -1;
+    pid_t pid = -1, parent = getpid();
     int err = 0;
     if (pipe(fds) == 0) {
         pid = fork();
@@ -144,6 +214,8 @@ static void start(struct batch *b, struct slot *s)
         err = errno;
     }
     if (pid < 0) {
+        if (claim >= 0)
+            close(claim);
         it->exit_status = PB_EXIT_USAGE;
         snprintf(it->message, sizeof it->message, "cannot start a process: %s; free memory "
                  "or lower --jobs", strerror(err));
@@ -151,11 +223,13 @@ static void start(struct batch *b, struct slot *s)
         b->prog.runs_finished++;
         pb_progress_epochs(&b->prog, it->cfg.epochs);
         pb_progress_line(&b->prog, "[%d/%d] %s: %s", i + 1, b->n, it->label, it->message);
-        return;
+        return false;
     }
     if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        /* its own signals first, then unblocked: a SIGTERM passed on to it finds the
+         * child's handling, never the parent's */
+        child_signals(parent);   /* the claim stays open in the child until it exits */
+        sigprocmask(SIG_SETMASK, &b->open, NULL);
         close(fds[0]);
         for (int k = 0; k < b->jobs; k++)
             if (b->slots[k].item >= 0)
@@ -163,11 +237,17 @@ static void start(struct batch *b, struct slot *s)
         run_child(it, fds[1]);
     }
     close(fds[1]);
+    if (claim >= 0)
+        close(claim);
     *s = (struct slot){.item = i, .pid = pid, .fd = fds[0]};
     it->started = true;
     b->nrunning++;
-    if (!b->prog.tty)
+    if (resume_run > 0)
+        pb_progress_line(&b->prog, "[%d/%d] %s: resuming run %lld from its resume state", i + 1,
+                         b->n, it->label, (long long)resume_run);
+    else if (!b->prog.tty)
         pb_progress_line(&b->prog, "[%d/%d] %s: started", i + 1, b->n, it->label);
+    return true;
 }
 
 static void on_msg(struct batch *b, struct slot *s, const struct msg *m)
@@ -220,7 +300,12 @@ static void finish(struct batch *b, struct slot *s)
     close(s->fd);
     while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
         ;
-    if (!s->ended) {
+    if (!s->ended && b->forwarded > 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM) {
+        /* stopped by the SIGTERM passed on while it set up: it wrote no run row */
+        it->exit_status = PB_EXIT_INTERRUPTED;
+        it->status = PB_RUN_INTERRUPTED;
+        snprintf(it->message, sizeof it->message, "not started: interrupted while it set up");
+    } else if (!s->ended) {
         it->exit_status = -1;
         if (WIFSIGNALED(st))
             snprintf(it->message, sizeof it->message, "the run's process died (%s)",
@@ -237,7 +322,10 @@ static void finish(struct batch *b, struct slot *s)
         pb_progress_line(&b->prog, "[%d/%d] %s: done, run %lld: best val acc %.2f%%, final "
                          "%.2f%%, %.1f s", s->item + 1, b->n, it->label, (long long)it->run_id,
                          100 * it->best_acc, 100 * it->final_acc, it->seconds);
-    } else if (it->exit_status == PB_EXIT_RUN) {
+    } else if (it->exit_status == PB_EXIT_INTERRUPTED && it->run_id == 0) {
+        t->not_started++;
+        pb_progress_line(&b->prog, "[%d/%d] %s: %s", s->item + 1, b->n, it->label, it->message);
+    } else if (it->exit_status == PB_EXIT_RUN || it->exit_status == PB_EXIT_INTERRUPTED) {
         if (it->status == PB_RUN_DIVERGED)
             t->diverged++;
         else if (it->status == PB_RUN_INTERRUPTED)
@@ -280,15 +368,24 @@ static void draw(struct batch *b)
     pb_progress_draw(&b->prog, running);
 }
 
-/* A stop was requested (SIGINT, SIGTERM): pass it on to the running runs, which record
- * themselves as interrupted. */
-static void stop_running(struct batch *b)
+/* Passes the signals the batch got since the last call on to the running runs, one
+ * SIGTERM each (the first two only: a run stops at its epoch boundary after one, now
+ * after two), and says so. */
+static void forward_signals(struct batch *b)
 {
-    for (int k = 0; k < b->jobs; k++)
-        if (b->slots[k].item >= 0)
-            kill(b->slots[k].pid, SIGTERM);
-    pb_progress_line(&b->prog, "%s: interrupted; waiting for the running runs to record "
-                     "their state", b->prog.what);
+    int n = pb_interrupt_count();
+    for (; b->forwarded < n && b->forwarded < 2; b->forwarded++) {
+        for (int k = 0; k < b->jobs; k++)
+            if (b->slots[k].item >= 0)
+                kill(b->slots[k].pid, SIGTERM);
+        if (b->forwarded == 0)
+            pb_progress_line(&b->prog, "%s: stopping: no other run starts; the running runs "
+                             "finish their epoch, record it and write their resume state; a "
+                             "second signal stops them now", b->prog.what);
+        else
+            pb_progress_line(&b->prog, "%s: stopping the running runs now (the epochs in "
+                             "progress are lost)", b->prog.what);
+    }
 }
 
 /* Marks failed the rows of runs whose process crashed (still 'running'). */
@@ -319,15 +416,22 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
         b.slots[k].item = -1;
     pb_progress_init(&b.prog, what, n, epochs);
     struct pollfd *pfd = pb_xcalloc((size_t)b.jobs, sizeof *pfd);
-    bool stopping = false;
-    pb_interrupt_install();
-    while ((!stopping && b.next < n) || b.nrunning > 0) {
-        if (!stopping && pb_interrupted()) {
-            stopping = true;
-            stop_running(&b);
-        }
-        for (int k = 0; k < b.jobs && b.next < n && !stopping; k++)
-            if (b.slots[k].item < 0)
+    pb_interrupt_install(NULL);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigset_t saved;
+    sigprocmask(SIG_BLOCK, &stop, &saved);
+    b.open = saved;
+    sigdelset(&b.open, SIGINT);
+    sigdelset(&b.open, SIGTERM);
+    sigdelset(&b.open, SIGHUP);
+    while ((!pb_interrupted() && b.next < n) || b.nrunning > 0) {
+        forward_signals(&b);
+        for (int k = 0; k < b.jobs; k++)
+            while (b.slots[k].item < 0 && b.next < n && !pb_interrupted())
                 start(&b, &b.slots[k]);
         draw(&b);
         int np = 0;
@@ -336,7 +440,8 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
                 pfd[np++] = (struct pollfd){.fd = b.slots[k].fd, .events = POLLIN};
         if (np == 0)
             continue;
-        int r = poll(pfd, (nfds_t)np, 1000);
+        struct timespec second = {1, 0};
+        int r = ppoll(pfd, (nfds_t)np, &second, &b.open);
         if (r <= 0)
             continue;
         for (int j = 0; j < np; j++) {
@@ -352,6 +457,8 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
             }
         }
     }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    totals->stopped = pb_interrupted();
     pb_interrupt_restore();
     for (int i = b.next; i < n; i++) {
         items[i].exit_status = -1;

@@ -12,9 +12,14 @@
 struct pb_batch_item {
     struct pb_run_cfg cfg;    /* in: what to run (its on_epoch hook is the batch's) */
     char label[160];          /* in: how progress lines name it */
+    bool claim;               /* in: run it under its claim (claim.h), skip it when another
+                               * process holds that or has finished it */
     /* out */
     bool started;             /* a process ran it */
-    int exit_status;          /* PB_EXIT_OK, PB_EXIT_RUN, PB_EXIT_USAGE; -1: it crashed */
+    bool elsewhere;           /* skipped: another process runs it or has finished it */
+    int exit_status;          /* PB_EXIT_OK, PB_EXIT_RUN, PB_EXIT_INTERRUPTED (run_id 0:
+                               * stopped while it set up, no row), PB_EXIT_USAGE; -1: it
+                               * crashed, or was not started */
     int64_t run_id;           /* 0 when no run row was written */
     enum pb_run_status status;
     int epochs_done;
@@ -27,7 +32,10 @@ struct pb_batch_totals {
     int done, diverged, interrupted;
     int failed;                           /* also crashed */
     int errors;                           /* the environment stopped a run from starting */
-    int not_started;                      /* left when SIGINT/SIGTERM stopped the batch */
+    int not_started;                      /* left, or stopped while they set up, when a
+                                           * signal stopped the batch */
+    int elsewhere;                        /* skipped: claimed by another process */
+    bool stopped;                         /* SIGINT, SIGTERM or SIGHUP stopped the batch */
 };
 
 /* Checks a configuration with pb_run_check. *unsupported is set when the only problem
@@ -39,8 +47,10 @@ int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err 
  * pb_run quietly and exits), and fills their outcomes and *totals. `what` names the
  * batch in the progress ("compare", "sweep"). The run row of a process that crashed is
  * marked failed; an item whose process could not be started counts as an error.
- * SIGINT or SIGTERM stops it: the running runs are told to stop (each records itself
- * as interrupted), no other starts. */
+ * SIGINT, SIGTERM or SIGHUP stops it: no other run starts, each signal is passed on to
+ * the running runs (the first stops them at their epoch boundary with their resume
+ * state, a second now; each records itself interrupted), and a run still setting up
+ * ends without a row and counts as not started. */
 void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what,
                   struct pb_batch_totals *totals);
 

@@ -108,6 +108,28 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     return s;
 }
 
+/* The boundary after epochs_done epochs (start_epoch < epochs_done < epochs): writes the
+ * resume state when --checkpoint-every makes it due, or when a first signal asks the run
+ * to stop here (whatever --checkpoint-every says; not under mpi, which writes none, nor
+ * after a second signal, which stops now), and sets *stop, every rank agreeing. A
+ * signal that comes while the state is written stops the run here too. */
+static int boundary(struct run_state *r, int epochs_done, bool *stop, bool *saved,
+                    struct pb_err *e)
+{
+    int every = pb_run_checkpoint_every(r->cfg);
+    bool due = every > 0 && epochs_done % every == 0;
+    *saved = false;
+    for (;;) {
+        *stop = pb_dist_any(r->dist, pb_interrupted());
+        bool now = *stop && pb_dist_any(r->dist, pb_interrupted_now());
+        if (*saved || now || r->dist || (!due && !*stop))
+            return 0;
+        if (pb_run_save_state(r, epochs_done, e))
+            return -1;
+        *saved = true;
+    }
+}
+
 static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
@@ -115,11 +137,30 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
     double t0 = pb_run_now_s();
     int rc = 0;
     bool diverged = false;
-    int every = pb_run_checkpoint_every(c);
     for (int epoch = r->start_epoch; epoch < c->epochs && !rc; epoch++) {
-        rc = pb_run_epoch(r, epoch, order, sum, &diverged, e);
-        if (!rc && every > 0 && (epoch + 1) % every == 0 && epoch + 1 < c->epochs)
-            rc = pb_run_save_state(r, epoch + 1, e);
+        bool stop = false, saved = false;
+        if (epoch > r->start_epoch)
+            rc = boundary(r, epoch, &stop, &saved, e);
+        else   /* a signal while the run started: no epoch begins */
+            stop = pb_dist_any(r->dist, pb_interrupted());
+        if (!rc && stop && saved)
+            rc = pb_err_set(e, "interrupted after epoch %d; its resume state is written: "
+                            "`pipebench resume %lld` continues the run", epoch,
+                            (long long)r->run_id);
+        else if (!rc && stop && r->dist)
+            rc = pb_err_set(e, "interrupted %s epoch %d (no resume state under mpi)",
+                            epoch > r->start_epoch ? "after" : "before",
+                            epoch > r->start_epoch ? epoch : epoch + 1);
+        else if (!rc && stop && epoch > r->start_epoch)
+            rc = pb_err_set(e, "interrupted by a second signal after epoch %d; `pipebench "
+                            "resume %lld` continues from the last resume state", epoch,
+                            (long long)r->run_id);
+        else if (!rc && stop)
+            rc = pb_err_set(e, "interrupted before epoch %d began; `pipebench resume %lld` "
+                            "continues from the last resume state, or from the start when "
+                            "there is none", epoch + 1, (long long)r->run_id);
+        if (!rc)
+            rc = pb_run_epoch(r, epoch, order, sum, &diverged, e);
     }
     free(order);
     char state[4096];
@@ -195,14 +236,31 @@ static int start_dist(struct run_state *r, struct pb_dist *dist, struct pb_err *
     return 0;
 }
 
+/* What the first signal prints (the run's writer, unless --quiet). */
+static const char stop_notice[] =
+    "pipebench: stopping after the current epoch: it finishes, is recorded and the resume "
+    "state is written; a second signal stops now\n";
+static const char stop_notice_mpi[] =
+    "pipebench: stopping after the current epoch (every rank agreeing): it finishes and is "
+    "recorded; a second signal stops at the end of its training pass\n";
+
 int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e)
 {
     struct run_state r = {.cfg = c};
     struct pb_run_summary sum = {.status = PB_RUN_FAILED};
     struct pb_dist dist;
     int status = PB_EXIT_USAGE;
+    bool handlers = false;
     if (start_dist(&r, &dist, e) || pb_run_setup(&r, e) ||
-        (c->resume_run > 0 && pb_run_load_state(&r, e)) || pb_run_begin(&r, e)) {
+        (c->resume_run > 0 && pb_run_load_state(&r, e)))
+        goto done;
+    /* from here a signal is counted (a signal during setup ends the process, with
+     * nothing written); one that comes while the run row is written stops the run
+     * before its first epoch */
+    pb_interrupt_install(c->quiet || !run_writer(&r) ? NULL : r.dist ? stop_notice_mpi
+                                                                     : stop_notice);
+    handlers = true;
+    if (pb_run_begin(&r, e)) {
         if (r.run_id > 0) {
             struct pb_err e2;
             pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);
@@ -210,10 +268,12 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
         goto done;
     }
     sum.run_id = r.run_id;
-    pb_interrupt_install();
-    status = train(&r, &sum, e) ? PB_EXIT_RUN : PB_EXIT_OK;
-    pb_interrupt_restore();
+    status = !train(&r, &sum, e)                 ? PB_EXIT_OK
+             : sum.status == PB_RUN_INTERRUPTED ? PB_EXIT_INTERRUPTED
+                                                : PB_EXIT_RUN;
 done:
+    if (handlers)
+        pb_interrupt_restore();
     pb_run_state_finish(&r);
     if (r.dist)
         pb_dist_finish(r.dist);

@@ -73,14 +73,21 @@ struct pb_run_summary {
 void pb_run_cfg_defaults(struct pb_run_cfg *c);
 
 /* Runs; returns PB_EXIT_OK (done), PB_EXIT_RUN (the run diverged or failed while
- * training: recorded so in the database) or PB_EXIT_USAGE (bad configuration or
- * environment: nothing recorded). e says why when not OK. */
+ * training: recorded so in the database), PB_EXIT_INTERRUPTED (SIGINT, SIGTERM or
+ * SIGHUP stopped it: recorded 'interrupted'; before the run's row is written a
+ * signal has its default action) or PB_EXIT_USAGE (bad configuration or environment: nothing
+ * recorded). e says why when not OK. A first signal lets the epoch in progress finish
+ * and writes the resume state (semantics §1.10); a second stops between ops. */
 int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e);
 
 /* Checks c as pb_run does before it reads any data — flag ranges, executor, optimizer,
  * model and dataset names, the schedule's pipe and its predictions — without writing
  * anything. Returns 0, or -1 with the message pb_run would give. */
 int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e);
+
+/* The file of run run_id's resume state beside the database db: <db>.run<ID>.state
+ * (semantics §1.10). */
+void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap);
 
 /* The configuration as a JSON object (for the runs table); free() the result. */
 char *pb_run_cfg_json(const struct pb_run_cfg *c);

@@ -183,9 +183,11 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         sum->best_acc = vacc;
     if (c->on_epoch)
         c->on_epoch(c->on_epoch_ctx, epoch, c->epochs, vacc);
-    if (!c->quiet && run_writer(r))
+    if (!c->quiet && run_writer(r)) {
         printf("epoch %d: train loss %.4f, val loss %.4f, val acc %.2f%%, %.1f samples/s, %.2f s\n",
                epoch + 1, rec.train_loss, vloss, 100 * vacc, rec.throughput, wall);
+        fflush(stdout);   /* each epoch's line when it ends, also through a pipe or tee */
+    }
     return 0;
 }
 
@@ -223,8 +225,10 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     *diverged = div;
     if (!rc && r->dist && div)
         rc = pb_err_set(e, "the loss is not finite: the run diverged (try a smaller --lr)");
-    if (!rc && pb_dist_any(r->dist, pb_interrupted()))
-        rc = pb_err_set(e, "interrupted");
+    /* a second signal stops the run now (mpi: here, the ranks agreeing; the others
+     * between ops), the epoch lost; a first lets it finish (run.c) */
+    if (!rc && pb_dist_any(r->dist, pb_interrupted_now()))
+        rc = pb_err_set(e, "interrupted by a second signal during epoch %d", epoch + 1);
     if (rc)
         return -1;
     double vloss, vacc;

@@ -101,10 +101,9 @@ void pb_run_state_finish(struct run_state *r);
 int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_summary *sum,
               bool *diverged, struct pb_err *e);
 
-/* The resume state (harness/driver/run_resume.c, semantics §1.10): its file beside the
- * database, its save after epochs_done epochs, its load into a resumed run's stages and
- * workers (sets start_epoch). */
-void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap);
+/* The resume state (harness/driver/run_resume.c, semantics §1.10): its save after
+ * epochs_done epochs, its load into a resumed run's stages and workers (sets
+ * start_epoch; 0 when there is none). Its file: pb_run_state_path (run.h). */
 int pb_run_save_state(struct run_state *r, int epochs_done, struct pb_err *e);
 int pb_run_load_state(struct run_state *r, struct pb_err *e);
 /* Whether the run writes resume states (--checkpoint-every, executor). */

@@ -3,8 +3,12 @@
  * BatchNorm statistics, their optimizers' state and step counts, and the updates each
  * worker has applied; the data order, augmentation, dropout and learning rate are pure
  * functions of (seed, epoch). That state goes into one safetensors file beside the
- * database, written atomically, and comes back into a resumed run's stages. */
+ * database, written atomically, and comes back into a resumed run's stages; a run
+ * without one is trained again from its first epoch. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,17 +76,51 @@ static int read_counts(const cJSON *meta, const char *key, int d, long *v)
     return p ? 0 : -1;
 }
 
+/* Removes what a process killed while it wrote run_id's state left: the hidden
+ * temporary files ".<state>.tmp-PID-N" of atomic_file.c whose process is gone. */
+static void remove_stale_tmp(const char *state)
+{
+    char dir[4096], prefix[4200];
+    const char *slash = strrchr(state, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == state ? 1 : (int)(slash - state), state);
+    snprintf(prefix, sizeof prefix, ".%s.tmp-", slash ? slash + 1 : state);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        size_t n = strlen(prefix);
+        if (strncmp(de->d_name, prefix, n))
+            continue;
+        long pid = strtol(de->d_name + n, NULL, 10);
+        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            char path[8400];
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
 int pb_run_load_state(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages;
     char path[4096];
     pb_run_state_path(c->db, c->resume_run, path, sizeof path);
-    if (access(path, R_OK))
-        return pb_err_set(e, "run %lld has no resume state (%s is missing): it was run with "
-                          "--checkpoint-every 0 or under mpi, or it ended before its first "
-                          "epoch; start it again with pipebench run", (long long)c->resume_run,
-                          path);
+    remove_stale_tmp(path);
+    if (access(path, F_OK) && errno == ENOENT) {
+        /* stopped before its first resume state (killed in its first epoch, or between
+         * recording an epoch and writing the state, or run with --checkpoint-every 0):
+         * the run is trained again from its first epoch, which is the same run */
+        if (!c->quiet)
+            fprintf(stderr, "pipebench: run %lld has no resume state (%s): training it again "
+                    "from its first epoch\n", (long long)c->resume_run, path);
+        r->start_epoch = 0;
+        return 0;
+    }
     struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
     for (int k = 0; k < d; k++)
         optims[k] = &r->workers[k].optim;

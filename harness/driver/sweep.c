@@ -340,6 +340,7 @@ static bool build(struct pb_sweep *s, const int *idx, const char *db, int thread
         it->cfg.db = db;
     if (threads > 0 && !pb_run_flags_get(&f, "threads"))
         it->cfg.threads = threads;
+    it->claim = true;   /* two copies of the sweep split its configurations */
     if (!rc)
         rc = pb_batch_check(&it->cfg, &unsupported, &e);
     if (rc && unsupported) {

@@ -521,8 +521,8 @@ int pb_worker_should_stop(const struct pb_worker *w, const struct pb_op *op, str
     if (w->diverged)
         return pb_err_set(e, "the loss is not finite at micro-batch %d: the run diverged (try a "
                              "smaller --lr)", op->mb);
-    if (pb_interrupted())
-        return pb_err_set(e, "interrupted");
+    if (pb_interrupted_now())
+        return pb_err_set(e, "interrupted by a second signal during epoch %d", w->epoch + 1);
     return 0;
 }
 

@@ -331,6 +331,11 @@ START_TEST(any_option_is_a_grid_key)
                                              "json_extract(config, '$.microbatch_size')) FROM runs"),
                      4);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM epochs"), 6);
+    /* --quiet: no plan, no progress, only the closing count */
+    cli_write(dir, "q.ini", "[grid]\nschedule = gpipe, pipedream\n"
+                            "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep q.ini --db q.db --quiet") == 0, "%s", out);
+    ck_assert_str_eq(out, "sweep: 2 runs: 2 done, 0 diverged, 0 failed, 0 errors\n");
     cli_cleanup(dir);
 }
 END_TEST

@@ -15,7 +15,7 @@
 static void sweep_usage(FILE *f)
 {
     fprintf(f,
-        "usage: pipebench sweep FILE [--jobs N] [--db FILE] [--dry-run]\n"
+        "usage: pipebench sweep FILE [--jobs N] [--db FILE] [--dry-run] [--quiet]\n"
         "Runs every configuration of a sweep file and logs each to the results database.\n"
         "Configurations the database already holds finished are skipped: running a sweep\n"
         "again resumes it.\n\n"
@@ -23,7 +23,8 @@ static void sweep_usage(FILE *f)
         "                  (default 1)\n"
         "  --db FILE       results database (default: the file's [run] db, else\n"
         "                  %s)\n"
-        "  --dry-run       list the configurations and which are finished; run nothing\n\n"
+        "  --dry-run       list the configurations and which are finished; run nothing\n"
+        "  --quiet         no progress: only runs that went wrong and the closing count\n\n"
         "A sweep file is INI (; or # starts a comment line):\n\n"
         "  [grid]                   ; comma-separated lists: one run per combination\n"
         "  schedule = gpipe, pipedream, pipeoptim\n"
@@ -64,7 +65,7 @@ static void sweep_usage(FILE *f)
 struct args {
     const char *file, *db;
     int jobs;
-    bool dry_run;
+    bool dry_run, quiet;
 };
 
 /* Returns 0, 1 for --help, or PB_EXIT_USAGE after a message. */
@@ -74,6 +75,7 @@ static int parse(int argc, char **argv, struct args *a)
         {"jobs", required_argument, 0, 'j'},
         {"db", required_argument, 0, 'd'},
         {"dry-run", no_argument, 0, 'n'},
+        {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -92,6 +94,8 @@ static int parse(int argc, char **argv, struct args *a)
             a->db = optarg;
         if (opt == 'n')
             a->dry_run = true;
+        if (opt == 'q')
+            a->quiet = true;
         if (opt == '?' || opt == ':') {
             fprintf(stderr, "pipebench sweep: unknown option or missing value: '%s' (pipebench "
                             "sweep --help lists the options)\n", argv[optind - 1]);
@@ -160,7 +164,8 @@ static int sweep(const struct args *a)
     int ndone = 0;
     for (int i = 0; i < s.n; i++)
         ndone += done[i];
-    print_plan(&s, done, ndone, a->dry_run);
+    if (!a->quiet || a->dry_run)
+        print_plan(&s, done, ndone, a->dry_run);
     rc = PB_EXIT_OK;
     if (a->dry_run || ndone == s.n)
         goto out;
@@ -169,6 +174,8 @@ static int sweep(const struct args *a)
     for (int i = 0; i < s.n; i++)
         if (!done[i])
             pending[n++] = s.items[i];
+    for (int i = 0; i < n; i++)
+        pending[i].cfg.quiet = a->quiet;
     struct pb_batch_totals t;
     pb_batch_run(pending, n, a->jobs, "sweep", &t);
     printf("sweep: %d runs: %d done, %d diverged, %d failed, %d errors", n, t.done, t.diverged,

@@ -242,7 +242,9 @@ static bool start(struct batch *b, struct slot *s)
     *s = (struct slot){.item = i, .pid = pid, .fd = fds[0]};
     it->started = true;
     b->nrunning++;
-    if (resume_run > 0)
+    if (b->prog.quiet)
+        ;
+    else if (resume_run > 0)
         pb_progress_line(&b->prog, "[%d/%d] %s: resuming run %lld from its resume state", i + 1,
                          b->n, it->label, (long long)resume_run);
     else if (!b->prog.tty)
@@ -256,7 +258,7 @@ static void on_msg(struct batch *b, struct slot *s, const struct msg *m)
     if (m->kind == MSG_EPOCH) {
         s->epoch = m->epoch + 1;
         pb_progress_epochs(&b->prog, 1);
-        if (!b->prog.tty)
+        if (!b->prog.tty && !b->prog.quiet)
             pb_progress_line(&b->prog, "[%d/%d] %s: epoch %d/%d, val acc %.2f%%", s->item + 1,
                              b->n, it->label, m->epoch + 1, m->epochs, 100 * m->val_acc);
         return;
@@ -319,9 +321,11 @@ static void finish(struct batch *b, struct slot *s)
     struct pb_batch_totals *t = b->totals;
     if (it->exit_status == PB_EXIT_OK) {
         t->done++;
-        pb_progress_line(&b->prog, "[%d/%d] %s: done, run %lld: best val acc %.2f%%, final "
-                         "%.2f%%, %.1f s", s->item + 1, b->n, it->label, (long long)it->run_id,
-                         100 * it->best_acc, 100 * it->final_acc, it->seconds);
+        if (!b->prog.quiet)
+            pb_progress_line(&b->prog, "[%d/%d] %s: done, run %lld: best val acc %.2f%%, final "
+                             "%.2f%%, %.1f s", s->item + 1, b->n, it->label,
+                             (long long)it->run_id, 100 * it->best_acc, 100 * it->final_acc,
+                             it->seconds);
     } else if (it->exit_status == PB_EXIT_INTERRUPTED && it->run_id == 0) {
         t->not_started++;
         pb_progress_line(&b->prog, "[%d/%d] %s: %s", s->item + 1, b->n, it->label, it->message);
@@ -415,6 +419,7 @@ void pb_batch_run(struct pb_batch_item *items, int n, int jobs, const char *what
     for (int k = 0; k < b.jobs; k++)
         b.slots[k].item = -1;
     pb_progress_init(&b.prog, what, n, epochs);
+    b.prog.quiet = n > 0 && items[0].cfg.quiet;
     struct pollfd *pfd = pb_xcalloc((size_t)b.jobs, sizeof *pfd);
     pb_interrupt_install(NULL);
     sigset_t stop;

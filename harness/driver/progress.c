@@ -81,7 +81,7 @@ static void format_eta(const struct pb_progress *p, char *buf, size_t cap)
 
 void pb_progress_draw(struct pb_progress *p, const char *running)
 {
-    if (!p->tty)
+    if (!p->tty || p->quiet)
         return;
     char bar[BAR_WIDTH + 1], eta[32], line[1024];
     int fill = p->runs ? (int)((long)BAR_WIDTH * p->runs_finished / p->runs) : BAR_WIDTH;

@@ -9,6 +9,8 @@
 struct pb_progress {
     const char *what;          /* "sweep", "compare" */
     bool tty;                  /* stdout is a terminal */
+    bool quiet;                /* only what went wrong: no bar, no lines of runs starting,
+                                  of their epochs or of runs done (--quiet) */
     int runs, runs_finished;
     long epochs, epochs_finished;   /* over all runs: the basis of the ETA */
     double t0;                 /* monotonic seconds at init */

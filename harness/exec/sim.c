@@ -8,10 +8,12 @@
 
 #include "harness/exec/sim.h"
 
-/* One direction between two neighbours: item i's send (deposit), arrival and receive
- * (consume) times. */
+/* One direction between two neighbours: item i's arrival and receive (consume) times, in
+ * rings of capacity + 1 slots (item i at i % ring): a sender never gets more than
+ * `capacity` items ahead of its receiver, so an arrival is read before its slot comes
+ * round again, and a send reads the consume time of the item `capacity` before it. */
 struct chan {
-    double *deposit, *arrive, *consume;
+    double *arrive, *consume;
     int sent, taken;
     int waiting_recv, waiting_send;  /* device blocked on it, or -1 */
 };
@@ -27,7 +29,7 @@ struct sim {
     const struct pb_pipe *p;
     const struct pb_program *progs;
     const struct pb_sim_cost *costs;
-    int capacity;
+    int capacity, ring;           /* ring = capacity + 1 */
     long *first;             /* [D] index of device k's first event: events are by device */
     struct chan *fwd, *bwd;  /* fwd[k]: k → k+1; bwd[k]: k+1 → k */
     struct dev *dev;
@@ -76,7 +78,7 @@ static void run_device(struct sim *s, int k)
                     in->waiting_recv = k;
                     return;
                 }
-                int i = in->taken++;
+                int i = in->taken++ % s->ring;
                 if (in->arrive[i] > start)
                     start = in->arrive[i];
                 in->consume[i] = start;
@@ -98,12 +100,11 @@ static void run_device(struct sim *s, int k)
                     out->waiting_send = k;
                     return;
                 }
-                double room = out->consume[i - s->capacity];
+                double room = out->consume[(i - s->capacity) % s->ring];
                 if (room > free_at)
                     free_at = room;
             }
-            out->deposit[i] = free_at;
-            out->arrive[i] = free_at + s->costs[f ? k + 1 : k - 1].recv;
+            out->arrive[i % s->ring] = free_at + s->costs[f ? k + 1 : k - 1].recv;
             out->sent++;
             wake(s, out->waiting_recv);
             out->waiting_recv = -1;
@@ -143,7 +144,7 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 const struct pb_sim_cost *costs, int capacity, bool keep_events,
                 struct pb_sim_result *r, struct pb_err *e)
 {
-    int D = p->stages, n = p->length;
+    int D = p->stages;
     memset(r, 0, sizeof *r);
     if (capacity < 1)
         return pb_err_set(e, "simulate: the channel capacity must be at least 1 (got %d)",
@@ -167,7 +168,8 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     if (keep_events)
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
 
-    struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity, .r = r};
+    struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity,
+                    .ring = capacity + 1, .r = r};
     s.first = pb_xcalloc((size_t)D, sizeof *s.first);
     for (int k = 1; k < D; k++)
         s.first[k] = s.first[k - 1] + progs[k - 1].n;
@@ -176,9 +178,8 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         for (int dir = 0; dir < 2; dir++) {
             struct chan *c = dir ? &s.bwd[k] : &s.fwd[k];
-            c->deposit = pb_xcalloc((size_t)n + 1, 3 * sizeof(double));
-            c->arrive = c->deposit + n + 1;
-            c->consume = c->arrive + n + 1;
+            c->arrive = pb_xcalloc((size_t)s.ring, 2 * sizeof(double));
+            c->consume = c->arrive + s.ring;
             c->waiting_recv = c->waiting_send = -1;
         }
     s.dev = pb_xcalloc((size_t)D, sizeof *s.dev);
@@ -217,8 +218,8 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
     for (int k = 0; k < D; k++) {
-        free(s.fwd[k].deposit);
-        free(s.bwd[k].deposit);
+        free(s.fwd[k].arrive);
+        free(s.bwd[k].arrive);
     }
     free(s.first);
     free(s.fwd);

@@ -138,7 +138,7 @@ START_TEST(bad_input)
     expect_bad("--schedules spectrain --optimizers adam", "no schedule in --schedules can run");
     expect_bad("--schedule gpipe", "use --schedules");
     expect_bad("--target 80", "--target is a fraction");
-    expect_bad("--epochs 0", "--epochs must be at least 1");
+    expect_bad("--epochs 0", "--epochs must be between 1 and");
     expect_bad("--bogus", "unknown option");
     expect_bad("--schedules gpipe --batch 30", "--batch 30 does not split into the 4 micro-batches");
     expect_bad("--schedules gpipe --batch 64 --microbatch-size 32", "disagree");

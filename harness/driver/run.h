@@ -13,6 +13,9 @@
 #include "harness/optim/optim.h"
 #include "results/results.h"
 
+/* Most epochs one run may plan (the paper's longest recipe has 120). */
+#define PB_MAX_EPOCHS 1000000
+
 struct pb_run_cfg {
     const char *model, *dataset, *data_dir;
     /* the model's preset (NULL: "small" for the zoo's models, none for the others) and

@@ -27,8 +27,9 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     if (c->microbatches < 0 || c->microbatches > PB_MAX_MICROBATCHES)
         return pb_err_set(e, "--microbatches must be between 1 and %d (got %d)",
                           PB_MAX_MICROBATCHES, c->microbatches);
-    if (c->epochs < 1)
-        return pb_err_set(e, "--epochs must be at least 1 (got %d)", c->epochs);
+    if (c->epochs < 1 || c->epochs > PB_MAX_EPOCHS)
+        return pb_err_set(e, "--epochs must be between 1 and %d (got %d)", PB_MAX_EPOCHS,
+                          c->epochs);
     int mb;
     if (c->batch && pb_run_batch_split(c, &mb, e))
         return -1;

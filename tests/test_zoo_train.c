@@ -155,7 +155,7 @@ START_TEST(test_every_schedule_small)
                       "%s on %s: loss %g", forms[i].label, c.model, sum.final_train_loss);
         char *cfg = config_of_last_run(c.db), want[96];
         snprintf(want, sizeof want, "\"preset\":\"small\",\"partition\":\"%s\"",
-                 i % 2 ? "paper" : "balanced");
+                 i % 2 ? "paper" : "cost");
         ck_assert_msg(strstr(cfg, want), "%s: %s", forms[i].label, cfg);
         free(cfg);
     }

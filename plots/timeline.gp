@@ -1,6 +1,7 @@
 # plots/timeline.gp — the timeline figure: Gantt charts as in the papers' pipeline diagrams, a
 # panel per run over a window of its epoch: F, B and U boxes in the op kinds' colours,
-# idle time white, micro-batch numbers in the boxes wide enough for them; every panel on
+# idle time white, micro-batch numbers in the boxes wide enough for them (an op under a
+# pixel is drawn a pixel wide); every panel on
 # one time scale (ms since its window began), so a slower schedule's window is longer.
 # Data (plots/plot_timeline.c): per panel two blocks, its ops (device, start ms, end ms,
 # kind 0 F / 1 B / 2 U, micro-batch, clipped) and its devices' labels. Variables:
@@ -14,7 +15,7 @@ devs(p) = int(word(paneldevices, p))
 rows = 0
 do for [p = 1:npanels] { rows = rows + devs(p) }
 head = 70
-foot = 110
+foot = 80
 gap = 75
 width = 1400
 height = head + foot + npanels * gap + 52 * rows
@@ -33,7 +34,11 @@ set rmargin at screen 0.98
 half = 0.36
 box(k) = (column(4) == k) ? (column(2) + column(3)) / 2 : NaN
 wide(x) = showlabels && x > xmax / 90
-border(k) = '#303030'
+# an op's width in pixels; ops under a pixel wide are drawn a pixel wide (so none
+# vanishes), and those over 4 pixels again with a white edge that parts neighbours
+px(x) = x / xmax * width * 0.81
+halfw(x) = px(x) < 1.2 ? 0.6 * xmax / (width * 0.81) : x / 2
+border(k) = '#ffffff'
 y = 1.0 - head / (height * 1.0)
 do for [p = 1:npanels] {
     top = y - (gap - 20) / (height * 1.0)
@@ -50,7 +55,9 @@ do for [p = 1:npanels] {
         set format x ''
     }
     plot datafile index (2 * p - 1) using (NaN):1:ytic(2), \
-         for [k = 0:2] datafile index (2 * p - 2) using (box(k)):1:(($3 - $2) / 2):(half) \
+         for [k = 0:2] datafile index (2 * p - 2) using (box(k)):1:(halfw($3 - $2)):(half) \
+             with boxxyerror lc rgb kcolor(k + 1) fs solid 1.0 noborder, \
+         for [k = 0:2] datafile index (2 * p - 2) using (px($3 - $2) > 4 ? box(k) : NaN):1:(($3 - $2) / 2):(half) \
              with boxxyerror lc rgb kcolor(k + 1) fs solid 1.0 border rgb border(k + 1), \
          datafile index (2 * p - 2) using (($2 + $3) / 2):1:(wide($3 - $2) && $5 >= 0 ? \
              sprintf('%d', $5) : '') with labels font ',9' tc rgb '#000000'

@@ -491,6 +491,22 @@ START_TEST(bad_input)
     expect_cli(NULL, args, "needs --figure and --out");
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run x", db, out);
     expect_cli(NULL, args, "--run expects a run id");
+    snprintf(args, sizeof args, "plot --db '%s' --figure convergence --out '%s' --target 60", db,
+             out);
+    expect_cli(NULL, args, "fraction in (0, 1]");
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --out '%s' --window 5", db, out);
+    expect_cli(NULL, args, "--window takes A:B");
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --out '%s' --epoch 0", db, out);
+    expect_cli(NULL, args, "--epoch expects an epoch number");
+    snprintf(args, sizeof args, "plot --help");
+    char help[8192];
+    ck_assert_int_eq(fx_cli(NULL, args, help, sizeof help, NULL, 0), 0);
+    for (int f = 0; pb_plot_figure_names[f]; f++)
+        assert_has(help, pb_plot_figure_names[f]);
+    static const char *const opts[] = {"--target ACC", "--window A:B", "--epoch N", "--runs",
+                                       "--experiment", "--where", "--run ID", "--format"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        assert_has(help, opts[i]);
     char stdout_text[4096];
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run 3", db, out);
     ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, NULL, 0), 0);

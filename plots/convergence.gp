@@ -1,38 +1,77 @@
-# plots/convergence.gp — the convergence figure (semantics §6.6): validation accuracy per schedule
-# against the epoch (left) and the training seconds elapsed (right), a curve per schedule.
-# Data (plots/plot_data.c): a block per schedule, columns epoch, accuracy %, seconds, runs.
-# Variables: datafile, outfile, fmt, plottitle, nseries, colors.
+# plots/convergence.gp — the convergence figure (semantics §6.6): per schedule the mean over
+# its runs (seeds) with a ± 1 std band of the validation accuracy against the epoch and
+# the training seconds elapsed (top), and of the validation and training loss against the
+# epoch (bottom); with a target, its line and where each schedule first reaches it.
+# Data (plots/plot_convergence.c): a block per schedule, columns epoch, accuracy %, its
+# std, seconds, validation loss, its std, training loss, its std, runs; with a target a
+# last block, a row per schedule: epochs and seconds to it. Variables: datafile, outfile,
+# fmt, plottitle, nseries, colors, points, dashes, target (%; 0: none), hasloss.
 width = 1400
-height = 620
+height = 1000
 dir = ARG0[1:strstrt(ARG0, 'convergence.gp') - 1]
 load dir.'style.gp'
-if (!exists("nseries")) nseries = 1
-if (!exists("colors")) colors = ''
-color(i) = (words(colors) >= i) ? word(colors, i) : '#404040'
+if (!exists("target")) target = 0
+if (!exists("hasloss")) hasloss = 1
 
+band(i) = sprintf('fs transparent solid 0.18 noborder lc rgb "%s"', color(i))
 set multiplot title plottitle font ',13'
 unset key
-set bmargin at screen 0.24
-set tmargin at screen 0.9
+set xtics nomirror
+left = 0.07
+mid = 0.53
+set style line 99 lw 1.5 dt (6, 4) lc rgb '#000000'
+# one panel: x column xc, mean column yc, std column sc of every block
+panel(xc, yc, sc) = sprintf('plot for [i = 1:nseries] datafile index (i - 1) using %d:($%d - $%d):($%d + $%d) with filledcurves fc rgb color(i) fs transparent solid 0.18 noborder, for [i = 1:nseries] datafile index (i - 1) using %d:%d with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i)', xc, yc, sc, yc, sc, xc, yc)
+marks(xc) = sprintf(', for [i = 1:nseries] datafile index nseries every ::(i - 1)::(i - 1) using %d:(target) with points pt pt(i) ps 2.6 lw 2 lc rgb color(i)', xc)
+targetline = 'set arrow 1 from graph 0, first target to graph 1, first target nohead ls 99 front; set label 1 sprintf("target %g%%", target) at graph 0.01, first target offset 0, 0.7 front'
+
+set tmargin at screen 0.90
+set bmargin at screen 0.60
+set lmargin at screen left
+set rmargin at screen left + 0.40
 set ylabel 'validation accuracy (%)'
-set lmargin at screen 0.06
-set rmargin at screen 0.48
 set xlabel 'epoch'
 set xtics 1
 set autoscale xfix
 set offsets 0.25, 0.25, 0, 0
-plot for [i = 1:nseries] datafile index (i - 1) using 1:2 with linespoints lw 2 pt 7 ps 0.8 \
-     lc rgb color(i)
-set lmargin at screen 0.56
-set rmargin at screen 0.98
-set xlabel 'training time (s)'
+set title 'accuracy per epoch'
+if (target > 0) { eval targetline; eval panel(1, 2, 3).marks(2) } else { eval panel(1, 2, 3) }
+set lmargin at screen mid
+set rmargin at screen mid + 0.42
+set xlabel 'training time (s, the warm-up epoch included)'
 set xtics autofreq
 set autoscale x
 set offsets 0, 0, 0, 0
-plot for [i = 1:nseries] datafile index (i - 1) using 3:2 with linespoints lw 2 pt 7 ps 0.8 \
-     lc rgb color(i)
-legendtop = 0.12
+set title 'accuracy per training second'
+if (target > 0) { eval panel(4, 2, 3).marks(3) } else { eval panel(4, 2, 3) }
+unset arrow 1
+unset label 1
+
+set tmargin at screen 0.50
+set bmargin at screen 0.20
+set lmargin at screen left
+set rmargin at screen left + 0.40
+set xlabel 'epoch'
+set xtics 1
+set autoscale xfix
+set offsets 0.25, 0.25, 0, 0
+set ylabel 'loss'
+set title 'validation loss per epoch'
+if (hasloss) {
+    eval panel(1, 5, 6)
+    set lmargin at screen mid
+    set rmargin at screen mid + 0.42
+    set title 'training loss per epoch (mean over the epoch''s micro-batches)'
+    eval panel(1, 7, 8)
+} else {
+    set label 2 'no loss recorded' at graph 0.5, 0.5 center
+    plot [0:1] [0:1] NaN
+    unset label 2
+}
+
+legendtop = 0.10
 legendplot = "plot for [i = 1:nseries] datafile index (i - 1) using (NaN):(NaN) " . \
-             "with linespoints lw 2 pt 7 lc rgb color(i) title columnheader(2)"
+             "with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i) title columnheader(2)" . \
+             (target > 0 ? ", NaN ls 99 title 'target'" : "")
 load dir.'legend.gp'
 unset multiplot

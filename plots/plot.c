@@ -259,6 +259,20 @@ static int make_one(struct pb_plot_job *j, int fig, const char *gnuplot, const c
     return rc;
 }
 
+/* The newest finished run of the selection that is not a simulation, else (a database of
+ * simulations) pb_report_pick_run's choice. */
+static int64_t newest_run(struct pb_results *db, struct pb_err *e)
+{
+    sqlite3_stmt *s;
+    int64_t id = 0;
+    if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT max(run_id) FROM run_config WHERE "
+                           "status = 'done'", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+        id = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return id > 0 ? id : pb_report_pick_run(db, 0, e);
+}
+
 static int lookup(const char *const *names, const char *v)
 {
     for (int i = 0; names[i]; i++)
@@ -280,6 +294,7 @@ static int bad_name(const char *what, const char *v, const char *const *names, c
 
 int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdir,
                       const char *format, int64_t run_id, const struct pb_report_select *sel,
+                      const struct pb_plot_opts *opts,
                       void (*wrote)(const char *path, void *arg), void *arg, struct pb_err *e)
 {
     int all = figure && !strcmp(figure, "all");
@@ -296,14 +311,22 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
     for (int f = fig; f == fig || (all && pb_plot_figure_names[f]); f++)
         if (script_path(pb_plot_figure_names[f], script, sizeof script, e))
             return -1;
-    struct pb_plot_job j = {.outdir = outdir};
+    if (opts && !(opts->target >= 0 && opts->target <= 1))
+        return pb_err_set(e, "--target is a validation accuracy as a fraction in (0, 1], as "
+                          "in compare and report (for 80%% write --target 0.80), got %g",
+                          opts->target);
+    if (opts && opts->window_hi > 0 && !(opts->window_lo >= 0 && opts->window_lo < opts->window_hi))
+        return pb_err_set(e, "--window takes A:B, micro-batches A to B-1 of the epoch with "
+                          "0 <= A < B (or 'all'), got %d:%d", opts->window_lo, opts->window_hi);
+    struct pb_plot_job j = {.outdir = outdir, .opts = opts ? *opts : (struct pb_plot_opts){0}};
+    j.selecting = sel && (sel->experiment || sel->nwhere > 0 || sel->runs);
     if (pb_report_open(&j.db, db_path, e))
         return -1;
     if (pb_report_select(j.db, sel, e)) {
         pb_results_close(j.db);
         return -1;
     }
-    j.run = pb_report_pick_run(j.db, run_id, e);
+    j.run = run_id > 0 ? pb_report_pick_run(j.db, run_id, e) : newest_run(j.db, e);
     int rc = j.run > 0 ? make_dir(outdir, e) : -1;
     int made = 0;
     for (int f = fig; rc >= 0 && (f == fig || (all && pb_plot_figure_names[f])); f++) {
@@ -326,5 +349,5 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
 int pb_plot_figure(const char *db_path, const char *figure, const char *outdir,
                    const char *format, int64_t run_id, struct pb_err *e)
 {
-    return pb_plot_figure_cb(db_path, figure, outdir, format, run_id, NULL, NULL, NULL, e);
+    return pb_plot_figure_cb(db_path, figure, outdir, format, run_id, NULL, NULL, NULL, NULL, e);
 }

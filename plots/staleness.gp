@@ -2,17 +2,14 @@
 # version lag of forwards and of backwards behind the synchronous run, and the mean
 # prediction error ||W_pred - W|| / ||W|| (log scale; absent where nothing was predicted).
 # Data (plots/plot_data.c): blocks F lag, B lag, error; a row per stage, a column per
-# schedule. Variables: datafile, outfile, fmt, plottitle, nseries, colors, haspred,
+# schedule. Variables: datafile, outfile, fmt, plottitle, nseries, colors, points, dashes, haspred,
 # nstages.
 width = 1500
 height = 620
 dir = ARG0[1:strstrt(ARG0, 'staleness.gp') - 1]
 load dir.'style.gp'
-if (!exists("nseries")) nseries = 1
-if (!exists("colors")) colors = ''
 if (!exists("haspred")) haspred = 1
 if (!exists("nstages")) nstages = 4
-color(i) = (words(colors) >= i) ? word(colors, i) : '#404040'
 
 set style data histograms
 set style histogram clustered gap 1

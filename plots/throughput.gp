@@ -1,39 +1,48 @@
 # plots/throughput.gp — the throughput figure (semantics §6.4, §6.5): training samples per second
-# (left) and the mean bubble fraction of the devices (right) per schedule, a bar per D.
-# Data (plots/plot_data.c): block 0 throughput, block 1 bubble %, a row per schedule and
-# a column per D. Variables: datafile, outfile, fmt, plottitle, ncols (the D values),
-# nrows (the schedules), hasbubble.
+# (left) and the bubble, the devices' mean idle time over the makespan in % (right), a
+# group of bars per D with a bar per schedule, mean ± std (error bar) over its runs.
+# Data (plots/plot_data.c): block 0 throughput, block 1 bubble %; a row per D, for each
+# schedule a mean and a std column. Variables: datafile, outfile, fmt, plottitle,
+# ngroups (the D values), nseries, colors, points, dashes, hasbubble.
 width = 1400
-height = 560
-load ARG0[1:strstrt(ARG0, 'throughput.gp') - 1].'style.gp'
-if (!exists("ncols")) ncols = 1
+height = 620
+dir = ARG0[1:strstrt(ARG0, 'throughput.gp') - 1]
+load dir.'style.gp'
+if (!exists("ngroups")) ngroups = 1
 if (!exists("hasbubble")) hasbubble = 1
-if (!exists("nrows")) nrows = 6
 
 set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border rgb '#404040'
+set style histogram errorbars gap 2 lw 1.2
+set style fill solid 0.9 border rgb '#404040'
 set boxwidth 0.9
-set xtics rotate by -30 left
 set yrange [0:*]
-set xrange [-0.6:nrows - 0.4]
-set key top right
-array dc[6] = ['#4E79A7', '#F28E2B', '#59A14F', '#B07AA1', '#76B7B2', '#E15759']
-dcolor(i) = dc[(i - 2) % 6 + 1]
-set multiplot layout 1, 2 title plottitle font ',13'
-set ylabel 'throughput (samples/s)'
-set xlabel 'schedule'
-plot for [i = 2:ncols + 1] datafile index 0 using i:xtic(1) lc rgb dcolor(i) \
-     title columnheader(i)
-set ylabel 'bubble: idle / makespan (%), mean over devices'
+set xrange [-0.5:ngroups - 0.5]
+set xlabel 'pipeline stages'
+set multiplot title plottitle font ',13'
+unset key
+set bmargin at screen 0.24
+set tmargin at screen 0.84
+set lmargin at screen 0.07
+set rmargin at screen 0.48
+set ylabel 'throughput (samples/s, median of the steady epochs)'
+plot for [i = 1:nseries] datafile index 0 using (column(2 * i)):(column(2 * i + 1)):xtic(1) \
+     lc rgb color(i)
+set lmargin at screen 0.57
+set rmargin at screen 0.98
+set ylabel 'bubble (%): idle / makespan, mean over devices'
 if (hasbubble) {
     set yrange [0:100]
-    plot for [i = 2:ncols + 1] datafile index 1 using i:xtic(1) lc rgb dcolor(i) \
-         title columnheader(i)
+    plot for [i = 1:nseries] datafile index 1 using (column(2 * i)):(column(2 * i + 1)):xtic(1) \
+         lc rgb color(i)
 } else {
     unset xtics
     unset ytics
     set label 1 'no bubble fractions recorded' at graph 0.5, 0.5 center
-    plot [0:1] [0:1] NaN notitle
+    plot [0:1] [0:1] NaN
+    unset label 1
 }
+legendtop = 0.12
+legendplot = "plot for [i = 1:nseries] datafile index 0 using (NaN):(NaN) " . \
+             "with boxes fs solid 0.9 border rgb '#404040' lc rgb color(i) title columnheader(2 * i)"
+load dir.'legend.gp'
 unset multiplot

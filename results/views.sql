@@ -55,10 +55,10 @@ SELECT e.run_id, max(e.val_acc) AS best_acc,
 FROM epochs e GROUP BY e.run_id;
 
 -- Each epoch with its throughput (semantics §6.4: training samples / the epoch's wall seconds,
--- which time the training ops only, not validation) and the training seconds elapsed at
--- its end.
+-- which time the training ops only, not validation), its losses and the training seconds
+-- elapsed at its end.
 CREATE TEMP VIEW IF NOT EXISTS epoch_progress AS
-SELECT run_id, epoch, val_acc, samples, wall_s,
+SELECT run_id, epoch, val_acc, val_loss, train_loss, samples, wall_s,
        1.0 * samples / nullif(wall_s, 0) AS throughput,
        sum(wall_s) OVER (PARTITION BY run_id ORDER BY epoch
                          ROWS UNBOUNDED PRECEDING) AS elapsed_s

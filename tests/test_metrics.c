@@ -334,9 +334,9 @@ START_TEST(compare_and_report_agree)
         snprintf(what, sizeof what, "%s throughput", h->schedule);
         same_number(what, atof(tok[T_THROUGHPUT]), 0, atof(csv_lookup(thr, 4, h->schedule, "mean")),
                     6, h->throughput);
-        /* bubble: compare a fraction %.3f, report a percentage in full */
+        /* bubble: both in % (semantics §6.5), compare %.1f%%, report in full */
         snprintf(what, sizeof what, "%s bubble", h->schedule);
-        same_number(what, atof(tok[T_BUBBLE]), 3,
+        same_number(what, atof(tok[T_BUBBLE]) / 100, 3,
                     atof(csv_lookup(bub, 4, h->schedule, "mean")) / 100, 6, h->bubble);
         /* staleness: both %.2f */
         snprintf(what, sizeof what, "%s F lag", h->schedule);
@@ -417,7 +417,7 @@ START_TEST(compare_rows_exact)
 END_TEST
 
 /* `pipebench plot`'s throughput and staleness data: per schedule the same values (the
- * mean over a cell's one run), printed %.6g. */
+ * mean over a cell's one run, its std 0), printed %.6g. */
 START_TEST(plot_data_agrees)
 {
     char out[600];
@@ -431,9 +431,11 @@ START_TEST(plot_data_agrees)
     snprintf(path, sizeof path, "%s/throughput.dat", out);
     char *t = fx_read(path, NULL);
     ck_assert_ptr_nonnull(t);
-    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 333.333\n\"pipedream\" 1000\n\n\n"),
+    ck_assert_msg(strstr(t, "D \"gpipe\" std \"pipedream\" std\n\"D=2\" 333.333 0 1000 0\n\n\n"),
                   "%s", t);
-    ck_assert_msg(strstr(t, "schedule \"D=2\"\n\"gpipe\" 50\n\"pipedream\" 40.3846\n"), "%s", t);
+    /* the bubble in %, as report's table and compare's print it */
+    ck_assert_msg(strstr(t, "D \"gpipe\" std \"pipedream\" std\n\"D=2\" 50 0 40.3846 0\n"), "%s",
+                  t);
     free(t);
     /* per stage: pipedream F 1.375 and 0.625, B 0.5 and 0.5, prediction error 2.5e-3 on
      * stage 0 (by hand as above, one stage at a time) */

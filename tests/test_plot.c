@@ -3,13 +3,19 @@
  * and SVG, the rows and values of its .dat file, skipping and errors, and the Chrome
  * trace's slices per device and flow arrows read back with cJSON (needs gnuplot-nox). */
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "harness/ir/program.h"
+#include "pb_config.h"
 #include "plots/plot.h"
+#include "plots/plot_style.h"
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 #include "plots/trace.h"
@@ -94,60 +100,306 @@ START_TEST(figures_png_svg)
 }
 END_TEST
 
+/* CIELAB (D65) of '#rrggbb' as seen through the 3x3 matrix m on linear RGB (NULL: as
+ * is); protanopia and deuteranopia as Viénot, Brettel and Mollon (1999) simulate them. */
+static const double protan[9] = {0.11238, 0.88762, 0, 0.11238, 0.88762, 0, 0.00401, -0.00401, 1};
+static const double deutan[9] = {0.29275, 0.70725, 0, 0.29275, 0.70725, 0, -0.02234, 0.02234, 1};
+
+static void lab_of(const char *hex, const double *m, double lab[3])
+{
+    unsigned rgb[3];
+    ck_assert_msg(strlen(hex) == 7 && sscanf(hex, "#%2x%2x%2x", &rgb[0], &rgb[1], &rgb[2]) == 3,
+                  "not a colour: %s", hex);
+    double l[3], v[3];
+    for (int i = 0; i < 3; i++) {
+        double c = rgb[i] / 255.0;
+        l[i] = c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4);
+    }
+    for (int i = 0; i < 3; i++)
+        v[i] = m ? fmin(1, fmax(0, m[3 * i] * l[0] + m[3 * i + 1] * l[1] + m[3 * i + 2] * l[2]))
+                 : l[i];
+    double xyz[3] = {(0.4124 * v[0] + 0.3576 * v[1] + 0.1805 * v[2]) / 0.95047,
+                     0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2],
+                     (0.0193 * v[0] + 0.1192 * v[1] + 0.9505 * v[2]) / 1.08883};
+    for (int i = 0; i < 3; i++)
+        xyz[i] = xyz[i] > 0.008856 ? cbrt(xyz[i]) : 7.787 * xyz[i] + 16.0 / 116;
+    lab[0] = 116 * xyz[1] - 16;
+    lab[1] = 500 * (xyz[0] - xyz[1]);
+    lab[2] = 200 * (xyz[1] - xyz[2]);
+}
+
+/* The smallest CIE76 distance of a and b as normal, protanopic and deuteranopic eyes see
+ * them (all_eyes), or as normal eyes do. */
+static double delta_e(const char *a, const char *b, int all_eyes)
+{
+    const double *eyes[3] = {NULL, protan, deutan};
+    double least = INFINITY;
+    for (int k = 0; k < (all_eyes ? 3 : 1); k++) {
+        double x[3], y[3];
+        lab_of(a, eyes[k], x);
+        lab_of(b, eyes[k], y);
+        least = fmin(least, sqrt((x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) +
+                                 (x[2] - y[2]) * (x[2] - y[2])));
+    }
+    return least;
+}
+
+/* Every registered schedule and variant has its own entry: a colour, marker and dash no
+ * other has; the colours of the schedules (drawn together), of the op kinds and of the
+ * memory kinds stay apart within each set for normal, protanopic and deuteranopic eyes,
+ * and no schedule's colour is near an op kind's or memory kind's. */
+START_TEST(style_table)
+{
+    int n = 0;
+    for (int i = 0; pb_schedules[i]; i++) {
+        bool known;
+        pb_plot_style_of(pb_schedules[i]->name, NULL, &known);
+        ck_assert_msg(known, "schedule %s has no style in plots/plot_style.c",
+                      pb_schedules[i]->name);
+        n++;
+        char v[256];
+        snprintf(v, sizeof v, "%s", pb_schedules[i]->variants);
+        for (char *tok = strtok(v, ","); tok; tok = strtok(NULL, ","), n++) {
+            pb_plot_style_of(pb_schedules[i]->name, tok, &known);
+            ck_assert_msg(known, "%s (%s) has no style", pb_schedules[i]->name, tok);
+        }
+    }
+    int styled = 0;
+    for (; pb_plot_styles[styled].schedule; styled++)
+        for (int b = 0; b < styled; b++) {
+            const struct pb_plot_style *x = &pb_plot_styles[styled].style;
+            const struct pb_plot_style *y = &pb_plot_styles[b].style;
+            ck_assert_msg(strcmp(x->color, y->color) && x->point != y->point &&
+                          strcmp(x->dash, y->dash), "styles %d and %d share a colour, marker "
+                          "or dash", styled, b);
+            double d = delta_e(x->color, y->color, 1);
+            ck_assert_msg(d >= 15, "%s and %s: delta E %.1f", x->color, y->color, d);
+        }
+    ck_assert_int_eq(styled, n);
+    for (int a = 0; a < PB_PLOT_NMEMKINDS; a++)
+        for (int b = 0; b < a; b++)
+            ck_assert_msg(delta_e(pb_plot_mem_colors[a], pb_plot_mem_colors[b], 1) >= 15,
+                          "memory kinds %d and %d", a, b);
+    for (int a = 0; a < PB_PLOT_NOPKINDS; a++)
+        for (int b = 0; b < a; b++)
+            ck_assert_msg(delta_e(pb_plot_op_colors[a], pb_plot_op_colors[b], 1) >= 30,
+                          "op kinds %d and %d", a, b);
+    for (int i = 0; i < styled; i++) {
+        const char *c = pb_plot_styles[i].style.color;
+        for (int k = 0; k < PB_PLOT_NMEMKINDS; k++)
+            ck_assert_msg(delta_e(c, pb_plot_mem_colors[k], 0) >= 15, "%s vs memory %s", c,
+                          pb_plot_mem_colors[k]);
+        for (int k = 0; k < PB_PLOT_NOPKINDS; k++)
+            ck_assert_msg(delta_e(c, pb_plot_op_colors[k], 0) >= 15, "%s vs op %s", c,
+                          pb_plot_op_colors[k]);
+    }
+}
+END_TEST
+
+/* The scripts take every colour from the table (variables set by plot): the only colours
+ * written in the scripts of plots/ are greys (borders, grid, text). */
+START_TEST(scripts_use_the_table)
+{
+    static const char *const scripts[] = {"style", "legend", "convergence", "throughput",
+                                          "memory", "timeline", "staleness"};
+    for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/plots/%s.gp", PB_SOURCE_ROOT, scripts[i]);
+        char *t = fx_read(path, NULL);
+        ck_assert_msg(t != NULL, "cannot read %s", path);
+        for (const char *p = strchr(t, '#'); p; p = strchr(p + 1, '#')) {
+            unsigned r, g, b;
+            int used = 0;
+            if (sscanf(p, "#%2x%2x%2x%n", &r, &g, &b, &used) == 3 && used == 7 &&
+                strspn(p + 1, "0123456789abcdefABCDEF") == 6)
+                ck_assert_msg(r == g && g == b, "%s: the colour %.7s is not from "
+                              "plots/plot_style.c", path, p);
+        }
+        free(t);
+    }
+}
+END_TEST
+
 /* Blocks per schedule (gpipe, pipedream, pipeoptim (code); not the failed run), each a
- * header and two epochs: gpipe is the mean of its two seeds (50 and 55 %, then 60, 64). */
+ * header and two epochs: gpipe is the mean of its two seeds (50 and 55 %, then 60, 64)
+ * with their sample std (3.53553 = 2.5 sqrt 2, then 2.82843), 10 s an epoch, losses 1
+ * then 0.9 in every run. */
 START_TEST(convergence_dat)
 {
     plot_ok("convergence", "png", FX_PIPEDREAM);
     char *t = read_dat("convergence");
     ck_assert_int_eq(data_lines(t), 3 * 3);
-    assert_has(t, "epoch \"gpipe\" seconds runs\n1 52.5 10 2\n2 62 20 2\n\n\n");
-    assert_has(t, "epoch \"pipedream\" seconds runs\n1 59 10 1\n2 66 20 1\n\n\n");
-    assert_has(t, "epoch \"pipeoptim (code)\" seconds runs\n1 61 10 1\n2 65 20 1\n");
-    ck_assert_msg(!strstr(t, "90") && !strstr(t, "\"pipeoptim\""), "%s", t);
+    static const char head[] = " acc_std seconds val_loss val_loss_std train_loss "
+                               "train_loss_std runs\n";
+    char want[512];
+    snprintf(want, sizeof want, "epoch \"gpipe\"%s1 52.5 3.53553 10 1 0 1 0 2\n"
+             "2 62 2.82843 20 0.9 0 0.9 0 2\n\n\n", head);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "epoch \"pipedream\"%s1 59 0 10 1 0 1 0 1\n"
+             "2 66 0 20 0.9 0 0.9 0 1\n\n\n", head);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "epoch \"pipeoptim (code)\"%s1 61 0 10 1 0 1 0 1\n", head);
+    assert_has(t, want);
+    ck_assert_msg(!strstr(t, " 90 ") && !strstr(t, "\"pipeoptim\"") && !strstr(t, "target"),
+                  "%s", t);
     free(t);
 }
 END_TEST
 
-/* Rows per schedule, a column for the one D; bubble 0.25 (k + 1) / 4 averages 15.625 %. */
+/* --target 0.6 (a fraction, as report's: the first epoch with val_acc >= 0.6): gpipe's
+ * seeds reach it at epoch 2 (0.60 and 0.64), pipedream at 2, pipeoptim (code) at 1; the
+ * figure draws the line at 60 %. A target the runs never reach has '?' and 0 reached. */
+START_TEST(convergence_target)
+{
+    struct pb_err e;
+    struct pb_plot_opts o = {.target = 0.6};
+    ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "svg", FX_PIPEDREAM, NULL, &o, NULL,
+                                    NULL, &e) == 0, "%s", e.msg);
+    char *t = read_dat("convergence");
+    ck_assert_int_eq(data_lines(t), 3 * 3 + 4);
+    assert_has(t, "\n\n\nschedule epochs_to_target seconds_to_target reached runs\n"
+                  "\"gpipe\" 2 20 2 2\n\"pipedream\" 2 20 1 1\n\"pipeoptim (code)\" 1 10 1 1\n");
+    free(t);
+    char *svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "target 60%");
+    assert_has(svg, "validation loss per epoch");
+    assert_has(svg, "training loss per epoch");
+    free(svg);
+    o.target = 0.7;
+    ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "png", FX_PIPEDREAM, NULL, &o, NULL,
+                                    NULL, &e) == 0, "%s", e.msg);
+    t = read_dat("convergence");
+    assert_has(t, "\"gpipe\" ? ? 0 2\n");
+    free(t);
+    o.target = 60;
+    ck_assert_int_eq(pb_plot_figure_cb(db, "convergence", out, "png", FX_PIPEDREAM, NULL, &o,
+                                       NULL, NULL, &e), -1);
+    assert_has(e.msg, "fraction in (0, 1]");
+}
+END_TEST
+
+/* A row per D with each schedule's mean and std: gpipe's steady-epoch throughputs 1200
+ * and 1100 (mean 1150, std 70.7107); bubble 0.25 (k + 1) / 4 averages 15.625 %. */
 START_TEST(throughput_dat)
 {
-    plot_ok("throughput", "png", FX_PIPEDREAM);
+    plot_ok("throughput", "svg", FX_PIPEDREAM);
     char *t = read_dat("throughput");
-    ck_assert_int_eq(data_lines(t), 2 * 4);
-    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 1150\n\"pipedream\" 1500\n"
-                  "\"pipeoptim (code)\" 1300\n\n\n");
-    assert_has(t, "schedule \"D=4\"\n\"gpipe\" 15.625\n\"pipedream\" 15.625\n"
-                  "\"pipeoptim (code)\" 15.625\n");
+    ck_assert_int_eq(data_lines(t), 2 * 2);
+    static const char head[] = "D \"gpipe\" std \"pipedream\" std \"pipeoptim (code)\" std\n";
+    char want[512];
+    snprintf(want, sizeof want, "%s\"D=4\" 1150 70.7107 1500 0 1300 0\n\n\n", head);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "%s\"D=4\" 15.625 0 15.625 0 15.625 0\n", head);
+    assert_has(t, want);
     free(t);
+    char *svg = fx_read(path_of("throughput.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "bubble (%)");
+    assert_has(svg, "not one device per stage");   /* the fixture's runs are seq's */
+    free(svg);
 }
 END_TEST
 
-/* Run 3 (pipedream): per stage 1, 1, 2 MiB, 1 MiB weight copies, acts 1 MiB at peak. */
+/* A bar per stage and schedule: x = stage * 4 + schedule; 1, 1, 2 MiB, weight copies 1 MiB
+ * for pipedream only, acts 1 MiB at peak; gpipe averages its 2 runs. */
 START_TEST(memory_dat)
 {
-    plot_ok("memory", "png", FX_PIPEDREAM);
+    plot_ok("memory", "svg", FX_PIPEDREAM);
     char *t = read_dat("memory");
-    ck_assert_int_eq(data_lines(t), 1 + FX_STAGES);
-    assert_has(t, "\n\"stage 0\" 1 1 2 1 1 0.25 0.25 0 0\n");
-    assert_has(t, "\n\"stage 3\" 1 1 2 1 1 0.25 0.25 0 0\n");
+    ck_assert_int_eq(data_lines(t), 1 + 3 * FX_STAGES + 1 + FX_STAGES);
+    assert_has(t, "\n0 0 0 \"gpipe\" 1 1 2 0 1 0.25 0.25 0 0 2\n");
+    assert_has(t, "\n1 0 1 \"pipedream\" 1 1 2 1 1 0.25 0.25 0 0 1\n");
+    assert_has(t, "\n14 3 2 \"pipeoptim (code)\" 1 1 2 0 1 0.25 0.25 0 0 1\n");
+    assert_has(t, "\n\nx label\n1 \"stage 0\"\n5 \"stage 1\"\n9 \"stage 2\"\n13 \"stage 3\"\n");
     free(t);
+    char *svg = fx_read(path_of("memory.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "weight copies");
+    assert_has(svg, "pipeoptim (code)");
+    assert_has(svg, "stage 3");
+    free(svg);
 }
 END_TEST
 
-/* FX_NEVENTS ops per device in the last epoch, then a label per device with its idle
- * fraction (stage 0: 6.25 %, stage 3: 25 %). */
+/* The epoch has 3 micro-batches, fewer than a default window (2D): all FX_NEVENTS ops per
+ * device, then a label per device with its bubble in the epoch (stage 0: 6.25 %, stage
+ * 3: 25 %). */
 START_TEST(timeline_dat)
 {
     plot_ok("timeline", "png", FX_PIPEDREAM);
     char *t = read_dat("timeline");
     ck_assert_int_eq(data_lines(t), FX_STAGES * FX_NEVENTS + FX_STAGES);
-    assert_has(t, "\n0 0.000000 1.000000 0 0\n");          /* F0 on stage 0 */
-    assert_has(t, "\n3 44.000000 46.000000 1 0\n");        /* B0 on stage 3 */
-    assert_has(t, "\n3 46.000000 46.500000 2 -1\n");       /* its U */
-    assert_has(t, "\n\n0 \"stage 0 (6% idle)\"\n");
-    assert_has(t, "\n3 \"stage 3 (25% idle)\"\n");
+    assert_has(t, "\n0 0.000000 1.000000 0 0 0\n");          /* F0 on stage 0 */
+    assert_has(t, "\n3 44.000000 46.000000 1 0 0\n");        /* B0 on stage 3 */
+    assert_has(t, "\n3 46.000000 46.500000 2 -1 0\n");       /* its U */
+    assert_has(t, "\n0 \"stage 0 (epoch bubble 6%)\"\n");
+    assert_has(t, "\n3 \"stage 3 (epoch bubble 25%)\"\n");
     free(t);
+}
+END_TEST
+
+/* --window 1:2: from F1 on stage 0 (10 ms) to B1 and its U there (62.5 ms); times from
+ * the window's start; F0 (0-7 ms on every device) is left out; --epoch 1 is the first. */
+START_TEST(timeline_window)
+{
+    struct pb_err e;
+    struct pb_plot_opts o = {.window_lo = 1, .window_hi = 2, .epoch = 1};
+    ck_assert_msg(pb_plot_figure_cb(db, "timeline", out, "svg", FX_PIPEDREAM, NULL, &o, NULL,
+                                    NULL, &e) == 0, "%s", e.msg);
+    char *t = read_dat("timeline");
+    assert_has(t, "# panel 1: run 3, epoch 1, micro-batches 1 to 1:");
+    assert_has(t, "\n0 0.000000 1.000000 0 1 0\n");     /* F1 on stage 0 */
+    assert_has(t, "\n0 50.000000 52.000000 1 1 0\n");   /* B1 */
+    assert_has(t, "\n0 52.000000 52.500000 2 -1 0\n");  /* its U: the window's end */
+    assert_has(t, "\n3 34.000000 36.000000 1 0 0\n");   /* B0 on stage 3 at 44 ms */
+    ck_assert_msg(!strstr(t, "\n0 -") && !strstr(t, " 0 0 0\n3 ") && !strstr(t, "\n1 0.000000 1"),
+                  "%s", t);
+    free(t);
+    char *svg = fx_read(path_of("timeline.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "run 3: pipedream, D=4, mlp; measured, seq executor; epoch 1, "
+                    "micro-batches 1 to 1");
+    free(svg);
+    o = (struct pb_plot_opts){.window_lo = 2, .window_hi = 9};
+    ck_assert_int_eq(pb_plot_figure_cb(db, "timeline", out, "png", FX_PIPEDREAM, NULL, &o, NULL,
+                                       NULL, &e), -1);
+    assert_has(e.msg, "has events for micro-batches 0 to 2 only");
+    o = (struct pb_plot_opts){.epoch = 5};
+    ck_assert_int_eq(pb_plot_figure_cb(db, "timeline", out, "png", FX_PIPEDREAM, NULL, &o, NULL,
+                                       NULL, &e), -1);
+    assert_has(e.msg, "has no events in epoch 5; its events cover epochs 1 to 2");
+}
+END_TEST
+
+/* --runs stacks a panel per run; a simulation (`simulate --record`) is one, said to be
+ * simulated; runs without events are left out. */
+START_TEST(timeline_stack_sim)
+{
+    char args[1024], text[4096];
+    /* a selection reads the runs' recorded configurations, which the fixture leaves out */
+    sqlite3 *d;
+    ck_assert_int_eq(sqlite3_open(db, &d), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(d, "UPDATE runs SET config = '{}'", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(d);
+    snprintf(args, sizeof args, "simulate --schedule gpipe --stages 4 --length 8 --cost 1,2,0.5 "
+             "--record --db '%s'", db);
+    ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
+    assert_has(text, "recorded as run 8 ");
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --format svg --out '%s' "
+             "--runs 1,3,8", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
+    char *t = read_dat("timeline");
+    assert_has(t, "# panel 1: run 3, epoch 2,");
+    assert_has(t, "# panel 2: run 8, epoch 1, micro-batches 0 to 7:");
+    ck_assert_msg(!strstr(t, "panel 3"), "%s", t);
+    free(t);
+    char *svg = fx_read(path_of("timeline.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "run 8: gpipe, D=4; SIMULATED: ideal, one device per stage, given op costs");
+    assert_has(svg, "Op timelines, one panel per run");
+    free(svg);
 }
 END_TEST
 
@@ -239,6 +491,22 @@ START_TEST(bad_input)
     expect_cli(NULL, args, "needs --figure and --out");
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run x", db, out);
     expect_cli(NULL, args, "--run expects a run id");
+    snprintf(args, sizeof args, "plot --db '%s' --figure convergence --out '%s' --target 60", db,
+             out);
+    expect_cli(NULL, args, "fraction in (0, 1]");
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --out '%s' --window 5", db, out);
+    expect_cli(NULL, args, "--window takes A:B");
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --out '%s' --epoch 0", db, out);
+    expect_cli(NULL, args, "--epoch expects an epoch number");
+    snprintf(args, sizeof args, "plot --help");
+    char help[8192];
+    ck_assert_int_eq(fx_cli(NULL, args, help, sizeof help, NULL, 0), 0);
+    for (int f = 0; pb_plot_figure_names[f]; f++)
+        assert_has(help, pb_plot_figure_names[f]);
+    static const char *const opts[] = {"--target ACC", "--window A:B", "--epoch N", "--runs",
+                                       "--experiment", "--where", "--run ID", "--format"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        assert_has(help, opts[i]);
     char stdout_text[4096];
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run 3", db, out);
     ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, NULL, 0), 0);
@@ -368,10 +636,15 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("plot");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, figures_png_svg);
+    tcase_add_test(tc, style_table);
+    tcase_add_test(tc, scripts_use_the_table);
     tcase_add_test(tc, convergence_dat);
+    tcase_add_test(tc, convergence_target);
     tcase_add_test(tc, throughput_dat);
     tcase_add_test(tc, memory_dat);
     tcase_add_test(tc, timeline_dat);
+    tcase_add_test(tc, timeline_window);
+    tcase_add_test(tc, timeline_stack_sim);
     tcase_add_test(tc, staleness_dat);
     tcase_add_test(tc, all_skips_missing_data);
     tcase_add_test(tc, bad_input);

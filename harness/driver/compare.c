@@ -181,7 +181,7 @@ static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, doubl
             cellf(&t, row, 9, "%.1f", r->seconds_to_target);
         }
         cellf(&t, row, 10, "%.0f", r->throughput);
-        cellf(&t, row, 11, "%.3f", r->bubble);
+        cellf(&t, row, 11, "%.1f%%", 100 * r->bubble);
         cellf(&t, row, 12, "%.2f", r->f_lag);
         cellf(&t, row, 13, "%.2f", r->b_lag);
         if (r->pred_count > 0)

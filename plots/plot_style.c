@@ -1,0 +1,58 @@
+/* plots/plot_style.c — the figures' style table (plot_style.h). Schedules take Paul Tol's
+ * "muted" scheme (nine colours told apart with every common colour-vision deficiency), a
+ * variant a hue near its schedule's, an open marker where its schedule's is filled and a
+ * dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
+ * nine colours of his other schemes chosen to differ from each other (also as protanopes
+ * and deuteranopes see them) and from every schedule (tests/test_plot.c measures it). */
+#include "plots/plot_style.h"
+
+#include <string.h>
+
+/* point types: 5/4 square, 7/6 circle, 9/8 triangle, 11/10 inverted triangle, 13/12
+ * diamond, 15/14 pentagon (filled/open) */
+const struct pb_plot_styled pb_plot_styles[] = {
+    {"gpipe", NULL, {"#332288", 7, "solid"}},
+    {"pipedream", NULL, {"#117733", 5, "12,5"}},
+    {"pipedream-2bw", NULL, {"#44AA99", 9, "5,4"}},
+    {"spectrain", NULL, {"#882255", 13, "2,4"}},
+    {"spectrain", "code", {"#CC6677", 12, "2,3,8,3"}},
+    {"xpipe", NULL, {"#999933", 11, "10,4,2,4"}},
+    {"xpipe", "note", {"#DDCC77", 10, "12,3,2,3,2,3"}},
+    {"pipeoptim", NULL, {"#AA4499", 15, "16,4,5,4"}},
+    {"pipeoptim", "code", {"#88CCEE", 14, "7,3,2,3"}},
+    {NULL, NULL, {NULL, 0, NULL}},
+};
+
+static const struct pb_plot_style fallback = {"#777777", 1, "3,3"};
+
+struct pb_plot_style pb_plot_style_of(const char *schedule, const char *variant, bool *known)
+{
+    if (variant && !*variant)
+        variant = NULL;
+    for (int i = 0; schedule && pb_plot_styles[i].schedule; i++) {
+        const struct pb_plot_styled *s = &pb_plot_styles[i];
+        if (!strcmp(s->schedule, schedule) &&
+            (s->variant ? variant && !strcmp(s->variant, variant) : !variant)) {
+            if (known)
+                *known = true;
+            return s->style;
+        }
+    }
+    if (known)
+        *known = false;
+    return fallback;
+}
+
+const char *const pb_plot_op_colors[PB_PLOT_NOPKINDS] = {"#0077BB", "#EE7733", "#BBBBBB"};
+
+const char *const pb_plot_mem_columns[PB_PLOT_NMEMKINDS] = {
+    "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats", "host",
+};
+const char *const pb_plot_mem_titles[PB_PLOT_NMEMKINDS] = {
+    "params", "grads", "optimizer state", "weight copies", "activations", "comm buffers",
+    "scratch", "BN statistics", "host",
+};
+const char *const pb_plot_mem_colors[PB_PLOT_NMEMKINDS] = {
+    "#222255", "#663333", "#EE8866", "#EE3377", "#CC3311", "#BBCC33", "#EEEEBB", "#CCEEFF",
+    "#FFAABB",
+};

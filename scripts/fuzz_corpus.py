@@ -130,6 +130,8 @@ def st():
         {"pipebench_state": "1", "run_id": "3", "model": "mlp"}))
     put("safetensors", "metadata-only", safetensors([], {"format": "pt"}))
     put("safetensors", "one", safetensors([("stage0.fc1.weight", "F32", [1, 4], f32)]))
+    # found: a __metadata__ that is not an object of strings made pb_st_save abort
+    put("safetensors", "regress-metadata-number", safetensors([], 5))
 
 
 # ---- sweep files ----
@@ -167,6 +169,8 @@ RUNS = [
 
 
 def run_json(build):
+    # found: a trace window out of int's range was converted (undefined behaviour)
+    put("run_json", "regress-trace-1e30", b'{"model":"mlp","trace_mb_lo":0,"trace_mb_hi":1e30}')
     exe = os.path.join(build, "pipebench")
     if not os.path.exists(exe):
         print(f"fuzz_corpus: {exe} is not built; the run_json seeds are left as they are")

@@ -120,6 +120,17 @@ static int check_tiling(const struct pb_safetensors *st, size_t data_len, const 
     return rc;
 }
 
+/* Whether v is a JSON object whose values are all strings (the format's __metadata__). */
+static bool string_map(const cJSON *v)
+{
+    if (!cJSON_IsObject(v))
+        return false;
+    for (const cJSON *x = v->child; x; x = x->next)
+        if (!cJSON_IsString(x))
+            return false;
+    return true;
+}
+
 /* Parses the file in st->blob (len bytes and a spare one after them, owned by st);
  * path names it in messages. */
 static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, struct pb_err *e)
@@ -155,6 +166,11 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
             if (st->metadata) {
                 rc = pb_err_set(e, "%s: __metadata__ appears twice in the header (corrupt file)",
                                 path);
+                break;
+            }
+            if (!string_map(it)) {
+                rc = pb_err_set(e, "%s: __metadata__ is not an object of string values (the "
+                                   "format's rule; corrupt file)", path);
                 break;
             }
             st->metadata = cJSON_PrintUnformatted(it);

@@ -171,6 +171,8 @@ RUNS = [
 def run_json(build):
     # found: a trace window out of int's range was converted (undefined behaviour)
     put("run_json", "regress-trace-1e30", b'{"model":"mlp","trace_mb_lo":0,"trace_mb_hi":1e30}')
+    # found: a number beyond float's range became inf, recorded as null, refused on resume
+    put("run_json", "regress-float-range", b'{"model":"mlp","weight_decay":1e308,"lr":1e39}')
     exe = os.path.join(build, "pipebench")
     if not os.path.exists(exe):
         print(f"fuzz_corpus: {exe} is not built; the run_json seeds are left as they are")

@@ -2,8 +2,8 @@
  * what `pipebench resume` does): a recorded configuration reads back to the same JSON,
  * and a tampered one is refused with a message instead of read as something else:
  * counts out of int's range (undefined to convert; found by tests/fuzz/fuzz_run_json),
- * lists of something else than numbers or longer than pipebench records, null and
- * objects. */
+ * numbers out of float's range, lists of something else than numbers or longer than
+ * pipebench records, null and objects. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +59,10 @@ START_TEST(test_tampered_refused)
     strcat(big, "]}");
     expect_refused(big, "lr_steps is a list longer than pipebench records");
     expect_refused("[1]", "not a JSON object");
+    /* numbers a float cannot hold became inf, which the configuration's JSON then
+     * recorded as null (found by tests/fuzz/fuzz_run_json's round trip) */
+    expect_refused("{\"weight_decay\":1e308}", "--weight-decay expects a number of magnitude");
+    expect_refused("{\"beta1\":0.9,\"beta2\":-1e39}", "--betas expects 2 comma-separated");
 }
 END_TEST
 

@@ -215,12 +215,23 @@ fail_set:
 }
 
 /* WAL lets readers and one writer of parallel runs proceed together; it persists in
- * the file. */
+ * the file. Two processes opening a new database at once can find each other's lock
+ * here, where SQLite returns SQLITE_BUSY at once rather than wait (a deadlock it
+ * avoids), so this retries for the busy timeout itself. */
 static int set_wal(struct pb_results *r, struct pb_err *e)
 {
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(r->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK ||
-        sqlite3_step(s) != SQLITE_ROW) {
+    int rc = sqlite3_prepare_v2(r->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+    for (int waited = 0; rc == SQLITE_OK; waited += 10) {
+        rc = sqlite3_step(s);
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS)
+            break;
+        sqlite3_reset(s);
+        rc = SQLITE_OK;
+        struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        nanosleep(&ten_ms, NULL);
+    }
+    if (rc != SQLITE_ROW) {
         db_fail(r, "setting WAL mode", e);
         sqlite3_finalize(s);
         return -1;

@@ -1,7 +1,7 @@
 /* tests/test_safetensors.c — the safetensors reader enforces the format's rules
  * (harness/base/safetensors.h): whole-number shapes and offsets, shapes whose products
  * fit, tensors that tile the data section without overlaps or holes, unique names and
- * one __metadata__; a checkpoint loads only into tensors of the same shape (a
+ * one __metadata__ of string values; a checkpoint loads only into tensors of the same shape (a
  * transposed weight is refused by `pipebench run --init`, naming both shapes). */
 #include <check.h>
 #include <stdio.h>
@@ -70,6 +70,11 @@ START_TEST(test_format_rules)
     expect_refused("{\"__metadata__\":{\"x\":\"1\"},\"__metadata__\":{\"y\":\"2\"},"
                    "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
                    "__metadata__ appears twice");
+    /* the format's __metadata__ maps names to strings (a number there made pb_st_save,
+     * writing the checkpoint again, abort: found by tests/fuzz/fuzz_safetensors) */
+    expect_refused("{\"__metadata__\":5,\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+                   "\"data_offsets\":[0,4]}}", 4, "not an object of string values");
+    expect_refused("{\"__metadata__\":{\"run_id\":3}}", 0, "not an object of string values");
     /* a shaped read names the shapes, a missing name lists what the file holds */
     ck_assert(pb_st_load(&st, write_st("ok.safetensors", ok, 32), &e) == 0);
     float out[4];

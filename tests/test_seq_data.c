@@ -143,6 +143,7 @@ START_TEST(stand_in)
     }
     ck_assert_msg(agree > a.n / 2, "%d of %d", agree, a.n);
     ck_assert(ones > 150 && ones < 250);
+    pb_dataset_finish(&l);
     o.c = 3;
     ck_assert_int_eq(pb_dataset_load_opts(&l, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 3, &o, &e), -1);
     pb_dataset_finish(&a);

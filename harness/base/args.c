@@ -2,6 +2,7 @@
 #include "harness/base/args.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,8 +37,9 @@ int pb_arg_float(const char *flag, const char *s, float *out, struct pb_err *e)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        return pb_err_set(e, "%s expects a number (got '%s')", flag, s);
+    if (errno || end == s || *end || !(fabs(v) <= FLT_MAX))
+        return pb_err_set(e, "%s expects a number of magnitude at most %g (got '%s')", flag,
+                          (double)FLT_MAX, s);
     *out = (float)v;
     return 0;
 }
@@ -61,7 +63,7 @@ int pb_arg_floats(const char *flag, const char *s, float *out, int n, struct pb_
         errno = 0;
         double v = strtod(p, &end);
         bool last = i == n - 1;
-        if (errno || end == p || !isfinite(v) || (last ? *end != 0 : *end != ','))
+        if (errno || end == p || !(fabs(v) <= FLT_MAX) || (last ? *end != 0 : *end != ','))
             return pb_err_set(e, "%s expects %d comma-separated numbers (got '%s')", flag, n, s);
         out[i] = (float)v;
         p = end + 1;

@@ -120,41 +120,34 @@ static int check_tiling(const struct pb_safetensors *st, size_t data_len, const 
     return rc;
 }
 
-int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
+/* Whether v is a JSON object whose values are all strings (the format's __metadata__). */
+static bool string_map(const cJSON *v)
 {
-    memset(st, 0, sizeof *st);
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return pb_err_set(e, "'%s' is not a file (a safetensors checkpoint is; give its path)",
-                          path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pb_err_set(e, "cannot open '%s': %s", path, strerror(errno));
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return pb_err_set(e, "cannot read '%s': it cannot be sized (not a regular file?)", path);
-    }
+    if (!cJSON_IsObject(v))
+        return false;
+    for (const cJSON *x = v->child; x; x = x->next)
+        if (!cJSON_IsString(x))
+            return false;
+    return true;
+}
+
+/* Parses the file in st->blob (len bytes and a spare one after them, owned by st);
+ * path names it in messages. */
+static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, struct pb_err *e)
+{
     if (len < 8) {
-        fclose(f);
-        return pb_err_set(e, "'%s' is not a safetensors file (only %ld bytes)", path, len);
-    }
-    st->blob = pb_xmalloc((size_t)len + 1);
-    size_t got = fread(st->blob, 1, (size_t)len, f);
-    fclose(f);
-    if (got != (size_t)len) {
         pb_st_finish(st);
-        return pb_err_set(e, "cannot read '%s'", path);
+        return pb_err_set(e, "'%s' is not a safetensors file (only %zu bytes)", path, len);
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = (hlen << 8) | st->blob[i];
     if (hlen > (uint64_t)len - 8) {
         pb_st_finish(st);
-        return pb_err_set(e, "'%s': header length %llu exceeds the file size %ld (corrupt or not "
+        return pb_err_set(e, "'%s': header length %llu exceeds the file size %zu (corrupt or not "
                              "a safetensors file)", path, (unsigned long long)hlen, len);
     }
-    char saved = st->blob[8 + hlen];
+    char saved = (char)st->blob[8 + hlen];
     st->blob[8 + hlen] = 0;
     cJSON *root = cJSON_Parse((const char *)st->blob + 8);
     st->blob[8 + hlen] = (unsigned char)saved;
@@ -163,7 +156,7 @@ int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
         pb_st_finish(st);
         return pb_err_set(e, "'%s': the header is not a JSON object (corrupt file?)", path);
     }
-    size_t data_len = (size_t)len - 8 - hlen;
+    size_t data_len = len - 8 - (size_t)hlen;
     const unsigned char *data = st->blob + 8 + hlen;
     const cJSON *it;
     int rc = 0;
@@ -173,6 +166,11 @@ int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
             if (st->metadata) {
                 rc = pb_err_set(e, "%s: __metadata__ appears twice in the header (corrupt file)",
                                 path);
+                break;
+            }
+            if (!string_map(it)) {
+                rc = pb_err_set(e, "%s: __metadata__ is not an object of string values (the "
+                                   "format's rule; corrupt file)", path);
                 break;
             }
             st->metadata = cJSON_PrintUnformatted(it);
@@ -191,6 +189,41 @@ int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
     for (int i = 0; i < st->n; i++)
         st->t[i].data = data + (size_t)st->t[i].data;
     return 0;
+}
+
+int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e)
+{
+    memset(st, 0, sizeof *st);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return pb_err_set(e, "'%s' is not a file (a safetensors checkpoint is; give its path)",
+                          path);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pb_err_set(e, "cannot open '%s': %s", path, strerror(errno));
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return pb_err_set(e, "cannot read '%s': it cannot be sized (not a regular file?)", path);
+    }
+    st->blob = pb_xmalloc((size_t)len + 1);
+    size_t got = fread(st->blob, 1, (size_t)len, f);
+    fclose(f);
+    if (got != (size_t)len) {
+        pb_st_finish(st);
+        return pb_err_set(e, "cannot read '%s'", path);
+    }
+    return parse_blob(st, (size_t)len, path, e);
+}
+
+int pb_st_load_mem(struct pb_safetensors *st, const void *bytes, size_t len, const char *name,
+                   struct pb_err *e)
+{
+    memset(st, 0, sizeof *st);
+    st->blob = pb_xmalloc(len + 1);
+    if (len)
+        memcpy(st->blob, bytes, len);
+    return parse_blob(st, len, name, e);
 }
 
 void pb_st_finish(struct pb_safetensors *st)

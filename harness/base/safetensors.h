@@ -33,10 +33,14 @@ struct pb_safetensors {
     char *metadata;       /* "__metadata__" as a JSON object text, or NULL */
 };
 
-/* Reader: checks the header (unique names, one __metadata__), dtypes, whole-number
- * shapes and offsets, shapes against offsets, and that the tensors' bytes tile the
- * data section without holes or overlaps. */
+/* Reader: checks the header (unique names, one __metadata__: an object of strings),
+ * dtypes, whole-number shapes and offsets, shapes against offsets, and that the
+ * tensors' bytes tile the data section without holes or overlaps. */
 int pb_st_load(struct pb_safetensors *st, const char *path, struct pb_err *e);
+/* The same for a file's len bytes in memory (copied); name stands for the path in
+ * messages. */
+int pb_st_load_mem(struct pb_safetensors *st, const void *bytes, size_t len, const char *name,
+                   struct pb_err *e);
 void pb_st_finish(struct pb_safetensors *st);
 const struct pb_st_tensor *pb_st_find(const struct pb_safetensors *st, const char *name);
 /* The F32 tensor `name` copied into out[count], or an error naming what is missing

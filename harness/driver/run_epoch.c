@@ -125,8 +125,10 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
     struct pb_event_record *ev = pb_xcalloc(nev + 1, sizeof *ev);
     nev = 0;
     for (int k = r->lo; k < r->hi; k++) {
-        memcpy(ev + nev, r->workers[k].events, (size_t)r->workers[k].st.nevents * sizeof *ev);
-        nev += (size_t)r->workers[k].st.nevents;
+        size_t n = (size_t)r->workers[k].st.nevents;
+        if (n)   /* events is NULL when none are kept: memcpy's source must not be */
+            memcpy(ev + nev, r->workers[k].events, n * sizeof *ev);
+        nev += n;
     }
     if (r->dist) {
         struct pb_stage_record mine = sr[r->lo];

@@ -2,6 +2,8 @@
  * into a struct pb_run_cfg, through the run flags, so `pipebench resume` continues a run
  * with exactly the options it was started with. */
 #include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,18 @@ static double number(const cJSON *root, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* The number at key (0 when absent) as an int in [0, INT_MAX]; -1 with a message for
+ * another number (converting it would be undefined). */
+static int count(const cJSON *root, const char *key, int *out, struct pb_err *e)
+{
+    double x = number(root, key);
+    if (!(x >= 0 && x <= INT_MAX) || x != floor(x))
+        return pb_err_set(e, "the run's recorded configuration: %s is %g, not a whole number "
+                             "between 0 and %d", key, x, INT_MAX);
+    *out = (int)x;
+    return 0;
+}
+
 int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_json **out,
                          struct pb_err *e)
 {
@@ -78,12 +92,22 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         } else if (cJSON_IsArray(it)) {
             size_t len = 0;
             buf[0] = 0;
-            for (const cJSON *x = it->child; x && len < sizeof buf; x = x->next)
+            for (const cJSON *x = it->child; x && len < sizeof buf; x = x->next) {
+                if (!cJSON_IsNumber(x))
+                    return pb_err_set(e, "the run's recorded configuration: %s holds something "
+                                         "else than numbers", it->string);
                 len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%.15g",
                                         len ? "," : "", x->valuedouble);
+            }
+            if (len >= sizeof buf)
+                return pb_err_set(e, "the run's recorded configuration: %s is a list longer "
+                                     "than pipebench records", it->string);
             if (!len)
                 continue;
             v = keep(j, buf);
+        } else {
+            return pb_err_set(e, "the run's recorded configuration: %s is null or an object, "
+                                 "which pipebench never records", it->string);
         }
         if (v && pb_run_flags_set(&f, flag, v, e))
             return pb_err_prefix(e, "the run's recorded configuration: ");
@@ -92,7 +116,9 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
     if (cJSON_GetObjectItemCaseSensitive(j->root, "beta1") &&
         pb_run_flags_set(&f, "betas", keep(j, buf), e))
         return -1;
-    int hi = (int)number(j->root, "trace_mb_hi"), lo = (int)number(j->root, "trace_mb_lo");
+    int hi = 0, lo = 0;
+    if (count(j->root, "trace_mb_hi", &hi, e) || count(j->root, "trace_mb_lo", &lo, e))
+        return -1;
     if (hi > 0) {
         snprintf(buf, sizeof buf, "%d:%d", lo, hi);
         if (pb_run_flags_set(&f, "trace-window", keep(j, buf), e))

@@ -247,27 +247,32 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return 1;
 }
 
-/* The whole file, NUL-terminated; free() it. */
-static char *slurp(const char *path, struct pb_err *e)
+/* Why text of n bytes cannot be a sweep file, or NULL when it can. */
+static const char *not_text(const char *text, size_t n)
+{
+    return n > MAX_FILE        ? "it is larger than 1 MiB"
+           : n && memchr(text, 0, n) ? "it is not a text file"
+                                     : NULL;
+}
+
+/* The whole file (*n bytes), NUL-terminated; free() it. */
+static char *slurp(const char *path, size_t *n, struct pb_err *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         pb_err_set(e, "cannot open the sweep file %s: %s", path, strerror(errno));
         return NULL;
     }
-    char *buf = pb_xmalloc(MAX_FILE + 1);
-    size_t n = fread(buf, 1, MAX_FILE + 1, f);
+    char *buf = pb_xmalloc(MAX_FILE + 2);
+    *n = fread(buf, 1, MAX_FILE + 1, f);
     int err = ferror(f) ? errno : 0;
     fclose(f);
-    const char *why = err ? strerror(err) : n > MAX_FILE ? "it is larger than 1 MiB"
-                      : memchr(buf, 0, n)               ? "it is not a text file"
-                                                        : NULL;
-    if (why) {
-        pb_err_set(e, "cannot read the sweep file %s: %s", path, why);
+    if (err) {
+        pb_err_set(e, "cannot read the sweep file %s: %s", path, strerror(err));
         free(buf);
         return NULL;
     }
-    buf[n] = 0;
+    buf[*n] = 0;
     return buf;
 }
 
@@ -432,14 +437,9 @@ static void sort_errors(struct pb_sweep *s)
     }
 }
 
-int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
-                  struct pb_err *e)
+/* Parses, checks and expands text (NUL-terminated, no NUL inside). */
+static int parse(struct pb_sweep *s, const char *text, const char *db, int threads)
 {
-    memset(s, 0, sizeof *s);
-    s->path = path;
-    char *text = slurp(path, e);
-    if (!text)
-        return -1;
     struct parser p = {.s = s, .pos = text, .line_start = text};
     int rc = ini_parse_stream(read_line, &p, on_pair, &p);
     if (rc > 0)
@@ -454,11 +454,43 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
         fixed_flags(s);
     if (!s->nerrors)
         expand(s, db, threads);
-    free(text);
     if (!s->nerrors)
         return 0;
     sort_errors(s);
     return -1;
+}
+
+int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
+                  struct pb_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    size_t n;
+    char *text = slurp(path, &n, e);
+    if (!text)
+        return -1;
+    const char *why = not_text(text, n);
+    int rc = why ? pb_err_set(e, "cannot read the sweep file %s: %s", path, why)
+                 : parse(s, text, db, threads);
+    free(text);
+    return rc;
+}
+
+int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, size_t len,
+                      const char *db, int threads, struct pb_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->path = name;
+    const char *why = not_text(bytes, len);
+    if (why)
+        return pb_err_set(e, "cannot read the sweep file %s: %s", name, why);
+    char *text = pb_xmalloc(len + 1);
+    if (len)
+        memcpy(text, bytes, len);
+    text[len] = 0;
+    int rc = parse(s, text, db, threads);
+    free(text);
+    return rc;
 }
 
 int pb_sweep_finished(struct pb_sweep *s, bool *done, bool create, struct pb_err *e)

@@ -53,6 +53,9 @@ struct pb_sweep {
  * file could not be read. */
 int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
                   struct pb_err *e);
+/* The same for a file's len bytes in memory (copied); name stands for its path. */
+int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, size_t len,
+                      const char *db, int threads, struct pb_err *e);
 
 /* done[i] = whether configuration i already has a finished run (status done or
  * diverged) in the database: the same configuration JSON (pb_run_cfg_json) but for the

@@ -106,6 +106,26 @@ def imdb():
     put("imdb", "labels", bytes([2, 0, 8, 0]) + body)
 
 
+# ---- imdb.npz: options (parts | split << 2, vocab, limit), the file ----
+
+def imdb_npz():
+    npz = fixture("imdb-npz", "imdb.npz")
+    put("imdb_npz", "train", bytes([0, 0, 0]) + npz)
+    put("imdb_npz", "test-vocab20-limit4", bytes([4, 18, 4]) + npz)
+    put("imdb_npz", "labels", bytes([2, 0, 0]) + npz)
+
+
+# ---- wmt16-de-en: options (parts | split << 2, steps, limit), vocab, .en, .de ----
+
+def wmt16():
+    vocab = fixture("wmt16-de-en", "vocab.bpe.32000")
+    for split, stem in ((0, "train.tok.clean.bpe.32000"), (4, "newstest2014.tok.bpe.32000")):
+        en = fixture("wmt16-de-en", stem + ".en")
+        de = fixture("wmt16-de-en", stem + ".de")
+        put("wmt16", f"split{split}", bytes([split, 0, 0]) + vocab + SEP + en + SEP + de)
+        put("wmt16", f"split{split}-steps8", bytes([split | 1, 8, 3]) + vocab + SEP + en + SEP + de)
+
+
 # ---- safetensors: whole files ----
 
 def safetensors(tensors, metadata=None):
@@ -195,6 +215,8 @@ def main():
     cifar()
     tiny_imagenet()
     imdb()
+    imdb_npz()
+    wmt16()
     st()
     sweep()
     run_json(build)

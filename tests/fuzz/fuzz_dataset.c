@@ -22,7 +22,13 @@ void pb_fuzz_check_dataset(const struct pb_dataset *ds, int parts, int limit)
                    limit);
     PB_FUZZ_ASSERT(ds->c > 0 && ds->h > 0 && ds->w > 0 && ds->nclasses > 0, "shape %dx%dx%d, %d "
                    "classes", ds->c, ds->h, ds->w, ds->nclasses);
-    bool want_x = parts & PB_DATA_INPUTS, want_y = parts & PB_DATA_LABELS;
+    /* a translation dataset's y holds the target lengths, loaded with either part
+     * (dataset.h); its target ids (tgt) come with the labels */
+    bool translation = ds->tgt_steps > 0;
+    bool want_x = parts & PB_DATA_INPUTS, want_y = (parts & PB_DATA_LABELS) || translation;
+    PB_FUZZ_ASSERT(!translation || (ds->tgt != NULL) == !!(parts & PB_DATA_LABELS),
+                   "target ids loaded: %d, labels asked: %d", ds->tgt != NULL,
+                   !!(parts & PB_DATA_LABELS));
     PB_FUZZ_ASSERT(pb_dataset_has_inputs(ds) == want_x, "inputs loaded: %d, asked: %d",
                    pb_dataset_has_inputs(ds), want_x);
     PB_FUZZ_ASSERT((ds->y != NULL) == want_y, "labels loaded: %d, asked: %d", ds->y != NULL,
@@ -30,8 +36,9 @@ void pb_fuzz_check_dataset(const struct pb_dataset *ds, int parts, int limit)
     for (int i = 0; want_y && i < ds->n; i++) {
         PB_FUZZ_ASSERT(ds->y[i] >= 0 && ds->y[i] < ds->nclasses, "label %d of sample %d, %d "
                        "classes", ds->y[i], i, ds->nclasses);
-        PB_FUZZ_ASSERT(!ds->len || (ds->len[i] >= 1 && ds->len[i] <= ds->c), "length %d of "
-                       "sample %d, %d steps", ds->len[i], i, ds->c);
+        int steps = translation ? ds->tgt_steps : ds->c;
+        PB_FUZZ_ASSERT(!ds->len || (ds->len[i] >= 1 && ds->len[i] <= steps), "length %d of "
+                       "sample %d, %d steps", ds->len[i], i, steps);
     }
     if (!want_x)
         return;

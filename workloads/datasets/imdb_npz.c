@@ -244,8 +244,12 @@ static int run(struct vm *m, struct val *out)
                 if (m->at - start >= sizeof g->text)
                     return fail(m, "a global name too long");
             }
-            memcpy(g->text, m->d + start, m->at - start - 1);
-            *strchr(g->text, '\n') = ' ';
+            size_t len = m->at - start - 1;
+            if (memchr(m->d + start, 0, len))
+                return fail(m, "a global name with a NUL byte");
+            memcpy(g->text, m->d + start, len);
+            g->text[len] = 0;
+            *strchr(g->text, '\n') = ' ';   /* the module's end: lines counted two */
             v.kind = V_GLOBAL;
             v.s = g->text;
             v.len = strlen(g->text);

@@ -87,8 +87,10 @@ int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
 char *pb_run_partition_name(const struct pb_run_cfg *c, bool paper_cut)
 {
     enum pb_partition_by by = PB_PARTITION_DEFAULT;
-    int *bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *bounds);
-    if (c->partition && pb_partition_parse(c->partition, c->stages, &by, bounds, NULL))
+    /* a configuration not checked yet (one read back from JSON) may hold any D */
+    bool sized = c->stages >= 1 && c->stages <= PB_MAX_STAGES;
+    int *bounds = pb_xcalloc((size_t)(sized ? c->stages : 0) + 1, sizeof *bounds);
+    if (c->partition && (!sized || pb_partition_parse(c->partition, c->stages, &by, bounds, NULL)))
         by = PB_PART_NBY;
     char *name = paper_cut              ? pb_xstrdup("paper")
                  : by == PB_PART_BOUNDS ? pb_partition_text(bounds, c->stages)

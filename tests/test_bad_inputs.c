@@ -14,7 +14,7 @@
  * message must hold — what is wrong and what to do. */
 struct bad_input {
     const char *args;
-    const char *what, *todo;
+    const char *what, *advice;
 };
 
 /* `pipebench run` on the tiny mlp, recording into the fixture's database; a case's own
@@ -256,8 +256,8 @@ START_TEST(test_bad_input)
     int rc = cli_run(dir, out, sizeof out, "%s", c->args);
     ck_assert_msg(rc == 2, "'%s': exit %d (want 2): %s", c->args, rc, out);
     ck_assert_msg(strstr(out, c->what), "'%s': the message lacks '%s': %s", c->args, c->what, out);
-    ck_assert_msg(!c->todo || strstr(out, c->todo), "'%s': the message lacks '%s': %s", c->args,
-                  c->todo, out);
+    ck_assert_msg(!c->advice || strstr(out, c->advice), "'%s': the message lacks '%s': %s", c->args,
+                  c->advice, out);
     char *after = snapshot();
     ck_assert_msg(!strcmp(before, after), "'%s' changed the folder:\nbefore\n%safter\n%s", c->args,
                   before, after);

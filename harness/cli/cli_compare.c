@@ -275,19 +275,19 @@ static int reuse(const struct opts *o, struct pb_batch_item *items, int n, struc
  * signal stopped the batch (compare then exits 130). */
 static int run_missing(struct pb_batch_item *items, int n)
 {
-    struct pb_batch_item *todo = pb_xcalloc((size_t)n, sizeof *todo);
+    struct pb_batch_item *to_run = pb_xcalloc((size_t)n, sizeof *to_run);
     int *where = pb_xcalloc((size_t)n, sizeof *where), m = 0;
     for (int i = 0; i < n; i++)
         if (!items[i].run_id) {
             where[m] = i;
-            todo[m++] = items[i];
+            to_run[m++] = items[i];
         }
     struct pb_batch_totals t = {0};
     if (m)
-        pb_batch_run(todo, m, 1, "compare", &t);
+        pb_batch_run(to_run, m, 1, "compare", &t);
     for (int j = 0; j < m; j++)
-        items[where[j]] = todo[j];
-    free(todo);
+        items[where[j]] = to_run[j];
+    free(to_run);
     free(where);
     return t.stopped ? -1 : t.not_started;   /* -1: a signal stopped it */
 }

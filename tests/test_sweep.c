@@ -130,7 +130,9 @@ START_TEST(jobs_are_deterministic)
 END_TEST
 
 /* Two configurations, two at once, long enough to be signalled while they set up or
- * train (6400 samples an epoch). */
+ * train (6400 samples an epoch). Eight epochs: the runs' setups can end seconds apart on
+ * a loaded machine, so when the later one records its first epoch the other may be
+ * several epochs on, and it must still be training. */
 static const char *const signal_sweep =
     "[grid]\n"
     "seed = 1, 2\n"
@@ -139,7 +141,7 @@ static const char *const signal_sweep =
     "stages = 2\n"
     "limit-train = 6400\n"
     "limit-val = 320\n"
-    "epochs = 3\n";
+    "epochs = 8\n";
 
 /* SIGINT as the runs start: no run is counted crashed or failed and none is left
  * running; the ones stopped while they set up count as not started. A run whose setup
@@ -180,7 +182,7 @@ START_TEST(sigint_in_flight_stops_at_the_epoch)
     cli_write(dir, "s.ini", signal_sweep);
     static struct proc p;
     proc_start(&p, dir, "sweep s.ini --db a.db --jobs 2");
-    ck_assert_msg(proc_wait_for(&p, ": epoch 1/3", 2), "%s", p.log);
+    ck_assert_msg(proc_wait_for(&p, ": epoch 1/8", 2), "%s", p.log);
     proc_signal(&p, SIGINT);
     int rc = proc_finish(&p);
     ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
@@ -202,7 +204,7 @@ START_TEST(sigint_in_flight_stops_at_the_epoch)
                   strstr(out, "resuming run 2 from its resume state"), "%s", out);
     ck_assert_int_eq(count_runs("a.db"), 2);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db b.db --jobs 2") == 0, "%s", out);
-    ck_assert_int_eq(identical_epochs("a.db", "b.db"), 6);
+    ck_assert_int_eq(identical_epochs("a.db", "b.db"), 16);
     cli_cleanup(dir);
 }
 END_TEST
@@ -215,7 +217,7 @@ START_TEST(runs_stop_when_the_sweep_dies)
     cli_write(dir, "s.ini", signal_sweep);
     static struct proc p;
     proc_start(&p, dir, "sweep s.ini --db a.db --jobs 2");
-    ck_assert_msg(proc_wait_for(&p, ": epoch 1/3", 2), "%s", p.log);
+    ck_assert_msg(proc_wait_for(&p, ": epoch 1/8", 2), "%s", p.log);
     kill(p.pid, SIGKILL);
     ck_assert_int_eq(proc_finish(&p), 128 + SIGKILL);
     int left = 2;

@@ -62,7 +62,8 @@ int pb_cmd_report(int argc, char **argv)
     struct pb_report_opts o = {0};
     struct pb_err e;
     int sel;
-    for (int i = 1; i < argc; i++) {
+    /* every option takes a value: the arguments go in pairs */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
@@ -91,7 +92,6 @@ int pb_cmd_report(int argc, char **argv)
                     v ? "" : " (or a missing value)", usage);
             return PB_EXIT_USAGE;
         }
-        i++;
     }
     if (!table) {
         fprintf(stderr, "pipebench: report needs --table\n%s", usage);

@@ -51,8 +51,8 @@ struct lrun {
     size_t np;
 };
 
-static void lrun_init(struct lrun *r, struct pb_layer_cfg cfg, int nin, const struct pb_shape *in,
-                      const int32_t *host_len)
+static void lrun_init_threads(struct lrun *r, struct pb_layer_cfg cfg, int nin,
+                              const struct pb_shape *in, const int32_t *host_len, int threads)
 {
     struct pb_err e;
     memset(r, 0, sizeof *r);
@@ -64,7 +64,7 @@ static void lrun_init(struct lrun *r, struct pb_layer_cfg cfg, int nin, const st
     for (int i = 0; i < nin; i++)
         r->l.in_shape[i] = in[i];
     ck_assert_msg(r->l.ops->infer(&r->l, in, nin, &r->l.out_shape, &e) == 0, "%s", e.msg);
-    r->be = pb_backend_cpu_create(1, &e);
+    r->be = pb_backend_cpu_create(threads, &e);
     ck_assert_msg(r->be != NULL, "%s", e.msg);
     r->np = r->l.ops->param_count(&r->l);
     r->params = pb_backend_alloc(r->be, r->np * sizeof(float), PB_MEM_PARAMS, &e);
@@ -80,6 +80,12 @@ static void lrun_init(struct lrun *r, struct pb_layer_cfg cfg, int nin, const st
         r->lengths = pb_backend_alloc(r->be, (size_t)in[0].n * sizeof(int32_t), PB_MEM_COMM, &e);
         r->be->ops->upload(r->be, r->lengths, host_len, (size_t)in[0].n * sizeof(int32_t));
     }
+}
+
+static void lrun_init(struct lrun *r, struct pb_layer_cfg cfg, int nin, const struct pb_shape *in,
+                      const int32_t *host_len)
+{
+    lrun_init_threads(r, cfg, nin, in, host_len, 1);
 }
 
 static void lrun_finish(struct lrun *r)
@@ -508,6 +514,57 @@ START_TEST(token_loss)
 }
 END_TEST
 
+/* The bidirectional LSTM's and the attention's outputs and gradients have the same bits
+ * on 1 and 3 threads (every sum in a fixed order, each output owned by one thread). */
+static void threads_case(const char *name, const int32_t *lens)
+{
+    const struct gcase *c = gcase_find(name);
+    float *out[2][5];
+    size_t nout[5];
+    for (int k = 0; k < 2; k++) {
+        struct lrun r;
+        lrun_init_threads(&r, c->cfg, c->nin, c->in, lens, k ? 3 : 1);
+        float *x[2] = {NULL, NULL}, *dx[2] = {NULL, NULL};
+        for (int i = 0; i < c->nin; i++) {
+            x[i] = malloc(pb_shape_count(c->in[i]) * sizeof(float));
+            fill_normal(x[i], pb_shape_count(c->in[i]), 30 + (uint64_t)i);
+        }
+        set_inputs(&r, x);
+        size_t ny = pb_shape_count(r.l.out_shape);
+        float *dy = malloc(ny * sizeof *dy);
+        fill_normal(dy, ny, 40);
+        struct pb_node_act act;
+        out[k][0] = lforward(&r, true, &act);
+        lbackward(&r, &act, dy, dx);
+        out[k][1] = dx[0];
+        out[k][2] = dx[1];
+        out[k][3] = malloc(r.np * sizeof(float));
+        r.be->ops->download(r.be, out[k][3], r.grads, r.np * sizeof(float));
+        nout[0] = ny;
+        nout[1] = pb_shape_count(c->in[0]);
+        nout[2] = c->nin > 1 ? pb_shape_count(c->in[1]) : 0;
+        nout[3] = r.np;
+        for (int i = 0; i < c->nin; i++)
+            free(x[i]);
+        free(dy);
+        lrun_finish(&r);
+    }
+    for (int j = 0; j < 4; j++) {
+        ck_assert_msg(nout[j] == 0 || !memcmp(out[0][j], out[1][j], nout[j] * sizeof(float)),
+                      "%s: output %d differs between 1 and 3 threads", name, j);
+        free(out[0][j]);
+        free(out[1][j]);
+    }
+}
+
+START_TEST(thread_bits)
+{
+    int32_t lstm_len[3] = {6, 3, 1}, attn_len[2] = {5, 2};
+    threads_case("bilstm", lstm_len);
+    threads_case("attn", attn_len);
+}
+END_TEST
+
 static void name_of(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
                     const struct pb_layer *l)
 {
@@ -610,6 +667,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, bilstm_padding);
     tcase_add_test(tc, attn_mask_init);
     tcase_add_test(tc, gnmt_block);
+    tcase_add_test(tc, thread_bits);
     suite_add_tcase(s, tc);
     return s;
 }

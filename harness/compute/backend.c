@@ -16,6 +16,7 @@ const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
 const char *const pb_backend_op_names[PB_BOP_NOPS] = {
     "gemm", "bias", "conv", "maxpool", "avgpool", "batchnorm", "relu", "add", "dropout",
     "concat", "softmax_xent", "optim_step", "predict", "embedding", "lstm", "seq_mean",
+    "seq_gather", "attention",
 };
 
 static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_err *e)

@@ -53,19 +53,34 @@ struct pb_lstm_desc {
     int batch, steps, input, hidden;
 };
 
+/* GNMT's normalised Bahdanau attention (the MLPerf reference's BahdanauAttention with
+ * normalize = True, batch-first): queries q [batch, tq, query], keys k [batch, tk, key],
+ * each batch row's keys valid below its length; U = units.
+ *   pq = q·W_qᵀ, pk = k·W_kᵀ, v̂ = g·v/‖v‖,
+ *   s[b, i, j] = v̂ · tanh(pq[b, i] + pk[b, j] + bias), a = softmax over j < len_b (0 past it),
+ *   ctx[b, i] = Σ_j a[b, i, j]·k[b, j]   → ctx [batch, tq, key].
+ * Its weights are one flat run in PyTorch's parameters() order: linear_att v [U],
+ * normalize_scalar g [1], normalize_bias [U], linear_q.weight W_q [U, query],
+ * linear_k.weight W_k [U, key]. */
+struct pb_attn_desc {
+    int batch, tq, tk, query, key, units;
+};
+
 struct pb_backend;
 
 /* Device memory softmax_xent writes its results to. */
 struct pb_xent_out {
     float loss;
     int32_t correct;
+    int32_t count;  /* rows the mean is over: those not ignored */
 };
 
 /* The ops of the table below, for supports_op and its messages. */
 enum pb_backend_op {
     PB_BOP_GEMM, PB_BOP_BIAS, PB_BOP_CONV, PB_BOP_POOL_MAX, PB_BOP_POOL_AVG, PB_BOP_BATCHNORM,
     PB_BOP_RELU, PB_BOP_ADD, PB_BOP_DROPOUT, PB_BOP_CONCAT, PB_BOP_SOFTMAX_XENT,
-    PB_BOP_OPTIM_STEP, PB_BOP_PREDICT, PB_BOP_EMBEDDING, PB_BOP_LSTM, PB_BOP_SEQ_MEAN, PB_BOP_NOPS
+    PB_BOP_OPTIM_STEP, PB_BOP_PREDICT, PB_BOP_EMBEDDING, PB_BOP_LSTM, PB_BOP_SEQ_MEAN,
+    PB_BOP_SEQ_GATHER, PB_BOP_ATTENTION, PB_BOP_NOPS
 };
 /* "gemm", "bias", "conv", ... (backend.c) */
 extern const char *const pb_backend_op_names[PB_BOP_NOPS];
@@ -173,13 +188,16 @@ struct pb_backend_ops {
     void (*split)(struct pb_backend *be, const struct pb_tensor *dout, int k,
                   struct pb_tensor *const *douts);
 
-    /* Softmax cross-entropy, mean over the N rows, label smoothing eps_ls as PyTorch:
-     * target = (1 - eps_ls) * onehot + eps_ls / C. logits [N,C] plain, labels [N].
-     * Writes the mean loss and the count of rows whose argmax equals the label to
-     * device memory (out->loss, out->correct: read them with download after sync);
-     * dlogits [N,C] = (softmax - target) / N when not NULL. */
+    /* Softmax cross-entropy, label smoothing eps_ls as PyTorch: target = (1 - eps_ls) *
+     * onehot + eps_ls / C. logits [N,C] plain, labels [N]. Rows labelled `ignore` (>= 0:
+     * padding tokens; < 0: none) are left out: the mean is over the M others (PyTorch's
+     * ignore_index; the loss per token of a translation model). Writes the mean loss
+     * (0 when M = 0), the count of counted rows whose argmax equals the label, and M to
+     * device memory (out->loss, out->correct, out->count: read them with download after
+     * sync); dlogits [N,C] = (softmax - target) / M when not NULL, 0 on ignored rows. */
     void (*softmax_xent)(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
+                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
+                         float *dlogits);
 
     /* embedding lookup: y[n, dim] = table[tok[i]] for n tokens held as floats (whole
      * numbers below 2^24); a token outside [0, vocab) fails the instance. The backward
@@ -208,6 +226,26 @@ struct pb_backend_ops {
                          int steps, int f, float *y);
     void (*seq_mean_bwd)(struct pb_backend *be, const float *dy, const int32_t *lengths,
                          int batch, int steps, int f, float *dx);
+    /* each sequence's steps in time order or against it, padding zeroed: y[b, t, :f] =
+     * x[b, reverse ? len_b − 1 − t : t, :f] for t < len_b, else 0, where step (b, t) of x
+     * starts (b·steps + t)·x_stride floats in and of y (b·steps + t)·y_stride (so f
+     * features of a wider row can be read or written); lengths as seq_mean's. With
+     * reverse it is its own inverse on the steps within the lengths. */
+    void (*seq_gather)(struct pb_backend *be, const float *x, int x_stride,
+                       const int32_t *lengths, int batch, int steps, int f, bool reverse,
+                       float *y, int y_stride);
+
+    /* attention (struct pb_attn_desc); lengths [batch] in [1, tk] (device), NULL = all tk.
+     * attn_workspace: bytes a training forward leaves for the backward in ws; an
+     * inference forward passes ws = NULL. The backward reads q, k, w and ws, writes dq
+     * and dk (NULL: not wanted; keys past a length get 0) and accumulates the five
+     * weight gradients into dw_acc (w's layout). */
+    size_t (*attn_workspace)(struct pb_backend *be, const struct pb_attn_desc *d);
+    void (*attn_fwd)(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
+    void (*attn_bwd)(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, const void *ws,
+                     const float *dctx, float *dq, float *dk, float *dw_acc);
 
     /* the optimizer step and the weight prediction over a flat buffer, from plain
      * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */

@@ -18,6 +18,7 @@
 
 #define PB_LAYER_MAX_INPUTS 8
 #define PB_NAME_MAX 48
+#define PB_LAYER_MAX_TENSORS 8  /* parameter tensors of one layer (a bidirectional LSTM's) */
 
 enum pb_layer_kind {
     PB_LAYER_LINEAR,
@@ -34,6 +35,7 @@ enum pb_layer_kind {
     PB_LAYER_EMBEDDING,
     PB_LAYER_LSTM,
     PB_LAYER_SEQ_MEAN,
+    PB_LAYER_ATTENTION,
 };
 
 /* How a layer's parameters start (semantics §1.9): PyTorch's layer default, or what a
@@ -60,13 +62,15 @@ struct pb_init_spec {
 struct pb_layer_cfg {
     enum pb_layer_kind kind;
     int in_features, out_features;  /* linear; lstm (input, hidden); embedding (vocabulary,
-                                       dimension) */
+                                       dimension); attention (query, units) */
+    int key_features;               /* attention: the keys' features */
     int padding_idx;                /* embedding: the row that gets no gradient (< 0: none) */
     struct pb_conv_desc conv;       /* conv2d */
     struct pb_pool_desc pool;       /* max/avg pool */
     int channels;                   /* batchnorm2d */
     float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
     float p;                        /* dropout probability */
+    bool bidirectional;             /* lstm: forward ‖ reverse over each sequence's length */
     bool bias;                      /* linear */
     struct pb_init_spec init;       /* linear, conv2d, batchnorm2d */
 };
@@ -98,6 +102,7 @@ struct pb_layer_ops {
     size_t (*buffer_count)(const struct pb_layer *l);  /* non-trained state (BN running stats) */
     /* PyTorch's default initialisation into host memory; names[i] of param tensor i */
     void (*init)(const struct pb_layer *l, float *params, float *buffers, uint64_t seed);
+    /* at most PB_LAYER_MAX_TENSORS */
     int (*param_tensors)(const struct pb_layer *l, const char **names, size_t *counts);
     /* Forward: allocates act->out (and act->aux) in PB_MEM_ACTS. params and buffers
      * point at this layer's slice of the flat buffers. */

@@ -157,6 +157,22 @@ int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int 
                                                    .out_features = hidden});
 }
 
+int pb_block_bilstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden)
+{
+    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
+                                                   .out_features = hidden, .bidirectional = true});
+}
+
+int pb_block_attention(struct pb_model *m, struct pb_block *b, const char *name, int queries,
+                       int keys, int query_f, int key_f, int units)
+{
+    int in[2] = {queries, keys};
+    return pb_block_node(m, b, name,
+                         &(struct pb_layer_cfg){.kind = PB_LAYER_ATTENTION, .in_features = query_f,
+                                                .key_features = key_f, .out_features = units},
+                         2, in);
+}
+
 int pb_block_seq_mean(struct pb_model *m, struct pb_block *b, const char *name)
 {
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_SEQ_MEAN});

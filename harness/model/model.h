@@ -59,11 +59,18 @@ int pb_block_gap(struct pb_model *m, struct pb_block *b, const char *name);
 int pb_block_dropout(struct pb_model *m, struct pb_block *b, const char *name, float p);
 int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name);
 /* Sequence layers (layer.h's form [B, T, F, 1]): an embedding of `vocab` rows of `dim`
- * (padding_idx < 0: none), a one-layer LSTM, the length-masked mean over time. */
+ * (padding_idx < 0: none), a one-layer LSTM, a bidirectional one ([B, T, 2·hidden],
+ * packed by the sequences' lengths), the length-masked mean over time. */
 int pb_block_embedding(struct pb_model *m, struct pb_block *b, const char *name, int vocab, int dim,
                        int padding_idx);
 int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden);
+int pb_block_bilstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden);
 int pb_block_seq_mean(struct pb_model *m, struct pb_block *b, const char *name);
+/* GNMT's normalised Bahdanau attention of node `queries` [B, Tq, query_f, 1] over node
+ * `keys` [B, Tk, key_f, 1] (-1: the block input), masked by the source lengths:
+ * the context [B, Tq, key_f, 1]. */
+int pb_block_attention(struct pb_model *m, struct pb_block *b, const char *name, int queries,
+                       int keys, int query_f, int key_f, int units);
 
 /* Sets the initialisation of every layer of `kind` in the model, as a definition's
  * `for m in self.modules(): if isinstance(m, nn.Conv2d): ...` loop does (layer.h);

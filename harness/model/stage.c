@@ -167,7 +167,7 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
             return -1;
         }
     }
-    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, s->xent,
+    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, -1, s->xent,
                           act->dlogits);
     if (pb_backend_status(be, e)) {
         pb_plain_release(be, &tmp);
@@ -361,8 +361,8 @@ void pb_stage_tensors(const struct pb_stage *s,
         const struct pb_block *blk = &s->model->blocks[b];
         for (int i = 0; i < blk->nnodes; i++) {
             const struct pb_layer *l = &blk->nodes[i];
-            const char *names[4];
-            size_t counts[4], off = s->param_off[b - s->first] + l->param_off;
+            const char *names[PB_LAYER_MAX_TENSORS];
+            size_t counts[PB_LAYER_MAX_TENSORS], off = s->param_off[b - s->first] + l->param_off;
             int k = l->ops->param_tensors(l, names, counts);
             char prefix[160];
             if (blk->top_level)

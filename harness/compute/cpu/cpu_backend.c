@@ -165,6 +165,10 @@ static const struct pb_backend_ops cpu_ops = {
     .lstm_bwd = pb_cpu_lstm_bwd,
     .seq_mean_fwd = pb_cpu_seq_mean_fwd,
     .seq_mean_bwd = pb_cpu_seq_mean_bwd,
+    .seq_gather = pb_cpu_seq_gather,
+    .attn_workspace = pb_cpu_attn_workspace,
+    .attn_fwd = pb_cpu_attn_fwd,
+    .attn_bwd = pb_cpu_attn_bwd,
     .optim_step = pb_cpu_optim_step,
     .predict = pb_cpu_predict,
 };

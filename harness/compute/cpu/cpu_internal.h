@@ -235,7 +235,8 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
                   struct pb_tensor *const *douts);
 
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits);
+                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
+                         float *dlogits);
 
 void pb_cpu_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,
                           int vocab, int dim, float *y);
@@ -245,12 +246,21 @@ void pb_cpu_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *l
                          int steps, int f, float *y);
 void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *lengths,
                          int batch, int steps, int f, float *dx);
+void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
+                       const int32_t *lengths, int batch, int steps, int f, bool reverse,
+                       float *y, int y_stride);
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, float *y, void *ws);
 void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);
+size_t pb_cpu_attn_workspace(struct pb_backend *be, const struct pb_attn_desc *d);
+void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
+void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, const void *ws,
+                     const float *dctx, float *dq, float *dk, float *dw_acc);
 
 void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);
 void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a);

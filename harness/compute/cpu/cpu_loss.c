@@ -1,19 +1,28 @@
 /* harness/compute/cpu/cpu_loss.c — softmax cross-entropy with label smoothing, mean over the
  * rows, as PyTorch's CrossEntropyLoss(label_smoothing = eps) (semantics §1.2), in plain C:
- * numerically stable (max subtracted), accumulated in double, rows summed in order. */
+ * numerically stable (max subtracted), accumulated in double, rows summed in order. With an
+ * ignore index (padding tokens) the rows of that label are left out and the mean is over
+ * the others: CrossEntropyLoss(ignore_index, label_smoothing), which is the MLPerf GNMT
+ * LabelSmoothing's (1 − eps)·nll + eps·mean(−log p) summed over non-padding tokens, per
+ * token. */
 #include <math.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
 
-/* logits [N,C] plain, labels [N] in [0, C); loss and correct to out (device memory);
- * dlogits [N,C] = (softmax - target) / N when not NULL,
+/* logits [N,C] plain, labels [N] in [0, C); loss, correct and count to out (device
+ * memory); M = the rows whose label is not `ignore` (< 0: all N);
+ * dlogits [N,C] = (softmax - target) / M when not NULL (0 on ignored rows),
  * target = (1 - eps) * onehot + eps / C */
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, struct pb_xent_out *out, float *dlogits)
+                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
+                         float *dlogits)
 {
     if (!pb_cpu_begin(be))
         return;
     PB_CHECK(n > 0 && c > 0);
+    int counted = 0;
+    for (int r = 0; r < n; r++)
+        counted += labels[r] != ignore;
     double *row_loss = pb_xmalloc((size_t)n * sizeof *row_loss);
     int correct = 0;
     double eps = eps_ls, off = eps / c;
@@ -23,6 +32,12 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
         const float *z = logits + (size_t)r * (size_t)c;
         int y = labels[r];
         PB_CHECK(y >= 0 && y < c);
+        row_loss[r] = 0;
+        if (y == ignore) {
+            for (int j = 0; dlogits && j < c; j++)
+                dlogits[(size_t)r * (size_t)c + j] = 0.0f;
+            continue;
+        }
         int am = 0;
         for (int j = 1; j < c; j++)
             if (z[j] > z[am])
@@ -39,7 +54,7 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
             float *d = dlogits + (size_t)r * (size_t)c;
             for (int j = 0; j < c; j++) {
                 double t = off + (j == y ? 1.0 - eps : 0.0);
-                d[j] = (float)((exp((double)z[j] - lse) - t) / n);
+                d[j] = (float)((exp((double)z[j] - lse) - t) / counted);
             }
         }
     }
@@ -47,6 +62,7 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
     for (int r = 0; r < n; r++)
         total += row_loss[r];
     free(row_loss);
-    out->loss = (float)(total / n);
+    out->loss = counted ? (float)(total / counted) : 0.0f;
     out->correct = correct;
+    out->count = counted;
 }

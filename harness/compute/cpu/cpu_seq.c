@@ -1,6 +1,7 @@
 /* harness/compute/cpu/cpu_seq.c — the sequence ops of the CPU backend in plain C: the
- * embedding lookup and its row-sparse backward, and the mean over time masked by each
- * sequence's length. The backward sums go over tokens (or steps) in order, each output
+ * embedding lookup and its row-sparse backward, the mean over time masked by each
+ * sequence's length, and the strided gather of each sequence's steps in or against
+ * time order (the reverse direction of a bidirectional LSTM). The backward sums go over tokens (or steps) in order, each output
  * column owned by one thread, so the bits never depend on the thread count. */
 #include "harness/compute/cpu/cpu_internal.h"
 
@@ -62,13 +63,14 @@ void pb_cpu_embedding_bwd(struct pb_backend *be, const float *tok, size_t n, con
 }
 
 /* The length of sequence b: lengths[b] (checked to be in [1, steps]), or steps. */
-static int seq_len(struct pb_backend *be, const int32_t *lengths, int b, int steps)
+static int seq_len(struct pb_backend *be, const char *op, const int32_t *lengths, int b,
+                   int steps)
 {
     if (!lengths)
         return steps;
     int len = lengths[b];
     if (len < 1 || len > steps) {
-        pb_backend_fail(be, "seq_mean: sequence %d has length %d, outside [1, %d]", b, len, steps);
+        pb_backend_fail(be, "%s: sequence %d has length %d, outside [1, %d]", op, b, len, steps);
         return -1;
     }
     return len;
@@ -81,7 +83,7 @@ void pb_cpu_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *l
     if (!pb_cpu_begin(be))
         return;
     for (int b = 0; b < batch; b++)
-        if (seq_len(be, lengths, b, steps) < 0)
+        if (seq_len(be, "seq_mean", lengths, b, steps) < 0)
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int b = 0; b < batch; b++) {
@@ -102,7 +104,7 @@ void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *
     if (!pb_cpu_begin(be))
         return;
     for (int b = 0; b < batch; b++)
-        if (seq_len(be, lengths, b, steps) < 0)
+        if (seq_len(be, "seq_mean", lengths, b, steps) < 0)
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int b = 0; b < batch; b++) {
@@ -111,5 +113,29 @@ void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *
             for (int j = 0; j < f; j++)
                 dx[((size_t)b * steps + t) * f + j] =
                     t < len ? (float)((double)dy[(size_t)b * f + j] / len) : 0.0f;
+    }
+}
+
+/* y[b, t, :f] = x[b, reverse ? len_b − 1 − t : t, :f] for t < len_b, else 0; the rows of
+ * x and y lie x_stride and y_stride floats apart */
+void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
+                       const int32_t *lengths, int batch, int steps, int f, bool reverse,
+                       float *y, int y_stride)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    for (int b = 0; b < batch; b++)
+        if (seq_len(be, "seq_gather", lengths, b, steps) < 0)
+            return;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int b = 0; b < batch; b++) {
+        int len = lengths ? lengths[b] : steps;
+        for (int t = 0; t < steps; t++) {
+            float *dst = y + ((size_t)b * steps + t) * (size_t)y_stride;
+            int src_t = reverse ? len - 1 - t : t;
+            const float *src = x + ((size_t)b * steps + src_t) * (size_t)x_stride;
+            for (int j = 0; j < f; j++)
+                dst[j] = t < len ? src[j] : 0.0f;
+        }
     }
 }

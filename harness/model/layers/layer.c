@@ -23,6 +23,7 @@ const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k)
     case PB_LAYER_EMBEDDING: return &pb_embedding_ops;
     case PB_LAYER_LSTM: return &pb_lstm_ops;
     case PB_LAYER_SEQ_MEAN: return &pb_seq_mean_ops;
+    case PB_LAYER_ATTENTION: return &pb_attention_ops;
     }
     PB_CHECK(!"unknown layer kind");
     return NULL;
@@ -48,8 +49,16 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
     case PB_LAYER_ADD: ops[n++] = PB_BOP_ADD; break;
     case PB_LAYER_CONCAT: ops[n++] = PB_BOP_CONCAT; break;
     case PB_LAYER_EMBEDDING: ops[n++] = PB_BOP_EMBEDDING; break;
-    case PB_LAYER_LSTM: ops[n++] = PB_BOP_GEMM; ops[n++] = PB_BOP_LSTM; break;
+    case PB_LAYER_LSTM:
+        ops[n++] = PB_BOP_GEMM;
+        ops[n++] = PB_BOP_LSTM;
+        if (l->cfg.bidirectional) {
+            ops[n++] = PB_BOP_SEQ_GATHER;
+            ops[n++] = PB_BOP_ADD;
+        }
+        break;
     case PB_LAYER_SEQ_MEAN: ops[n++] = PB_BOP_SEQ_MEAN; break;
+    case PB_LAYER_ATTENTION: ops[n++] = PB_BOP_GEMM; ops[n++] = PB_BOP_ATTENTION; break;
     }
     return n;
 }
@@ -63,8 +72,16 @@ size_t pb_layer_act_bytes(const struct pb_layer *l)
         out += pb_shape_count(l->out_shape) * sizeof(int32_t);
     if (l->cfg.kind == PB_LAYER_LSTM)  /* gates and cell states (the CPU's workspace) */
         out += 5 * pb_shape_count(l->out_shape) * sizeof(float);
+    if (l->cfg.kind == PB_LAYER_LSTM && l->cfg.bidirectional)  /* y_f, y_r and the lengths */
+        out += pb_shape_count(l->out_shape) * sizeof(float) + (size_t)l->out_shape.n * sizeof(int32_t);
     if (l->cfg.kind == PB_LAYER_SEQ_MEAN)
         out += (size_t)l->out_shape.n * sizeof(int32_t);
+    if (l->cfg.kind == PB_LAYER_ATTENTION) {  /* pq, pk, the weights a and the lengths */
+        struct pb_shape q = l->in_shape[0], k = l->in_shape[1];
+        size_t b = (size_t)q.n, u = (size_t)l->cfg.out_features;
+        out += (b * ((size_t)q.c * u + (size_t)k.c * u + (size_t)q.c * k.c)) * sizeof(float) +
+               b * sizeof(int32_t);
+    }
     return out;
 }
 

@@ -1,0 +1,155 @@
+/* harness/model/layers/attention.c — GNMT's normalised Bahdanau attention (the MLPerf
+ * reference's BahdanauAttention(query, key, units, normalize = True, batch_first = True),
+ * backend.h's struct pb_attn_desc). Two inputs: the decoder's queries in[0] [B, Tq, query,
+ * 1] and the encoder's outputs, the keys, in[1] [B, Tk, key, 1] (layer.h's sequence form),
+ * masked by the source lengths of the forward's context (NULL = all Tk); output the
+ * context [B, Tq, key, 1]. Parameters in PyTorch's parameters() order and names:
+ * linear_att [U], normalize_scalar [1], normalize_bias [U], linear_q.weight [U, query],
+ * linear_k.weight [U, key]; init as the reference with init_weight 0.1: U(−0.1, 0.1) for
+ * linear_att, linear_q and linear_k, normalize_scalar = 1/√U, normalize_bias = 0. The aux
+ * is the backend's workspace followed by the lengths [B] int32 (Tk where there were
+ * none). */
+#include <math.h>
+
+#include "harness/base/rng.h"
+#include "harness/model/layers/layer_util.h"
+
+#define GNMT_INIT_WEIGHT 0.1f
+
+static struct pb_attn_desc attn_desc(const struct pb_layer *l)
+{
+    struct pb_shape q = l->in_shape[0], k = l->in_shape[1];
+    return (struct pb_attn_desc){q.n, q.c, k.c, q.h, k.h, l->cfg.out_features};
+}
+
+static int attn_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
+                      struct pb_shape *out, struct pb_err *e)
+{
+    char bq[64], bk[64];
+    if (nin != 2)
+        return pb_err_set(e, "attention '%s' takes two inputs, the queries and the keys (gets %d)",
+                          l->name, nin);
+    if (in[0].w != 1 || in[0].h != l->cfg.in_features || in[1].w != 1 ||
+        in[1].h != l->cfg.key_features || in[1].n != in[0].n)
+        return pb_err_set(e,
+                          "attention '%s' expects queries [B, Tq, %d, 1] and keys [B, Tk, %d, 1] "
+                          "but gets %s and %s",
+                          l->name, l->cfg.in_features, l->cfg.key_features,
+                          pb_shape_str(in[0], bq, sizeof bq), pb_shape_str(in[1], bk, sizeof bk));
+    *out = (struct pb_shape){in[0].n, in[0].c, in[1].h, 1};
+    return 0;
+}
+
+static int attn_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+{
+    size_t u = (size_t)l->cfg.out_features;
+    names[0] = "linear_att";
+    counts[0] = u;
+    names[1] = "normalize_scalar";
+    counts[1] = 1;
+    names[2] = "normalize_bias";
+    counts[2] = u;
+    names[3] = "linear_q.weight";
+    counts[3] = u * (size_t)l->cfg.in_features;
+    names[4] = "linear_k.weight";
+    counts[4] = u * (size_t)l->cfg.key_features;
+    return 5;
+}
+
+static size_t attn_params(const struct pb_layer *l)
+{
+    size_t u = (size_t)l->cfg.out_features;
+    return u * (2 + (size_t)l->cfg.in_features + (size_t)l->cfg.key_features) + 1;
+}
+
+static void attn_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
+{
+    (void)buffers;
+    const char *names[5];
+    size_t counts[5], off = 0;
+    int n = attn_tensors(l, names, counts);
+    for (int i = 0; i < n; i++) {
+        float *w = params + off;
+        if (i == 1)
+            w[0] = 1.0f / sqrtf((float)l->cfg.out_features);
+        else if (i == 2)
+            for (size_t j = 0; j < counts[i]; j++)
+                w[j] = 0.0f;
+        else
+            pb_rng_fill_uniform(pb_rng_key(PB_RNG_INIT, seed, (uint64_t)l->uid, (uint64_t)i, 0),
+                                0, w, counts[i], -GNMT_INIT_WEIGHT, GNMT_INIT_WEIGHT);
+        off += counts[i];
+    }
+}
+
+static int attn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                        const struct pb_tensor *const *in, const float *params, float *buffers,
+                        struct pb_node_act *act, struct pb_err *e)
+{
+    (void)buffers;
+    struct pb_backend *be = c->be;
+    struct pb_attn_desc d = attn_desc(l);
+    if (pb_tensor_alloc(be, &act->out, l->out_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
+        return -1;
+    if (!c->train) {
+        be->ops->attn_fwd(be, &d, in[0]->data, in[1]->data, c->lengths, params, act->out.data,
+                          NULL);
+        return 0;
+    }
+    size_t ws = be->ops->attn_workspace(be, &d), lb = (size_t)d.batch * sizeof(int32_t);
+    char *aux = pb_backend_alloc(be, ws + lb, PB_MEM_ACTS, e);
+    if (!aux) {
+        pb_backend_free(be, act->out.data);
+        act->out.data = NULL;
+        return -1;
+    }
+    int32_t *len = (int32_t *)(aux + ws);
+    if (c->lengths) {
+        be->ops->copy(be, len, c->lengths, lb);
+    } else {
+        int32_t *h = be->ops->write_begin(be, len, lb);
+        for (int b = 0; b < d.batch; b++)
+            h[b] = d.tk;
+        be->ops->write_end(be, len, h, lb);
+    }
+    act->aux = aux;
+    be->ops->attn_fwd(be, &d, in[0]->data, in[1]->data, len, params, act->out.data, aux);
+    return 0;
+}
+
+static int attn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                         const struct pb_tensor *const *in, const struct pb_node_act *act,
+                         const struct pb_tensor *dy, const float *params, float *grads,
+                         struct pb_tensor *const *dx, struct pb_err *e)
+{
+    (void)e;
+    struct pb_backend *be = c->be;
+    struct pb_attn_desc d = attn_desc(l);
+    const int32_t *len = (const int32_t *)((const char *)act->aux + be->ops->attn_workspace(be, &d));
+    be->ops->attn_bwd(be, &d, in[0]->data, in[1]->data, len, params, act->aux, dy->data,
+                      dx[0] ? dx[0]->data : NULL, dx[1] ? dx[1]->data : NULL, grads);
+    return 0;
+}
+
+/* The projections (2·U·(B·Tq·query + B·Tk·key)), the scores (about 4 FLOPs per
+ * (query, key, unit): add, add, tanh, multiply-add), the softmax (about 5 per score) and
+ * the context (2·B·Tq·Tk·key). */
+static double attn_flops(const struct pb_layer *l)
+{
+    struct pb_attn_desc d = attn_desc(l);
+    double b = d.batch, pairs = b * d.tq * d.tk;
+    return 2.0 * d.units * (b * d.tq * d.query + b * d.tk * d.key) + pairs * (4.0 * d.units + 5.0) +
+           2.0 * pairs * d.key;
+}
+
+const struct pb_layer_ops pb_attention_ops = {
+    .kind = "attention",
+    .infer = attn_infer,
+    .param_count = attn_params,
+    .buffer_count = pb_layer_zero_count,
+    .init = attn_init,
+    .param_tensors = attn_tensors,
+    .forward = attn_forward,
+    .backward = attn_backward,
+    .flops = attn_flops,
+};

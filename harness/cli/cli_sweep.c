@@ -117,8 +117,12 @@ static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bo
     if (s->nunsupported)
         printf("sweep: leaving out %d configurations whose schedule cannot run their "
                "optimizer (%s)\n", s->nunsupported, s->unsupported_note);
-    printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
-           ndone, s->n - ndone, s->items[0].cfg.db);
+    if (s->n > s->nconfigs)
+        printf("sweep: %d configurations, %d runs with their repeats, %d finished already, %d to "
+               "run; results in %s\n", s->nconfigs, s->n, ndone, s->n - ndone, s->items[0].cfg.db);
+    else
+        printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
+               ndone, s->n - ndone, s->items[0].cfg.db);
     for (int i = 0; list && i < s->n; i++)
         printf("  %s: %s\n", s->items[i].label, done[i] ? "finished" : "to run");
 }

@@ -420,23 +420,26 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     return best;
 }
 
-/* What a cell's range is over: "repeats" where every seed has more than one timed repeat,
- * "epochs" where none has (the steady epochs of its runs: throughput only), "epochs,
- * repeats" where some have; "" where there is no range. */
-static const char *spread_over(const struct summary *st)
+/* What a cell's range of metric m is over: "repeats" where every seed has more than one
+ * timed repeat (bubble: where any has; the others have no range), "epochs" where none
+ * has (throughput only: the steady epochs of its runs), "epochs/repeats" where some
+ * have; "" where there is no range. */
+static const char *spread_over(const struct summary *st, int m)
 {
     if (isnan(st->lo))
         return "";
-    return st->rep_min > 1 ? "repeats" : st->rep_max > 1 ? "epochs, repeats" : "epochs";
+    if (m == M_BUBBLE || st->rep_min > 1)
+        return "repeats";
+    return st->rep_max > 1 ? "epochs/repeats" : "epochs";
 }
 
 /* "; epochs A–B", "; 3 repeats A–B" (2–3 repeats where seeds have different counts) or
- * "; epochs, repeats A–B" into buf when the cell's range is not empty. */
-static int range_note(char *buf, size_t cap, const struct summary *st, int decimals)
+ * "; epochs/repeats A–B" into buf when the cell's range of metric m is not empty. */
+static int range_note(char *buf, size_t cap, const struct summary *st, int m, int decimals)
 {
     if (!st->n || !(st->hi > st->lo))
         return 0;
-    const char *over = spread_over(st);
+    const char *over = spread_over(st, m);
     char count[32] = "";
     if (st->rep_min > 1 && st->rep_min == st->rep_max)
         snprintf(count, sizeof count, "%d ", st->rep_min);
@@ -486,7 +489,7 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
             if (x->st.diverged)
                 len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
                                 x->st.diverged);
-            len += range_note(note + len, sizeof note - (size_t)len, &x->st, decimals);
+            len += range_note(note + len, sizeof note - (size_t)len, &x->st, m, decimals);
             if (x->st.warmup)
                 len += snprintf(note + len, sizeof note - (size_t)len, "; with warm-up");
             snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
@@ -559,7 +562,7 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
                 bool have = x->st.n > 0 && !isnan(x->st.lo);
                 set_num(g, row, nl + nv, "%.10g", x->st.lo, have);
                 set_num(g, row, nl + nv + 1, "%.10g", x->st.hi, have);
-                pb_grid_set(g, row, nl + nv + 2, x->st.n ? spread_over(&x->st) : "", false);
+                pb_grid_set(g, row, nl + nv + 2, x->st.n ? spread_over(&x->st, m) : "", false);
                 set_num(g, row, nl + nv + 3, "%.0f", x->st.rep_min, x->st.n > 0);
             }
             if (nrange > 4)

@@ -233,6 +233,19 @@ START_TEST(report_median_over_repeats)
     ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "900 800 1000 2 45 40 50");
     sqlite3_finalize(s);
     pb_results_close(r);
+    /* the throughput figure counts seeds as the table does: gpipe 1150 ± 70.71, pipedream
+     * 1500 and pipeoptim 900 (one seed each: std 0) */
+    int rc = cli_run(dir, out, sizeof out, "plot --figure throughput --db fx.db --run 1 "
+                     "--out pl");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    char dat[256];
+    snprintf(dat, sizeof dat, "%s/pl/throughput.dat", dir);
+    FILE *f = fopen(dat, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    ck_assert_msg(strstr(out, "\"D=2\" 1150 70.7107 1500 0 900 0\n") != NULL, "%s", out);
     cli_cleanup(dir);
 }
 END_TEST

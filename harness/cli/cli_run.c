@@ -54,7 +54,9 @@ static int run_one(const struct pb_run_cfg *c)
         return rc;
     }
     char rep[48] = "";
-    if (c->repeats > 1)
+    if (c->resume_run > 0 && c->repeat > 0)
+        snprintf(rep, sizeof rep, " (repeat %d)", c->repeat);
+    else if (c->repeats > 1)
         snprintf(rep, sizeof rep, " (repeat %d of %d)", c->repeat, c->repeats);
     if (!c->quiet && sum.run_id > 0)
         printf("run %lld done%s: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",

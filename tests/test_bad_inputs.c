@@ -98,6 +98,8 @@ static const struct bad_input cases[] = {
     {RUN "--repeat three", "--repeat expects an integer", NULL},
     {RUN "--repeat 2.5", "--repeat expects an integer", NULL},
     {RUN "--repeat", "missing value: '--repeat'", "pipebench run --help"},
+    {RUN "--repeat 2 --executor mpi", "--repeat 2 cannot run under --executor mpi",
+     "use --executor threads"},
     /* files: missing, corrupt, of the wrong kind, in the wrong place */
     {RUN "--init missing.safetensors", "cannot open 'missing.safetensors'", NULL},
     {RUN "--init adir", "'adir' is not a file", "give its path"},

@@ -19,6 +19,11 @@
 #define PB_MAX_REPEATS 1000
 /* The message of a --repeat out of range (its printf arguments: PB_MAX_REPEATS, N). */
 #define PB_REPEAT_RANGE_MSG "--repeat counts trainings of the configuration: between 1 and %d (got %d)"
+/* The message of --repeat N > 1 under --executor mpi (its printf argument: N). */
+#define PB_REPEAT_MPI_MSG                                                                     \
+    "--repeat %d cannot run under --executor mpi: MPI starts once per process and one "     \
+    "process would train every repeat; use --executor threads, or start the mpi run once "  \
+    "per repeat"
 
 struct pb_run_cfg {
     const char *model, *dataset, *data_dir;

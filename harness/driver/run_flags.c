@@ -305,6 +305,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
+    if (!rc && c->repeats > 1 && !strcmp(c->executor, "mpi"))   /* before MPI starts */
+        rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);

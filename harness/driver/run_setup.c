@@ -54,6 +54,8 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     if (c->checkpoint_every < -1)
         return pb_err_set(e, "--checkpoint-every counts epochs: 1 or more, or 0 for never "
                           "(got %d)", c->checkpoint_every);
+    if (!strcmp(c->executor, "mpi") && c->repeats > 1)
+        return pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!strcmp(c->executor, "mpi") && (c->checkpoint_every > 0 || c->resume_run > 0))
         return pb_err_set(e, "resume states are not written under --executor mpi yet; use "
                           "--checkpoint-every 0 with mpi, or the threads executor");

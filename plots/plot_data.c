@@ -1,5 +1,6 @@
 /* plots/plot_data.c — data of two figures that compare schedules (plot_data.h):
- * throughput and bubble (%) per D and schedule, and staleness per stage and schedule, each
+ * throughput and bubble (%) per D and schedule (a seed's repeats counted once, by their
+ * median), and staleness per stage and schedule, each
  * the mean (and for throughput and bubble the sample std) over the compared runs of a
  * value of results/views.sql (as report.c averages them), a column per schedule. */
 #include <math.h>
@@ -164,19 +165,22 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
     sqlite3_finalize(q);
     struct matrix m;
     matrix_init(&m, 4, nd, dl, s.n, s.label);
+    /* a seed counts once: its repeats' median (seed_timing), as the report takes it */
     rc = fill_matrix(j, "SELECT 'D=' || c.stages, c.column_label, avg(t.throughput), "
-                     PB_PLOT_VAR("t.throughput") ", 100 * avg(b.bubble_frac), " PB_PLOT_VAR("100 * b.bubble_frac")
-                     " FROM run_throughput t JOIN (SELECT c.run_id, c.column_label, c.stages"
-                     PB_PLOT_SAME_CONFIG_ANY_D ") c USING (run_id) LEFT JOIN run_bubble b "
-                     "USING (run_id) GROUP BY 1, 2", &m, 0, 2, e);
+                     PB_PLOT_VAR("t.throughput") ", 100 * avg(t.bubble_frac), "
+                     PB_PLOT_VAR("100 * t.bubble_frac") " FROM seed_timing t JOIN (SELECT "
+                     "c.run_id, c.column_label, c.stages" PB_PLOT_SAME_CONFIG_ANY_D ") c ON "
+                     "c.run_id = t.seed_run WHERE t.throughput IS NOT NULL GROUP BY 1, 2", &m, 0,
+                     2, e);
     to_std(&m, 1);
     to_std(&m, 3);
     if (rc == 0)
         rc = write_matrix(j, &m, "# throughput: per D (row) and schedule (column, then its std), "
-                          "the mean and sample std over\n# the schedule's runs of: block 0 the "
+                          "the mean and sample std over\n# the schedule's seeds of: block 0 the "
                           "run's throughput (the median samples/s of its steady\n# epochs, view "
                           "run_throughput), block 1 its bubble (%: idle / makespan, the mean over "
-                          "the\n# devices, view run_bubble)\n", "D", 1, e);
+                          "the\n# devices, view run_bubble); a seed run --repeat N times: the "
+                          "median over its repeats\n# (view seed_timing)\n", "D", 1, e);
     if (rc == 0) {
         char what[256], title[768];
         pb_plot_describe(j, 0, what, sizeof what);

@@ -37,11 +37,15 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e);
 
 /* The runs compared, as SQL after SELECT ...: run_config c of the chosen run's
  * configuration (config_id: everything but the schedule, variant and seed) that finished
- * (or are the chosen run, ?1); PB_PLOT_SAME_CONFIG_ANY_D ignores the stages and the cut. */
+ * (or are the chosen run, ?1), one per seed: a seed's repeats (--repeat) count once, by
+ * its first run (seed_runs), so they are no seeds of the bands and bars;
+ * PB_PLOT_SAME_CONFIG_ANY_D ignores the stages and the cut. */
 #define PB_PLOT_RUNS_FROM                                                            \
     " FROM run_config c JOIN run_config r ON r.run_id = ?1"                         \
     " AND c.optimizer IS r.optimizer AND c.model IS r.model"                        \
-    " AND c.dataset IS r.dataset AND (c.status = 'done' OR c.run_id = ?1)"
+    " AND c.dataset IS r.dataset AND ((c.status = 'done' AND c.run_id IN"           \
+    " (SELECT seed_run FROM seed_runs)) OR (c.run_id = ?1 AND c.run_id NOT IN"      \
+    " (SELECT run_id FROM seed_runs WHERE seed_run <> run_id)))"
 #define PB_PLOT_SAME_CONFIG PB_PLOT_RUNS_FROM " AND c.config_id IS r.config_id"
 #define PB_PLOT_SAME_CONFIG_ANY_D                                                    \
     PB_PLOT_RUNS_FROM " AND json_remove(c.config_id, '$.stages', '$.cut') IS"        \

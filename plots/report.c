@@ -1,6 +1,7 @@
 /* plots/report.c — the paper-style tables (report.h, semantics §6) of run_summary's columns:
- * accuracy, throughput, bubble in Table IV's layout (mean ± std over a cell's runs), memory
- * and staleness a row per configuration and schedule. */
+ * accuracy, throughput, bubble in Table IV's layout (mean ± std over a cell's seeds, each
+ * seed's repeats counted once: seed_runs, seed_timing), memory and staleness a row per
+ * configuration and schedule. */
 #include "plots/report.h"
 
 #include <math.h>
@@ -27,24 +28,35 @@ enum metric {
     M_F_MEAN, M_F_MAX, M_B_MEAN, M_B_MAX, M_PRED_MEAN, M_PRED_MAX,
     M_EPOCHS_TO, M_SECS_TO,
     M_SIM_THROUGHPUT, M_SIM_BUBBLE, M_SHARED_TIMING, M_DIVERGED,
-    M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED,
+    M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED, M_THROUGHPUT_REPEATS,
+    M_BUBBLE_LO, M_BUBBLE_HI, M_BUBBLE_REPEATS,
     M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
     M_N
 };
 
+/* One row per seed group (results/views.sql's seed_runs: a configuration, schedule column
+ * and seed, whatever its repeats), its first run's columns but for throughput and bubble:
+ * the median over the group's repeats (seed_timing), with their range as the spread
+ * where it has more than one timed repeat, else (throughput) its first run's range over
+ * its steady epochs. */
 static const char runs_sql[] =
     "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
-    "100 * best_acc, throughput, 100 * bubble_frac, params_sum, grads_sum, optstate_sum, "
+    "100 * best_acc, coalesce(g.throughput, s.throughput), "
+    "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
-    "f_mean, "
-    "f_max, b_mean, "
-    "b_max, pred_err_mean, pred_err_max, epochs_to_target, seconds_to_target, "
-    "sim_throughput, 100 * sim_bubble_frac, shared_timing, status = 'diverged', "
-    "throughput_lo, throughput_hi, warmup_included, "
-    "(SELECT microbatch_size FROM runs WHERE id = run_id), "
+    "f_mean, f_max, b_mean, b_max, pred_err_mean, pred_err_max, epochs_to_target, "
+    "seconds_to_target, sim_throughput, 100 * sim_bubble_frac, shared_timing, "
+    "s.status = 'diverged', "
+    "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_lo ELSE s.throughput_lo END, "
+    "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_hi ELSE s.throughput_hi END, "
+    "warmup_included, g.throughput_repeats, "
+    "CASE WHEN g.bubble_repeats > 1 THEN 100 * g.bubble_lo END, "
+    "CASE WHEN g.bubble_repeats > 1 THEN 100 * g.bubble_hi END, g.bubble_repeats, "
+    "(SELECT microbatch_size FROM runs WHERE id = s.run_id), "
     "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
-    "FROM runs WHERE id = run_id), samples_per_update, updates_per_epoch, epochs_done, "
-    "config_id FROM run_summary WHERE status IN ('done', 'diverged')";
+    "FROM runs WHERE id = s.run_id), samples_per_update, updates_per_epoch, epochs_done, "
+    "config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
+    "WHERE s.status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
 struct run {
@@ -205,9 +217,25 @@ static int load_runs(struct pb_results *db, double target, struct runs *rs, stru
 struct summary {
     int n, total, runs, diverged;
     double mean, sd;
-    double lo, hi;         /* throughput: the range of the runs' steady epochs */
+    /* throughput and bubble: the range over the cell's seeds of each seed's spread (of
+     * its repeats where it has more than one timed repeat, else of its steady epochs:
+     * throughput only), NAN when none has one; the fewest and most timed repeats of a
+     * seed (1: none repeated) */
+    double lo, hi;
+    int rep_min, rep_max;
     bool warmup;           /* throughput: a run of one epoch, its warm-up timed */
 };
+
+/* The columns of a metric's spread (throughput and bubble; -1: none). */
+static int lo_of(int m)
+{
+    return m == M_THROUGHPUT ? M_THROUGHPUT_LO : m == M_BUBBLE ? M_BUBBLE_LO : -1;
+}
+
+static int repeats_of(int m)
+{
+    return m == M_THROUGHPUT ? M_THROUGHPUT_REPEATS : M_BUBBLE_REPEATS;
+}
 
 static bool in_cell(const struct run *r, const struct run *col)
 {
@@ -216,8 +244,9 @@ static bool in_cell(const struct run *r, const struct run *col)
 
 static struct summary cell_stat(const struct runs *rs, int a, int b, const struct run *col, int m)
 {
-    struct summary st = {0};
+    struct summary st = {.lo = NAN, .hi = NAN};
     double sum = 0;
+    int lo = lo_of(m);
     for (int i = a; i < b; i++) {
         const struct run *r = &rs->v[i];
         if (!in_cell(r, col))
@@ -229,11 +258,18 @@ static struct summary cell_stat(const struct runs *rs, int a, int b, const struc
         }
         st.total++;
         if (!isnan(r->m[m])) {
-            if (m == M_THROUGHPUT) {
-                st.lo = st.n && st.lo < r->m[M_THROUGHPUT_LO] ? st.lo : r->m[M_THROUGHPUT_LO];
-                st.hi = st.n && st.hi > r->m[M_THROUGHPUT_HI] ? st.hi : r->m[M_THROUGHPUT_HI];
-                st.warmup |= r->m[M_WARMUP_INCLUDED] == 1;
+            if (lo >= 0) {
+                double l = r->m[lo], h = r->m[lo + 1];
+                int reps = isnan(r->m[repeats_of(m)]) ? 1 : (int)r->m[repeats_of(m)];
+                if (!isnan(l) && !(st.lo <= l))
+                    st.lo = l;
+                if (!isnan(h) && !(st.hi >= h))
+                    st.hi = h;
+                st.rep_min = st.n && st.rep_min < reps ? st.rep_min : reps;
+                st.rep_max = st.n && st.rep_max > reps ? st.rep_max : reps;
             }
+            if (m == M_THROUGHPUT)
+                st.warmup |= r->m[M_WARMUP_INCLUDED] == 1;
             st.n++;
             sum += r->m[m];
         }
@@ -338,8 +374,9 @@ struct cell {
     char target[96];   /* the target part of the note, "" without a target */
 };
 
-/* A cell's spread: the standard deviation over its runs and, for throughput, half the
- * range of its runs' steady epochs, whichever is larger. */
+/* A cell's spread: the standard deviation over its seeds and, for throughput and bubble,
+ * half the range of its seeds' repeats (or, for throughput without repeats, of their
+ * steady epochs), whichever is larger. */
 static double spread_of(const struct summary *st)
 {
     double half_range = st->hi > st->lo ? (st->hi - st->lo) / 2 : 0;
@@ -383,9 +420,38 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     return best;
 }
 
+/* What a cell's range of metric m is over: "repeats" where every seed has more than one
+ * timed repeat (bubble: where any has; the others have no range), "epochs" where none
+ * has (throughput only: the steady epochs of its runs), "epochs/repeats" where some
+ * have; "" where there is no range. */
+static const char *spread_over(const struct summary *st, int m)
+{
+    if (isnan(st->lo))
+        return "";
+    if (m == M_BUBBLE || st->rep_min > 1)
+        return "repeats";
+    return st->rep_max > 1 ? "epochs/repeats" : "epochs";
+}
+
+/* "; epochs A–B", "; 3 repeats A–B" (2–3 repeats where seeds have different counts) or
+ * "; epochs/repeats A–B" into buf when the cell's range of metric m is not empty. */
+static int range_note(char *buf, size_t cap, const struct summary *st, int m, int decimals)
+{
+    if (!st->n || !(st->hi > st->lo))
+        return 0;
+    const char *over = spread_over(st, m);
+    char count[32] = "";
+    if (st->rep_min > 1 && st->rep_min == st->rep_max)
+        snprintf(count, sizeof count, "%d ", st->rep_min);
+    else if (st->rep_min > 1)
+        snprintf(count, sizeof count, "%d\xe2\x80\x93%d ", st->rep_min, st->rep_max);
+    return snprintf(buf, cap, "; %s%s %.*f\xe2\x80\x93%.*f", count, over, decimals, st->lo,
+                    decimals, st->hi);
+}
+
 /* Table IV layout: a row per configuration, a column per schedule; a cell shows mean ±
- * std, then "(n = runs[, k diverged][; target])"; a timing measured with the stages
- * sharing cores carries a dagger. */
+ * std, then "(n = seeds[, k diverged][; range][; target])"; a timing measured with the
+ * stages sharing cores carries a dagger. */
 static void by_schedule_wide(const struct runs *rs, const struct run **col, int ncol, int m,
                              int decimals, bool lower_best, double target, bool mark_shared,
                              struct pb_grid *g)
@@ -423,9 +489,7 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
             if (x->st.diverged)
                 len += snprintf(note + len, sizeof note - (size_t)len, ", %d diverged",
                                 x->st.diverged);
-            if (x->st.n && x->st.hi > x->st.lo)
-                len += snprintf(note + len, sizeof note - (size_t)len, "; epochs %.*f\xe2\x80\x93"
-                                "%.*f", decimals, x->st.lo, decimals, x->st.hi);
+            len += range_note(note + len, sizeof note - (size_t)len, &x->st, m, decimals);
             if (x->st.warmup)
                 len += snprintf(note + len, sizeof note - (size_t)len, "; with warm-up");
             snprintf(note + len, sizeof note - (size_t)len, "%s%s)", x->target[0] ? "; " : "",
@@ -444,10 +508,12 @@ static void set_num(struct pb_grid *g, int row, int col, const char *fmt, double
 }
 
 /* The same cells as numbers only (full precision), one CSV row per configuration and
- * schedule: mean, std,
- * n (finished runs averaged), runs, diverged, best (1/0), shared_timing (1/0) and, with a
- * target, the mean epochs and seconds to it and how many runs reached it; empty where
- * there is no value. */
+ * schedule: mean, std, n (finished seeds averaged), runs (seeds), diverged, best (1/0),
+ * shared_timing (1/0) and, with a target, the mean epochs and seconds to it and how many
+ * seeds reached it; for throughput and bubble the spread's range (spread_min,
+ * spread_max), what it is over (spread_over: epochs, repeats, or epochs, repeats), the
+ * fewest timed repeats of a seed (repeats) and, for throughput, warmup_included; empty
+ * where there is no value. */
 static void by_schedule_long(const struct runs *rs, const struct run **col, int ncol, int m,
                              int decimals, bool lower_best, double target, bool mark_shared,
                              struct pb_grid *g)
@@ -455,15 +521,16 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
     static const char *const head[] = {"mean", "std", "n", "runs", "diverged", "best",
                                        "shared_timing", "epochs_to_target", "seconds_to_target",
                                        "reached"};
-    static const char *const range_head[] = {"epoch_min", "epoch_max", "warmup_included"};
-    bool range = m == M_THROUGHPUT;
+    static const char *const range_head[] = {"spread_min", "spread_max", "spread_over",
+                                             "repeats", "warmup_included"};
+    int nrange = m == M_THROUGHPUT ? 5 : m == M_BUBBLE ? 4 : 0;
     int nl = nlabels(rs) + 1, nv = target > 0 ? 10 : 7;
-    pb_grid_init(g, nl + nv + (range ? 3 : 0), nl, g->caption);
+    pb_grid_init(g, nl + nv + nrange, nl, g->caption);
     int h = pb_grid_add_row(g);
     set_head_labels(g, h, rs, "schedule");
     for (int k = 0; k < nv; k++)
         pb_grid_set(g, h, nl + k, head[k], false);
-    for (int k = 0; range && k < 3; k++)
+    for (int k = 0; k < nrange; k++)
         pb_grid_set(g, h, nl + nv + k, range_head[k], false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
@@ -491,11 +558,15 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
                 set_num(g, row, nl + 8, "%.1f", sec.mean, sec.n > 0);
                 set_num(g, row, nl + 9, "%.0f", ep.n, true);
             }
-            if (range) {
-                set_num(g, row, nl + nv, "%.10g", x->st.lo, x->st.n > 0);
-                set_num(g, row, nl + nv + 1, "%.10g", x->st.hi, x->st.n > 0);
-                set_num(g, row, nl + nv + 2, "%.0f", x->st.warmup, x->st.n > 0);
+            if (nrange) {
+                bool have = x->st.n > 0 && !isnan(x->st.lo);
+                set_num(g, row, nl + nv, "%.10g", x->st.lo, have);
+                set_num(g, row, nl + nv + 1, "%.10g", x->st.hi, have);
+                pb_grid_set(g, row, nl + nv + 2, x->st.n ? spread_over(&x->st, m) : "", false);
+                set_num(g, row, nl + nv + 3, "%.0f", x->st.rep_min, x->st.n > 0);
             }
+            if (nrange > 4)
+                set_num(g, row, nl + nv + 4, "%.0f", x->st.warmup, x->st.n > 0);
         }
     }
     free(cells);
@@ -591,8 +662,9 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     switch (o->table) {
     case PB_REPORT_ACCURACY: {
         int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%) per "
-                         "schedule: mean \xc2\xb1 std over the finished runs of a cell "
-                         "(n: its runs; diverged ones are counted, not averaged), \xe2\x80\x93 "
+                         "schedule: mean \xc2\xb1 std over the finished seeds of a cell "
+                         "(n: its seeds, the repeats of one counted once; diverged ones are "
+                         "counted, not averaged), \xe2\x80\x93 "
                          "where none; the best of each row marked where "
                          "its lead exceeds the spread.");
         if (o->target > 0)
@@ -604,28 +676,30 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     }
     case PB_REPORT_THROUGHPUT:
         snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's median over "
-                 "its epochs but the first, the warm-up, of training samples over wall time) per "
-                 "schedule: mean \xc2\xb1 std over the finished runs of a cell (n: its runs; "
-                 "diverged ones are counted, not averaged; epochs: the range of the runs' "
-                 "epochs; with warm-up: a run of one epoch, timed with it); the highest of each "
-                 "row marked where its lead exceeds the spread (the std or half the epochs' "
-                 "range). %s", shared_note);
+                 "its epochs but the first, the warm-up, of training samples over wall time; a "
+                 "seed run --repeat N times, the median over its repeats) per schedule: mean "
+                 "\xc2\xb1 std over the finished seeds of a cell (n: its seeds; diverged ones "
+                 "are counted, not averaged; epochs: the range of the runs' epochs; repeats: "
+                 "the range of the seeds' repeats; with warm-up: a run of one epoch, timed with "
+                 "it); the highest of each row marked where its lead exceeds the spread (the "
+                 "std or half the range). %s", shared_note);
         by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
                  "makespan, summed over the epochs but the first, the warm-up; mean over the "
-                 "devices) per schedule: mean "
-                 "\xc2\xb1 std over the finished runs of a cell (n: its runs; diverged ones are "
-                 "counted, not averaged); the lowest of "
-                 "each row marked where its lead exceeds the spread. %s", shared_note);
+                 "devices; a seed run --repeat N times, the median over its repeats) per "
+                 "schedule: mean \xc2\xb1 std over the finished seeds of a cell (n: its seeds; "
+                 "diverged ones are counted, not averaged; repeats: the range of the seeds' "
+                 "repeats); the lowest of each row marked where its lead exceeds the spread "
+                 "(the std or half the repeats' range). %s", shared_note);
         by_schedule(&rs, M_BUBBLE, 1, true, 0, true, o->format, &g);
         break;
     case PB_REPORT_SIM_THROUGHPUT:
         snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
                  "schedule: each epoch of a run replayed on one device per stage with its "
                  "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 std over the "
-                 "finished runs of a cell (n: its runs); the highest of each row marked where its lead exceeds the "
+                 "finished seeds of a cell (n: its seeds, each its first repeat's); the highest of each row marked where its lead exceeds the "
                  "spread.");
         by_schedule(&rs, M_SIM_THROUGHPUT, 1, false, 0, false, o->format, &g);
         break;

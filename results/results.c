@@ -135,7 +135,13 @@ static const char pb_results_migrate_v3_sql[] =
     "ALTER TABLE runs ADD COLUMN partition_cut TEXT;"
     "UPDATE schema_version SET version = 4;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2 or 3 file it may
+/* Schema version 4 → 5: the repeat index of each run (--repeat N); older runs are the
+ * first training of their configuration and seed. */
+static const char pb_results_migrate_v4_sql[] =
+    "ALTER TABLE runs ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE schema_version SET version = 5;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2, 3 or 4 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -180,11 +186,16 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     if (version == 3 && create) {
         if (exec(r, pb_results_migrate_v3_sql, "upgrading the schema from version 3", e))
             goto fail_set;
+        version = 4;
+    }
+    if (version == 4 && create) {
+        if (exec(r, pb_results_migrate_v4_sql, "upgrading the schema from version 4", e))
+            goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }
     if (version != PB_RESULTS_SCHEMA_VERSION) {
         rollback(r);
-        if (version == 2 || version == 3)
+        if (version >= 2 && version < PB_RESULTS_SCHEMA_VERSION)
             return pb_err_set(e, "results database %s has schema version %d, written by an "
                               "older pipebench; a command that writes to it (run, compare, "
                               "sweep) upgrades it in place to version %d", r->path, version,
@@ -364,9 +375,9 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
         "INSERT INTO runs (created, status, config, model, dataset, schedule, variant, "
         "optimizer, executor, stages, microbatch_size, microbatches, epochs, seed, lr, "
         "git_revision, cpu_model, library_versions, host, pid, cores, threads_per_stage, "
-        "load_avg, oversubscribed, samples_per_update, updates_per_epoch, partition_cut) VALUES "
-        "(?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?)";
+        "load_avg, oversubscribed, samples_per_update, updates_per_epoch, partition_cut, "
+        "repeat) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?)";
     char now[32], cpu[256], libs[256], host[256];
     now_iso(now);
     pb_env_cpu_model(cpu, sizeof cpu);
@@ -408,6 +419,7 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
     if (info->updates_per_epoch > 0)
         sqlite3_bind_int(s, i + 1, info->updates_per_epoch);
     bind_text(s, i + 2, info->partition_cut);
+    sqlite3_bind_int(s, i + 3, info->repeat);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)

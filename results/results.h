@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 4
+#define PB_RESULTS_SCHEMA_VERSION 5
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -49,6 +49,8 @@ struct pb_run_info {
      * stored as NULL), and the stages' block bounds as "0,3,5,9" (NULL: not known) */
     int samples_per_update, updates_per_epoch;
     const char *partition_cut;
+    /* which of the --repeat N trainings of this configuration and seed, 0 to N - 1 */
+    int repeat;
 };
 
 /* One epoch: its row, one stage record per stage and optional events. NaN losses
@@ -106,6 +108,18 @@ int pb_results_run_end(struct pb_results *db, int64_t run_id, enum pb_run_status
  * longer exists, is a zombie or is dying (it crashed or was killed: kill -9, an MPI job
  * torn down); returns how many, or -1. Takes the write lock only when there is one. */
 int pb_results_mark_orphans(struct pb_results *db, struct pb_err *e);
+
+/* A repeat (--repeat N) against the first finished training of its configuration and seed
+ * (results/results_repeat.c): ref_id, the other run done with the same configuration
+ * JSON but the thread count, the same threads per stage and code revision, of the lowest
+ * repeat the latest (0 when there is none: nothing to compare with); epoch, the first epoch (0-based)
+ * whose training loss, validation loss or accuracy differs from its, -1 when none does. */
+struct pb_repeat_check {
+    int64_t ref_id;
+    int ref_repeat, epoch;
+};
+int pb_results_repeat_check(struct pb_results *db, int64_t run_id, struct pb_repeat_check *out,
+                            struct pb_err *e);
 
 /* A recorded run's op costs, for the simulator (results/results_costs.c). */
 struct pb_run_costs {

@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (4);
+INSERT INTO schema_version (version) VALUES (5);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -44,8 +44,11 @@ CREATE TABLE runs (
                                      -- schedule accumulates M micro-batches (gpipe,
                                      -- pipedream-2bw, xpipe), else b (semantics §1.5)
     updates_per_epoch INTEGER,       -- optimizer updates in an epoch (a stage's U ops)
-    partition_cut TEXT               -- the stages' block bounds, '0,3,5,9': stage k holds
+    partition_cut TEXT,              -- the stages' block bounds, '0,3,5,9': stage k holds
                                      -- blocks [bounds[k], bounds[k+1]) (--partition)
+    repeat INTEGER NOT NULL DEFAULT 0  -- which of --repeat N trainings of the same
+                                     -- configuration and seed this is, 0 to N - 1: part
+                                     -- of neither the configuration nor the seed
 );
 
 CREATE TABLE epochs (

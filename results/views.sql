@@ -19,7 +19,9 @@
 -- --batch the configuration holds the batch, not the micro-batch size (which follows
 -- from it and the schedule), so the schedules of one batch share a row.
 -- samples_per_update and updates_per_epoch: the equal footing of semantics §1.5.
--- experiment: the --experiment it was recorded under, NULL for none.
+-- experiment: the --experiment it was recorded under, NULL for none. repeat: which of the
+-- --repeat N trainings of its configuration and seed it is (0 to N - 1); seed_key its
+-- seed as recorded in its configuration (the seed column where none is).
 -- Only the runs a report selects (pb_report_select: report_selection when
 -- report_selecting holds a row) are here.
 CREATE TEMP TABLE IF NOT EXISTS report_selection (run_id INTEGER PRIMARY KEY);
@@ -28,6 +30,8 @@ CREATE TEMP VIEW IF NOT EXISTS run_config AS
 SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, schedule,
        nullif(variant, '') AS variant,
        schedule || coalesce(' (' || nullif(variant, '') || ')', '') AS column_label,
+       repeat, coalesce(CASE WHEN json_valid(config) THEN json_extract(config, '$.seed') END,
+                        seed) AS seed_key,
        executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
        samples_per_update, updates_per_epoch, partition_cut,
        CASE WHEN NOT json_valid(config) THEN NULL
@@ -136,6 +140,46 @@ CREATE TEMP VIEW IF NOT EXISTS run_bubble AS
 SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max,
        avg(sim_bubble_frac) AS sim_bubble_frac
 FROM stage_bubble GROUP BY run_id;
+
+-- Repeats (--repeat N; semantics §6.4): the finished runs (done or diverged) of one
+-- configuration (config_id), schedule column and seed are one training done again, to
+-- time it again (training is deterministic: their losses are equal). A table counts
+-- each such seed group once, by its first run seed_run (lowest repeat, then id); repeats:
+-- the group's runs. A run without a valid configuration is a group of its own.
+CREATE TEMP VIEW IF NOT EXISTS seed_runs AS
+SELECT run_id, status, repeat,
+       first_value(run_id) OVER w AS seed_run,
+       count(*) OVER w AS repeats
+FROM run_config WHERE status IN ('done', 'diverged')
+WINDOW w AS (PARTITION BY coalesce(config_id, run_id), column_label, seed_key
+             ORDER BY repeat, run_id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING);
+
+-- Per seed group: the median over its done runs of each run's throughput (run_throughput)
+-- and of its bubble fraction (run_bubble), with their ranges over the runs (_lo, _hi) and
+-- the number of runs they are taken over (_repeats): with one run, its own values.
+CREATE TEMP VIEW IF NOT EXISTS seed_timing AS
+WITH t AS (
+    SELECT g.seed_run, t.throughput AS v,
+           row_number() OVER (PARTITION BY g.seed_run ORDER BY t.throughput) AS k,
+           count(*) OVER (PARTITION BY g.seed_run) AS n
+    FROM seed_runs g JOIN run_throughput t USING (run_id)
+    WHERE g.status = 'done' AND t.throughput IS NOT NULL),
+b AS (
+    SELECT g.seed_run, b.bubble_frac AS v,
+           row_number() OVER (PARTITION BY g.seed_run ORDER BY b.bubble_frac) AS k,
+           count(*) OVER (PARTITION BY g.seed_run) AS n
+    FROM seed_runs g JOIN run_bubble b USING (run_id)
+    WHERE g.status = 'done' AND b.bubble_frac IS NOT NULL),
+tm AS (SELECT seed_run, avg(CASE WHEN k IN ((n + 1) / 2, (n + 2) / 2) THEN v END) AS med,
+              min(v) AS lo, max(v) AS hi, max(n) AS n FROM t GROUP BY seed_run),
+bm AS (SELECT seed_run, avg(CASE WHEN k IN ((n + 1) / 2, (n + 2) / 2) THEN v END) AS med,
+              min(v) AS lo, max(v) AS hi, max(n) AS n FROM b GROUP BY seed_run)
+SELECT g.seed_run, g.repeats,
+       tm.med AS throughput, tm.lo AS throughput_lo, tm.hi AS throughput_hi,
+       tm.n AS throughput_repeats,
+       bm.med AS bubble_frac, bm.lo AS bubble_lo, bm.hi AS bubble_hi, bm.n AS bubble_repeats
+FROM (SELECT DISTINCT seed_run, repeats FROM seed_runs) g
+LEFT JOIN tm USING (seed_run) LEFT JOIN bm USING (seed_run);
 
 -- Per run and stage: the peak bytes of each kind over the epochs, and their sum.
 CREATE TEMP VIEW IF NOT EXISTS stage_memory AS

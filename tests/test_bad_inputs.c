@@ -89,6 +89,17 @@ static const struct bad_input cases[] = {
     {RUN "--trace-epochs foo", "--trace-epochs", "first, last or epoch numbers"},
     {RUN "--trace-window 5:2", "--trace-window A:B", "0 <= A < B"},
     {RUN "--experiment ''", "--experiment wants a name of 1 to 64 characters", NULL},
+    {RUN "--repeat 0", "--repeat counts trainings of the configuration: between 1 and 1000",
+     "(got 0)"},
+    {RUN "--repeat -1", "--repeat counts trainings", "(got -1)"},
+    {RUN "--repeat 1001", "--repeat counts trainings", "between 1 and 1000"},
+    {RUN "--repeat 1000000000", "--repeat counts trainings", "between 1 and 1000"},
+    {RUN "--repeat 1e9", "--repeat expects an integer", "(got '1e9')"},
+    {RUN "--repeat three", "--repeat expects an integer", NULL},
+    {RUN "--repeat 2.5", "--repeat expects an integer", NULL},
+    {RUN "--repeat", "missing value: '--repeat'", "pipebench run --help"},
+    {RUN "--repeat 2 --executor mpi", "--repeat 2 cannot run under --executor mpi",
+     "use --executor threads"},
     /* files: missing, corrupt, of the wrong kind, in the wrong place */
     {RUN "--init missing.safetensors", "cannot open 'missing.safetensors'", NULL},
     {RUN "--init adir", "'adir' is not a file", "give its path"},
@@ -118,6 +129,8 @@ static const struct bad_input cases[] = {
     {"compare --quiet --target 75" DB, "--target is a fraction", "for 80% write 0.80"},
     {"compare --quiet --target 1.5" DB, "--target is a fraction", NULL},
     {"compare --quiet --microbatches 1000000000" DB, "--microbatches must be between", NULL},
+    {"compare --quiet --repeat 0" DB, "--repeat counts trainings", "between 1 and 1000"},
+    {"compare --quiet --repeat x" DB, "--repeat expects an integer", NULL},
     {"compare --quiet --executor mpi" DB, "--executor mpi cannot be batched",
      "use --executor threads"},
     /* sweep */
@@ -129,6 +142,8 @@ static const struct bad_input cases[] = {
     {"sweep badval.ini" DB, "badval.ini:2: --stages must be at least 1", "fix the sweep file"},
     {"sweep syntax.ini" DB, "syntax.ini:1: cannot read '[grid'", "expected 'key = value'"},
     {"sweep mpi.ini" DB, "mpi.ini:4: executor = mpi cannot be swept", "executor = threads"},
+    {"sweep repeat.ini" DB, "repeat.ini:3: --repeat counts trainings", "fix the sweep file"},
+    {"sweep repeats.ini" DB, "differ only in repeat", "give repeat one value"},
     {"sweep unknown.ini --jobs 0" DB, "--jobs must be at least 1", NULL},
     /* program and simulate */
     {"program --schedule x --stages 4", "unknown schedule 'x'", "valid schedules"},
@@ -240,6 +255,8 @@ static void setup(void)
     cli_write(dir, "badval.ini", "[grid]\nstages = -1\n");
     cli_write(dir, "syntax.ini", "[grid\nschedule = gpipe\n");
     cli_write(dir, "mpi.ini", "[grid]\nschedule = gpipe\n[run]\nexecutor = mpi\n");
+    cli_write(dir, "repeat.ini", "[grid]\nschedule = gpipe\nrepeat = 1, -1\n");
+    cli_write(dir, "repeats.ini", "[grid]\nschedule = gpipe\nrepeat = 1, 2\n");
     write_truncated_dataset();
 }
 

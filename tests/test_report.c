@@ -94,8 +94,9 @@ START_TEST(views)
 END_TEST
 
 static const char accuracy_md[] =
-    "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the finished runs of a "
-    "cell (n: its runs; diverged ones are counted, not averaged), \u2013 where none; the best "
+    "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the finished seeds of "
+    "a cell (n: its seeds, the repeats of one counted once; diverged ones are counted, not "
+    "averaged), \u2013 where none; the best "
     "of each row marked where its lead exceeds the spread.\n"
     "\n"
     "| optimizer | model | dataset       | D | gpipe                | pipedream         | "
@@ -158,13 +159,16 @@ START_TEST(throughput_csv_exact)
 {
     char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_CSV, 0);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
-                        "shared_timing,epoch_min,epoch_max,warmup_included\n"
-                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1,800,800,0\n"
-                        "adam,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,1,900,900,0\n"
-                        "sgdm,mlp,fashion-mnist,4,gpipe,1150,70.71067812,2,2,0,0,1,1100,1200,0\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1,1500,1500,0\n"
+                        "shared_timing,spread_min,spread_max,spread_over,repeats,"
+                        "warmup_included\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1,800,800,epochs,1,0\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,1,900,900,epochs,1,0\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,1150,70.71067812,2,2,0,0,1,1100,1200,"
+                        "epochs,1,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1,1500,1500,epochs,1,"
+                        "0\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),1300,,1,1,0,0,1,1300,1300,"
-                        "0\n");
+                        "epochs,1,0\n");
     free(t);
     /* the wide form marks them */
     t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_MD, 0);

@@ -26,7 +26,9 @@ int pb_cmd_partition(int argc, char **argv); /* harness/cli/cli_partition.c */
 int pb_cmd_bleu(int argc, char **argv);      /* harness/cli/cli_bleu.c */
 
 struct pb_run_cfg;
-/* Runs c and says how it ended, as `pipebench run` does; returns the exit status. */
+/* Runs c's repeats c->repeat .. c->repeats - 1 one after another and says how each
+ * ended, as `pipebench run` does (the first that does not end done ends the rest);
+ * returns the exit status. */
 int pb_cli_run_cfg(const struct pb_run_cfg *c);
 
 /* The pipe options of program and simulate (harness/cli/cli_pipe.c): finds the schedule

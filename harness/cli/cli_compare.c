@@ -52,6 +52,9 @@ static void compare_usage(FILE *f)
         "(the accumulating ones then update every M of them). As sweep does, compare\n"
         "runs only the configurations the database holds no finished run of (the same\n"
         "configuration but the thread count) and shows the recorded ones; --force reruns.\n"
+        "--repeat N runs each configuration N times with the same seed (repeat 0 of every\n"
+        "configuration first), resumed repeat by repeat: a larger N adds the repeats\n"
+        "missing; a row then shows the median samples/s and bubble over the repeats.\n"
         "The options of `pipebench run` below, but\n"
         "--schedule and --optimizer, apply to all the runs (the defaults they list are\n"
         "run's; compare's are the above). The runs go to --db (default\n"
@@ -151,6 +154,27 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
     return n;
 }
 
+/* The n configurations of plan, each `repeats` times (every item's cfg.repeats): repeat
+ * r of configuration k is item r * n + k, so every configuration has run once before
+ * any runs again and a drift of the machine's speed touches all of them alike. Returns
+ * the items (free() them). */
+static struct pb_batch_item *with_repeats(const struct pb_batch_item *items, int n,
+                                          int repeats)
+{
+    struct pb_batch_item *all = pb_xcalloc((size_t)n * (size_t)repeats, sizeof *all);
+    for (int r = 0; r < repeats; r++)
+        for (int k = 0; k < n; k++) {
+            struct pb_batch_item *it = &all[r * n + k];
+            *it = items[k];
+            it->cfg.repeat = r;
+            if (repeats > 1) {
+                size_t len = strlen(it->label);
+                snprintf(it->label + len, sizeof it->label - len, " repeat %d", r);
+            }
+        }
+    return all;
+}
+
 /* The runs of one optimizer into DIR/OPTIMIZER; the figures show pipeoptim's run (the
  * paper's method) where compare made one, else the optimizer's first finished run. */
 static int figures(const struct opts *o, const char *db, const struct pb_batch_item *items,
@@ -198,34 +222,51 @@ static int check_outdir(const char *dir, struct pb_err *e)
     }
 }
 
-static int report(const struct opts *o, const struct pb_batch_item *items, int n)
+/* The table: a row per configuration (of n, each with `repeats` items, with_repeats'
+ * order), its status the first of its repeats that did not end done, else done; its
+ * run is its first repeat's with a run, its throughput and bubble the median over the
+ * repeats (compare.h). */
+static int report(const struct opts *o, const struct pb_batch_item *items, int n, int repeats)
 {
     struct pb_compare_row *rows = pb_xcalloc((size_t)n, sizeof *rows);
     int status = PB_EXIT_OK;
     struct pb_err e;
-    for (int i = 0; i < n; i++) {
-        const struct pb_batch_item *it = &items[i];
-        struct pb_compare_row *r = &rows[i];
-        snprintf(r->schedule, sizeof r->schedule, "%s", it->cfg.schedule);
-        snprintf(r->optimizer, sizeof r->optimizer, "%s", it->cfg.optimizer);
+    for (int k = 0; k < n; k++) {
+        struct pb_compare_row *r = &rows[k];
+        const struct pb_batch_item *shown = &items[k], *with_run = NULL;
+        for (int j = 0; j < repeats; j++) {
+            const struct pb_batch_item *it = &items[j * n + k];
+            int st = it->exit_status == PB_EXIT_USAGE ? PB_EXIT_USAGE
+                     : it->exit_status != PB_EXIT_OK  ? PB_EXIT_RUN
+                                                      : PB_EXIT_OK;
+            status = st > status ? st : status;
+            if (st != PB_EXIT_OK && shown->exit_status == PB_EXIT_OK)
+                shown = it;
+            if (!with_run && it->run_id > 0)
+                with_run = it;
+        }
+        snprintf(r->schedule, sizeof r->schedule, "%s", shown->cfg.schedule);
+        snprintf(r->optimizer, sizeof r->optimizer, "%s", shown->cfg.optimizer);
         snprintf(r->status, sizeof r->status, "%s",
-                 it->run_id > 0           ? pb_run_status_names[it->status]
-                 : !it->started           ? "not run"
-                 : it->exit_status == -1  ? "crashed"
-                                          : "error");
-        int st = it->exit_status == PB_EXIT_USAGE ? PB_EXIT_USAGE
-                 : it->exit_status != PB_EXIT_OK  ? PB_EXIT_RUN
-                                                  : PB_EXIT_OK;
-        status = st > status ? st : status;
-        if (pb_compare_fetch(it->cfg.db, it->run_id, o->target, r, &e)) {
+                 shown->run_id > 0           ? pb_run_status_names[shown->status]
+                 : !shown->started           ? "not run"
+                 : shown->exit_status == -1  ? "crashed"
+                                             : "error");
+        char keep[sizeof r->status];
+        snprintf(keep, sizeof keep, "%s", r->status);
+        if (with_run && pb_compare_fetch(with_run->cfg.db, with_run->run_id, o->target, r, &e)) {
             fprintf(stderr, "pipebench: %s\n", e.msg);
             status = PB_EXIT_USAGE;
         }
+        snprintf(r->status, sizeof r->status, "%s", keep);
     }
     printf("\n");
+    if (repeats > 1)
+        printf("Each configuration ran %d times with the same seed (--repeat): samples/s and "
+               "bubble are the median over its repeats.\n", repeats);
     pb_compare_print(stdout, rows, n, o->target);
     bool first = true;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n * repeats; i++)
         if (items[i].exit_status != PB_EXIT_OK) {
             printf("%s%s: %s\n", first ? "\n" : "", items[i].label, items[i].message);
             first = false;
@@ -233,7 +274,7 @@ static int report(const struct opts *o, const struct pb_batch_item *items, int n
     printf("\n");
     free(rows);
     for (int j = 0; j < o->optimizers.n; j++)
-        if (figures(o, items[0].cfg.db, items, n, o->optimizers.items[j], &e)) {
+        if (figures(o, items[0].cfg.db, items, n * repeats, o->optimizers.items[j], &e)) {
             fprintf(stderr, "pipebench: %s\n", e.msg);
             status = PB_EXIT_USAGE;
         }
@@ -312,25 +353,31 @@ static int compare(struct opts *o, const struct pb_run_flags *flags)
         free(items);
         return pb_cli_fail(e.msg);
     }
-    const struct pb_run_cfg *c = &items[0].cfg;
-    int nreused = o->force ? 0 : reuse(o, items, n, &e);
+    int repeats = items[0].cfg.repeats, total = n * repeats;
+    struct pb_batch_item *all = with_repeats(items, n, repeats);
+    free(items);
+    const struct pb_run_cfg *c = &all[0].cfg;
+    int nreused = o->force ? 0 : reuse(o, all, total, &e);
     if (nreused < 0) {
-        free(items);
+        free(all);
         return pb_cli_fail(e.msg);
     }
     const char *dataset = c->dataset ? c->dataset : pb_workload_find(c->model, NULL)->dataset;
-    printf("compare: %d runs of %s on %s, D = %d, %d epochs; results in %s\n", n, c->model,
-           dataset, c->stages, c->epochs, c->db);
+    char rep[80] = "";
+    if (repeats > 1)
+        snprintf(rep, sizeof rep, " (%d configurations × %d repeats)", n, repeats);
+    printf("compare: %d runs%s of %s on %s, D = %d, %d epochs; results in %s\n", total, rep,
+           c->model, dataset, c->stages, c->epochs, c->db);
     if (nreused)
         printf("compare: %d of them finished already (shown as recorded; --force reruns "
                "them)\n", nreused);
-    int not_started = run_missing(items, n);
-    int status = report(o, items, n);
+    int not_started = run_missing(all, total);
+    int status = report(o, all, n, repeats);
     if (not_started < 0)
         status = PB_EXIT_INTERRUPTED;
     else if (not_started && status == PB_EXIT_OK)
         status = PB_EXIT_RUN;
-    free(items);
+    free(all);
     return status;
 }
 

@@ -134,7 +134,8 @@ static int print_runs_json(sqlite3_stmt *s)
 {
     static const char *const keys[] = {"id", "status", "schedule", "variant", "optimizer",
                                        "model", "dataset", "stages", "epochs_done", "epochs",
-                                       "best_acc", "created", "seed", "experiment", "executor"};
+                                       "best_acc", "created", "seed", "experiment", "executor",
+                                       "repeat"};
     cJSON *arr = cJSON_CreateArray();
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -163,8 +164,8 @@ int pb_cmd_runs(int argc, char **argv)
         "usage: pipebench runs [--db FILE] [--json] [--experiment NAME] [--where KEY=VALUE]\n"
         "                      [--runs IDS]\n"
         "Lists the recorded runs, one per line: id, status, schedule, optimizer, model,\n"
-        "dataset, stages D, epochs done/planned, best validation accuracy, seed, experiment,\n"
-        "creation time.\n"
+        "dataset, stages D, epochs done/planned, best validation accuracy, seed, repeat (which\n"
+        "of --repeat N trainings of its configuration and seed), experiment, creation time.\n"
         "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
         "  --json      a JSON array of objects instead (accuracy as a fraction)\n"
         PB_CLI_SELECT_HELP;
@@ -206,7 +207,7 @@ int pb_cmd_runs(int argc, char **argv)
         "(SELECT max(x.val_acc) FROM epochs x WHERE x.run_id = r.id), r.created, "
         "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.seed') END, "
         "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.experiment') END, "
-        "r.executor FROM runs r WHERE NOT EXISTS (SELECT 1 FROM report_selecting) OR r.id IN "
+        "r.executor, r.repeat FROM runs r WHERE NOT EXISTS (SELECT 1 FROM report_selecting) OR r.id IN "
         "(SELECT run_id FROM report_selection) ORDER BY r.id";
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -219,13 +220,13 @@ int pb_cmd_runs(int argc, char **argv)
         pb_results_close(db);
         return PB_EXIT_OK;
     }
-    struct table t = {.ncols = 12};
+    struct table t = {.ncols = 13};
     table_add(&t, (const char *const[]){"id", "status", "schedule", "optimizer", "model",
-                                        "dataset", "D", "epochs", "best acc", "seed",
+                                        "dataset", "D", "epochs", "best acc", "seed", "repeat",
                                         "experiment", "created"});
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        char b[15][64], sched[96], epochs[96], acc[32];
+        char b[16][64], sched[96], epochs[96], acc[32];
         const char *v = (const char *)sqlite3_column_text(s, 3);
         const char *sch = (const char *)sqlite3_column_text(s, 2);
         snprintf(sched, sizeof sched, "%s%s%s", sch ? sch : "?", v ? ":" : "", v ? v : "");
@@ -235,11 +236,11 @@ int pb_cmd_runs(int argc, char **argv)
             snprintf(acc, sizeof acc, "-");
         else
             snprintf(acc, sizeof acc, "%.2f%%", 100 * sqlite3_column_double(s, 10));
-        const char *row[12] = {col_text(s, 0, "%g", b[0]), col_text(s, 1, "%g", b[1]), sched,
+        const char *row[13] = {col_text(s, 0, "%g", b[0]), col_text(s, 1, "%g", b[1]), sched,
                                col_text(s, 4, "%g", b[4]), col_text(s, 5, "%g", b[5]),
                                col_text(s, 6, "%g", b[6]), col_text(s, 7, "%g", b[7]), epochs,
-                               acc, col_text(s, 12, "%g", b[12]), col_text(s, 13, "%g", b[13]),
-                               col_text(s, 11, "%g", b[11])};
+                               acc, col_text(s, 12, "%g", b[12]), col_text(s, 15, "%g", b[15]),
+                               col_text(s, 13, "%g", b[13]), col_text(s, 11, "%g", b[11])};
         table_add(&t, row);
     }
     sqlite3_finalize(s);
@@ -278,17 +279,17 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
     static const char sql[] =
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
         "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
-        "updates_per_epoch, partition_cut, epochs, seed, executor, lr, "
+        "updates_per_epoch, partition_cut, epochs, seed, repeat, executor, lr, "
         "git_revision, cpu_model, library_versions, host, pid, config FROM runs WHERE id = ?";
     static const char *const names[] = {
         "status", "created", "started", "ended", "message", "model", "dataset", "schedule",
         "variant", "optimizer", "stages", "microbatch size", "microbatches",
         "samples per update", "updates per epoch", "partition cut", "epochs", "seed",
-        "executor", "lr", "git revision", "cpu", "libraries", "host", "pid",
+        "repeat", "executor", "lr", "git revision", "cpu", "libraries", "host", "pid",
     };
     /* Sections: the run's state, its configuration, its environment (columns [a, b)). */
     static const struct { const char *title; int a, b; } sections[] = {
-        {"", 0, 5}, {"configuration:\n", 5, 20}, {"environment:\n", 20, 25},
+        {"", 0, 5}, {"configuration:\n", 5, 21}, {"environment:\n", 21, 26},
     };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -313,7 +314,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         fputs(sections[k].title, stdout);
         table_print(&t, "  ", NULL);
     }
-    print_config((const char *)sqlite3_column_text(s, 25));
+    print_config((const char *)sqlite3_column_text(s, 26));
     sqlite3_finalize(s);
     return 0;
 }

@@ -26,12 +26,12 @@ static const char usage[] =
 
 /* The run's recorded configuration (malloc'ed), or NULL with a message. A cut measured
  * (--partition time) is taken as recorded, not measured again. */
-static char *recorded_config(const char *path, long long id, struct pb_err *e)
+static char *recorded_config(const char *path, long long id, int *repeat, struct pb_err *e)
 {
     static const char sql[] =
         "SELECT CASE WHEN json_valid(config) AND json_extract(config, '$.partition') = 'time' "
         "AND partition_cut IS NOT NULL THEN json_set(config, '$.partition', partition_cut) "
-        "ELSE config END, status FROM runs WHERE id = ?";
+        "ELSE config END, status, repeat FROM runs WHERE id = ?";
     struct pb_results *db;
     if (pb_results_open_existing(&db, path, e))
         return NULL;
@@ -45,9 +45,14 @@ static char *recorded_config(const char *path, long long id, struct pb_err *e)
         if (st && (!strcmp(st, "done") || !strcmp(st, "diverged") || !strcmp(st, "running")))
             pb_err_set(e, "run %lld is %s: only an interrupted or failed run can be resumed%s",
                        id, st, !strcmp(st, "running") ? " (is it still running?)" : "");
-        else if (st)
+        else if (st && sqlite3_column_int(s, 2) >= 0 && sqlite3_column_int(s, 2) < PB_MAX_REPEATS)
             json = pb_xstrdup((const char *)sqlite3_column_text(s, 0));
-        else
+        else if (st)
+            pb_err_set(e, "run %lld records repeat %d, not one of 0 to %d; it cannot be "
+                       "resumed", id, sqlite3_column_int(s, 2), PB_MAX_REPEATS - 1);
+        if (json)
+            *repeat = sqlite3_column_int(s, 2);
+        if (!st)
             pb_err_set(e, "there is no run %lld with a recorded configuration in %s "
                        "(`pipebench runs --db %s` lists them)", id, path, path);
     } else {
@@ -86,7 +91,8 @@ int pb_cmd_resume(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     struct pb_err e;
-    char *json = recorded_config(path, id, &e);
+    int repeat = 0;
+    char *json = recorded_config(path, id, &repeat, &e);
     if (!json)
         return pb_cli_fail(e.msg);
     struct pb_run_cfg c;
@@ -101,6 +107,8 @@ int pb_cmd_resume(int argc, char **argv)
     c.db = path;
     c.resume_run = id;
     c.quiet = quiet;
+    c.repeat = repeat;   /* that training only: pb_cli_run_cfg runs repeat .. repeats - 1 */
+    c.repeats = repeat + 1;
     /* --init is no part of a resume (the state holds the weights), but a run trained again
      * from its first epoch, having no state, starts from it again */
     char state[4096];

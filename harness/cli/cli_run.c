@@ -39,7 +39,8 @@ int pb_cmd_run(int argc, char **argv)
     return pb_cli_run_cfg(&c);
 }
 
-int pb_cli_run_cfg(const struct pb_run_cfg *c)
+/* Trains repeat c->repeat of c and says how it ended. */
+static int run_one(const struct pb_run_cfg *c)
 {
     struct pb_run_summary sum;
     struct pb_err e;
@@ -52,10 +53,29 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c)
                     pb_run_status_names[sum.status], e.msg);
         return rc;
     }
+    char rep[48] = "";
+    if (c->resume_run > 0 && c->repeat > 0)
+        snprintf(rep, sizeof rep, " (repeat %d)", c->repeat);
+    else if (c->repeats > 1)
+        snprintf(rep, sizeof rep, " (repeat %d of %d)", c->repeat, c->repeats);
     if (!c->quiet && sum.run_id > 0)
-        printf("run %lld done: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",
-               (long long)sum.run_id, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds, c->db);
+        printf("run %lld done%s: best val acc %.2f%%, final %.2f%%, %.1f s (results in %s)\n",
+               (long long)sum.run_id, rep, 100 * sum.best_acc, 100 * sum.final_acc, sum.seconds,
+               c->db);
     return PB_EXIT_OK;
+}
+
+int pb_cli_run_cfg(const struct pb_run_cfg *c)
+{
+    struct pb_run_cfg one = *c;
+    int rc = PB_EXIT_OK;
+    /* repeats c->repeat .. c->repeats - 1, one after another; the first that does not end
+     * done ends the rest */
+    for (int i = c->repeat; rc == PB_EXIT_OK && i < c->repeats; i++) {
+        one.repeat = i;
+        rc = run_one(&one);
+    }
+    return rc;
 }
 
 /* "    NAME  dataset, 3xSxS, K-way head, N parameters, B blocks[, a 4-stage cut]: summary"

@@ -50,7 +50,9 @@ static void sweep_usage(FILE *f)
         "schedule x optimizer pair the schedule cannot run (spectrain with adam) is\n"
         "skipped. A configuration is finished when the database holds a run of it with\n"
         "status done or diverged (the same configuration as `pipebench show` prints it,\n"
-        "but for --threads); an interrupted or failed run that left a resume state is\n"
+        "but for --threads), repeat by repeat with repeat = N (each configuration's N\n"
+        "repeats are runs of their own, repeat 0 of every configuration first; repeat takes\n"
+        "one value); an interrupted or failed run that left a resume state is\n"
         "continued from it (under its id and threads), other failed and interrupted runs\n"
         "are run again. A failed run does not stop the sweep. Two copies of a sweep on\n"
         "one database split it: each configuration runs under a claim, and one claimed or\n"
@@ -117,8 +119,12 @@ static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bo
     if (s->nunsupported)
         printf("sweep: leaving out %d configurations whose schedule cannot run their "
                "optimizer (%s)\n", s->nunsupported, s->unsupported_note);
-    printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
-           ndone, s->n - ndone, s->items[0].cfg.db);
+    if (s->n > s->nconfigs)
+        printf("sweep: %d configurations, %d runs with their repeats, %d finished already, %d to "
+               "run; results in %s\n", s->nconfigs, s->n, ndone, s->n - ndone, s->items[0].cfg.db);
+    else
+        printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
+               ndone, s->n - ndone, s->items[0].cfg.db);
     for (int i = 0; list && i < s->n; i++)
         printf("  %s: %s\n", s->items[i].label, done[i] ? "finished" : "to run");
 }

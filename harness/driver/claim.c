@@ -15,10 +15,11 @@
 
 #include "results/results.h"
 
-/* FNV-1a, 64 bits. */
-static uint64_t hash64(const char *s)
+#define FNV_BASIS 1469598103934665603ULL
+
+/* FNV-1a, 64 bits, of s continuing from h (FNV_BASIS to start). */
+static uint64_t hash64(const char *s, uint64_t h)
 {
-    uint64_t h = 1469598103934665603ULL;
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= 1099511628211ULL;
@@ -38,8 +39,8 @@ static int64_t first_int(sqlite3_stmt *q, const char *json, int col, int64_t *se
 }
 
 /* Reads the database at c->db (a missing one holds nothing): whether it holds a done or
- * diverged run of c's configuration, and else the newest interrupted or failed one whose
- * resume state exists (*resume_run, its recorded *threads). */
+ * diverged run of c's configuration and repeat, and else the newest interrupted or
+ * failed one whose resume state exists (*resume_run, its recorded *threads). */
 static int look_up(const struct pb_run_cfg *c, const char *json, bool *done,
                    int64_t *resume_run, int *threads, struct pb_err *e)
 {
@@ -55,15 +56,18 @@ static int look_up(const struct pb_run_cfg *c, const char *json, bool *done,
     int rc = 0;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM runs WHERE status IN ('done', 'diverged') "
                            "AND config IS NOT NULL AND json_remove(config, '$.threads') = "
-                           "json_remove(?1, '$.threads')", -1, &fin, NULL) != SQLITE_OK ||
+                           "json_remove(?1, '$.threads') AND repeat = ?3", -1, &fin, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT id, coalesce(json_extract(config, '$.threads'), 0) FROM "
                            "runs WHERE status IN ('interrupted', 'failed') AND config IS NOT "
                            "NULL AND json_remove(config, '$.threads') = json_remove(?1, "
-                           "'$.threads') AND id < ?2 ORDER BY id DESC LIMIT 1", -1, &res,
+                           "'$.threads') AND id < ?2 AND repeat = ?3 ORDER BY id DESC LIMIT 1", -1, &res,
                            NULL) != SQLITE_OK) {
         rc = pb_err_set(e, "reading the results database %s: %s", c->db, sqlite3_errmsg(db));
         goto out;
     }
+    sqlite3_bind_int(fin, 3, c->repeat);
+    sqlite3_bind_int(res, 3, c->repeat);
     int64_t n = first_int(fin, json, 0, NULL);
     *done = n > 0;
     for (int64_t below = INT64_MAX; n == 0;) {
@@ -104,6 +108,9 @@ int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int 
     struct pb_run_cfg key = *c;
     key.threads = 0;   /* the thread count is no part of a configuration */
     char *json = pb_run_cfg_json(&key);
+    /* each repeat its own claim: the byte of the configuration's JSON and repeat index */
+    char rep[16];
+    snprintf(rep, sizeof rep, "#%d", c->repeat);
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (f < 0) {
         int err = errno;
@@ -114,7 +121,7 @@ int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int 
     struct flock l = {
         .l_type = F_WRLCK,
         .l_whence = SEEK_SET,
-        .l_start = (off_t)(hash64(json) & ((UINT64_C(1) << 62) - 1)),
+        .l_start = (off_t)(hash64(rep, hash64(json, FNV_BASIS)) & ((UINT64_C(1) << 62) - 1)),
         .l_len = 1,
     };
     int rc;

@@ -1,7 +1,8 @@
 /* harness/driver/claim.h — a configuration's claim, so that two sweeps on one database
  * split its configurations instead of running each twice: an open-file-description lock
  * (fcntl F_OFD_SETLK) on one byte of <db>.claims, the byte chosen by a 64-bit hash of
- * the configuration (its JSON without the thread count). The kernel drops the lock when
+ * the configuration (its JSON without the thread count) and its repeat index (--repeat:
+ * each repeat is claimed apart). The kernel drops the lock when
  * the last process holding it ends however it ends, kill -9 included, so a claim never
  * outlives its owner; the run row such a process leaves 'running' is marked failed by
  * the next open of the database (results.h). */
@@ -13,7 +14,8 @@
 enum pb_claim {
     PB_CLAIM_TAKEN,     /* *fd holds the claim: fork the run with it, close it after */
     PB_CLAIM_BUSY,      /* another process holds it: that process runs the configuration */
-    PB_CLAIM_FINISHED,  /* the database holds a finished run of it (done or diverged) */
+    PB_CLAIM_FINISHED,  /* the database holds a finished run of it, of that repeat (done
+                         * or diverged) */
 };
 
 /* Takes configuration c's claim in c->db's claim file, or says who has it; -1 with e

@@ -26,11 +26,15 @@ void pb_compare_cfg_defaults(struct pb_run_cfg *c)
 
 /* The run's row of the run_summary view (results/views.sql, the one definition of the
  * metrics that report and plot print too), in the order of enum summary_col. */
+/* Throughput and bubble are the medians over the repeats of the run's configuration and
+ * seed (seed_timing), the run's own where it has none. */
 static const char sql_summary[] =
-    "SELECT status, epochs_done, best_acc, final_acc, epochs_to_target, seconds_to_target, "
-    "throughput, bubble_frac, f_mean, b_mean, pred_err_mean, pred_count, params_sum, "
-    "grads_sum, optstate_sum, wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, "
-    "samples_per_update, updates_per_epoch FROM run_summary WHERE run_id = ?1";
+    "SELECT s.status, epochs_done, best_acc, final_acc, epochs_to_target, seconds_to_target, "
+    "coalesce(t.throughput, s.throughput), coalesce(t.bubble_frac, s.bubble_frac), f_mean, "
+    "b_mean, pred_err_mean, pred_count, params_sum, grads_sum, optstate_sum, wcopies_sum, "
+    "acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, samples_per_update, "
+    "updates_per_epoch FROM run_summary s LEFT JOIN seed_runs g ON g.run_id = s.run_id "
+    "LEFT JOIN seed_timing t ON t.seed_run = g.seed_run WHERE s.run_id = ?1";
 enum summary_col {
     C_STATUS, C_EPOCHS, C_BEST, C_FINAL, C_EPOCHS_TO, C_SECS_TO, C_THROUGHPUT, C_BUBBLE,
     C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM, C_SAMPLES_PER_UPDATE = C_MEM + PB_MEM_NKINDS,

@@ -42,8 +42,10 @@ struct pb_compare_row {
     double best_acc, final_acc;    /* maximum and last validation accuracy */
     int epochs_to_target;          /* of the first epoch reaching it, 1-based; 0 = never */
     double seconds_to_target;      /* training seconds up to the end of that epoch */
-    double throughput;             /* all epochs' samples / their total wall seconds */
-    double bubble;                 /* idle / makespan per device over the epochs, mean */
+    double throughput;             /* the median over the steady epochs of their samples/s;
+                                    * with repeats, the median of the repeats' values */
+    double bubble;                 /* idle / makespan per device over the steady epochs,
+                                    * mean; with repeats, the median of the repeats' */
     double mem_mib[PB_MEM_NKINDS]; /* per kind: peak per stage, summed over stages */
     double f_lag, b_lag;           /* mean forward and backward staleness (versions) */
     double pred_err;               /* mean ||Ŵ − W|| / ||W|| over the predictions */

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A finished run: its configuration without the thread count, and its id. */
+/* A finished run: its configuration without the thread count, then a newline and its
+ * repeat index (the key), and its id. */
 struct fin {
     char *key;
     int64_t id;
@@ -24,7 +25,7 @@ static struct fin *finished(sqlite3 *db, int *n, struct pb_err *e)
 {
     sqlite3_stmt *q;
     *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads'), id FROM runs WHERE "
+    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads') || char(10) || repeat, id FROM runs WHERE "
                            "status IN ('done', 'diverged') AND config IS NOT NULL", -1, &q,
                            NULL)) {
         pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
@@ -54,13 +55,15 @@ static struct fin *finished(sqlite3 *db, int *n, struct pb_err *e)
     return out;
 }
 
-/* The latest finished run of configuration c (its JSON without the thread count,
- * normalised by SQLite as the stored ones are), 0 when none. */
+/* The latest finished run of configuration c and its repeat (its JSON without the thread
+ * count, normalised by SQLite as the stored ones are, and the repeat index), 0 when
+ * none. */
 static int lookup(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
                   const struct fin *fin, int nfin, int64_t *id, struct pb_err *e)
 {
     char *json = pb_run_cfg_json(c);
     sqlite3_bind_text(norm, 1, json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(norm, 2, c->repeat);
     free(json);
     if (sqlite3_step(norm) != SQLITE_ROW) {
         sqlite3_reset(norm);
@@ -97,7 +100,8 @@ int pb_finished_runs(const char *path, const struct pb_batch_item *items, int n,
     sqlite3_stmt *norm = NULL;
     if ((create && pb_results_mark_orphans(r, e) < 0) || !(fin = finished(db, &nfin, e)))
         goto out;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(?1, '$.threads')", -1, &norm, NULL)) {
+    if (sqlite3_prepare_v2(db, "SELECT json_remove(?1, '$.threads') || char(10) || ?2", -1,
+                           &norm, NULL)) {
         pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
         goto out;
     }

@@ -26,6 +26,7 @@ void pb_run_cfg_defaults(struct pb_run_cfg *c)
     c->microbatch_size = 64;
     c->epochs = 1;
     c->seed = 1;
+    c->repeats = 1;
     c->shuffle = true;
     c->checkpoint_every = -1;
 }
@@ -130,6 +131,28 @@ static int boundary(struct run_state *r, int epochs_done, bool *stop, bool *save
     }
 }
 
+/* A repeat (index > 0) has trained what the first finished training of its configuration
+ * and seed did: every epoch's losses and accuracy the very same numbers (the executors
+ * are deterministic, so a difference is a bug). Every rank agrees on the outcome. */
+static int check_repeat(struct run_state *r, struct pb_err *e)
+{
+    if (r->cfg->repeat == 0)
+        return 0;
+    struct pb_repeat_check chk = {.epoch = -1};
+    int rc = run_writer(r) ? pb_results_repeat_check(r->db, r->run_id, &chk, e) : 0;
+    if (!rc && chk.ref_id && chk.epoch >= 0)
+        rc = pb_err_set(e, "repeat %d is not the same training as repeat %d (run %lld): epoch "
+                        "%d's losses or accuracy differ, though training is deterministic "
+                        "(design §2.3); this is a bug: please report it with both runs "
+                        "(`pipebench show`)", r->cfg->repeat, chk.ref_repeat,
+                        (long long)chk.ref_id, chk.epoch + 1);
+    if (!pb_dist_any(r->dist, rc != 0))
+        return 0;
+    if (!rc)
+        e->msg[0] = 0;   /* rank 0 says why */
+    return -1;
+}
+
 static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
@@ -170,6 +193,8 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
     sum->seconds = pb_run_now_s() - t0;
     if (!rc && c->save)
         rc = pb_run_save(r, c->save, e);
+    if (!rc)
+        rc = check_repeat(r, e);
     enum pb_run_status st = !rc                             ? PB_RUN_DONE
                             : diverged                      ? PB_RUN_DIVERGED
                             : pb_dist_any(r->dist, pb_interrupted()) ? PB_RUN_INTERRUPTED

@@ -15,6 +15,15 @@
 
 /* Most epochs one run may plan (the paper's longest recipe has 120). */
 #define PB_MAX_EPOCHS 1000000
+/* Most trainings --repeat may ask of one configuration and seed. */
+#define PB_MAX_REPEATS 1000
+/* The message of a --repeat out of range (its printf arguments: PB_MAX_REPEATS, N). */
+#define PB_REPEAT_RANGE_MSG "--repeat counts trainings of the configuration: between 1 and %d (got %d)"
+/* The message of --repeat N > 1 under --executor mpi (its printf argument: N). */
+#define PB_REPEAT_MPI_MSG                                                                     \
+    "--repeat %d cannot run under --executor mpi: MPI starts once per process and one "     \
+    "process would train every repeat; use --executor threads, or start the mpi run once "  \
+    "per repeat"
 
 struct pb_run_cfg {
     const char *model, *dataset, *data_dir;
@@ -44,6 +53,11 @@ struct pb_run_cfg {
     int limit_train, limit_val;   /* 0 = all */
     int threads;                  /* cores for all stages together, 0 = all */
     uint64_t seed;
+    /* --repeat N: the configuration is trained N times with the same seed, one run each,
+     * recorded with repeat = 0 .. N - 1 (part of neither the configuration's JSON nor
+     * the seed); pb_run trains the one of index `repeat`, and a repeat whose losses
+     * differ from the first finished one's fails (results.h: pb_results_repeat_check) */
+    int repeats, repeat;
     bool shuffle, quiet;
     float label_smoothing;
     /* events kept: "first,last" (NULL: the default), "all", "none", or 1-based epoch
@@ -72,7 +86,7 @@ struct pb_run_summary {
 };
 
 /* Defaults: mlp on fashion-mnist, pipedream, sgdm lr 0.01, D 4, b 64, M = D, 1 epoch,
- * seed 1, shuffled, results/pipebench.db. */
+ * seed 1, one repeat, shuffled, results/pipebench.db. */
 void pb_run_cfg_defaults(struct pb_run_cfg *c);
 
 /* Runs; returns PB_EXIT_OK (done), PB_EXIT_RUN (the run diverged or failed while

@@ -14,7 +14,7 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -59,6 +59,7 @@ static const struct option run_options[] = {
     {"experiment", required_argument, 0, O_EXPERIMENT},
     {"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
     {"batch", required_argument, 0, O_BATCH},
+    {"repeat", required_argument, 0, O_REPEAT},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -146,6 +147,10 @@ void pb_run_flags_usage(FILE *f)
         "  --limit-val N           the same for the validation samples (default 0: all)\n"
         "  --seed S                initialisation, shuffling and dropout, 0 to 2^64 - 1\n"
         "                          (default 1)\n"
+        "  --repeat N              train the configuration N times with the same seed, one\n"
+        "                          after another, 1 to 1000 (default 1): N runs, repeat 0 to\n"
+        "                          N - 1, whose losses must be equal; report's throughput\n"
+        "                          and bubble take the median over them, spread their range\n"
         "  --shuffle on|off        per-epoch shuffling (default on)\n"
         "  --label-smoothing X     in [0, 1) (default 0)\n"
         "  --executor E            seq (one thread runs every stage) | threads (one thread\n"
@@ -263,6 +268,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_THREADS, "--threads", c->threads);
     INT(O_CHECKPOINT_EVERY, "--checkpoint-every", c->checkpoint_every);
     INT(O_BATCH, "--batch", c->batch);
+    INT(O_REPEAT, "--repeat", c->repeats);
 #undef FLT
 #undef INT
     if (!rc && val[O_NESTEROV])
@@ -295,8 +301,12 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_arg_u64("--seed", val[O_SEED], &c->seed, e);
     if (!rc && val[O_SHUFFLE])
         rc = pb_arg_bool("--shuffle", val[O_SHUFFLE], &c->shuffle, e);
+    if (!rc && val[O_REPEAT] && (c->repeats < 1 || c->repeats > PB_MAX_REPEATS))
+        rc = pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
+    if (!rc && c->repeats > 1 && !strcmp(c->executor, "mpi"))   /* before MPI starts */
+        rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);

@@ -30,6 +30,9 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     if (c->epochs < 1 || c->epochs > PB_MAX_EPOCHS)
         return pb_err_set(e, "--epochs must be between 1 and %d (got %d)", PB_MAX_EPOCHS,
                           c->epochs);
+    if (c->repeats < 1 || c->repeats > PB_MAX_REPEATS)
+        return pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
+    PB_CHECK(c->repeat >= 0 && c->repeat < c->repeats);
     int mb;
     if (c->batch && pb_run_batch_split(c, &mb, e))
         return -1;
@@ -51,6 +54,8 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
     if (c->checkpoint_every < -1)
         return pb_err_set(e, "--checkpoint-every counts epochs: 1 or more, or 0 for never "
                           "(got %d)", c->checkpoint_every);
+    if (!strcmp(c->executor, "mpi") && c->repeats > 1)
+        return pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!strcmp(c->executor, "mpi") && (c->checkpoint_every > 0 || c->resume_run > 0))
         return pb_err_set(e, "resume states are not written under --executor mpi yet; use "
                           "--checkpoint-every 0 with mpi, or the threads executor");
@@ -482,6 +487,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
                                   (r->sch->uses_microbatches ? r->pipe.microbatches : 1),
             .updates_per_epoch = pb_run_updates_per_epoch(r),
             .partition_cut = cut,
+            .repeat = c->repeat,
         };
         pb_run_machine(c, &info);
         if (info.oversubscribed && !c->quiet)

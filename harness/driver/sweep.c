@@ -379,14 +379,58 @@ static void check_distinct(struct pb_sweep *s)
     qsort(json, (size_t)s->n, sizeof *json, cmp_str);
     for (int i = 1; i < s->n; i++) {
         size_t a = strcspn(json[i - 1], "\n"), b = strcspn(json[i], "\n");
-        if (a == b && !strncmp(json[i - 1], json[i], a))
-            add_error(s, 0, "configurations %s and %s are the same run (two values of a [grid] "
-                      "key denote the same number?); remove one",
-                      s->items[atoi(json[i - 1] + a + 1)].label, s->items[atoi(json[i] + b + 1)].label);
+        if (a != b || strncmp(json[i - 1], json[i], a))
+            continue;
+        const struct pb_batch_item *x = &s->items[atoi(json[i - 1] + a + 1)];
+        const struct pb_batch_item *y = &s->items[atoi(json[i] + b + 1)];
+        if (x->cfg.repeats != y->cfg.repeats)
+            add_error(s, 0, "configurations %s and %s differ only in repeat: the repeats of a "
+                      "configuration are not configurations of their own; give repeat one "
+                      "value (its largest runs them all)", x->label, y->label);
+        else
+            add_error(s, 0, "configurations %s and %s are the same run (two values of a "
+                      "[grid] key denote the same number?); remove one", x->label, y->label);
     }
     for (int i = 0; i < s->n; i++)
         free(json[i]);
     free(json);
+}
+
+/* Each configuration's repeats (--repeat, cfg.repeats) as items of their own, repeat r
+ * of every configuration before repeat r + 1 of any: a drift of the machine's speed then
+ * touches all configurations alike, and two repeats of one rarely run at once under
+ * --jobs. */
+static void expand_repeats(struct pb_sweep *s)
+{
+    long total = 0;
+    int most = 1;
+    for (int i = 0; i < s->n; i++) {
+        total += s->items[i].cfg.repeats;
+        most = s->items[i].cfg.repeats > most ? s->items[i].cfg.repeats : most;
+    }
+    if (total > PB_SWEEP_MAX_CONFIGS) {
+        add_error(s, 0, "the grid's configurations and their repeats make %ld runs, more than "
+                  "%d; split the sweep", total, PB_SWEEP_MAX_CONFIGS);
+        return;
+    }
+    struct pb_batch_item *all = pb_xcalloc((size_t)total, sizeof *all);
+    int n = 0;
+    for (int r = 0; r < most; r++)
+        for (int k = 0; k < s->n; k++) {
+            if (r >= s->items[k].cfg.repeats)
+                continue;
+            struct pb_batch_item *it = &all[n++];
+            *it = s->items[k];
+            it->cfg.repeat = r;
+            if (it->cfg.repeats > 1) {
+                size_t len = strlen(it->label);
+                snprintf(it->label + len, sizeof it->label - len, " repeat=%d", r);
+            }
+        }
+    free(s->items);
+    s->items = all;
+    s->nconfigs = s->n;
+    s->n = n;
 }
 
 static void expand(struct pb_sweep *s, const char *db, int threads)
@@ -419,6 +463,8 @@ static void expand(struct pb_sweep *s, const char *db, int threads)
         add_error(s, 0, "no configuration left: %s", s->unsupported_note);
     if (!s->nerrors)
         check_distinct(s);
+    if (!s->nerrors)
+        expand_repeats(s);
 }
 
 /* Errors by line (those tied to none last), in the order found within a line. */

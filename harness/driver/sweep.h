@@ -41,8 +41,10 @@ struct pb_sweep {
     struct pb_run_flags flags;                 /* [run] as run flags */
     struct pb_sweep_error *errors;
     int nerrors;
-    struct pb_batch_item *items;               /* the configurations to run */
+    struct pb_batch_item *items;               /* the runs: each configuration's repeats
+                                                * (--repeat), cfg.repeat 0 of all first */
     int n;
+    int nconfigs;                              /* the configurations they are of */
     int nunsupported;      /* configurations left out: the schedule refuses the optimizer */
     char unsupported_note[1024];               /* the first one's reason */
 };
@@ -57,9 +59,9 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
 int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, size_t len,
                       const char *db, int threads, struct pb_err *e);
 
-/* done[i] = whether configuration i already has a finished run (status done or
- * diverged) in the database: the same configuration JSON (pb_run_cfg_json) but for the
- * thread count. With create, makes the database when missing (before parallel runs
+/* done[i] = whether run i (a configuration's repeat) already has a finished run (status
+ * done or diverged) in the database: the same configuration JSON (pb_run_cfg_json) but for
+ * the thread count, and the same repeat index. With create, makes the database when missing (before parallel runs
  * start, so they do not race to make it) and marks as failed the runs left 'running'
  * by processes that died; without, a missing database holds nothing. */
 int pb_sweep_finished(struct pb_sweep *s, bool *done, bool create, struct pb_err *e);

@@ -334,9 +334,11 @@ static int periodic(const struct pb_schedule *sch, const struct pb_pipe *p,
 }
 
 static int full(const struct pb_schedule *sch, const struct pb_pipe *p,
-                const struct pb_sim_cost *costs, int capacity, bool keep_events,
-                struct pb_sim_result *r, struct pb_err *e)
+                const struct pb_program *given, const struct pb_sim_cost *costs, int capacity,
+                bool keep_events, struct pb_sim_result *r, struct pb_err *e)
 {
+    if (given)
+        return pb_simulate(p, given, costs, capacity, keep_events, r, e);
     struct pb_program *progs = pb_xcalloc((size_t)p->stages, sizeof *progs);
     int rc = pb_programs_build(sch, p, progs, e) || pb_programs_validate(p, progs, capacity, e) ||
              pb_simulate(p, progs, costs, capacity, keep_events, r, e) ? -1 : 0;
@@ -346,7 +348,7 @@ static int full(const struct pb_schedule *sch, const struct pb_pipe *p,
 }
 
 int pb_simulate_pipe_above(const struct pb_schedule *sch, const struct pb_pipe *p,
-                           const struct pb_sim_cost *costs, int capacity, bool keep_events,
+                           const struct pb_program *progs, const struct pb_sim_cost *costs, int capacity, bool keep_events,
                            long long full_ops, struct pb_sim_result *r, struct pb_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -362,7 +364,7 @@ int pb_simulate_pipe_above(const struct pb_schedule *sch, const struct pb_pipe *
                           "fewer stages or a shorter --length", p->stages, p->length,
                           PB_MAX_PROGRAM_OPS);
     if (keep_events || ops <= full_ops)
-        return full(sch, p, costs, capacity, keep_events, r, e);
+        return full(sch, p, progs, costs, capacity, keep_events, r, e);
     struct pb_err why;
     int rc = periodic(sch, p, costs, capacity, r, &why);
     if (rc < 0) {
@@ -376,12 +378,12 @@ int pb_simulate_pipe_above(const struct pb_schedule *sch, const struct pb_pipe *
                           "simulated op by op, and the steady state could not be extrapolated "
                           "(%s); use fewer stages or a shorter --length", p->stages, p->length,
                           PB_MAX_PROGRAM_OPS, why.msg);
-    return full(sch, p, costs, capacity, keep_events, r, e);
+    return full(sch, p, progs, costs, capacity, keep_events, r, e);
 }
 
 int pb_simulate_pipe(const struct pb_schedule *sch, const struct pb_pipe *p,
-                     const struct pb_sim_cost *costs, int capacity, bool keep_events,
-                     struct pb_sim_result *r, struct pb_err *e)
+                     const struct pb_program *progs, const struct pb_sim_cost *costs,
+                     int capacity, bool keep_events, struct pb_sim_result *r, struct pb_err *e)
 {
-    return pb_simulate_pipe_above(sch, p, costs, capacity, keep_events, PB_SIM_FULL_OPS, r, e);
+    return pb_simulate_pipe_above(sch, p, progs, costs, capacity, keep_events, PB_SIM_FULL_OPS, r, e);
 }

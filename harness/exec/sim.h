@@ -37,6 +37,7 @@ struct pb_sim_result {
      * micro-batches plus (N − from_length) / period_mbs periods of period_s each. */
     bool extrapolated;
     int from_length;                /* N': the micro-batches simulated op by op */
+    long from_ops;                  /* the ops of N', all devices */
     int period_mbs;                 /* P: micro-batches per period */
     double period_s;                /* T: the verified time of one period */
 };

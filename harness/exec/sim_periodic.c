@@ -295,6 +295,7 @@ static int attempt(const struct pb_schedule *sch, const struct pb_pipe *p,
         r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
     r->extrapolated = true;
     r->from_length = n1;
+    r->from_ops = rs.ops;
     r->period_mbs = P;
     r->period_s = q.T;
     status = 0;

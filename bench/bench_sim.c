@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench_db.h"
@@ -61,16 +62,17 @@ static void whole(const char *schedule, int D, int N, int M)
         c[k] = (struct pb_sim_cost){1e-3, 2e-3, 1e-4, 1e-5};
     struct pb_sim_result r;
     double t0 = bench_now();
+    clock_t cpu0 = clock();
     if (!sch || pb_simulate_pipe(sch, &p, NULL, c, D, false, &r, &e)) {
         fprintf(stderr, "bench_sim: %s\n", e.msg);
         exit(1);
     }
-    double t1 = bench_now();
+    double t1 = bench_now(), cpu = (double)(clock() - cpu0) / CLOCKS_PER_SEC;
     if (r.extrapolated)
         printf("%-14s D = %-5d N = %-7d M = %-5d %10ld ops represented, extrapolated from "
-               "N' = %d (%ld ops simulated): %6.3f s wall = %7.1f M ops/s represented\n",
-               schedule, D, N, M, r.ops, r.from_length, r.from_ops, t1 - t0,
-               r.ops / (t1 - t0) / 1e6);
+               "N' = %d (%ld ops simulated): %6.3f s wall (%5.3f s CPU) = %7.1f M ops/s "
+               "represented\n", schedule, D, N, M, r.ops, r.from_length, r.from_ops, t1 - t0,
+               cpu, r.ops / (t1 - t0) / 1e6);
     else
         printf("%-14s D = %-5d N = %-7d M = %-5d %10ld ops, not extrapolated (all simulated): "
                "%6.3f s wall = %7.1f M ops/s\n", schedule, D, N, M, r.ops, t1 - t0,

@@ -136,9 +136,9 @@ START_TEST(test_full_path_when_needed)
     ck_assert(x.extrapolated && x.events == NULL);
     pb_sim_result_finish(&r);
     pb_sim_result_finish(&x);
-    p.length = 22;  /* D + 2P + 16: nothing shorter to extrapolate from */
+    p.length = 21;  /* D + P + 16: nothing shorter to extrapolate from */
     ck_assert(!pb_simulate_pipe_above(sch, &p, NULL, c, 4, false, 0, &r, &e));
-    ck_assert(!r.extrapolated && r.ops == 3 * 4 * 22);
+    ck_assert(!r.extrapolated && r.ops == 3 * 4 * 21);
     pb_sim_result_finish(&r);
 }
 END_TEST

@@ -11,9 +11,14 @@
 /* One direction between two neighbours: item i's arrival and receive (consume) times, in
  * rings of capacity + 1 slots (item i at i % ring): a sender never gets more than
  * `capacity` items ahead of its receiver, so an arrival is read before its slot comes
- * round again, and a send reads the consume time of the item `capacity` before it. */
+ * round again, and a send reads the consume time of the item `capacity` before it (the
+ * slot after its own: both times of a slot side by side keep the two in one cache line). */
+struct slot {
+    double arrive, consume;
+};
+
 struct chan {
-    double *arrive, *consume;
+    struct slot *slot;
     int sent, taken;
     int sent_at, taken_at;           /* sent % ring, taken % ring */
     int waiting_recv, waiting_send;  /* device blocked on it, or -1 */
@@ -36,8 +41,7 @@ struct sim {
     struct dev *dev;
     int *ready, nready;      /* devices to visit */
     bool *queued;
-    double *t_start, *t_free;  /* [ops] when asked for: each op's start, and when its
-                                  device is free after it (its output sent) */
+    struct pb_op_times *times;  /* [ops] when asked for */
     struct pb_sim_result *r;
 };
 
@@ -84,9 +88,9 @@ static void run_device(struct sim *s, int k)
                 int i = in->taken_at;
                 in->taken++;
                 in->taken_at = i + 1 == s->ring ? 0 : i + 1;
-                if (in->arrive[i] > start)
-                    start = in->arrive[i];
-                in->consume[i] = start;
+                if (in->slot[i].arrive > start)
+                    start = in->slot[i].arrive;
+                in->slot[i].consume = start;
                 wake(s, in->waiting_send);
                 in->waiting_send = -1;
             }
@@ -107,21 +111,20 @@ static void run_device(struct sim *s, int k)
                     return;
                 }
                 /* item i − capacity is at (i + 1) % ring: ring = capacity + 1 */
-                double room = out->consume[out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1];
+                int next = out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1;
+                double room = out->slot[next].consume;
                 if (room > free_at)
                     free_at = room;
             }
-            out->arrive[out->sent_at] = free_at + s->costs[f ? k + 1 : k - 1].recv;
+            out->slot[out->sent_at].arrive = free_at + s->costs[f ? k + 1 : k - 1].recv;
             out->sent++;
             out->sent_at = out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1;
             wake(s, out->waiting_recv);
             out->waiting_recv = -1;
         }
         d->t = free_at;
-        if (s->t_start) {
-            s->t_start[s->first[k] + d->pc] = d->start;
-            s->t_free[s->first[k] + d->pc] = free_at;
-        }
+        if (s->times)
+            s->times[s->first[k] + d->pc] = (struct pb_op_times){d->start, free_at};
         d->sending = false;
         d->pc++;
     }
@@ -163,10 +166,10 @@ void pb_sim_peaks(const struct pb_pipe *p, const struct pb_program *prog, int *a
     pb_version_plan_finish(&vp);
 }
 
-/* pb_simulate and pb_sim_times: the peaks when `peaks`, the op times when t_start. */
+/* pb_simulate and pb_sim_times: the peaks when `peaks`, the op times when `times`. */
 static int run(const struct pb_pipe *p, const struct pb_program *progs,
                const struct pb_sim_cost *costs, int capacity, bool keep_events, bool peaks,
-               double *t_start, double *t_free, struct pb_sim_result *r, struct pb_err *e)
+               struct pb_op_times *times, struct pb_sim_result *r, struct pb_err *e)
 {
     int D = p->stages;
     memset(r, 0, sizeof *r);
@@ -193,7 +196,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
 
     struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity,
-                    .ring = capacity + 1, .t_start = t_start, .t_free = t_free, .r = r};
+                    .ring = capacity + 1, .times = times, .r = r};
     s.first = pb_xcalloc((size_t)D, sizeof *s.first);
     for (int k = 1; k < D; k++)
         s.first[k] = s.first[k - 1] + progs[k - 1].n;
@@ -202,8 +205,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         for (int dir = 0; dir < 2; dir++) {
             struct chan *c = dir ? &s.bwd[k] : &s.fwd[k];
-            c->arrive = pb_xcalloc((size_t)s.ring, 2 * sizeof(double));
-            c->consume = c->arrive + s.ring;
+            c->slot = pb_xcalloc((size_t)s.ring, sizeof *c->slot);
             c->waiting_recv = c->waiting_send = -1;
         }
     s.dev = pb_xcalloc((size_t)D, sizeof *s.dev);
@@ -244,8 +246,8 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
     for (int k = 0; k < D; k++) {
-        free(s.fwd[k].arrive);
-        free(s.bwd[k].arrive);
+        free(s.fwd[k].slot);
+        free(s.bwd[k].slot);
     }
     free(s.first);
     free(s.fwd);
@@ -262,14 +264,14 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 const struct pb_sim_cost *costs, int capacity, bool keep_events,
                 struct pb_sim_result *r, struct pb_err *e)
 {
-    return run(p, progs, costs, capacity, keep_events, true, NULL, NULL, r, e);
+    return run(p, progs, costs, capacity, keep_events, true, NULL, r, e);
 }
 
 int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
-                 const struct pb_sim_cost *costs, int capacity, double *t_start,
-                 double *t_free, struct pb_sim_result *r, struct pb_err *e)
+                 const struct pb_sim_cost *costs, int capacity, struct pb_op_times *times,
+                 struct pb_sim_result *r, struct pb_err *e)
 {
-    return run(p, progs, costs, capacity, false, false, t_start, t_free, r, e);
+    return run(p, progs, costs, capacity, false, false, times, r, e);
 }
 
 void pb_sim_result_finish(struct pb_sim_result *r)

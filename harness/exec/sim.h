@@ -51,12 +51,16 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 struct pb_sim_result *r, struct pb_err *e);
 void pb_sim_result_finish(struct pb_sim_result *r);
 
+/* An op's start, and when its device is free after it (its output sent). */
+struct pb_op_times {
+    double start, free;
+};
+
 /* pb_simulate without events or peaks (acts_peak, stash_peak, wcopies_peak stay 0), that
- * also writes each op's start and the time its device is free after it (its output
- * sent) into t_start and t_free: [ops], device 0's ops first, then device 1's, .... */
+ * also writes every op's times into times[ops]: device 0's ops first, then device 1's. */
 int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
-                 const struct pb_sim_cost *costs, int capacity, double *t_start,
-                 double *t_free, struct pb_sim_result *r, struct pb_err *e);
+                 const struct pb_sim_cost *costs, int capacity, struct pb_op_times *times,
+                 struct pb_sim_result *r, struct pb_err *e);
 
 /* A program's peaks as pb_simulate reports them: acts_peak, stash_peak, wcopies_peak. */
 void pb_sim_peaks(const struct pb_pipe *p, const struct pb_program *prog, int *acts,

@@ -44,7 +44,7 @@ struct per {
     int *posf, *posb;                  /* [D·N'] position of F / B item j on device k */
     int *cut, *len;                    /* [D] c and ℓ */
     int *phi, *psi;                    /* [D] F and B items of N' + P before c + ℓ */
-    double *ts, *tf;                   /* [ops] N''s start and free times */
+    struct pb_op_times *t;             /* [ops] N''s times */
     double T, tol;
 };
 
@@ -66,12 +66,12 @@ static double shift(const struct per *q, int k, int x)
 
 static double t_start(const struct per *q, int k, int x)
 {
-    return q->ts[q->first[k] + img(q, k, x)] + shift(q, k, x);
+    return q->t[q->first[k] + img(q, k, x)].start + shift(q, k, x);
 }
 
 static double t_free(const struct per *q, int k, int x)
 {
-    return x < 0 ? 0 : q->tf[q->first[k] + img(q, k, x)] + shift(q, k, x);
+    return x < 0 ? 0 : q->t[q->first[k] + img(q, k, x)].free + shift(q, k, x);
 }
 
 /* Position in N' + P of F (B) item j of device k. */
@@ -257,14 +257,13 @@ static int attempt(const struct pb_schedule *sch, const struct pb_pipe *p,
         q.phi[k] = fstar + P;
         q.psi[k] = lower_bound(q.posb + (size_t)k * n1, n1, q.cut[k]) + P;
     }
-    q.ts = pb_xmalloc((size_t)total * 2 * sizeof *q.ts);
-    q.tf = q.ts + total;
-    if (pb_sim_times(&pb, b, costs, capacity, q.ts, q.tf, &rs, e)) {
+    q.t = pb_xmalloc((size_t)total * sizeof *q.t);
+    if (pb_sim_times(&pb, b, costs, capacity, q.t, &rs, e)) {
         status = -1;
         goto out;
     }
-    q.T = q.tf[q.first[0] + q.cut[0] + q.len[0] - 1] -
-          (q.cut[0] ? q.tf[q.first[0] + q.cut[0] - 1] : 0);
+    q.T = q.t[q.first[0] + q.cut[0] + q.len[0] - 1].free -
+          (q.cut[0] ? q.t[q.first[0] + q.cut[0] - 1].free : 0);
     q.tol = REL_TOL * (rs.makespan_s + fabs(q.T));
     if (!(q.T >= 0) || !seams_hold(&q)) {
         pb_err_set(e, "the times at %d micro-batches are not yet periodic", n1);
@@ -308,7 +307,7 @@ out:
     free(q.cut);
     free(q.idx);
     free(q.posf);
-    free(q.ts);
+    free(q.t);
     free(lo);
     return status;
 }
@@ -319,7 +318,7 @@ static int periodic(const struct pb_schedule *sch, const struct pb_pipe *p,
                     struct pb_err *e)
 {
     int P = sch->uses_microbatches ? p->microbatches : 1, N = p->length;
-    long long base = (long long)p->stages + 2LL * P + 16;
+    long long base = (long long)p->stages + 1LL * P + 16;
     pb_err_set(e, "%d micro-batches are too few to extrapolate", N);
     for (int i = 0; i < ATTEMPTS; i++, base *= 2) {
         if (base >= N)

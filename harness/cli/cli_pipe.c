@@ -1,5 +1,6 @@
 /* harness/cli/cli_pipe.c — the pipe options `program` and `simulate` share: the schedule,
- * D, N, M and optimizer, checked against the IR's ranges before any program is built. */
+ * D, N, M and optimizer, checked against the IR's ranges before any program is built, and
+ * the bound on the ops of programs built whole. */
 #include "harness/cli/cli.h"
 
 int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, bool have_m,
@@ -21,14 +22,19 @@ int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, b
     if (pipe->length < 1 || pipe->length > PB_MAX_MICROBATCHES)
         return pb_err_set(e, "%s: --length must be between 1 and %d micro-batches (got %d)",
                           cmd, PB_MAX_MICROBATCHES, pipe->length);
-    if ((long long)pipe->stages * pipe->length > PB_MAX_PROGRAM_OPS / 3)
-        return pb_err_set(e, "%s: %d stages of %d micro-batches are over %lld ops; use fewer "
-                          "stages or a shorter --length (the pattern repeats)", cmd,
-                          pipe->stages, pipe->length, PB_MAX_PROGRAM_OPS);
     if (!have_m)
         pipe->microbatches = pipe->stages;
     else if (pipe->microbatches < 1 || pipe->microbatches > PB_MAX_MICROBATCHES)
         return pb_err_set(e, "%s: --microbatches must be between 1 and %d (got %d)", cmd,
                           PB_MAX_MICROBATCHES, pipe->microbatches);
+    return 0;
+}
+
+int pb_cli_pipe_whole(const char *cmd, const struct pb_pipe *pipe, struct pb_err *e)
+{
+    if ((long long)pipe->stages * pipe->length > PB_MAX_PROGRAM_OPS / 3)
+        return pb_err_set(e, "%s: %d stages of %d micro-batches are over %lld ops; use fewer "
+                          "stages or a shorter --length (the pattern repeats)", cmd,
+                          pipe->stages, pipe->length, PB_MAX_PROGRAM_OPS);
     return 0;
 }

@@ -100,7 +100,8 @@ int pb_cmd_program(int argc, char **argv)
         return pb_cli_fail(e.msg);
     }
     const struct pb_schedule *sch;
-    if (pb_cli_pipe("program", sched_name, opt_name, have_m, &pipe, &sch, &e))
+    if (pb_cli_pipe("program", sched_name, opt_name, have_m, &pipe, &sch, &e) ||
+        pb_cli_pipe_whole("program", &pipe, &e))
         return pb_cli_fail(e.msg);
     struct pb_program *progs = pb_xcalloc((size_t)pipe.stages, sizeof *progs);
     if (pb_programs_build(sch, &pipe, progs, &e)) {

@@ -10,7 +10,7 @@
 
 #include "harness/base/args.h"
 #include "harness/cli/cli.h"
-#include "harness/exec/sim.h"
+#include "harness/exec/sim_periodic.h"
 #include "results/results.h"
 
 static void usage(FILE *f)
@@ -23,7 +23,9 @@ static void usage(FILE *f)
             "Runs the schedule's programs on D virtual devices, one per stage: each op takes\n"
             "its stage's cost, messages travel through the executors' FIFO channels\n"
             "(capacity D) and arrive SEND seconds after they are sent (from a run: the\n"
-            "receiving stage's copy time per message).\n\n"
+            "receiving stage's copy time per message). A pipe of more than %lld ops is\n"
+            "simulated op by op at a shorter N' and its verified steady state extrapolated\n"
+            "to N (it says so); --record needs every op, so at most %lld.\n\n"
             "  --cost F,B,U[,SEND]  seconds of one forward, backward and update on every\n"
             "                       stage, and of a message's transfer (default 0)\n"
             "  --run RUN            per stage, the median F, B and U times of the run's events\n"
@@ -36,7 +38,7 @@ static void usage(FILE *f)
             "                       (one epoch, every op an event): trace and plot timeline read it\n"
             "  --db FILE            results database (default %s)\n"
             "  the pipe options are those of `pipebench program --help`\n",
-            PB_RESULTS_DEFAULT_DB);
+            PB_SIM_FULL_OPS, PB_MAX_PROGRAM_OPS, PB_RESULTS_DEFAULT_DB);
 }
 
 struct sim_args {
@@ -172,6 +174,11 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
     printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
            "%ld ops\n", r->makespan_s, p->length / r->makespan_s, p->length * b / r->makespan_s,
            b, r->ops);
+    if (r->extrapolated)
+        printf("extrapolated: simulated op by op from N' = %d micro-batches, then %lld "
+               "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",
+               r->from_length, (long long)(p->length - r->from_length) / r->period_mbs,
+               r->period_mbs, r->period_mbs == 1 ? "" : "es", r->period_s);
     printf("stage   F (s)       B (s)       U (s)       recv (s)    busy (s)    bubble  "
            "acts held  stashed\n");
     for (int k = 0; k < p->stages; k++)
@@ -272,7 +279,6 @@ int pb_cmd_simulate(int argc, char **argv)
         return rc > 0 ? PB_EXIT_OK : pb_cli_fail(e.msg);
     struct pb_run_costs rcosts = {0};
     struct pb_sim_cost *costs = NULL;
-    struct pb_program *progs = NULL;
     struct pb_sim_result res = {0};
     const struct pb_schedule *sch;
     int status = PB_EXIT_USAGE;
@@ -287,10 +293,7 @@ int pb_cmd_simulate(int argc, char **argv)
         if (costs_given(a.cost, a.pipe.stages, costs, &e))
             goto out;
     }
-    progs = pb_xcalloc((size_t)a.pipe.stages, sizeof *progs);
-    if (pb_programs_build(sch, &a.pipe, progs, &e) ||
-        pb_programs_validate(&a.pipe, progs, a.pipe.stages, &e) ||
-        pb_simulate(&a.pipe, progs, costs, a.pipe.stages, a.record, &res, &e))
+    if (pb_simulate_pipe(sch, &a.pipe, NULL, costs, a.pipe.stages, a.record, &res, &e))
         goto out;
     print_result(&a, costs, &res);
     if (a.run && print_memory(&a, &rcosts, &res, &e))
@@ -309,9 +312,6 @@ int pb_cmd_simulate(int argc, char **argv)
 out:
     if (status != PB_EXIT_OK)
         fprintf(stderr, "pipebench: %s\n", e.msg);
-    if (progs)
-        pb_programs_finish(progs, a.pipe.stages);
-    free(progs);
     free(costs);
     pb_sim_result_finish(&res);
     pb_run_costs_finish(&rcosts);

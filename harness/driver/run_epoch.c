@@ -9,7 +9,7 @@
 
 #include "harness/store/checkpoint.h"
 #include "harness/exec/executor.h"
-#include "harness/exec/sim.h"
+#include "harness/exec/sim_periodic.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_internal.h"
 
@@ -97,7 +97,7 @@ static double simulate_epoch(const struct run_state *r, struct pb_stage_record *
     double makespan = NAN;
     struct pb_sim_result res;
     struct pb_err e;
-    if (complete && !pb_simulate(&r->pipe, r->progs, costs, d, false, &res, &e)) {
+    if (complete && !pb_simulate_pipe(r->sch, &r->pipe, r->progs, costs, d, false, &res, &e)) {
         makespan = res.makespan_s;
         for (int k = 0; k < d; k++)
             sr[k].sim_bubble = res.bubble[k];

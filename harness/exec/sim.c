@@ -11,10 +11,16 @@
 /* One direction between two neighbours: item i's arrival and receive (consume) times, in
  * rings of capacity + 1 slots (item i at i % ring): a sender never gets more than
  * `capacity` items ahead of its receiver, so an arrival is read before its slot comes
- * round again, and a send reads the consume time of the item `capacity` before it. */
+ * round again, and a send reads the consume time of the item `capacity` before it (the
+ * slot after its own: both times of a slot side by side keep the two in one cache line). */
+struct slot {
+    double arrive, consume;
+};
+
 struct chan {
-    double *arrive, *consume;
+    struct slot *slot;
     int sent, taken;
+    int sent_at, taken_at;           /* sent % ring, taken % ring */
     int waiting_recv, waiting_send;  /* device blocked on it, or -1 */
 };
 
@@ -22,7 +28,7 @@ struct dev {
     int pc;
     bool sending;        /* the op at pc ran; its output waits for room */
     double t;            /* when the device is free */
-    double end;          /* end of the op at pc once it ran */
+    double start, end;   /* start and end of the op at pc once it ran */
 };
 
 struct sim {
@@ -35,6 +41,7 @@ struct sim {
     struct dev *dev;
     int *ready, nready;      /* devices to visit */
     bool *queued;
+    struct pb_op_times *times;  /* [ops] when asked for */
     struct pb_sim_result *r;
 };
 
@@ -78,14 +85,17 @@ static void run_device(struct sim *s, int k)
                     in->waiting_recv = k;
                     return;
                 }
-                int i = in->taken++ % s->ring;
-                if (in->arrive[i] > start)
-                    start = in->arrive[i];
-                in->consume[i] = start;
+                int i = in->taken_at;
+                in->taken++;
+                in->taken_at = i + 1 == s->ring ? 0 : i + 1;
+                if (in->slot[i].arrive > start)
+                    start = in->slot[i].arrive;
+                in->slot[i].consume = start;
                 wake(s, in->waiting_send);
                 in->waiting_send = -1;
             }
             double c = op_cost(&s->costs[k], op);
+            d->start = start;
             d->end = start + c;
             s->r->busy_s[k] += c;
             record(s, k, op, start, d->end);
@@ -100,16 +110,21 @@ static void run_device(struct sim *s, int k)
                     out->waiting_send = k;
                     return;
                 }
-                double room = out->consume[(i - s->capacity) % s->ring];
+                /* item i − capacity is at (i + 1) % ring: ring = capacity + 1 */
+                int next = out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1;
+                double room = out->slot[next].consume;
                 if (room > free_at)
                     free_at = room;
             }
-            out->arrive[i % s->ring] = free_at + s->costs[f ? k + 1 : k - 1].recv;
+            out->slot[out->sent_at].arrive = free_at + s->costs[f ? k + 1 : k - 1].recv;
             out->sent++;
+            out->sent_at = out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1;
             wake(s, out->waiting_recv);
             out->waiting_recv = -1;
         }
         d->t = free_at;
+        if (s->times)
+            s->times[s->first[k] + d->pc] = (struct pb_op_times){d->start, free_at};
         d->sending = false;
         d->pc++;
     }
@@ -131,7 +146,7 @@ int pb_sim_acts_peak(const struct pb_program *prog)
  * (harness/exec/worker.c, harness/store/wstore.c): the stash ring, XPipe's ring of
  * mini-batch predictions, 2BW's older buffer, and one Ŵ buffer when an op predicts with
  * a look-ahead (s = 0 reads W itself). */
-static int wcopies_peak(const struct pb_program *prog, const struct pb_version_plan *vp)
+static int wcopies_peak_of(const struct pb_program *prog, const struct pb_version_plan *vp)
 {
     bool predicts = false;
     for (int i = 0; i < prog->n && !predicts; i++)
@@ -140,9 +155,21 @@ static int wcopies_peak(const struct pb_program *prog, const struct pb_version_p
     return vp->stash_slots + vp->group_slots + vp->buffered + predicts;
 }
 
-int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
-                const struct pb_sim_cost *costs, int capacity, bool keep_events,
-                struct pb_sim_result *r, struct pb_err *e)
+void pb_sim_peaks(const struct pb_pipe *p, const struct pb_program *prog, int *acts,
+                  int *stash, int *wcopies)
+{
+    *acts = pb_sim_acts_peak(prog);
+    struct pb_version_plan vp;
+    pb_version_plan_init(&vp, p, prog);
+    *stash = vp.stash_slots;
+    *wcopies = wcopies_peak_of(prog, &vp);
+    pb_version_plan_finish(&vp);
+}
+
+/* pb_simulate and pb_sim_times: the peaks when `peaks`, the op times when `times`. */
+static int run(const struct pb_pipe *p, const struct pb_program *progs,
+               const struct pb_sim_cost *costs, int capacity, bool keep_events, bool peaks,
+               struct pb_op_times *times, struct pb_sim_result *r, struct pb_err *e)
 {
     int D = p->stages;
     memset(r, 0, sizeof *r);
@@ -169,7 +196,7 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
 
     struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity,
-                    .ring = capacity + 1, .r = r};
+                    .ring = capacity + 1, .times = times, .r = r};
     s.first = pb_xcalloc((size_t)D, sizeof *s.first);
     for (int k = 1; k < D; k++)
         s.first[k] = s.first[k - 1] + progs[k - 1].n;
@@ -178,8 +205,7 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         for (int dir = 0; dir < 2; dir++) {
             struct chan *c = dir ? &s.bwd[k] : &s.fwd[k];
-            c->arrive = pb_xcalloc((size_t)s.ring, 2 * sizeof(double));
-            c->consume = c->arrive + s.ring;
+            c->slot = pb_xcalloc((size_t)s.ring, sizeof *c->slot);
             c->waiting_recv = c->waiting_send = -1;
         }
     s.dev = pb_xcalloc((size_t)D, sizeof *s.dev);
@@ -201,12 +227,14 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++) {
         if (s.dev[k].t > r->makespan_s)
             r->makespan_s = s.dev[k].t;
+        if (!peaks)
+            continue;
         r->acts_peak[k] = pb_sim_acts_peak(&progs[k]);
         /* one plan at a time: a plan is as long as its program */
         struct pb_version_plan vp;
         pb_version_plan_init(&vp, p, &progs[k]);
         r->stash_peak[k] = vp.stash_slots;
-        r->wcopies_peak[k] = wcopies_peak(&progs[k], &vp);
+        r->wcopies_peak[k] = wcopies_peak_of(&progs[k], &vp);
         for (int i = 0; r->events && i < progs[k].n; i++) {
             struct pb_event_record *ev = &r->events[s.first[k] + i];
             ev->version = vp.ops[i].base;
@@ -218,8 +246,8 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     for (int k = 0; k < D; k++)
         r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
     for (int k = 0; k < D; k++) {
-        free(s.fwd[k].arrive);
-        free(s.bwd[k].arrive);
+        free(s.fwd[k].slot);
+        free(s.bwd[k].slot);
     }
     free(s.first);
     free(s.fwd);
@@ -230,6 +258,20 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
     if (rc)
         pb_sim_result_finish(r);
     return rc;
+}
+
+int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
+                const struct pb_sim_cost *costs, int capacity, bool keep_events,
+                struct pb_sim_result *r, struct pb_err *e)
+{
+    return run(p, progs, costs, capacity, keep_events, true, NULL, r, e);
+}
+
+int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
+                 const struct pb_sim_cost *costs, int capacity, struct pb_op_times *times,
+                 struct pb_sim_result *r, struct pb_err *e)
+{
+    return run(p, progs, costs, capacity, false, false, times, r, e);
 }
 
 void pb_sim_result_finish(struct pb_sim_result *r)

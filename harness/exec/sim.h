@@ -32,6 +32,14 @@ struct pb_sim_result {
                                        2BW's older buffer and a prediction's Ŵ (the memory
                                        kind wcopies, in parameter sets) */
     struct pb_event_record *events; /* [ops] when asked for: every op, as a run logs it */
+    /* Set by pb_simulate_pipe when it extrapolated a verified steady state (design
+     * §6.6) instead of running every op: the epoch is that of `from_length`
+     * micro-batches plus (N − from_length) / period_mbs periods of period_s each. */
+    bool extrapolated;
+    int from_length;                /* N': the micro-batches simulated op by op */
+    long from_ops;                  /* the ops of N', all devices */
+    int period_mbs;                 /* P: micro-batches per period */
+    double period_s;                /* T: the verified time of one period */
 };
 
 /* Simulates one epoch: progs[D] (validated), costs[D], channel capacity ≥ 1 (the threads
@@ -42,6 +50,21 @@ int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 const struct pb_sim_cost *costs, int capacity, bool keep_events,
                 struct pb_sim_result *r, struct pb_err *e);
 void pb_sim_result_finish(struct pb_sim_result *r);
+
+/* An op's start, and when its device is free after it (its output sent). */
+struct pb_op_times {
+    double start, free;
+};
+
+/* pb_simulate without events or peaks (acts_peak, stash_peak, wcopies_peak stay 0), that
+ * also writes every op's times into times[ops]: device 0's ops first, then device 1's. */
+int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
+                 const struct pb_sim_cost *costs, int capacity, struct pb_op_times *times,
+                 struct pb_sim_result *r, struct pb_err *e);
+
+/* A program's peaks as pb_simulate reports them: acts_peak, stash_peak, wcopies_peak. */
+void pb_sim_peaks(const struct pb_pipe *p, const struct pb_program *prog, int *acts,
+                  int *stash, int *wcopies);
 
 /* Most micro-batches a program holds between F and B (its activations), from the order
  * of its ops alone. */

@@ -186,12 +186,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
                               c->recv);
         total += progs[k].n;
     }
-    r->stages = D;
-    r->busy_s = pb_xcalloc((size_t)D, sizeof *r->busy_s);
-    r->bubble = pb_xcalloc((size_t)D, sizeof *r->bubble);
-    r->acts_peak = pb_xcalloc((size_t)D, sizeof *r->acts_peak);
-    r->stash_peak = pb_xcalloc((size_t)D, sizeof *r->stash_peak);
-    r->wcopies_peak = pb_xcalloc((size_t)D, sizeof *r->wcopies_peak);
+    pb_sim_result_init(r, D);
     if (keep_events)
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
 
@@ -272,6 +267,18 @@ int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
                  struct pb_sim_result *r, struct pb_err *e)
 {
     return run(p, progs, costs, capacity, false, false, times, r, e);
+}
+
+void pb_sim_result_init(struct pb_sim_result *r, int stages)
+{
+    memset(r, 0, sizeof *r);
+    int D = stages;
+    r->stages = D;
+    r->busy_s = pb_xcalloc((size_t)D, sizeof *r->busy_s);
+    r->bubble = pb_xcalloc((size_t)D, sizeof *r->bubble);
+    r->acts_peak = pb_xcalloc((size_t)D, sizeof *r->acts_peak);
+    r->stash_peak = pb_xcalloc((size_t)D, sizeof *r->stash_peak);
+    r->wcopies_peak = pb_xcalloc((size_t)D, sizeof *r->wcopies_peak);
 }
 
 void pb_sim_result_finish(struct pb_sim_result *r)

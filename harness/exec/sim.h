@@ -49,6 +49,8 @@ struct pb_sim_result {
 int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,
                 const struct pb_sim_cost *costs, int capacity, bool keep_events,
                 struct pb_sim_result *r, struct pb_err *e);
+/* A zeroed result for D stages with its per-device arrays allocated. */
+void pb_sim_result_init(struct pb_sim_result *r, int stages);
 void pb_sim_result_finish(struct pb_sim_result *r);
 
 /* An op's start, and when its device is free after it (its output sent). */

@@ -271,13 +271,7 @@ static int attempt(const struct pb_schedule *sch, const struct pb_pipe *p,
     }
 
     long delta = (p->length - n1) / P;
-    memset(r, 0, sizeof *r);
-    r->stages = D;
-    r->busy_s = pb_xcalloc((size_t)D, sizeof *r->busy_s);
-    r->bubble = pb_xcalloc((size_t)D, sizeof *r->bubble);
-    r->acts_peak = pb_xcalloc((size_t)D, sizeof *r->acts_peak);
-    r->stash_peak = pb_xcalloc((size_t)D, sizeof *r->stash_peak);
-    r->wcopies_peak = pb_xcalloc((size_t)D, sizeof *r->wcopies_peak);
+    pb_sim_result_init(r, D);
     r->makespan_s = rs.makespan_s + (double)delta * q.T;
     r->ops = rs.ops;
     for (int k = 0; k < D; k++) {

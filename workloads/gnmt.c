@@ -1,4 +1,4 @@
-/* workloads/gnmt.c — GNMT-8 and GNMT-16 (ZOO.md; the MLPerf GNMT reference's
+/* workloads/gnmt.c — GNMT-8 and GNMT-16 (docs/reproducing.md #8, #9; the MLPerf GNMT reference's
  * seq2seq/models: ResidualRecurrentEncoder, RecurrentAttention, ResidualRecurrentDecoder),
  * trained with teacher forcing on wmt16-de-en (or its synthetic stand-in).
  * Encoder: embedding V×H (padding 0), a bidirectional LSTM H→2H packed by the source

@@ -48,8 +48,10 @@ static void read_fixture(const char *model, struct counts *c)
                 c->total = total;
                 found = true;
             }
-        } else if (in && sscanf(line, "%95s %63s", a, shape) == 2) {
-            long long n = 1;
+        } else if (in && sscanf(line, "%95s", a) == 1) {
+            long long n = 1;  /* a 0-dimensional tensor's shape is empty: 1 value */
+            if (sscanf(line, "%95s %63s", a, shape) < 2)
+                shape[0] = 0;
             for (char *s = shape; *s;) {
                 n *= strtoll(s, &s, 10);
                 if (*s == 'x')

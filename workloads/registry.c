@@ -10,6 +10,7 @@ extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_worklo
 extern const struct pb_workload pb_workload_alexnet, pb_workload_resnet101,
     pb_workload_inceptionv3, pb_workload_vgg16, pb_workload_googlenet, pb_workload_densenet121;
 extern const struct pb_workload pb_workload_residual_lstm, pb_workload_residual_lstm_small;
+extern const struct pb_workload pb_workload_gnmt8, pb_workload_gnmt16;
 
 const struct pb_workload *const pb_workloads[] = {
     &pb_workload_mlp,
@@ -23,6 +24,8 @@ const struct pb_workload *const pb_workloads[] = {
     &pb_workload_densenet121,
     &pb_workload_residual_lstm,
     &pb_workload_residual_lstm_small,
+    &pb_workload_gnmt8,
+    &pb_workload_gnmt16,
     NULL,
 };
 
@@ -64,6 +67,8 @@ int pb_workload_preset(const struct pb_workload *w, const char *name, const stru
 
 struct pb_shape pb_preset_sample(const struct pb_preset *p)
 {
+    if (p->steps > 0)
+        return (struct pb_shape){1, 2 * p->steps, 1, 1};
     PB_CHECK(p->input_side > 0);
     return (struct pb_shape){1, 3, p->input_side, p->input_side};
 }

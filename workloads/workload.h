@@ -15,7 +15,7 @@ struct pb_preset {
     const char *summary;    /* one line for `pipebench list` */
     const char *dataset;    /* the dataset it trains on by default */
     int input_side;         /* S: the model takes 3×S×S inputs (the data pipeline crops or
-                               resizes to it) */
+                               resizes to it); 0 for a translation model */
     bool no_flip;           /* it trains without the horizontal flip (Inception-V3) */
     int classes;            /* the head's width, whatever the dataset's class count (the
                                paper's 1000-way heads on Tiny-ImageNet's 200 classes) */
@@ -23,6 +23,9 @@ struct pb_preset {
        paper partitions; the small presets' cut the same structure), or NULL */
     const char *cut[PB_PAPER_STAGES - 1];
     const void *arch;       /* the model's widths and depths (its own struct) */
+    int vocab, steps;       /* a translation model: its vocabulary (token ids below it) and
+                               the tokens a side its pairs are padded or cut to (samples of
+                               2·steps ids, dataset.h); 0 for images */
 };
 
 struct pb_workload {
@@ -52,7 +55,7 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
 int pb_workload_preset(const struct pb_workload *w, const char *name, const struct pb_preset **out,
                        struct pb_err *e);
 
-/* A preset's sample shape: 3×S×S. */
+/* A preset's sample shape: 3×S×S, or a translation model's 2·steps token ids. */
 struct pb_shape pb_preset_sample(const struct pb_preset *p);
 
 /* Whether a run takes the paper cut: `name` is --partition (harness/model/partition.h's

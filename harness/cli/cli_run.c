@@ -78,8 +78,9 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c)
     return rc;
 }
 
-/* "    NAME  dataset, 3xSxS, K-way head, N parameters, B blocks[, a 4-stage cut]: summary"
- * for each preset of w (the default marked *), each built to count. */
+/* "    NAME  dataset, 3xSxS, K-way head (a translation model: 2xT tokens, V-word
+ * vocabulary), N parameters, B blocks[, a 4-stage cut]: summary" for each preset of w
+ * (the default marked *), each built to count. */
 static void list_presets(const struct pb_workload *w)
 {
     for (const struct pb_preset *p = w->presets; p && p->name; p++) {
@@ -90,9 +91,15 @@ static void list_presets(const struct pb_workload *w)
             printf("    %-6s (cannot be built: %s)\n", p->name, e.msg);
             continue;
         }
-        printf("    %-6s%s %s, 3x%dx%d, %d-way head, %zu parameters, %d blocks%s: %s\n", p->name,
-               strcmp(p->name, PB_DEFAULT_PRESET) ? "" : "*", p->dataset, p->input_side,
-               p->input_side, p->classes, pb_model_param_count(&m, 0, m.nblocks), m.nblocks,
+        char shape[64];
+        if (p->steps)
+            snprintf(shape, sizeof shape, "2x%d tokens, %d-word vocabulary", p->steps, p->vocab);
+        else
+            snprintf(shape, sizeof shape, "3x%dx%d, %d-way head", p->input_side, p->input_side,
+                     p->classes);
+        printf("    %-6s%s %s, %s, %zu parameters, %d blocks%s: %s\n", p->name,
+               strcmp(p->name, PB_DEFAULT_PRESET) ? "" : "*", p->dataset, shape,
+               pb_model_param_count(&m, 0, m.nblocks), m.nblocks,
                p->cut[0] ? ", a 4-stage cut" : "", p->summary);
         pb_model_finish(&m);
     }

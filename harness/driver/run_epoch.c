@@ -68,14 +68,16 @@ static int validate(struct run_state *r, int epoch, double *loss, double *acc, s
         pb_worker_begin_eval(&r->workers[k], &r->eval_progs[k], view, e);
     pb_dist_barrier(r->dist);
     int rc = execute(r, r->eval_progs, e);
-    double res[2] = {0, 0};  /* Σ loss, Σ correct */
+    double res[3] = {0, 0, 0};  /* Σ loss, Σ correct, Σ labels counted */
     if (r->hi == d) {
         res[0] = r->workers[d - 1].eval.loss_sum;
         res[1] = (double)r->workers[d - 1].eval.correct;
+        res[2] = (double)r->workers[d - 1].eval.counted;
     }
     pb_dist_bcast(r->dist, res, sizeof res, last_rank(r));
     *loss = res[0] / nb;
-    *acc = res[1] / ((double)nb * b);
+    /* a label per sample: the nb·b samples; a loss per token: the tokens not ignored */
+    *acc = res[2] > 0 ? res[1] / res[2] : 0.0;
     return rc;
 }
 

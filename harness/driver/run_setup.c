@@ -209,8 +209,8 @@ const char *pb_run_data_opts(const struct run_state *r, struct pb_dataset_opts *
     if (!strcmp(ds, "synthetic") && !s->like && !s->c && !s->h && !s->w && !s->nclasses &&
         (pb_dataset_is_image(own) || pb_dataset_is_sequence(own)))
         opts->like = own;
-    opts->vocab = r->workload->vocab;
-    opts->steps = r->workload->steps;
+    opts->vocab = r->preset && r->preset->vocab ? r->preset->vocab : r->workload->vocab;
+    opts->steps = r->preset && r->preset->steps ? r->preset->steps : r->workload->steps;
     return ds;
 }
 
@@ -275,6 +275,30 @@ static int make_model(struct run_state *r, struct pb_err *e)
         return -1;
     r->model.label_smoothing = c->label_smoothing;
     return pb_model_finalize(&r->model, c->microbatch_size, e);
+}
+
+/* A process whose stages read the sequences' lengths but loaded no part (a middle stage
+ * of a translation model, the attention's) loads the labels part: the lengths come with
+ * it (dataset.h), read from the same files as the other stages read them. */
+static int load_lengths(struct run_state *r, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    bool need = false;
+    for (int k = r->lo; k < r->hi; k++)
+        need |= pb_model_reads_lengths(&r->model, r->bounds[k], r->bounds[k + 1]);
+    if (!need || r->train.len)
+        return 0;
+    struct pb_dataset_opts opts;
+    const char *ds = pb_run_data_opts(r, &opts);
+    opts.parts = PB_DATA_LABELS;
+    pb_dataset_finish(&r->train);
+    pb_dataset_finish(&r->val);
+    return pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
+                                c->seed, &opts, e) ||
+                   pb_dataset_load_opts(&r->val, ds, c->data_dir, PB_SPLIT_TEST, c->limit_val,
+                                        c->seed, &opts, e)
+               ? -1
+               : 0;
 }
 
 static int build_model(struct run_state *r, struct pb_err *e)
@@ -406,6 +430,8 @@ int pb_run_setup(struct run_state *r, struct pb_err *e)
     if (collective(r, build_model(r, e), e))
         return -1;
     pb_dist_bcast(r->dist, r->bounds, (size_t)(c->stages + 1) * sizeof *r->bounds, 0);
+    if (collective(r, load_lengths(r, e), e))
+        return -1;
     if (collective(r, pb_run_setup_schedule(r, pb_run_epoch_length(c, r->ntrain), e), e))
         return -1;
     return collective(r, build_stages(r, e), e);

@@ -46,11 +46,14 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
         return -1;
     int b = s->model->batch;
     if (is_last(w)) {
-        w->host_y = pb_xmalloc((size_t)b * sizeof(int32_t));
-        pb_backend_account(s->be, PB_MEM_HOST, (size_t)b * sizeof(int32_t), true);
-        w->labels = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
+        size_t bytes = (size_t)s->nlabels * sizeof(int32_t);
+        w->host_y = pb_xmalloc(bytes);
+        pb_backend_account(s->be, PB_MEM_HOST, bytes, true);
+        w->labels = pb_backend_alloc(s->be, bytes, PB_MEM_COMM, e);
         if (!w->labels)
             return -1;
+    }
+    if (s->needs_lengths) {
         w->host_len = pb_xmalloc((size_t)b * sizeof(int32_t));
         pb_backend_account(s->be, PB_MEM_HOST, (size_t)b * sizeof(int32_t), true);
         w->lengths = pb_backend_alloc(s->be, (size_t)b * sizeof(int32_t), PB_MEM_COMM, e);
@@ -355,20 +358,27 @@ static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb
     return 0;
 }
 
-/* The last stage: micro-batch mb's labels into the device buffer (stage 0, when it
- * is also the last, gathered them with its inputs), and a sequence dataset's lengths
- * (read from the dataset as the labels are). Returns the device lengths for the
- * forward, NULL where there are none. */
-static const int32_t *stage_labels(struct pb_worker *w, int mb)
+/* The per-sample data a stage reads beside its input, from the dataset as the labels
+ * are (so every executor sees the same): the last stage's labels of micro-batch mb into
+ * the device buffer (stage 0, when it is also the last, gathered a label per sample
+ * with its inputs; a loss per token reads the next target tokens), and a sequence
+ * dataset's lengths (a translation dataset's source lengths) on the stages whose
+ * layers read them. Returns the device lengths for the forward, NULL where there are
+ * none. */
+static const int32_t *stage_side(struct pb_worker *w, int mb)
 {
-    if (!is_last(w))
-        return NULL;
     struct pb_stage *s = w->stage;
     int b = w->data.batch;
-    if (!is_first(w))
-        pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
-    s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)b * sizeof(int32_t));
-    if (!w->data.ds->len)
+    if (is_last(w)) {
+        if (s->model->label_steps) {
+            PB_CHECK(w->data.ds->tgt_steps == s->model->label_steps);
+            pb_dataset_gather_next_tokens(w->data.ds, w->data.order, mb * b, b, w->host_y);
+        } else if (!is_first(w)) {
+            pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
+        }
+        s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)s->nlabels * sizeof(int32_t));
+    }
+    if (!s->needs_lengths || !w->data.ds->len)
         return NULL;
     pb_dataset_gather_lengths(w->data.ds, w->data.order, mb * b, b, w->host_len);
     s->be->ops->upload(s->be, w->lengths, w->host_len, (size_t)b * sizeof(int32_t));
@@ -384,7 +394,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
     PB_CHECK(op->kind == PB_OP_F && op->wsrc == PB_W_LATEST);
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    const int32_t *lengths = stage_labels(w, op->mb);
+    const int32_t *lengths = stage_side(w, op->mb);
     struct pb_step_ctx c = {false, w->seed, op->mb, lengths};
     struct pb_stage_act act;
     if (pb_stage_forward(s, &c, s->params, x, w->labels, &act, &y, e))
@@ -392,6 +402,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
     if (is_last(w)) {
         w->eval.loss_sum += act.loss;
         w->eval.correct += act.correct;
+        w->eval.counted += act.count;
         w->eval.batches++;
     } else {
         tensor_to_msg(w, &y, out);
@@ -406,7 +417,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     struct pb_tensor x, y = {0};
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
-    const int32_t *lengths = stage_labels(w, op->mb);
+    const int32_t *lengths = stage_side(w, op->mb);
     double t0 = now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);

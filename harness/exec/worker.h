@@ -53,7 +53,8 @@ struct pb_worker_trace {
     int mb_lo, mb_hi;
 };
 
-/* The data a stage reads: stage 0 the inputs, the last stage the labels. */
+/* The data a stage reads: stage 0 the inputs, the last stage the labels, a stage whose
+ * layers read the sequences' lengths those. */
 struct pb_data_view {
     const struct pb_dataset *ds;
     const int32_t *order;   /* the epoch's sample order */
@@ -78,8 +79,8 @@ struct pb_worker {
     int last_b_mb;                  /* micro-batch of the last backward */
     struct pb_stage_act *acts;      /* [N] in flight, by micro-batch */
     struct pb_data_view data;
-    int32_t *host_y, *labels;       /* last stage: host and device labels [b] */
-    int32_t *host_len, *lengths;    /* last stage: host and device sequence lengths [b] */
+    int32_t *host_y, *labels;       /* last stage: host and device labels [nlabels] */
+    int32_t *host_len, *lengths;    /* stages that read lengths: host and device [b] */
     float *probe;                   /* a prediction kept (host) and its target version */
     long probe_target;
     const float *probe_pending;     /* a prediction to keep once its op is timed */
@@ -90,7 +91,7 @@ struct pb_worker {
     bool evaluating;                /* a validation pass (pb_worker_begin_eval) */
     struct {
         double loss_sum;            /* Σ batch mean losses (last stage) */
-        long correct, batches;
+        long correct, counted, batches;  /* labels right and counted (not ignored) */
     } eval;
     struct pb_event_record *events; /* [st.nevents] this epoch's, capacity kept */
     int events_cap;

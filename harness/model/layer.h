@@ -36,6 +36,8 @@ enum pb_layer_kind {
     PB_LAYER_LSTM,
     PB_LAYER_SEQ_MEAN,
     PB_LAYER_ATTENTION,
+    PB_LAYER_FEATURE_CONCAT,
+    PB_LAYER_SLICE,
 };
 
 /* How a layer's parameters start (semantics §1.9): PyTorch's layer default, or what a
@@ -49,13 +51,17 @@ enum pb_init_kind {
     PB_INIT_TRUNC_NORMAL,    /* N(0, std²) truncated to [lo, hi] (absolute bounds):
                                 trunc_normal_(std=std, a=lo, b=hi) */
     PB_INIT_CONSTANT,        /* every weight = value: constant_(value) */
+    PB_INIT_UNIFORM,         /* U(lo, hi): uniform_(lo, hi), of the weight and (unless
+                                zero_bias) of the bias too, as GNMT's init_weight loops */
 };
 
 struct pb_init_spec {
     enum pb_init_kind kind;  /* of the weight (BatchNorm: γ) */
-    float std, lo, hi;       /* normal, truncated normal */
+    float std, lo, hi;       /* normal, truncated normal; uniform (lo, hi) */
     float value;             /* constant */
-    bool zero_bias;          /* the bias (BatchNorm: β) is 0; else the layer's default rule */
+    bool zero_bias;          /* the bias (BatchNorm: β) is 0; else the layer's default rule.
+                                An LSTM's spec sets all four tensors of each direction, and
+                                zero_bias zeroes bias_hh only (GNMT's init_lstm_) */
 };
 
 /* Hyperparameters; which fields apply depends on the kind. */
@@ -72,7 +78,8 @@ struct pb_layer_cfg {
     float p;                        /* dropout probability */
     bool bidirectional;             /* lstm: forward ‖ reverse over each sequence's length */
     bool bias;                      /* linear */
-    struct pb_init_spec init;       /* linear, conv2d, batchnorm2d */
+    int slice_axis, slice_lo, slice_hi;  /* slice: [lo, hi) of axis 1 (time) or 2 (features) */
+    struct pb_init_spec init;       /* linear, conv2d, batchnorm2d, embedding, lstm */
 };
 
 /* Where a forward runs: the per-micro-batch facts a layer may need. */

@@ -14,6 +14,7 @@ void pb_model_init(struct pb_model *m, const char *name, struct pb_shape sample,
     m->input = sample;
     m->input.n = 1;
     m->nclasses = nclasses;
+    m->ignore_label = -1;
 }
 
 void pb_model_finish(struct pb_model *m)
@@ -129,7 +130,10 @@ int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name)
 
 int pb_model_set_init(struct pb_model *m, enum pb_layer_kind kind, struct pb_init_spec spec)
 {
-    PB_CHECK(kind == PB_LAYER_LINEAR || kind == PB_LAYER_CONV2D || kind == PB_LAYER_BATCHNORM2D);
+    PB_CHECK(kind == PB_LAYER_LINEAR || kind == PB_LAYER_CONV2D || kind == PB_LAYER_BATCHNORM2D ||
+             kind == PB_LAYER_EMBEDDING || kind == PB_LAYER_LSTM);
+    PB_CHECK((kind != PB_LAYER_EMBEDDING && kind != PB_LAYER_LSTM) ||
+             spec.kind != PB_INIT_KAIMING_NORMAL);
     PB_CHECK(kind != PB_LAYER_BATCHNORM2D || spec.kind != PB_INIT_KAIMING_NORMAL);
     int n = 0;
     for (int i = 0; i < m->nblocks; i++)
@@ -178,6 +182,22 @@ int pb_block_seq_mean(struct pb_model *m, struct pb_block *b, const char *name)
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_SEQ_MEAN});
 }
 
+int pb_block_feature_concat(struct pb_model *m, struct pb_block *b, const char *name, int nin,
+                            const int *in)
+{
+    return pb_block_node(m, b, name, &(struct pb_layer_cfg){.kind = PB_LAYER_FEATURE_CONCAT}, nin,
+                         in);
+}
+
+int pb_block_slice(struct pb_model *m, struct pb_block *b, const char *name, int from, int axis,
+                   int lo, int hi)
+{
+    return pb_block_node(m, b, name,
+                         &(struct pb_layer_cfg){.kind = PB_LAYER_SLICE, .slice_axis = axis,
+                                                .slice_lo = lo, .slice_hi = hi},
+                         1, &from);
+}
+
 static int block_finalize(struct pb_model *m, struct pb_block *b, struct pb_shape in,
                           struct pb_err *e)
 {
@@ -219,11 +239,15 @@ int pb_model_finalize(struct pb_model *m, int batch, struct pb_err *e)
             return -1;
         s = m->blocks[i].out_shape;
     }
-    if (m->nclasses > 0 && (s.c != m->nclasses || s.h != 1 || s.w != 1)) {
-        char buf[64];
+    char buf[64];
+    if (m->nclasses > 0 && !m->label_steps && (s.c != m->nclasses || s.h != 1 || s.w != 1))
         return pb_err_set(e, "model '%s' ends in %s but the loss needs [%d, %d] logits", m->name,
                           pb_shape_str(s, buf, sizeof buf), batch, m->nclasses);
-    }
+    if (m->nclasses > 0 && m->label_steps &&
+        (s.c != m->label_steps || s.h != m->nclasses || s.w != 1))
+        return pb_err_set(e, "model '%s' ends in %s but the loss per token needs [%d, %d, %d, 1] "
+                             "logits", m->name, pb_shape_str(s, buf, sizeof buf), batch,
+                          m->label_steps, m->nclasses);
     return 0;
 }
 
@@ -233,4 +257,16 @@ size_t pb_model_param_count(const struct pb_model *m, int first, int last)
     for (int i = first; i < last; i++)
         n += m->blocks[i].nparams;
     return n;
+}
+
+bool pb_model_reads_lengths(const struct pb_model *m, int first, int last)
+{
+    for (int i = first; i < last; i++)
+        for (int j = 0; j < m->blocks[i].nnodes; j++) {
+            const struct pb_layer_cfg *cfg = &m->blocks[i].nodes[j].cfg;
+            if ((cfg->kind == PB_LAYER_LSTM && cfg->bidirectional) ||
+                cfg->kind == PB_LAYER_ATTENTION || cfg->kind == PB_LAYER_SEQ_MEAN)
+                return true;
+        }
+    return false;
 }

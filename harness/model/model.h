@@ -3,7 +3,8 @@
  * layer). One tensor flows between blocks, so a chain can be cut into pipeline
  * stages at any block boundary. Shapes are inferred and checked once, when the
  * model is finalised for a micro-batch size: a chain that does not fit is a clear
- * error then, never a crash later. */
+ * error then, never a crash later. A model whose blocks need several tensors packs them
+ * into the one that flows (workloads/gnmt.c: slices and feature concatenations). */
 #ifndef PB_MODEL_H
 #define PB_MODEL_H
 
@@ -30,6 +31,11 @@ struct pb_model {
     struct pb_shape input;    /* one sample: n = 1, c, h, w */
     int nclasses;             /* 0: a feature extractor without a loss (tests) */
     float label_smoothing;
+    /* 0: a label per sample, the last block gives logits [batch, nclasses]; T > 0: a
+     * label per step (a translation model's next tokens), logits [batch, T, nclasses, 1]
+     * and the loss the mean over the batch·T labels other than ignore_label (padding;
+     * < 0: none), the loss per token */
+    int label_steps, ignore_label;
     int nlayers;              /* uids given so far */
     int batch;                /* micro-batch size after pb_model_finalize */
 };
@@ -66,21 +72,32 @@ int pb_block_embedding(struct pb_model *m, struct pb_block *b, const char *name,
 int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden);
 int pb_block_bilstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden);
 int pb_block_seq_mean(struct pb_model *m, struct pb_block *b, const char *name);
+/* The concatenation of nin nodes' sequences over features, [B, T, ΣF_i, 1]; the slice
+ * [lo, hi) of node `from`'s axis 1 (time) or 2 (features) (-1: the block input). */
+int pb_block_feature_concat(struct pb_model *m, struct pb_block *b, const char *name, int nin,
+                            const int *in);
+int pb_block_slice(struct pb_model *m, struct pb_block *b, const char *name, int from, int axis,
+                   int lo, int hi);
 /* GNMT's normalised Bahdanau attention of node `queries` [B, Tq, query_f, 1] over node
  * `keys` [B, Tk, key_f, 1] (-1: the block input), masked by the source lengths:
  * the context [B, Tq, key_f, 1]. */
 int pb_block_attention(struct pb_model *m, struct pb_block *b, const char *name, int queries,
                        int keys, int query_f, int key_f, int units);
 
-/* Sets the initialisation of every layer of `kind` in the model, as a definition's
- * `for m in self.modules(): if isinstance(m, nn.Conv2d): ...` loop does (layer.h);
- * returns how many layers it set. Call once the blocks are built. */
+/* Sets the initialisation of every layer of `kind` (linear, conv2d, batchnorm2d,
+ * embedding, lstm) in the model, as a definition's `for m in self.modules(): if
+ * isinstance(m, nn.Conv2d): ...` loop does (layer.h); returns how many layers it set.
+ * Call once the blocks are built. */
 int pb_model_set_init(struct pb_model *m, enum pb_layer_kind kind, struct pb_init_spec spec);
 
 /* Infers and checks every shape for micro-batches of `batch` samples, and lays out
  * each block's parameters (offsets relative to the block). The last block must give
  * [batch, nclasses] logits when nclasses > 0. */
 int pb_model_finalize(struct pb_model *m, int batch, struct pb_err *e);
+
+/* Whether a layer of blocks [first, last) reads the sequences' lengths (a bidirectional
+ * LSTM, the attention, the masked mean over time): a stage holding them takes them. */
+bool pb_model_reads_lengths(const struct pb_model *m, int first, int last);
 
 /* Parameter count of blocks [first, last). */
 size_t pb_model_param_count(const struct pb_model *m, int first, int last);

@@ -37,6 +37,9 @@ void pb_stage_layout(struct pb_stage *s, const struct pb_model *m, int index, in
     }
     s->in_shape = m->blocks[first].in_shape;
     s->out_shape = m->blocks[last - 1].out_shape;
+    s->needs_lengths = pb_model_reads_lengths(m, first, last);
+    if (index == nstages - 1)
+        s->nlabels = m->batch * (m->label_steps ? m->label_steps : 1);
     /* a node's output needs a gradient when its layer has parameters or its inputs need
      * one; the stage input needs one except on the first stage (nothing is upstream) */
     s->needs_grad = pb_xcalloc((size_t)stage_nodes(s), sizeof *s->needs_grad);
@@ -155,7 +158,9 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
                       const int32_t *labels, struct pb_stage_act *act, struct pb_err *e)
 {
     struct pb_backend *be = s->be;
-    int n = y->shape.n, k = y->shape.c;
+    /* logits [n, k]: a row per sample, or per step of a loss per token */
+    bool per_step = s->model->label_steps > 0;
+    int n = per_step ? y->shape.n * y->shape.c : y->shape.n, k = per_step ? y->shape.h : y->shape.c;
     struct pb_tensor tmp;
     const struct pb_tensor *logits;
     if (pb_plain_view(be, y, &tmp, &logits, e))
@@ -167,8 +172,8 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
             return -1;
         }
     }
-    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing, -1, s->xent,
-                          act->dlogits);
+    be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing,
+                          s->model->ignore_label, s->xent, act->dlogits);
     if (pb_backend_status(be, e)) {
         pb_plain_release(be, &tmp);
         return -1;
@@ -178,6 +183,7 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
     be->ops->sync(be);
     act->loss = res.loss;
     act->correct = res.correct;
+    act->count = res.count;
     pb_plain_release(be, &tmp);
     return 0;
 }
@@ -230,10 +236,11 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
     }
     if (rc || !c->train) {
         float loss = act->loss;
-        int correct = act->correct;
+        int correct = act->correct, count = act->count;
         pb_stage_act_release(s, act);
         act->loss = loss;
         act->correct = correct;
+        act->count = count;
     }
     return rc;
 }

@@ -23,6 +23,10 @@ struct pb_stage {
     float *buffers;   /* BN running statistics [nbuffers], PB_MEM_BNSTATS */
     struct pb_xent_out *xent;  /* last stage: where the loss op writes (device) */
     struct pb_shape in_shape, out_shape;
+    bool needs_lengths;  /* a layer of it reads the sequences' lengths (a bidirectional
+                            LSTM, the attention, the masked mean): its forward takes them */
+    int nlabels;         /* last stage: the labels of a micro-batch (batch, or batch·T for
+                            a loss per token); 0 elsewhere */
 };
 
 /* What one micro-batch's forward leaves for its backward. */
@@ -31,8 +35,10 @@ struct pb_stage_act {
     struct pb_tensor input;      /* the stage input (owned) */
     struct pb_node_act *nodes;   /* every node of the stage's blocks, in order */
     float *dlogits;              /* last stage: dL/dlogits [batch, classes] */
-    float loss;                  /* last stage: mean loss of the micro-batch */
-    int correct;                 /* last stage: rows whose argmax is the label */
+    float loss;                  /* last stage: mean loss of the micro-batch (per counted
+                                    label: per token for a translation model) */
+    int correct;                 /* last stage: counted labels the argmax gets right */
+    int count;                   /* last stage: labels counted (not ignore_label) */
 };
 
 /* Where a forward or backward runs. */
@@ -40,8 +46,9 @@ struct pb_step_ctx {
     bool train;
     uint64_t seed;
     int64_t mb;   /* global micro-batch index: keys dropout masks (semantics §1.7) */
-    const int32_t *lengths;  /* forward: the micro-batch's sequence lengths [batch] (device),
-                                for a masked mean over time; NULL = every step counts */
+    const int32_t *lengths;  /* forward: the micro-batch's sequence lengths [batch] (device;
+                                a translation model's source lengths), for the stages with
+                                needs_lengths; NULL = every step counts */
 };
 
 /* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a
@@ -61,7 +68,7 @@ int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e);
  * copy). input: plain [batch, ...] tensor on this backend, owned by the act from now
  * on. Non-last stages write the output, plain, to *out (allocated, PB_MEM_COMM,
  * owned by the caller); the last stage computes the loss on labels (device [batch])
- * and dL/dlogits. With !c->train nothing is kept: act is released before returning. */
+ * and dL/dlogits (labels [s->nlabels]). With !c->train nothing is kept: act is released before returning. */
 int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
                      struct pb_tensor input, const int32_t *labels, struct pb_stage_act *act,
                      struct pb_tensor *out, struct pb_err *e);

@@ -299,3 +299,15 @@ void pb_dataset_gather_targets(const struct pb_dataset *ds, const int32_t *order
         memcpy(tgt + (size_t)i * t, ds->tgt + (size_t)(order ? order[first + i] : first + i) * t,
                t * sizeof *tgt);
 }
+
+void pb_dataset_gather_next_tokens(const struct pb_dataset *ds, const int32_t *order, int first,
+                                   int count, int32_t *labels)
+{
+    PB_CHECK(ds->tgt && first >= 0 && count >= 0 && first + count <= ds->n);
+    size_t t = (size_t)ds->tgt_steps;
+    for (int i = 0; i < count; i++) {
+        const int32_t *row = ds->tgt + (size_t)(order ? order[first + i] : first + i) * t;
+        memcpy(labels + (size_t)i * t, row + 1, (t - 1) * sizeof *labels);
+        labels[(size_t)i * t + t - 1] = PB_WMT16_PAD;
+    }
+}

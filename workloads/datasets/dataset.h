@@ -172,6 +172,13 @@ void pb_dataset_bucket_order(const struct pb_dataset *ds, uint64_t seed, int epo
 void pb_dataset_gather_targets(const struct pb_dataset *ds, const int32_t *order, int first,
                                int count, int32_t *tgt);
 
+/* Teacher forcing's labels of samples order[first .. first+count) into labels
+ * [count, tgt_steps]: step t's label is target id t + 1 (the decoder reads id t:
+ * BOS w1 … predicts w1 … EOS), PB_WMT16_PAD at the last step; ds->tgt must be loaded.
+ * Thread-safe. */
+void pb_dataset_gather_next_tokens(const struct pb_dataset *ds, const int32_t *order, int first,
+                                   int count, int32_t *labels);
+
 /* The stored shape, class count, normalisation and transform family of image dataset
  * `name` (false for another name). */
 struct pb_image_kind {

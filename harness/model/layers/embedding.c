@@ -2,7 +2,8 @@
  * padding_idx). Tokens [B, T, 1, 1] as floats, W [vocab, dim], y [B, T, dim, 1]
  * (layer.h's sequence form); plain layout. The backward accumulates into the rows of
  * the tokens seen only, never into the padding row, and gives the tokens no gradient.
- * Init as PyTorch: N(0, 1), the padding row zero. */
+ * Init as PyTorch: N(0, 1), the padding row zero; or the layer's init spec over every
+ * row (GNMT's uniform_(−0.1, 0.1) after construction overwrites the padding row too). */
 #include "harness/model/layers/layer_util.h"
 #include "harness/base/rng.h"
 
@@ -26,8 +27,12 @@ static size_t embedding_params(const struct pb_layer *l)
 static void embedding_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
 {
     (void)buffers;
-    struct pb_rng_key key = pb_rng_key(PB_RNG_INIT, seed, (uint64_t)l->uid, 0, 0);
     size_t n = embedding_params(l), dim = (size_t)l->cfg.out_features;
+    if (l->cfg.init.kind != PB_INIT_DEFAULT) {  /* every row, the padding one too */
+        pb_init_fill(&l->cfg.init, params, n, 0, seed, l->uid, 0);
+        return;
+    }
+    struct pb_rng_key key = pb_rng_key(PB_RNG_INIT, seed, (uint64_t)l->uid, 0, 0);
     for (size_t i = 0; i < n; i++)
         params[i] = pb_rng_normal(key, i);
     if (l->cfg.padding_idx >= 0)

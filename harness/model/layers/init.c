@@ -1,5 +1,6 @@
 /* harness/model/layers/init.c — the initialisations a model's definition may set
- * (torch.nn.init: kaiming_normal_, normal_, trunc_normal_, constant_; layer.h), drawn
+ * (torch.nn.init: kaiming_normal_, normal_, trunc_normal_, constant_, uniform_; layer.h),
+ * drawn
  * from the counter-based RNG as the PyTorch defaults are (semantics §1.9). */
 #include <math.h>
 #include <string.h>
@@ -93,6 +94,11 @@ void pb_init_fill(const struct pb_init_spec *spec, float *w, size_t n, int fan_o
         for (size_t i = 0; i < n; i++)
             w[i] = spec->value;
         break;
+    case PB_INIT_UNIFORM:
+        PB_CHECK(spec->lo < spec->hi);
+        pb_rng_fill_uniform(pb_rng_key(PB_RNG_INIT, seed, (uint64_t)uid, (uint64_t)which, 0), 0, w,
+                            n, spec->lo, spec->hi);
+        break;
     }
 }
 
@@ -107,6 +113,8 @@ void pb_init_weight_bias(const struct pb_init_spec *spec, float *w, size_t nw, f
         return;
     if (spec->zero_bias)
         memset(b, 0, nb * sizeof *b);
+    else if (spec->kind == PB_INIT_UNIFORM)
+        pb_init_fill(spec, b, nb, fan_out, seed, uid, 1);
     else
         pb_init_uniform_fan_in(b, nb, fan_in, seed, uid, 1);
 }

@@ -24,6 +24,8 @@ const struct pb_layer_ops *pb_layer_ops_for(enum pb_layer_kind k)
     case PB_LAYER_LSTM: return &pb_lstm_ops;
     case PB_LAYER_SEQ_MEAN: return &pb_seq_mean_ops;
     case PB_LAYER_ATTENTION: return &pb_attention_ops;
+    case PB_LAYER_FEATURE_CONCAT: return &pb_feature_concat_ops;
+    case PB_LAYER_SLICE: return &pb_slice_ops;
     }
     PB_CHECK(!"unknown layer kind");
     return NULL;
@@ -59,6 +61,8 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
         break;
     case PB_LAYER_SEQ_MEAN: ops[n++] = PB_BOP_SEQ_MEAN; break;
     case PB_LAYER_ATTENTION: ops[n++] = PB_BOP_GEMM; ops[n++] = PB_BOP_ATTENTION; break;
+    case PB_LAYER_FEATURE_CONCAT:
+    case PB_LAYER_SLICE: ops[n++] = PB_BOP_CONCAT; break;
     }
     return n;
 }

@@ -8,7 +8,7 @@
 extern const struct pb_layer_ops pb_linear_ops, pb_conv2d_ops, pb_batchnorm2d_ops, pb_relu_ops,
     pb_maxpool2d_ops, pb_avgpool2d_ops, pb_global_avgpool_ops, pb_dropout_ops, pb_flatten_ops,
     pb_add_ops, pb_concat_ops, pb_embedding_ops, pb_lstm_ops, pb_seq_mean_ops,
-    pb_attention_ops;
+    pb_attention_ops, pb_feature_concat_ops, pb_slice_ops;
 
 /* Defaults for layers without parameters or buffers. */
 size_t pb_layer_zero_count(const struct pb_layer *l);

@@ -4,7 +4,8 @@
  * [B, T, 2·hidden, 1] = forward ‖ reverse per step (layer.h's sequence form); parameters
  * named and shaped as PyTorch's: weight_ih_l0 [4H, input], weight_hh_l0 [4H, H],
  * bias_ih_l0 [4H], bias_hh_l0 [4H], then the same with _reverse; gates i, f, g, o; init
- * U(−1/√H, 1/√H) for all of them, as PyTorch.
+ * U(−1/√H, 1/√H) for all of them, as PyTorch, or the layer's init spec (GNMT's
+ * init_lstm_: U(−0.1, 0.1) with bias_hh zero).
  * A unidirectional LSTM runs over all T steps (GNMT's later layers, which are not
  * packed). A bidirectional one reads the sequences' lengths (pb_fwd_ctx) as
  * pack_padded_sequence does: the reverse direction starts at each sequence's last real
@@ -13,6 +14,8 @@
  * workspaces, their outputs y_f [B, T, H] and y_r [B, T, H] (the latter in reversed
  * time), and the lengths [B] int32 (T where the forward had none). The reverse input
  * is gathered again in the backward rather than kept. */
+#include <string.h>
+
 #include "harness/model/layers/layer_util.h"
 
 static struct pb_lstm_desc lstm_desc(const struct pb_layer *l)
@@ -72,8 +75,14 @@ static void lstm_init(const struct pb_layer *l, float *params, float *buffers, u
     const char *names[PB_LAYER_MAX_TENSORS];
     size_t counts[PB_LAYER_MAX_TENSORS], off = 0;
     int n = lstm_tensors(l, names, counts);
+    const struct pb_init_spec *spec = &l->cfg.init;
     for (int i = 0; i < n; i++) {
-        pb_init_uniform_fan_in(params + off, counts[i], l->cfg.out_features, seed, l->uid, i);
+        if (spec->kind == PB_INIT_DEFAULT)
+            pb_init_uniform_fan_in(params + off, counts[i], l->cfg.out_features, seed, l->uid, i);
+        else if (i % 4 == 3 && spec->zero_bias)  /* bias_hh (GNMT's init_lstm_) */
+            memset(params + off, 0, counts[i] * sizeof *params);
+        else
+            pb_init_fill(spec, params + off, counts[i], 0, seed, l->uid, i);
         off += counts[i];
     }
 }

@@ -222,6 +222,42 @@ START_TEST(bucket_order)
 }
 END_TEST
 
+/* The epoch order a run trains in: bucketed for a translation dataset (loaded with
+ * either part), the plain permutation for any other, the file order unshuffled. */
+START_TEST(epoch_order_by_dataset)
+{
+    struct pb_err e;
+    int batch = 16;
+    for (int part = PB_DATA_INPUTS; part <= PB_DATA_LABELS; part++) {
+        struct pb_dataset ds;
+        struct pb_dataset_opts o = {.like = "wmt16-de-en", .n = 500, .parts = part};
+        ck_assert(pb_dataset_load_opts(&ds, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 1, &o, &e) == 0);
+        int n = ds.n;
+        int32_t *got = malloc((size_t)n * sizeof *got), *want = malloc((size_t)n * sizeof *want);
+        pb_dataset_epoch_order(&ds, 3, 2, true, batch, got);
+        pb_dataset_bucket_order(&ds, 3, 2, batch, PB_BUCKET_WIDTH, want);
+        ck_assert(!memcmp(got, want, (size_t)n * sizeof *got));
+        pb_epoch_order(3, 2, n, true, want);
+        ck_assert(memcmp(got, want, (size_t)n * sizeof *got));
+        pb_dataset_epoch_order(&ds, 3, 2, false, batch, got);
+        for (int i = 0; i < n; i++)
+            ck_assert_int_eq(got[i], i);
+        free(got);
+        free(want);
+        pb_dataset_finish(&ds);
+    }
+    struct pb_dataset img;
+    struct pb_dataset_opts o = {.n = 300};
+    ck_assert(pb_dataset_load_opts(&img, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 1, &o, &e) == 0);
+    ck_assert_int_eq(img.n, 300);
+    int32_t got[300], want[300];
+    pb_dataset_epoch_order(&img, 3, 2, true, batch, got);
+    pb_epoch_order(3, 2, img.n, true, want);
+    ck_assert(!memcmp(got, want, sizeof got));
+    pb_dataset_finish(&img);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("wmt16");
@@ -230,6 +266,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(t, errors);
     tcase_add_test(t, stand_in);
     tcase_add_test(t, bucket_order);
+    tcase_add_test(t, epoch_order_by_dataset);
     suite_add_tcase(s, t);
     return s;
 }

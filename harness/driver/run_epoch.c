@@ -201,7 +201,10 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages;
     if (pb_dataset_has_inputs(&r->train) || r->train.y)
-        pb_epoch_order(c->seed, epoch, r->train.n, c->shuffle, order);
+        pb_dataset_epoch_order(&r->train, c->seed, epoch, c->shuffle,
+                               c->microbatch_size *
+                                   (r->sch->uses_microbatches ? r->pipe.microbatches : 1),
+                               order);
     struct pb_data_view view = {&r->train, order, c->microbatch_size, {c->seed, epoch, true},
                                 r->prefetch};
     if (r->prefetch) {

@@ -56,3 +56,12 @@ void pb_dataset_bucket_order(const struct pb_dataset *ds, uint64_t seed, int epo
     free(grouped);
     free(which);
 }
+
+void pb_dataset_epoch_order(const struct pb_dataset *ds, uint64_t seed, int epoch, bool shuffle,
+                            int batch, int32_t *order)
+{
+    if (shuffle && ds->tgt_steps > 0 && ds->len && ds->y)
+        pb_dataset_bucket_order(ds, seed, epoch, batch, PB_BUCKET_WIDTH, order);
+    else
+        pb_epoch_order(seed, epoch, ds->n, shuffle, order);
+}

@@ -205,6 +205,14 @@ int pb_dataset_set_image(struct pb_dataset *ds, const struct pb_image_kind *k,
  * the Fisher–Yates permutation keyed by (seed, epoch): for i = n-1 … 1, swap i with
  * pb_rng_below(pb_rng_key(PB_RNG_SHUFFLE, seed, epoch, 0, 0), i, i + 1). */
 void pb_epoch_order(uint64_t seed, int epoch, int n, bool shuffle, int32_t *order);
+/* The training order of an epoch of ds: a translation dataset's (tgt_steps > 0) in length
+ * buckets of PB_BUCKET_WIDTH tokens cut into batches of `batch` samples (the samples of
+ * one update, so every schedule of a comparison sees the same batches), as the GNMT
+ * reference's bucketing sampler; any other dataset's pb_epoch_order. With shuffle off,
+ * the file order for every dataset. */
+#define PB_BUCKET_WIDTH 10   /* 5 buckets over the 50-token training limit */
+void pb_dataset_epoch_order(const struct pb_dataset *ds, uint64_t seed, int epoch, bool shuffle,
+                            int batch, int32_t *order);
 
 /* What a gather's random transforms are keyed by: sample s of a training gather takes
  * the parameters drawn from pb_rng_key(PB_RNG_AUGMENT, seed, epoch, s, 0); a

@@ -6,7 +6,8 @@
  * source lengths 5–10 in one batch (each also decoded alone), a hand-made toy whose best
  * hypothesis ended two steps before the search, sentences that reach the maximum length
  * without EOS, K = 16 > V = 12, and a source position no step attends to (log 0 counts
- * 0 in the coverage penalty); equal log-probabilities go to the lower index. Also: bad
+ * 0 in the coverage penalty); equal log-probabilities go to the lower index (also in the
+ * best-tokens scan, against a stable sort, up to V = 32320). Also: bad
  * options and a failing or NaN-giving decoder are refused with a message before or
  * instead of any output, and decoded ids become text through the wmt16 fixture
  * vocabulary, whose BLEU equals `pipebench bleu --merge-bpe`'s on the same text. */
@@ -21,6 +22,7 @@
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/wmt16_vocab.h"
 #include "workloads/decode/decode.h"
+#include "workloads/decode/decode_internal.h"
 
 #define D 4
 #define S 16
@@ -52,14 +54,16 @@ static float *read_tensor(const struct pb_safetensors *st, const char *model, co
     return x;
 }
 
-static const void *raw(const struct pb_safetensors *st, const char *name, enum pb_st_dtype dt,
-                       size_t count)
+/* Tensor `name` of dtype dt and count elements of 4 or 8 bytes copied into dst (the
+ * file's data need not be aligned for it). */
+static void copy_tensor(const struct pb_safetensors *st, const char *name, enum pb_st_dtype dt,
+                        size_t count, void *dst)
 {
     const struct pb_st_tensor *t = pb_st_find(st, name);
     ck_assert_msg(t != NULL, "fixture has no %s", name);
     ck_assert_msg(t->dtype == dt && t->count == count, "%s: dtype %d, %zu elements", name,
                   (int)t->dtype, t->count);
-    return t->data;
+    memcpy(dst, t->data, count * (dt == PB_ST_F64 ? 8 : 4));
 }
 
 static void toy_reset(struct toy *m)
@@ -89,7 +93,7 @@ static void toy_load(struct toy *m, const struct pb_safetensors *st, const char 
     m->B = (int)t->count;
     memcpy(m->src_len, t->data, (size_t)m->B * sizeof *m->src_len);
     snprintf(key, sizeof key, "%s.src", model);
-    memcpy(m->src, raw(st, key, PB_ST_I32, (size_t)m->B * TS), (size_t)m->B * TS * sizeof *m->src);
+    copy_tensor(st, key, PB_ST_I32, (size_t)m->B * TS, m->src);
     snprintf(key, sizeof key, "%s.E", model);
     m->V = (int)pb_st_find(st, key)->shape[0];
     int V = m->V;
@@ -264,18 +268,21 @@ static void check_against_fixture(const struct pb_safetensors *st, const struct 
     char key[64];
     int B = out->batch, T = c->max_len;
     snprintf(key, sizeof key, "%s.params", c->name);
-    const double *p = raw(st, key, PB_ST_F64, 6);
+    double p[6], score[MAXB];
+    int32_t tok[MAXB * 16], len[MAXB], steps[MAXB];
+    ck_assert(B <= MAXB && T <= 16);
+    copy_tensor(st, key, PB_ST_F64, 6, p);
     ck_assert_msg(p[0] == c->beam && p[1] == c->max_len && p[2] == c->alpha && p[3] == c->c &&
                   p[4] == c->beta && p[5] == (c->cov == PB_COVERAGE_LINEAGE),
                   "%s: the test's table and fixtures_decode.py disagree", c->name);
     snprintf(key, sizeof key, "%s.tokens", c->name);
-    const int32_t *tok = raw(st, key, PB_ST_I32, (size_t)B * T);
+    copy_tensor(st, key, PB_ST_I32, (size_t)B * T, tok);
     snprintf(key, sizeof key, "%s.len", c->name);
-    const int32_t *len = raw(st, key, PB_ST_I32, (size_t)B);
+    copy_tensor(st, key, PB_ST_I32, (size_t)B, len);
     snprintf(key, sizeof key, "%s.steps", c->name);
-    const int32_t *steps = raw(st, key, PB_ST_I32, (size_t)B);
+    copy_tensor(st, key, PB_ST_I32, (size_t)B, steps);
     snprintf(key, sizeof key, "%s.score", c->name);
-    const double *score = raw(st, key, PB_ST_F64, (size_t)B);
+    copy_tensor(st, key, PB_ST_F64, (size_t)B, score);
     ck_assert_int_eq(out->max_len, T);
     for (int s = 0; s < B; s++) {
         for (int t = 0; t < T; t++)
@@ -464,6 +471,50 @@ START_TEST(ties_to_lower_index)
     pb_decoded_finish(&b);
     toy_free(&m, true);
     pb_st_finish(&st);
+}
+END_TEST
+
+static const float *sort_vals;
+
+static int by_value_then_id(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    if (sort_vals[a] != sort_vals[b])
+        return sort_vals[a] > sort_vals[b] ? -1 : 1;
+    return a - b;
+}
+
+/* The best-tokens scan (its vectorised blocks of 16 included) is a stable sort's head,
+ * for rows with many ties, -inf entries and continuous values. */
+START_TEST(top_tokens_as_sort)
+{
+    const int Vs[] = {1, 5, 16, 17, 100, 1000, 32320}, Cs[] = {1, 2, 5, 16};
+    float *x = malloc(32320 * sizeof *x);
+    int *order = malloc(32320 * sizeof *order);
+    uint64_t r = 12345;
+    for (int vi = 0; vi < 7; vi++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int ci = 0; ci < 4; ci++) {
+                int V = Vs[vi], C = Cs[ci] < V ? Cs[ci] : V;
+                for (int v = 0; v < V; v++) {
+                    r = r * 6364136223846793005ull + 1442695040888963407ull;
+                    int u = (int)(r >> 40) % 1000;
+                    x[v] = kind == 0 ? (float)(u % 4) : kind == 1 ? (u < 900 ? -INFINITY : 1.0f)
+                                                                  : (float)u / 7.0f;
+                    order[v] = v;
+                }
+                sort_vals = x;
+                qsort(order, (size_t)V, sizeof *order, by_value_then_id);
+                int32_t id[16];
+                float val[16];
+                pb_decode_top(x, V, C, id, val);
+                for (int k = 0; k < C; k++)
+                    ck_assert_msg(id[k] == order[k] && val[k] == x[order[k]],
+                                  "V %d C %d kind %d: rank %d is id %d, the sort's %d", V, C,
+                                  kind, k, (int)id[k], order[k]);
+            }
+    free(x);
+    free(order);
 }
 END_TEST
 
@@ -740,6 +791,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(t, finished_beam_kept);
     tcase_add_test(t, max_length);
     tcase_add_test(t, ties_to_lower_index);
+    tcase_add_test(t, top_tokens_as_sort);
     tcase_add_test(t, bad_input);
     tcase_add_test(t, ids_to_text);
     tcase_add_test(t, bleu_equals_cli);

@@ -60,6 +60,8 @@ struct beam {
     int32_t *word;            /* [B·K] the slot's last token */
     int32_t *prev_row;        /* [B·K] the decoder row its state is to be copied from */
     struct cand *cands, *best;
+    int32_t *top_id;          /* [C] a row's best tokens */
+    float *top_lp;            /* [C] their log-probabilities */
 };
 
 /* Sentence s's candidates from its slots (logp [K, V] of its rows, NULL when every slot
@@ -69,18 +71,18 @@ static void select_sentence(struct beam *b, int s, int idx, int a, const float *
 {
     int K = b->K, C = b->C, T = b->T, Ts = b->Ts, m = 0;
     for (int j = 0; j < K; j++) {
-        int slot = s * K + j, got = 0;
+        int slot = s * K + j;
         struct cand *row = b->cands;
         if (b->word[slot] == PB_WMT16_EOS) {
-            row[got++] = (struct cand){b->score[slot], PB_WMT16_EOS, 0};
-            while (got < C)
-                row[got++] = (struct cand){-INFINITY, PB_WMT16_EOS, 0};
+            row[0] = (struct cand){b->score[slot], PB_WMT16_EOS, 0};
+            for (int k = 1; k < C; k++)
+                row[k] = (struct cand){-INFINITY, PB_WMT16_EOS, 0};
         } else {
-            const float *lp = logp + (size_t)j * b->V;
-            for (int v = 0; v < b->V; v++)
-                insert(row, &got, C, (struct cand){lp[v], v, 0});
+            pb_decode_top(logp + (size_t)j * b->V, b->V, C, b->top_id, b->top_lp);
             for (int k = 0; k < C; k++)
-                row[k].score = idx == 1 && j > 0 ? -INFINITY : b->score[slot] + row[k].score;
+                row[k] = (struct cand){idx == 1 && j > 0 ? -INFINITY
+                                                        : b->score[slot] + b->top_lp[k],
+                                       b->top_id[k], 0};
         }
         for (int k = 0; k < C; k++) {
             row[k].flat = j * C + k;
@@ -150,6 +152,8 @@ int pb_decode_beam(const struct pb_decoder *d, int batch, const int32_t *src_len
     b.prev_row = pb_xmalloc(BK * sizeof *b.prev_row);
     b.cands = pb_xmalloc((size_t)b.C * sizeof *b.cands);
     b.best = pb_xmalloc((size_t)K * sizeof *b.best);
+    b.top_id = pb_xmalloc((size_t)b.C * sizeof *b.top_id);
+    b.top_lp = pb_xmalloc((size_t)b.C * sizeof *b.top_lp);
     int32_t *rows = pb_xmalloc(BK * sizeof *rows), *tokens = pb_xmalloc(BK * sizeof *tokens);
     int32_t *act = pb_xmalloc((batch ? (size_t)batch : 1) * sizeof *act);
     int32_t *steps = pb_xcalloc(batch ? (size_t)batch : 1, sizeof *steps);
@@ -238,6 +242,8 @@ int pb_decode_beam(const struct pb_decoder *d, int batch, const int32_t *src_len
     free(b.prev_row);
     free(b.cands);
     free(b.best);
+    free(b.top_id);
+    free(b.top_lp);
     free(rows);
     free(tokens);
     free(act);

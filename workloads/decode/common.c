@@ -1,6 +1,6 @@
 /* workloads/decode/common.c — what greedy and beam search share: the paper's options and
- * their checks, the checks of a decoder and its batch, the output rows, and one step
- * with its NaN check (decode_internal.h). */
+ * their checks, the checks of a decoder and its batch, the output rows, one step with
+ * its NaN check, and the best tokens of a row (decode_internal.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,12 +94,62 @@ int pb_decode_step(const struct pb_decoder *d, const int32_t *tokens, int n, flo
 {
     if (d->step(d->ctx, tokens, n, logp, attn, e))
         return pb_err_prefix(e, "decoding: ");
-    size_t count = (size_t)n * d->vocab;
-    for (size_t i = 0; i < count; i++)
-        if (isnan(logp[i]))
-            return pb_err_set(e, "decoding: the decoder step gave a NaN log-probability (row "
-                                 "%zu, token %zu)", i / d->vocab, i % d->vocab);
+    for (int r = 0; r < n; r++) {
+        const float *lp = logp + (size_t)r * d->vocab;
+        int bad = 0;
+        for (int v = 0; v < d->vocab; v++)  /* an or-reduction, so that it vectorises */
+            bad |= lp[v] != lp[v];
+        for (int v = 0; bad && v < d->vocab; v++)
+            if (isnan(lp[v]))
+                return pb_err_set(e, "decoding: the decoder step gave a NaN log-probability "
+                                     "(row %d, token %d)", r, v);
+    }
     return 0;
+}
+
+/* Puts (v, x) into the best m of id, val (at most C, best first, after its equals). */
+static void put(int32_t *id, float *val, int *m, int C, int v, float x)
+{
+    int i = *m < C ? (*m)++ : C - 1;
+    while (i > 0 && val[i - 1] < x) {
+        val[i] = val[i - 1];
+        id[i] = id[i - 1];
+        i--;
+    }
+    val[i] = x;
+    id[i] = v;
+}
+
+void pb_decode_top(const float *lp, int V, int C, int32_t *id, float *val)
+{
+    enum { BLOCK = 16 };
+    int m = 0, v = 0;
+    for (; v < V && m < C; v++)
+        put(id, val, &m, C, v, lp[v]);
+    float thr = val[C - 1];
+    for (; v < V && v % BLOCK; v++)
+        if (lp[v] > thr) {
+            put(id, val, &m, C, v, lp[v]);
+            thr = val[C - 1];
+        }
+    /* whole blocks: one vectorised test whether any element beats the C-th best */
+    for (; v + BLOCK <= V; v += BLOCK) {
+        int hit = 0;
+        for (int k = 0; k < BLOCK; k++)
+            hit |= lp[v + k] > thr;
+        if (!hit)
+            continue;
+        for (int k = 0; k < BLOCK; k++)
+            if (lp[v + k] > thr) {
+                put(id, val, &m, C, v + k, lp[v + k]);
+                thr = val[C - 1];
+            }
+    }
+    for (; v < V; v++)
+        if (lp[v] > thr) {
+            put(id, val, &m, C, v, lp[v]);
+            thr = val[C - 1];
+        }
 }
 
 int pb_decode_select(const struct pb_decoder *d, const int32_t *rows, int n, int old_n,

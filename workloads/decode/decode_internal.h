@@ -18,6 +18,9 @@ void pb_decoded_row(struct pb_decoded *out, int s, const int32_t *row, int len);
 /* d's step on n rows, refusing NaN log-probabilities. */
 int pb_decode_step(const struct pb_decoder *d, const int32_t *tokens, int n, float *logp,
                    float *attn, struct pb_err *e);
+/* The C <= V best tokens of lp [V], best first (equal values: the lower id first):
+ * ids into id [C], values into val [C]. */
+void pb_decode_top(const float *lp, int V, int C, int32_t *id, float *val);
 /* d's select of rows [n] out of old_n rows, skipped when it is the identity. */
 int pb_decode_select(const struct pb_decoder *d, const int32_t *rows, int n, int old_n,
                      struct pb_err *e);

@@ -40,15 +40,13 @@ int pb_decode_greedy(const struct pb_decoder *d, int batch, const int32_t *src_l
             break;
         int kept = 0;
         for (int i = 0; i < n; i++) {
-            const float *lp = logp + (size_t)i * V;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                if (lp[v] > lp[best])
-                    best = v;
+            int32_t best;
+            float lp;
+            pb_decode_top(logp + (size_t)i * V, V, 1, &best, &lp);
             int s = active[i];
             rows[(size_t)s * max_len + idx] = best;
             len[s]++;
-            score[s] += lp[best];
+            score[s] += lp;
             steps[s]++;
             if (best != PB_WMT16_EOS) {
                 keep[kept] = i;

@@ -19,127 +19,20 @@
 #include <sys/stat.h>
 
 #include "workloads/datasets/dataset.h"
+#include "workloads/datasets/wmt16_vocab.h"
 
-#define ADVICE "; download and preprocess the data with the MLPerf GNMT reference's " \
-               "download_dataset.sh and point --data-dir or PIPEBENCH_WMT16_DE_EN_DIR at " \
-               "the folder holding them (default /usr/share/datasets/wmt16-de-en)"
-
-/* ---- the vocabulary: an open-addressing table token -> id ---- */
-
-struct wvocab {
-    char **tok;  /* [size] by id */
-    int size;
-    int *slot;   /* [cap] ids, -1 empty */
-    size_t cap;
-};
-
-static uint64_t hash_tok(const char *w, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)w[i]) * 1099511628211ull;
-    return h;
-}
-
-static size_t find_slot(const struct wvocab *v, const char *w, size_t len)
-{
-    size_t i = hash_tok(w, len) & (v->cap - 1);
-    while (v->slot[i] >= 0 &&
-           (strlen(v->tok[v->slot[i]]) != len || memcmp(v->tok[v->slot[i]], w, len)))
-        i = (i + 1) & (v->cap - 1);
-    return i;
-}
-
-static int lookup(const struct wvocab *v, const char *w, size_t len)
-{
-    int id = v->slot[find_slot(v, w, len)];
-    return id >= 0 ? id : PB_WMT16_UNK;
-}
-
-static void vocab_push(struct wvocab *v, const char *w, size_t len, int *tcap)
-{
-    if (v->size == *tcap) {
-        *tcap = *tcap ? 2 * *tcap : 1024;
-        char **t = realloc(v->tok, (size_t)*tcap * sizeof *t);
-        PB_CHECK(t != NULL);
-        v->tok = t;
-    }
-    char *s = pb_xmalloc(len + 1);
-    memcpy(s, w, len);
-    s[len] = 0;
-    v->tok[v->size++] = s;
-}
-
-static void vocab_finish(struct wvocab *v)
-{
-    for (int i = 0; i < v->size; i++)
-        free(v->tok[i]);
-    free(v->tok);
-    free(v->slot);
-    memset(v, 0, sizeof *v);
-}
+#define ADVICE PB_WMT16_ADVICE
 
 static bool is_ws(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-static int read_vocab(struct wvocab *v, const char *path, struct pb_err *e)
-{
-    memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pb_err_set(e, "cannot open the vocabulary %s: %s" ADVICE, path, strerror(errno));
-    int tcap = 0;
-    const char *specials[] = {"<pad>", "<unk>", "<s>", "<\\s>"};
-    for (int i = 0; i < 4; i++)
-        vocab_push(v, specials[i], strlen(specials[i]), &tcap);
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t got;
-    while ((got = getline(&line, &lcap, f)) >= 0) {
-        if (memchr(line, 0, (size_t)got)) {
-            free(line);
-            fclose(f);
-            vocab_finish(v);
-            return pb_err_set(e, "the vocabulary %s holds a NUL byte (line %d): it is not "
-                                 "vocab.bpe.32000" ADVICE, path, v->size - 3);
-        }
-        char *s = line, *t = line + got;
-        while (s < t && is_ws(*s))
-            s++;
-        while (t > s && is_ws(t[-1]))
-            t--;
-        vocab_push(v, s, (size_t)(t - s), &tcap);
-    }
-    free(line);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad || v->size == 4) {
-        vocab_finish(v);
-        return pb_err_set(e, "the vocabulary %s is %s" ADVICE, path,
-                          bad ? "unreadable" : "empty");
-    }
-    for (int i = 0; v->size % 8; i++) {
-        char pad[32];
-        snprintf(pad, sizeof pad, "madeupword%04d", i);
-        vocab_push(v, pad, strlen(pad), &tcap);
-    }
-    for (v->cap = 1024; v->cap < 2 * (size_t)v->size; v->cap *= 2)
-        ;
-    v->slot = pb_xmalloc(v->cap * sizeof *v->slot);
-    for (size_t i = 0; i < v->cap; i++)
-        v->slot[i] = -1;
-    for (int id = 0; id < v->size; id++)  /* a later duplicate takes the slot */
-        v->slot[find_slot(v, v->tok[id], strlen(v->tok[id]))] = id;
-    return 0;
-}
-
 /* ---- one line -> ids ---- */
 
 /* Tokens of line framed by BOS, EOS into ids[0 .. cap) (cap >= 2); returns the full
  * framed length (it may exceed cap: the caller decides). */
-static int line_ids(const struct wvocab *v, int vocab, char *line, int32_t *ids, int cap)
+static int line_ids(const struct pb_wmt16_vocab *v, int vocab, char *line, int32_t *ids, int cap)
 {
     int n = 0;
     ids[n++] = PB_WMT16_BOS;
@@ -151,7 +44,7 @@ static int line_ids(const struct wvocab *v, int vocab, char *line, int32_t *ids,
             p++;
         if (p == s)
             break;
-        int id = lookup(v, s, (size_t)(p - s));
+        int id = pb_wmt16_vocab_id(v, s, (size_t)(p - s));
         if (n < cap)
             ids[n] = id < vocab ? id : PB_WMT16_UNK;
         n++;
@@ -162,14 +55,6 @@ static int line_ids(const struct wvocab *v, int vocab, char *line, int32_t *ids,
 }
 
 /* ---- the loader ---- */
-
-static void path_in(char *out, size_t cap, const char *dir, const char *name)
-{
-    struct stat st;
-    snprintf(out, cap, "%s/wmt16_de_en/%s", dir, name);
-    if (stat(out, &st))
-        snprintf(out, cap, "%s/%s", dir, name);
-}
 
 static void grow(struct pb_dataset *ds, int need, int *cap, int steps, bool inputs, bool labels)
 {
@@ -218,19 +103,19 @@ int pb_dataset_wmt16(struct pb_dataset *ds, const char *dir, const char *origin,
     const char *stem = split == PB_SPLIT_TRAIN ? "train.tok.clean.bpe.32000"
                                                : "newstest2014.tok.bpe.32000";
     char name[64];
-    path_in(vpath, sizeof vpath, dir, "vocab.bpe.32000");
+    pb_wmt16_path(vpath, sizeof vpath, dir, "vocab.bpe.32000");
     snprintf(name, sizeof name, "%s.en", stem);
-    path_in(spath, sizeof spath, dir, name);
+    pb_wmt16_path(spath, sizeof spath, dir, name);
     snprintf(name, sizeof name, "%s.de", stem);
-    path_in(tpath, sizeof tpath, dir, name);
+    pb_wmt16_path(tpath, sizeof tpath, dir, name);
     struct stat st;
     const char *need[] = {vpath, spath, tpath};
     for (int i = 0; i < 3; i++)
         if (stat(need[i], &st) || !S_ISREG(st.st_mode))
             return pb_err_set(e, "wmt16-de-en: no %s in %s (from %s)" ADVICE,
                               strrchr(need[i], '/') + 1, dir, origin);
-    struct wvocab v;
-    if (read_vocab(&v, vpath, e))
+    struct pb_wmt16_vocab v;
+    if (pb_wmt16_vocab_load(&v, vpath, e))
         return pb_err_prefix(e, "wmt16-de-en: ");
     int vocab = opts && opts->vocab && opts->vocab < v.size ? opts->vocab : v.size;
     FILE *fs = fopen(spath, "rb"), *ft = fopen(tpath, "rb");
@@ -239,7 +124,7 @@ int pb_dataset_wmt16(struct pb_dataset *ds, const char *dir, const char *origin,
             fclose(fs);
         if (ft)
             fclose(ft);
-        vocab_finish(&v);
+        pb_wmt16_vocab_finish(&v);
         return pb_err_set(e, "wmt16-de-en: cannot open %s: %s" ADVICE, !fs ? spath : tpath,
                           strerror(errno));
     }
@@ -287,7 +172,7 @@ int pb_dataset_wmt16(struct pb_dataset *ds, const char *dir, const char *origin,
     free(it);
     fclose(fs);
     fclose(ft);
-    vocab_finish(&v);
+    pb_wmt16_vocab_finish(&v);
     if (!rc && (n == 0 || limit > n))
         rc = pb_err_set(e, "wmt16-de-en: %s holds %d pairs%s%s", spath, n,
                         split == PB_SPLIT_TRAIN ? " of at most the sequence length" : "",

@@ -113,6 +113,8 @@ enum pb_cpu_op {
     PB_CPU_OP_BN_BWD,
     PB_CPU_OP_CONCAT,
     PB_CPU_OP_SPLIT,
+    PB_CPU_OP_LSTM_FWD,
+    PB_CPU_OP_LSTM_BWD,
 };
 
 #define PB_CPU_KEY_INTS 72

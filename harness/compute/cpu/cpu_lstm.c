@@ -1,41 +1,237 @@
 /* harness/compute/cpu/cpu_lstm.c — the one-layer LSTM of the CPU backend (torch.nn.LSTM,
- * batch_first, zero initial states) in C over the backend's sgemm: the input projection
- * of every step is one gemm, each step adds h_{t-1}·W_hhᵀ and applies the gates
- * i, f, g, o (PyTorch's order) pointwise; the backward runs the steps in reverse and
- * forms the weight gradients as three gemms and two bias sums over all steps.
- * x [B, T, I], y [B, T, H] batch-first; gates [B, T, 4H]; weights as backend.h says.
- * The training forward's workspace holds the activated gates [B, T, 4H] and the cell
- * states [B, T, H]. */
-#include <math.h>
+ * batch_first, zero initial states) on oneDNN's vanilla LSTM primitive. oneDNN's gates
+ * i, f, c̃, o are PyTorch's i, f, g, o. x [B, T, I] and y [B, T, H] stay batch-first:
+ * oneDNN reads them as tnc [T, B, C] with strides (C, T·C, 1) (format ntc), no copy.
+ * The weights stay in PyTorch's [4H, I], [4H, H] (oneDNN's ldgoi [1, 1, 4, H, C]) and
+ * each call reorders them into the primitive's format (the schedules may change them
+ * between a forward and its backward); oneDNN's one bias is b_ih + b_hh. The backward
+ * writes the weight gradients into zeroed buffers in the primitive's format and
+ * reorders them back with a sum, so dw_acc accumulates; the one bias gradient goes to
+ * both b_ih's and b_hh's. The training forward's workspace is oneDNN's. */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
 
-/* The four weight tensors in the flat run w. */
+/* The four weight tensors in the flat run w (or its gradient). */
 struct lstm_w {
-    const float *w_ih, *w_hh, *b_ih, *b_hh;
+    float *w_ih, *w_hh, *b_ih, *b_hh;
 };
 
 static struct lstm_w lstm_split(const struct pb_lstm_desc *d, const float *w)
 {
     size_t g = 4 * (size_t)d->hidden;
     struct lstm_w s;
-    s.w_ih = w;
+    s.w_ih = (float *)w;
     s.w_hh = s.w_ih + g * (size_t)d->input;
     s.b_ih = s.w_hh + g * (size_t)d->hidden;
     s.b_hh = s.b_ih + g;
     return s;
 }
 
-static float sigmoid(float v)
+/* A sequence [B, T, C] batch-first as oneDNN's [T, B, C]. */
+static dnnl_memory_desc_t seq_md(const struct pb_lstm_desc *d, int c)
 {
-    return 1.0f / (1.0f + expf(-v));
+    dnnl_memory_desc_t md;
+    dnnl_dims_t dims = {d->steps, d->batch, c};
+    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 3, dims, dnnl_f32, dnnl_ntc));
+    return md;
+}
+
+/* Weights [1, 1, in, 4, H] (layers, directions, input, gates, outputs) in tag. */
+static dnnl_memory_desc_t w_md(const struct pb_lstm_desc *d, int in, dnnl_format_tag_t tag)
+{
+    dnnl_memory_desc_t md;
+    dnnl_dims_t dims = {1, 1, in, 4, d->hidden};
+    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 5, dims, dnnl_f32, tag));
+    return md;
+}
+
+/* The bias [1, 1, 4, H]. */
+static dnnl_memory_desc_t b_md(const struct pb_lstm_desc *d)
+{
+    dnnl_memory_desc_t md;
+    dnnl_dims_t dims = {1, 1, 4, d->hidden};
+    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_ldgo));
+    return md;
+}
+
+/* A reorder between PyTorch's weight layout and a primitive's, inactive when they
+ * are the same; out = true: the primitive's → PyTorch's, adding to the destination. */
+struct lstm_reorder {
+    bool active;
+    struct pb_cpu_prim r;
+    size_t bytes;  /* of the primitive-side buffer */
+};
+
+static void reorder_init(struct pb_backend *be, struct lstm_reorder *o,
+                         const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *prim, bool out)
+{
+    struct pb_cpu *cpu = pb_cpu_of(be);
+    o->bytes = dnnl_memory_desc_get_size(prim);
+    o->active = out || !dnnl_memory_desc_equal(user, prim);
+    if (!o->active)
+        return;
+    dnnl_primitive_attr_t attr = cpu->attr;
+    dnnl_post_ops_t po = NULL;
+    if (out) {
+        PB_DNNL(dnnl_primitive_attr_clone(&attr, cpu->attr));
+        PB_DNNL(dnnl_post_ops_create(&po));
+        PB_DNNL(dnnl_post_ops_append_sum(po, 1.0f));
+        PB_DNNL(dnnl_primitive_attr_set_post_ops(attr, po));
+    }
+    dnnl_primitive_desc_t pd;
+    PB_DNNL(dnnl_reorder_primitive_desc_create(&pd, out ? prim : user, cpu->eng,
+                                               out ? user : prim, cpu->eng, attr));
+    pb_cpu_prim_from_pd(be, &o->r, pd);
+    if (out) {
+        dnnl_post_ops_destroy(po);
+        dnnl_primitive_attr_destroy(attr);
+    }
+}
+
+static void reorder_run(struct pb_backend *be, const struct lstm_reorder *o, const void *from,
+                        void *to)
+{
+    struct pb_cpu_arg a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    pb_cpu_prim_exec(be, &o->r, 2, a);
+}
+
+static void reorder_destroy(struct pb_backend *be, struct lstm_reorder *o)
+{
+    if (o->active)
+        pb_cpu_prim_destroy(be, &o->r);
+}
+
+/* The primitive of a forward (training or inference) with its weight reorders. */
+struct lstm_fwd {
+    struct pb_cpu_prim p;
+    struct lstm_reorder w_ih, w_hh;
+};
+
+/* The backward's primitive, its weight reorders in and its gradient reorders out. */
+struct lstm_bwd {
+    struct pb_cpu_prim p;
+    struct lstm_reorder w_ih, w_hh, dw_ih, dw_hh;
+};
+
+static void drop_fwd(struct pb_backend *be, void *val)
+{
+    struct lstm_fwd *f = val;
+    reorder_destroy(be, &f->w_ih);
+    reorder_destroy(be, &f->w_hh);
+    pb_cpu_prim_destroy(be, &f->p);
+    free(f);
+}
+
+static void drop_bwd(struct pb_backend *be, void *val)
+{
+    struct lstm_bwd *b = val;
+    reorder_destroy(be, &b->w_ih);
+    reorder_destroy(be, &b->w_hh);
+    reorder_destroy(be, &b->dw_ih);
+    reorder_destroy(be, &b->dw_hh);
+    pb_cpu_prim_destroy(be, &b->p);
+    free(b);
+}
+
+static struct pb_cpu_key lstm_key(enum pb_cpu_op op, const struct pb_lstm_desc *d, bool train)
+{
+    return (struct pb_cpu_key){.op = op, .v = {d->batch, d->steps, d->input, d->hidden, train}};
+}
+
+/* The weights' descriptors of a primitive: layer [I, 4, H] and iter [H, 4, H]. */
+static void prim_w_mds(const struct pb_cpu_prim *p, dnnl_query_t q, const dnnl_memory_desc_t **wl,
+                       const dnnl_memory_desc_t **wi)
+{
+    *wl = pb_cpu_prim_md(p, q, 0);
+    *wi = pb_cpu_prim_md(p, q, 1);
+}
+
+static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc *d, bool train)
+{
+    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_FWD, d, train);
+    struct lstm_fwd *f = pb_cpu_cache_get(be, &k);
+    if (f)
+        return f;
+    f = pb_xcalloc(1, sizeof *f);
+    dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), b = b_md(d);
+    dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
+    dnnl_memory_desc_t wi = w_md(d, d->hidden, dnnl_format_tag_any);
+    dnnl_rnn_desc_t rd;
+    PB_DNNL(dnnl_lstm_forward_desc_init(&rd, train ? dnnl_forward_training : dnnl_forward_inference,
+                                        dnnl_unidirectional_left2right, &x, NULL, NULL, &wl, &wi,
+                                        &b, &y, NULL, NULL, 0));
+    pb_cpu_prim_create(be, &f->p, &rd, NULL);
+    const dnnl_memory_desc_t *pwl, *pwi;
+    prim_w_mds(&f->p, dnnl_query_weights_md, &pwl, &pwi);
+    dnnl_memory_desc_t ul = w_md(d, d->input, dnnl_ldgoi), ui = w_md(d, d->hidden, dnnl_ldgoi);
+    reorder_init(be, &f->w_ih, &ul, pwl, false);
+    reorder_init(be, &f->w_hh, &ui, pwi, false);
+    pb_cpu_cache_put(be, &k, f, drop_fwd);
+    return f;
+}
+
+static struct lstm_bwd *bwd_get(struct pb_backend *be, const struct pb_lstm_desc *d)
+{
+    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_BWD, d, true);
+    struct lstm_bwd *b = pb_cpu_cache_get(be, &k);
+    if (b)
+        return b;
+    struct lstm_fwd *f = fwd_get(be, d, true);
+    b = pb_xcalloc(1, sizeof *b);
+    dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), bias = b_md(d);
+    dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
+    dnnl_memory_desc_t wi = w_md(d, d->hidden, dnnl_format_tag_any);
+    dnnl_rnn_desc_t rd;
+    PB_DNNL(dnnl_lstm_backward_desc_init(&rd, dnnl_backward, dnnl_unidirectional_left2right, &x,
+                                         NULL, NULL, &wl, &wi, &bias, &y, NULL, NULL, &x, NULL,
+                                         NULL, &wl, &wi, &bias, &y, NULL, NULL, 0));
+    pb_cpu_prim_create(be, &b->p, &rd, f->p.pd);
+    const dnnl_memory_desc_t *pwl, *pwi, *dwl, *dwi;
+    prim_w_mds(&b->p, dnnl_query_weights_md, &pwl, &pwi);
+    prim_w_mds(&b->p, dnnl_query_diff_weights_md, &dwl, &dwi);
+    dnnl_memory_desc_t ul = w_md(d, d->input, dnnl_ldgoi), ui = w_md(d, d->hidden, dnnl_ldgoi);
+    reorder_init(be, &b->w_ih, &ul, pwl, false);
+    reorder_init(be, &b->w_hh, &ui, pwi, false);
+    reorder_init(be, &b->dw_ih, &ul, dwl, true);
+    reorder_init(be, &b->dw_hh, &ui, dwi, true);
+    pb_cpu_cache_put(be, &k, b, drop_bwd);
+    return b;
 }
 
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d)
 {
-    (void)be;
-    return (size_t)d->batch * d->steps * 5 * (size_t)d->hidden * sizeof(float);
+    pb_cpu_begin(be);  /* the primitive is created with the instance's thread count */
+    struct lstm_fwd *f = fwd_get(be, d, true);
+    return dnnl_memory_desc_get_size(pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0));
+}
+
+/* bias [4H] = b_ih + b_hh */
+static void bias_sum(const struct pb_lstm_desc *d, const struct lstm_w *p, float *bias)
+{
+    for (int j = 0; j < 4 * d->hidden; j++)
+        bias[j] = p->b_ih[j] + p->b_hh[j];
+}
+
+/* Where the primitive reads a weight tensor: user itself or buf after the reorder. */
+static const void *weights_in(struct pb_backend *be, const struct lstm_reorder *o,
+                              const float *user, void *buf)
+{
+    if (!o->active)
+        return user;
+    reorder_run(be, o, user, buf);
+    return buf;
+}
+
+/* Bytes rounded up to 64, so that the pieces of one scratch block stay aligned. */
+static size_t al64(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+static size_t in_bytes(const struct lstm_reorder *o)
+{
+    return o->active ? al64(o->bytes) : 0;
 }
 
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
@@ -43,41 +239,25 @@ void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
 {
     if (!pb_cpu_begin(be))
         return;
-    int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H;
+    struct lstm_fwd *f = fwd_get(be, d, ws != NULL);
     struct lstm_w p = lstm_split(d, w);
-    void *tmp = ws ? NULL : pb_cpu_scratch(be, pb_cpu_lstm_workspace(be, d));
-    float *gates = ws ? (float *)ws : (float *)tmp;
-    if (!gates)
+    size_t bb = al64(4 * (size_t)d->hidden * sizeof(float)), lb = in_bytes(&f->w_ih);
+    /* the weights in the primitive's format, then the summed bias [4H] */
+    char *buf = pb_cpu_scratch(be, lb + in_bytes(&f->w_hh) + bb);
+    if (!buf)
         return;
-    float *cell = gates + (size_t)B * T * G;
-    /* pre-activations of every step from the inputs: [B·T, 4H] = x · W_ihᵀ */
-    pb_cpu_gemm(be, false, true, B * T, G, I, 1.0f, x, I, p.w_ih, I, 0.0f, gates, G);
-    for (int t = 0; t < T; t++) {
-        float *gt = gates + (size_t)t * G;
-        if (t > 0)  /* += h_{t-1} · W_hhᵀ, rows b at stride T·4H */
-            pb_cpu_gemm(be, false, true, B, G, H, 1.0f, y + (size_t)(t - 1) * H, T * H, p.w_hh,
-                        H, 1.0f, gt, T * G);
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-        for (int b = 0; b < B; b++) {
-            float *a = gt + (size_t)b * T * G;
-            float *c = cell + ((size_t)b * T + t) * H;
-            float *h = y + ((size_t)b * T + t) * H;
-            for (int j = 0; j < H; j++) {
-                float i = sigmoid(a[j] + p.b_ih[j] + p.b_hh[j]);
-                float f = sigmoid(a[H + j] + p.b_ih[H + j] + p.b_hh[H + j]);
-                float g = tanhf(a[2 * H + j] + p.b_ih[2 * H + j] + p.b_hh[2 * H + j]);
-                float o = sigmoid(a[3 * H + j] + p.b_ih[3 * H + j] + p.b_hh[3 * H + j]);
-                float cp = t > 0 ? c[j - H] : 0.0f;
-                c[j] = f * cp + i * g;
-                h[j] = o * tanhf(c[j]);
-                a[j] = i;
-                a[H + j] = f;
-                a[2 * H + j] = g;
-                a[3 * H + j] = o;
-            }
-        }
-    }
-    pb_cpu_scratch_free(be, tmp);
+    float *bias = (float *)(buf + lb + in_bytes(&f->w_hh));
+    bias_sum(d, &p, bias);
+    struct pb_cpu_arg a[6] = {
+        {DNNL_ARG_SRC_LAYER, x},
+        {DNNL_ARG_WEIGHTS_LAYER, weights_in(be, &f->w_ih, p.w_ih, buf)},
+        {DNNL_ARG_WEIGHTS_ITER, weights_in(be, &f->w_hh, p.w_hh, buf + lb)},
+        {DNNL_ARG_BIAS, bias},
+        {DNNL_ARG_DST_LAYER, y},
+        {DNNL_ARG_WORKSPACE, ws},
+    };
+    pb_cpu_prim_exec(be, &f->p, ws ? 6 : 5, a);
+    pb_cpu_scratch_free(be, buf);
 }
 
 void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
@@ -86,52 +266,41 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
 {
     if (!pb_cpu_begin(be))
         return;
-    int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H;
-    size_t bt = (size_t)B * T;
-    struct lstm_w p = lstm_split(d, w);
-    const float *gates = ws, *cell = gates + bt * G;
-    /* dA [B, T, 4H] (pre-activation gradients), dh and dc carried to step t-1 [B, H],
-     * h_{t-1} per step [B, T, H] for the recurrent weights' gradient */
-    float *da = pb_cpu_scratch(be, (bt * G + 2 * (size_t)B * H + bt * H) * sizeof(float));
-    if (!da)
+    struct lstm_bwd *b = bwd_get(be, d);
+    struct lstm_w p = lstm_split(d, w), g = lstm_split(d, dw_acc);
+    size_t G = 4 * (size_t)d->hidden, bb = al64(G * sizeof(float));
+    size_t wl = in_bytes(&b->w_ih), wi = in_bytes(&b->w_hh);
+    size_t dl = al64(b->dw_ih.bytes), di = al64(b->dw_hh.bytes);
+    size_t xb = dx ? 0 : (size_t)d->batch * d->steps * (size_t)d->input * sizeof(float);
+    /* weights in, weight gradients out (primitive's formats), bias and its gradient [4H],
+     * dx when not wanted */
+    char *buf = pb_cpu_scratch(be, wl + wi + dl + di + 2 * bb + xb);
+    if (!buf)
         return;
-    float *dh_next = da + bt * G, *dc_next = dh_next + (size_t)B * H, *hprev = dc_next + (size_t)B * H;
-    memset(dc_next, 0, (size_t)B * H * sizeof(float));
-    for (int t = T - 1; t >= 0; t--) {
-        if (t < T - 1)  /* dh_{t} from step t+1: dA_{t+1} · W_hh */
-            pb_cpu_gemm(be, false, false, B, H, G, 1.0f, da + (size_t)(t + 1) * G, T * G, p.w_hh,
-                        H, 0.0f, dh_next, H);
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-        for (int b = 0; b < B; b++) {
-            size_t row = (size_t)b * T + t;
-            const float *a = gates + row * G, *c = cell + row * H, *dyr = dy + row * H;
-            float *dar = da + row * G, *dhn = dh_next + (size_t)b * H, *dcn = dc_next + (size_t)b * H;
-            for (int j = 0; j < H; j++) {
-                float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
-                float cp = t > 0 ? c[j - H] : 0.0f;
-                float tc = tanhf(c[j]);
-                float dh = dyr[j] + (t < T - 1 ? dhn[j] : 0.0f);
-                float dc = dcn[j] + dh * o * (1.0f - tc * tc);
-                dar[j] = dc * g * i * (1.0f - i);
-                dar[H + j] = dc * cp * f * (1.0f - f);
-                dar[2 * H + j] = dc * i * (1.0f - g * g);
-                dar[3 * H + j] = dh * tc * o * (1.0f - o);
-                dcn[j] = dc * f;
-            }
-        }
+    char *gl = buf + wl + wi, *gi = gl + dl;
+    float *bias = (float *)(gi + di), *dbias = (float *)(gi + di + bb);
+    memset(gl, 0, dl + di);
+    memset(dbias, 0, bb);
+    bias_sum(d, &p, bias);
+    struct pb_cpu_arg a[11] = {
+        {DNNL_ARG_SRC_LAYER, x},
+        {DNNL_ARG_WEIGHTS_LAYER, weights_in(be, &b->w_ih, p.w_ih, buf)},
+        {DNNL_ARG_WEIGHTS_ITER, weights_in(be, &b->w_hh, p.w_hh, buf + wl)},
+        {DNNL_ARG_BIAS, bias},
+        {DNNL_ARG_DST_LAYER, y},
+        {DNNL_ARG_WORKSPACE, ws},
+        {DNNL_ARG_DIFF_DST_LAYER, dy},
+        {DNNL_ARG_DIFF_SRC_LAYER, dx ? dx : (void *)(gi + di + 2 * bb)},
+        {DNNL_ARG_DIFF_WEIGHTS_LAYER, gl},
+        {DNNL_ARG_DIFF_WEIGHTS_ITER, gi},
+        {DNNL_ARG_DIFF_BIAS, dbias},
+    };
+    pb_cpu_prim_exec(be, &b->p, 11, a);
+    reorder_run(be, &b->dw_ih, gl, g.w_ih);
+    reorder_run(be, &b->dw_hh, gi, g.w_hh);
+    for (size_t j = 0; j < G; j++) {
+        g.b_ih[j] += dbias[j];
+        g.b_hh[j] += dbias[j];
     }
-    for (int b = 0; b < B; b++) {
-        float *hp = hprev + (size_t)b * T * H;
-        memset(hp, 0, (size_t)H * sizeof(float));
-        memcpy(hp + H, y + (size_t)b * T * H, (size_t)(T - 1) * H * sizeof(float));
-    }
-    float *dw_ih = dw_acc, *dw_hh = dw_ih + (size_t)G * I, *db_ih = dw_hh + (size_t)G * H;
-    float *db_hh = db_ih + G;
-    pb_cpu_gemm(be, true, false, G, I, B * T, 1.0f, da, G, x, I, 1.0f, dw_ih, I);
-    pb_cpu_gemm(be, true, false, G, H, B * T, 1.0f, da, G, hprev, H, 1.0f, dw_hh, H);
-    pb_cpu_bias_grad(be, da, db_ih, B * T, G);
-    pb_cpu_bias_grad(be, da, db_hh, B * T, G);
-    if (dx)
-        pb_cpu_gemm(be, false, false, B * T, I, G, 1.0f, da, G, p.w_ih, I, 0.0f, dx, I);
-    pb_cpu_scratch_free(be, da);
+    pb_cpu_scratch_free(be, buf);
 }

@@ -59,12 +59,16 @@ static bool zoo_cfg(struct pb_run_cfg *c)
     const struct pb_workload *w = pb_workload_find(c->model, NULL);
     const struct pb_preset *p;
     ck_assert(w && pb_workload_preset(w, NULL, &p, NULL) == 0);
-    if (w->steps) {
+    if (w->steps || (p && p->steps)) {
+        /* a sequence model (residual-lstm) or a translation model (gnmt8, gnmt16): its
+         * own stand-in, and the mpi executor too */
         c->dataset = "synthetic";
+        c->synthetic = (struct pb_dataset_opts){0};
         c->limit_train = 128;
         c->limit_val = 64;
         c->microbatch_size = 16;
         c->epochs = 1;
+        return false;
     }
     if (!p)
         return false;

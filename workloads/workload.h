@@ -23,6 +23,10 @@ struct pb_preset {
        paper partitions; the small presets' cut the same structure), or NULL */
     const char *cut[PB_PAPER_STAGES - 1];
     const void *arch;       /* the model's widths and depths (its own struct) */
+    /* the optimizer a run takes when it names none (NULL: the runs' default, sgdm) and
+       its rate (0: that optimizer's default); --optimizer and --lr override them */
+    const char *optimizer;
+    float lr;
 };
 
 struct pb_workload {
@@ -51,6 +55,11 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
  * without presets, is an error saying which presets there are. */
 int pb_workload_preset(const struct pb_workload *w, const char *name, const struct pb_preset **out,
                        struct pb_err *e);
+
+/* The preset a run of `model` with --preset `name` (NULL: the default) takes, or NULL
+ * where the model is unknown, has no presets or no such preset (the run's checks say
+ * which later). */
+const struct pb_preset *pb_preset_lookup(const char *model, const char *name);
 
 /* A preset's sample shape: 3×S×S. */
 struct pb_shape pb_preset_sample(const struct pb_preset *p);

@@ -15,7 +15,8 @@
  * validation here is at 299 (Resize 342 + CenterCrop 299).
  * `small`: 32×32 inputs; the stem's 3×3 convs 1a, 2a and 4a with stride 1 and padding 1
  * (so the modules see 7×7, 3×3 and 1×1 as the paper's see 35, 17 and 8); every width ÷4,
- * the module widths through the builders' div; the head's dropout at 0.1; it trains by
+ * the module widths through the builders' div; the head's dropout at 0 (the layer kept,
+ * inert: at 0.1 it reached 1.3% after 2 epochs of 2000 samples, at 0 3.1%); it trains by
  * default on CIFAR-100 (and its synthetic stand-in), without flip, with Adam (lr 1e-3,
  * the preset's optimizer; --optimizer and --lr override it). Why (measured, issue 9):
  * on Tiny-ImageNet's stand-in with SGDM 0.01 it stays at chance (without dropout too,
@@ -32,11 +33,11 @@
 struct inception_arch {
     int div;                 /* widths ÷ div */
     int stem_s, stem_p;      /* stride of Conv2d_1a, padding of 1a, 2a and 4a */
-    float dropout;           /* the head's dropout probability */
+    float dropout;           /* the head's dropout probability (0: the layer passes all) */
 };
 
 static const struct inception_arch paper = {1, 2, 0, 0.5f};
-static const struct inception_arch small = {4, 1, 1, 0.1f};
+static const struct inception_arch small = {4, 1, 1, 0.0f};
 
 static int width(int w, int div)
 {
@@ -97,7 +98,7 @@ static const struct pb_preset presets[] = {
     {"paper", "torchvision Inception-V3 at 299x299 (validated at 299), no aux logits, no flip, "
               "1000-way head (200 classes used)", "tiny-imagenet", 299, true, 1000,
      {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &paper, NULL, 0},
-    {"small", "32x32, stem 3x3 convs stride 1 pad 1, widths /4, dropout 0.1; CIFAR-100, Adam",
+    {"small", "32x32, stem 3x3 convs stride 1 pad 1, widths /4, dropout 0; CIFAR-100, Adam",
      "cifar100", 32, true, 200, {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &small, "adam", 0},
     {0},
 };

@@ -186,7 +186,7 @@ START_TEST(test_small_learns)
     const char *flags[][2] = {{"model", l->model},      {"dataset", "synthetic"},
                               {"stages", "1"},          {"limit-train", l->train},
                               {"limit-val", l->val},    {"epochs", l->epochs},
-                              {"quiet", ""}};
+                              {"quiet", "on"}};
     struct pb_run_flags f = {0};
     struct pb_err e;
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)

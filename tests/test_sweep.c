@@ -9,6 +9,7 @@
  * give an uninterrupted sweep's epochs. A sweep killed alone leaves its runs to stop
  * the same way. */
 #include "harness/driver/run.h"
+#include "harness/driver/run_flags.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
 #include "tests/proc_util.h"
@@ -388,9 +389,12 @@ START_TEST(dry_run_every_registered_pair)
         for (int i = 0; pb_schedules[i]; i++) {
             struct pb_run_cfg c;
             struct pb_err e;
+            struct pb_run_flags f = {0};
             pb_run_cfg_defaults(&c);
-            c.model = pb_workloads[m]->name;
-            c.schedule = pb_schedules[i]->name;
+            /* through the flags, as the sweep: a preset's own optimizer applies */
+            ck_assert(pb_run_flags_set(&f, "model", pb_workloads[m]->name, &e) == 0 &&
+                      pb_run_flags_set(&f, "schedule", pb_schedules[i]->name, &e) == 0 &&
+                      pb_run_flags_apply(&f, &c, &e) == 0);
             char line[256];
             snprintf(line, sizeof line, "model=%s schedule=%s: to run", c.model, c.schedule);
             if (pb_run_check(&c, &e) == 0) {

@@ -65,6 +65,16 @@ int pb_workload_preset(const struct pb_workload *w, const char *name, const stru
     return pb_err_set(e, "model '%s' has no preset '%s'; its presets: %s", w->name, want, list);
 }
 
+const struct pb_preset *pb_preset_lookup(const char *model, const char *name)
+{
+    const struct pb_workload *w = model ? pb_workload_find(model, NULL) : NULL;
+    const struct pb_preset *p = NULL;
+    struct pb_err e;
+    if (!w || pb_workload_preset(w, name, &p, &e))
+        return NULL;
+    return p;
+}
+
 struct pb_shape pb_preset_sample(const struct pb_preset *p)
 {
     if (p->steps > 0)

@@ -26,6 +26,10 @@ struct pb_preset {
     int vocab, steps;       /* a translation model: its vocabulary (token ids below it) and
                                the tokens a side its pairs are padded or cut to (samples of
                                2·steps ids, dataset.h); 0 for images */
+    /* the optimizer a run takes when it names none (NULL: the runs' default, sgdm) and
+       its rate (0: that optimizer's default); --optimizer and --lr override them */
+    const char *optimizer;
+    float lr;
 };
 
 struct pb_workload {
@@ -54,6 +58,11 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e);
  * without presets, is an error saying which presets there are. */
 int pb_workload_preset(const struct pb_workload *w, const char *name, const struct pb_preset **out,
                        struct pb_err *e);
+
+/* The preset a run of `model` with --preset `name` (NULL: the default) takes, or NULL
+ * where the model is unknown, has no presets or no such preset (the run's checks say
+ * which later). */
+const struct pb_preset *pb_preset_lookup(const char *model, const char *name);
 
 /* A preset's sample shape: 3×S×S, or a translation model's 2·steps token ids. */
 struct pb_shape pb_preset_sample(const struct pb_preset *p);

@@ -227,11 +227,6 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
 {
     const char *const *val = f->val;
     struct pb_optim_cfg *o = &c->optim;
-    if (val[O_OPTIMIZER]) {
-        c->optimizer = val[O_OPTIMIZER];
-        if (pb_optim_cfg_from_name(o, c->optimizer, e))
-            return -1;
-    }
 #define STR(id, field) if (val[id]) c->field = val[id]
     STR(O_MODEL, model);
     STR(O_PRESET, preset);
@@ -248,6 +243,16 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     STR(O_BACKEND, backend);
     STR(O_EXPERIMENT, experiment);
 #undef STR
+    /* the optimizer named, else the preset's own recipe where it has one; the rate and
+       the other optimizer flags below apply over either */
+    const struct pb_preset *p = pb_preset_lookup(c->model, c->preset);
+    if (val[O_OPTIMIZER] || (p && p->optimizer)) {
+        c->optimizer = val[O_OPTIMIZER] ? val[O_OPTIMIZER] : p->optimizer;
+        if (pb_optim_cfg_from_name(o, c->optimizer, e))
+            return -1;
+        if (!val[O_OPTIMIZER] && p->lr > 0)
+            o->lr = p->lr;
+    }
     int rc = 0;
 #define FLT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_float(flag, val[id], &(dst), e)
 #define INT(id, flag, dst) if (!rc && val[id]) rc = pb_arg_int(flag, val[id], &(dst), e)

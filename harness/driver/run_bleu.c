@@ -2,8 +2,8 @@
  * epoch (run_internal.h): every stage's weights gathered to rank 0 into a one-stage copy
  * of the model (the same workload and preset, all blocks, built for B·K rows), the
  * validation split decoded with workloads/decode/stage_decoder.h (greedy for --beam 0,
- * else the paper's beam search of K without the coverage penalty: the stage reports no
- * attention weights), and scored as BPE-merged text against the split's targets. The
+ * else the paper's beam search of K: length normalisation and coverage penalty), and
+ * scored as BPE-merged text against the split's targets. The
  * numbers depend on the weights only, not on the executor or D. */
 #include <math.h>
 #include <stdlib.h>
@@ -78,7 +78,6 @@ static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, f
     struct pb_decode_opts o;
     pb_decode_opts_paper(&o);
     o.beam = c->beam;
-    o.cov_penalty = 0;
     struct pb_bleu b = {0};
     if (!rc)
         rc = pb_stage_decode_bleu(&s, ds, r->nval, &o, &v, &b, NULL, NULL, e);

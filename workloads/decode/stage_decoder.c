@@ -41,7 +41,8 @@ static int sd_step(void *ctx, const int32_t *tokens, int n, float *logp, float *
     if (pb_tensor_alloc(be, &x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, e))
         return -1;
     be->ops->upload(be, x.data, sd->host_in, pb_shape_count(s->in_shape) * sizeof(float));
-    struct pb_step_ctx c = {false, 0, 0, s->needs_lengths ? sd->dev_len : NULL};
+    struct pb_step_ctx c = {false, 0, 0, s->needs_lengths ? sd->dev_len : NULL,
+                            sd->dev_attn};
     struct pb_stage_act act;
     if (pb_stage_forward(s, &c, s->params, x, NULL, &act, &y, e))
         return -1;
@@ -60,7 +61,11 @@ static int sd_step(void *ctx, const int32_t *tokens, int n, float *logp, float *
             logp[(size_t)i * V + v] = (float)((double)sd->row[v] - lse);
     }
     pb_backend_free(be, y.data);
-    memset(attn, 0, (size_t)n * T * sizeof *attn);
+    /* row i's attention over the source at query position t */
+    for (int i = 0; i < n; i++)
+        be->ops->download(be, attn + (size_t)i * T, sd->dev_attn + ((size_t)i * T + sd->t) * T,
+                          (size_t)T * sizeof *attn);
+    be->ops->sync(be);
     sd->t++;
     return 0;
 }
@@ -117,7 +122,10 @@ int pb_stage_decoder_init(struct pb_stage_decoder *sd, struct pb_stage *s, const
     for (int i = n; i < rows; i++)
         sd->src_len[i] = src_len[0];
     sd->dev_len = pb_backend_alloc(s->be, (size_t)rows * sizeof(int32_t), PB_MEM_SCRATCH, e);
-    if (!sd->dev_len) {
+    if (sd->dev_len)
+        sd->dev_attn = pb_backend_alloc(s->be, (size_t)rows * T * T * sizeof(float),
+                                        PB_MEM_SCRATCH, e);
+    if (!sd->dev_attn) {
         pb_stage_decoder_finish(sd);
         return -1;
     }
@@ -132,6 +140,8 @@ void pb_stage_decoder_finish(struct pb_stage_decoder *sd)
 {
     if (sd->dev_len)
         pb_backend_free(sd->s->be, sd->dev_len);
+    if (sd->dev_attn)
+        pb_backend_free(sd->s->be, sd->dev_attn);
     free(sd->src);
     free(sd->src_len);
     free(sd->prefix);

@@ -3,9 +3,9 @@
  * (eval mode, dropout off) on every row's whole prefix with teacher forcing, the sample
  * [source ids; BOS y1 … yt, PAD …], and takes the log-softmax of the logits at position
  * t. The LSTMs are causal and the attention is per query position, so this equals
- * stepwise decoding exactly, at a cost of O(T²) steps of work per sentence. The stage
- * reports no attention weights (attn is written as zeros): run beam search with β = 0.
- * And the BLEU of a translation dataset's first sentences decoded that way. */
+ * stepwise decoding exactly, at a cost of O(T²) steps of work per sentence. The
+ * attention weights at position t come from the same forward (pb_step_ctx.attn_out),
+ * for the beam search's coverage penalty. And the BLEU of a translation dataset's first sentences decoded that way. */
 #ifndef PB_STAGE_DECODER_H
 #define PB_STAGE_DECODER_H
 
@@ -31,6 +31,7 @@ struct pb_stage_decoder {
     float *host_in;     /* [rows, 2T] */
     float *row;         /* [V] */
     int32_t *dev_len;   /* [rows] on the stage's backend */
+    float *dev_attn;    /* [rows, T, T] the attention weights, on the stage's backend */
 };
 
 /* The decoder over n <= rows sentences: src [n, T] source ids, src_len [n]. -1 with e

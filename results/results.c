@@ -661,7 +661,10 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     sqlite3_bind_int(s, 11, rec->nevents);
     bind_real(s, 12, rec->sim_wall_s);
     bind_real(s, 13, rec->sim_throughput);
-    bind_real(s, 14, rec->val_bleu);
+    if (rec->has_bleu)
+        bind_real(s, 14, rec->val_bleu);
+    else
+        sqlite3_bind_null(s, 14);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE || write_stages(r, run_id, rec) || write_events(r, run_id, rec))

@@ -58,7 +58,8 @@ struct pb_run_info {
 struct pb_epoch_record {
     int epoch;          /* 0-based */
     double train_loss, val_loss, val_acc;
-    double val_bleu;    /* a translation model's validation BLEU (0 to 100); NaN: none */
+    bool has_bleu;      /* val_bleu holds a translation model's validation BLEU (0 to 100) */
+    double val_bleu;
     int64_t samples;
     double wall_s, throughput, lr;
     /* the epoch simulated with its own median op costs on one device per stage (design

@@ -251,7 +251,6 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r, int64
             st[k].mem_peak[m] = -1;
     }
     struct pb_epoch_record ep = {.epoch = 0, .train_loss = NAN, .val_loss = NAN, .val_acc = NAN,
-                                 .val_bleu = NAN,
                                  .samples = (int64_t)p->length * b, .wall_s = r->makespan_s,
                                  .throughput = (double)p->length * b / r->makespan_s, .lr = NAN,
                                  .nstages = p->stages, .stages = st, .ops = r->ops,

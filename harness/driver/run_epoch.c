@@ -156,6 +156,7 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         .train_loss = loss[1] > 0 ? loss[0] / loss[1] : NAN,
         .val_loss = vloss,
         .val_acc = vacc,
+        .has_bleu = !isnan(vbleu),
         .val_bleu = vbleu,
         .samples = samples,
         .wall_s = wall,

@@ -1,7 +1,8 @@
 /* harness/driver/run_bleu.c — a translation model's validation BLEU at the end of an
  * epoch (run_internal.h): every stage's weights gathered to rank 0 into a one-stage copy
  * of the model (the same workload and preset, all blocks, built for B·K rows), the
- * validation split decoded with workloads/decode/stage_decoder.h (greedy for --beam 0,
+ * validation split decoded on a backend of its own (stage 0's kind and threads; the
+ * stages' memory records stay theirs) with workloads/decode/stage_decoder.h (greedy for --beam 0,
  * else the paper's beam search of K: length normalisation and coverage penalty), and
  * scored as BPE-merged text against the split's targets. The
  * numbers depend on the weights only, not on the executor or D. */
@@ -56,6 +57,7 @@ static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, f
     struct pb_wmt16_vocab v = {0};
     struct pb_model m = {0};
     struct pb_stage s = {0};
+    struct pb_backend *be = NULL;
     bool built = false, staged = false;
     int rc = bleu_data(r, &ds, e) || bleu_vocab(r, &v, e);
     if (!rc)
@@ -63,9 +65,14 @@ static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, f
     built = !rc;
     if (!rc)
         rc = pb_model_finalize(&m, c->microbatch_size * K, e);
+    if (!rc) {
+        struct pb_backend_cfg bc = {.device = 0, .threads = pb_run_stage_threads(c)};
+        be = pb_backend_create(c->backend, &bc, e);
+        rc = be ? 0 : -1;
+    }
     /* index 0 of 2: not the last stage, so the forward gives the logits */
     if (!rc)
-        rc = pb_stage_init(&s, r->be[0], &m, 0, 2, 0, m.nblocks, e);
+        rc = pb_stage_init(&s, be, &m, 0, 2, 0, m.nblocks, e);
     staged = !rc;
     size_t po = 0, bo = 0;
     for (int k = 0; !rc && k < c->stages; k++) {
@@ -88,6 +95,8 @@ static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, f
     }
     if (staged)
         pb_stage_finish(&s);
+    if (be)
+        pb_backend_destroy(be);
     if (built)
         pb_model_finish(&m);
     pb_wmt16_vocab_finish(&v);

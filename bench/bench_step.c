@@ -344,7 +344,7 @@ static void train_step(struct config *c, struct pb_tensor x, struct pb_stage_act
     struct pb_stage *s = &c->stage;
     struct pb_err e;
     struct pb_tensor none = {0};
-    struct pb_step_ctx sc = {true, SEED, c->mb++, NULL};
+    struct pb_step_ctx sc = {true, SEED, c->mb++, NULL, NULL};
     if (!act->nodes && pb_stage_forward(s, &sc, s->params, x, c->labels, act, &none, &e))
         die("forward", &e);
     if (pb_stage_backward(s, &sc, s->params, act, NULL, &none, &e))
@@ -364,7 +364,7 @@ static void build_prims(struct config *c)
     struct pb_err e;
     struct pb_stage_act act;
     struct pb_tensor none = {0};
-    struct pb_step_ctx sc = {true, SEED, c->mb, NULL};
+    struct pb_step_ctx sc = {true, SEED, c->mb, NULL, NULL};
     int nodes = 0;
     for (int b = s->first; b < s->last; b++)
         nodes += c->model.blocks[b].nnodes;

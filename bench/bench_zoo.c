@@ -174,7 +174,7 @@ static double side_time(struct side *s, const float *host_x, int warmup, int rep
     for (int i = 0; i < warmup + reps; i++) {
         struct pb_tensor x;
         struct pb_stage_act act = {0};
-        struct pb_step_ctx sc = {true, SEED, s->mb++, NULL};
+        struct pb_step_ctx sc = {true, SEED, s->mb++, NULL, NULL};
         if (pb_tensor_alloc(be, &x, s->stage.in_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e))
             die("device memory", &e);
         be->ops->upload(be, x.data, host_x, pb_shape_count(x.shape) * sizeof(float));

@@ -31,6 +31,7 @@ enum metric {
     M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED, M_THROUGHPUT_REPEATS,
     M_BUBBLE_LO, M_BUBBLE_HI, M_BUBBLE_REPEATS,
     M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
+    M_HAS_BLEU,
     M_N
 };
 
@@ -41,7 +42,7 @@ enum metric {
  * its steady epochs. */
 static const char runs_sql[] =
     "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
-    "100 * best_acc, coalesce(g.throughput, s.throughput), "
+    "coalesce(best_bleu, 100 * best_acc), coalesce(g.throughput, s.throughput), "
     "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
     "f_mean, f_max, b_mean, b_max, pred_err_mean, pred_err_max, epochs_to_target, "
@@ -55,7 +56,7 @@ static const char runs_sql[] =
     "(SELECT microbatch_size FROM runs WHERE id = s.run_id), "
     "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
     "FROM runs WHERE id = s.run_id), samples_per_update, updates_per_epoch, epochs_done, "
-    "config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
+    "best_bleu IS NOT NULL, config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
     "WHERE s.status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
@@ -661,12 +662,17 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     struct pb_grid g = {.caption = caption};
     switch (o->table) {
     case PB_REPORT_ACCURACY: {
-        int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%) per "
+        bool bleu = false;
+        for (int i = 0; i < rs.n; i++)
+            bleu |= rs.v[i].m[M_HAS_BLEU] == 1;
+        int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%%s) per "
                          "schedule: mean \xc2\xb1 std over the finished seeds of a cell "
                          "(n: its seeds, the repeats of one counted once; diverged ones are "
                          "counted, not averaged), \xe2\x80\x93 "
                          "where none; the best of each row marked where "
-                         "its lead exceeds the spread.");
+                         "its lead exceeds the spread.",
+                         bleu ? "; for a translation model, as GNMT's, the maximum validation "
+                                "BLEU" : "");
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",

@@ -141,7 +141,13 @@ static const char pb_results_migrate_v4_sql[] =
     "ALTER TABLE runs ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
     "UPDATE schema_version SET version = 5;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2, 3 or 4 file it may
+/* Schema version 5 → 6: a translation model's validation BLEU per epoch; older epochs
+ * keep NULL there. */
+static const char pb_results_migrate_v5_sql[] =
+    "ALTER TABLE epochs ADD COLUMN val_bleu REAL;"
+    "UPDATE schema_version SET version = 6;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2, 3, 4 or 5 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -190,6 +196,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     }
     if (version == 4 && create) {
         if (exec(r, pb_results_migrate_v4_sql, "upgrading the schema from version 4", e))
+            goto fail_set;
+        version = 5;
+    }
+    if (version == 5 && create) {
+        if (exec(r, pb_results_migrate_v5_sql, "upgrading the schema from version 5", e))
             goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }
@@ -628,8 +639,8 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     PB_CHECK(rec->nevents >= 0 && (rec->nevents == 0 || rec->events));
     static const char sql[] =
         "INSERT INTO epochs (run_id, epoch, train_loss, val_loss, val_acc, samples, wall_s, "
-        "throughput, lr, ops, events_kept, sim_wall_s, sim_throughput) VALUES (?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?, ?)";
+        "throughput, lr, ops, events_kept, sim_wall_s, sim_throughput, val_bleu) VALUES (?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char what[96];
     snprintf(what, sizeof what, "writing epoch %d of run %lld", rec->epoch + 1, (long long)run_id);
     if (exec(r, "BEGIN IMMEDIATE", what, e))
@@ -650,6 +661,10 @@ int pb_results_epoch(struct pb_results *r, int64_t run_id, const struct pb_epoch
     sqlite3_bind_int(s, 11, rec->nevents);
     bind_real(s, 12, rec->sim_wall_s);
     bind_real(s, 13, rec->sim_throughput);
+    if (rec->has_bleu)
+        bind_real(s, 14, rec->val_bleu);
+    else
+        sqlite3_bind_null(s, 14);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE || write_stages(r, run_id, rec) || write_events(r, run_id, rec))

@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 5
+#define PB_RESULTS_SCHEMA_VERSION 6
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -58,6 +58,8 @@ struct pb_run_info {
 struct pb_epoch_record {
     int epoch;          /* 0-based */
     double train_loss, val_loss, val_acc;
+    bool has_bleu;      /* val_bleu holds a translation model's validation BLEU (0 to 100) */
+    double val_bleu;
     int64_t samples;
     double wall_s, throughput, lr;
     /* the epoch simulated with its own median op costs on one device per stage (design

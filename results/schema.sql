@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (5);
+INSERT INTO schema_version (version) VALUES (6);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -65,6 +65,8 @@ CREATE TABLE epochs (
     events_kept INTEGER,             -- of them, rows in events (--trace-epochs, --trace-window)
     sim_wall_s REAL,                 -- the epoch simulated with its stages' median op costs,
     sim_throughput REAL,             -- one device per stage (design §6.6): makespan, samples/s
+    val_bleu REAL,                   -- a translation model's validation BLEU, 0 to 100, of
+                                     -- BPE-merged text (--beam); NULL for other models
     PRIMARY KEY (run_id, epoch)
 );
 

@@ -50,9 +50,10 @@ WHERE executor IS NOT 'sim'
   AND (NOT EXISTS (SELECT 1 FROM report_selecting)
        OR id IN (SELECT run_id FROM report_selection));
 
--- Maximum (best) and final validation accuracy, epochs recorded and their training seconds.
+-- Maximum (best) and final validation accuracy, the maximum validation BLEU (NULL but for
+-- translation models), epochs recorded and their training seconds.
 CREATE TEMP VIEW IF NOT EXISTS run_accuracy AS
-SELECT e.run_id, max(e.val_acc) AS best_acc,
+SELECT e.run_id, max(e.val_acc) AS best_acc, max(e.val_bleu) AS best_bleu,
        (SELECT x.val_acc FROM epochs x WHERE x.run_id = e.run_id
         ORDER BY x.epoch DESC LIMIT 1) AS final_acc,
        count(*) AS epochs_done, sum(e.wall_s) AS wall_s
@@ -234,7 +235,7 @@ FROM staleness GROUP BY run_id;
 -- Everything above, one row per run (NULL where a run recorded nothing of a kind; the
 -- target columns are NULL when no target is set or the run did not reach it).
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
-SELECT c.*, a.best_acc, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
+SELECT c.*, a.best_acc, a.best_bleu, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
        t.throughput_lo, t.throughput_hi, t.throughput_epochs, t.warmup_included,
        t.sim_throughput, b.sim_bubble_frac,
        g.epochs_to_target, g.seconds_to_target,

@@ -128,7 +128,7 @@ START_TEST(test_steady_state_allocates_nothing)
         struct pb_tensor x;
         ck_assert(pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
         be->ops->fill(be, x.data, 0.5f, pb_shape_count(s.in_shape));
-        struct pb_step_ctx c = {true, 1, pass, NULL};
+        struct pb_step_ctx c = {true, 1, pass, NULL, NULL};
         struct pb_stage_act act;
         ck_assert_msg(pb_stage_forward(&s, &c, s.params, x, labels, &act, NULL, &e) == 0, "%s",
                       e.msg);
@@ -213,7 +213,7 @@ START_TEST(test_out_of_memory_everywhere)
             be->ops->upload(be, labels, host, sizeof host);
             struct pb_tensor x;
             rc = pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e);
-            struct pb_step_ctx c = {true, 1, 0, NULL};
+            struct pb_step_ctx c = {true, 1, 0, NULL, NULL};
             struct pb_stage_act act;
             if (!rc) {
                 be->ops->fill(be, x.data, 0.25f, pb_shape_count(s.in_shape));

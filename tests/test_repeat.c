@@ -308,7 +308,8 @@ START_TEST(schema_v4_upgrade)
      * the schema's comment follows it) */
     snprintf(sql, sizeof sql, "PRAGMA foreign_keys = OFF; CREATE TABLE runs4 (id INTEGER "
              "PRIMARY KEY, %s); INSERT INTO runs4 SELECT id, %s FROM runs; DROP TABLE runs; "
-             "ALTER TABLE runs4 RENAME TO runs; UPDATE schema_version SET version = 4", cols,
+             "ALTER TABLE runs4 RENAME TO runs; ALTER TABLE epochs DROP COLUMN val_bleu; "
+             "UPDATE schema_version SET version = 4", cols,
              cols);
     ck_assert_msg(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(h));
     sqlite3_close(h);

@@ -83,6 +83,25 @@ START_TEST(open_creates_schema)
 }
 END_TEST
 
+/* A version 5 file (epochs without val_bleu) is upgraded in place when opened for
+ * writing: the column is added, NULL for the epochs already there. */
+START_TEST(schema_v5_upgrade)
+{
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "ALTER TABLE epochs DROP COLUMN val_bleu; UPDATE schema_version "
+                              "SET version = 5", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+    pb_results_close(open_ok());
+    d = raw();
+    ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
+                     PB_RESULTS_SCHEMA_VERSION);
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM pragma_table_info('epochs') WHERE name = "
+                              "'val_bleu'"), "1");
+    sqlite3_close(d);
+}
+END_TEST
+
 START_TEST(schema_is_embedded)
 {
     char path[4096];
@@ -391,6 +410,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("store");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, open_creates_schema);
+    tcase_add_test(tc, schema_v5_upgrade);
     tcase_add_test(tc, schema_is_embedded);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, unwritable_paths);

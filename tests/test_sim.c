@@ -326,7 +326,7 @@ START_TEST(test_schema_upgrade)
                            NULL, NULL, NULL) == SQLITE_OK);
 #undef V2_RUN_COLUMNS
     static const char *const cols[][2] = {
-        {"epochs", "sim_wall_s"}, {"epochs", "sim_throughput"},
+        {"epochs", "sim_wall_s"}, {"epochs", "sim_throughput"}, {"epochs", "val_bleu"},
         {"stage_stats", "f_s"}, {"stage_stats", "b_s"}, {"stage_stats", "u_s"},
         {"stage_stats", "sim_bubble"}};
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {

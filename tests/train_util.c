@@ -157,13 +157,13 @@ static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interl
                 struct pb_tensor t;
                 ck_assert(pb_tensor_alloc(be, &t, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
                 be->ops->upload(be, t.data, x, pb_shape_count(s.in_shape) * sizeof *x);
-                struct pb_step_ctx ctx = {true, c->seed, (int64_t)epoch * nmb + j, NULL};
+                struct pb_step_ctx ctx = {true, c->seed, (int64_t)epoch * nmb + j, NULL, NULL};
                 ck_assert(pb_stage_forward(&s, &ctx, s.params, t, labels, &acts[i], NULL, &e) == 0);
                 if (interleave)
                     ck_assert(pb_stage_backward(&s, &ctx, s.params, &acts[i], NULL, NULL, &e) == 0);
             }
             for (int i = cnt - 1; i >= 0 && !interleave; i--) {
-                struct pb_step_ctx ctx = {true, c->seed, acts[i].mb, NULL};
+                struct pb_step_ctx ctx = {true, c->seed, acts[i].mb, NULL, NULL};
                 ck_assert(pb_stage_backward(&s, &ctx, s.params, &acts[i], NULL, NULL, &e) == 0);
             }
             if (cnt > 1)

@@ -322,22 +322,23 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
 static int show_epochs(struct pb_results *db, sqlite3_int64 id, int *last)
 {
     static const char sql[] =
-        "SELECT epoch + 1, train_loss, val_loss, 100 * val_acc, samples, wall_s, throughput, lr "
-        "FROM epochs WHERE run_id = ? ORDER BY epoch";
-    static const char *const fmt[] = {"%g", "%.4f", "%.4f", "%.2f", "%g", "%.2f", "%.1f", "%g"};
+        "SELECT epoch + 1, train_loss, val_loss, 100 * val_acc, val_bleu, samples, wall_s, "
+        "throughput, lr FROM epochs WHERE run_id = ? ORDER BY epoch";
+    static const char *const fmt[] = {"%g", "%.4f", "%.4f", "%.2f", "%.2f", "%g", "%.2f", "%.1f",
+                                      "%g"};
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(s, 1, id);
-    struct table t = {.ncols = 8};
+    struct table t = {.ncols = 9};
     table_add(&t, (const char *const[]){"epoch", "train loss", "val loss", "val acc %",
-                                        "samples", "wall s", "samples/s", "lr"});
+                                        "val BLEU", "samples", "wall s", "samples/s", "lr"});
     int rc;
     *last = -1;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        char b[8][64];
-        const char *row[8];
-        for (int j = 0; j < 8; j++)
+        char b[9][64];
+        const char *row[9];
+        for (int j = 0; j < 9; j++)
             row[j] = col_text(s, j, fmt[j], b[j]);
         *last = sqlite3_column_int(s, 0) - 1;
         table_add(&t, row);

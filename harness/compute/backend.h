@@ -246,6 +246,10 @@ struct pb_backend_ops {
     void (*attn_bwd)(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc);
+    /* the attention weights [batch, tq, tk] (0 at keys past a length) of the forward that
+     * left ws, into a (device): what the beam search's coverage penalty adds up */
+    void (*attn_weights)(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
+                         float *a);
 
     /* the optimizer step and the weight prediction over a flat buffer, from plain
      * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */

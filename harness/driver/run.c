@@ -90,6 +90,8 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     cJSON_AddNumberToObject(o, "epochs", c->epochs);
     cJSON_AddNumberToObject(o, "limit_train", c->limit_train);
     cJSON_AddNumberToObject(o, "limit_val", c->limit_val);
+    if (c->beam > 0)   /* beside greedy decoding only: older runs keep their identity */
+        cJSON_AddNumberToObject(o, "beam", c->beam);
     cJSON_AddNumberToObject(o, "threads", c->threads);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);

@@ -17,6 +17,8 @@
 #define PB_MAX_EPOCHS 1000000
 /* Most trainings --repeat may ask of one configuration and seed. */
 #define PB_MAX_REPEATS 1000
+/* The widest --beam a run takes. */
+#define PB_RUN_MAX_BEAM 64
 /* The message of a --repeat out of range (its printf arguments: PB_MAX_REPEATS, N). */
 #define PB_REPEAT_RANGE_MSG "--repeat counts trainings of the configuration: between 1 and %d (got %d)"
 /* The message of --repeat N > 1 under --executor mpi (its printf argument: N). */
@@ -51,6 +53,8 @@ struct pb_run_cfg {
      * samples under every schedule. */
     int batch;
     int limit_train, limit_val;   /* 0 = all */
+    int beam;                     /* a translation model's validation BLEU: 0 greedy
+                                     decoding, K >= 1 beam search of K */
     int threads;                  /* cores for all stages together, 0 = all */
     uint64_t seed;
     /* --repeat N: the configuration is trained N times with the same seed, one run each,

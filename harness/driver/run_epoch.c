@@ -112,7 +112,7 @@ static double simulate_epoch(const struct run_state *r, struct pb_stage_record *
 /* The epoch's row at rank 0: stage records and events of every stage, the training
  * loss of the last. */
 static int record(struct run_state *r, int epoch, double wall, double vloss, double vacc,
-                  struct pb_run_summary *sum, struct pb_err *e)
+                  double vbleu, struct pb_run_summary *sum, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     int d = c->stages, nlocal = r->hi - r->lo;
@@ -156,6 +156,8 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
         .train_loss = loss[1] > 0 ? loss[0] / loss[1] : NAN,
         .val_loss = vloss,
         .val_acc = vacc,
+        .has_bleu = !isnan(vbleu),
+        .val_bleu = vbleu,
         .samples = samples,
         .wall_s = wall,
         .throughput = wall > 0 ? (double)samples / wall : 0,
@@ -188,8 +190,12 @@ static int record(struct run_state *r, int epoch, double wall, double vloss, dou
     if (c->on_epoch)
         c->on_epoch(c->on_epoch_ctx, epoch, c->epochs, vacc);
     if (!c->quiet && run_writer(r)) {
-        printf("epoch %d: train loss %.4f, val loss %.4f, val acc %.2f%%, %.1f samples/s, %.2f s\n",
-               epoch + 1, rec.train_loss, vloss, 100 * vacc, rec.throughput, wall);
+        char bleu[32] = "";
+        if (!isnan(vbleu))
+            snprintf(bleu, sizeof bleu, ", val BLEU %.2f", vbleu);
+        printf("epoch %d: train loss %.4f, val loss %.4f, val acc %.2f%%%s, %.1f samples/s, "
+               "%.2f s\n", epoch + 1, rec.train_loss, vloss, 100 * vacc, bleu, rec.throughput,
+               wall);
         fflush(stdout);   /* each epoch's line when it ends, also through a pipe or tee */
     }
     return 0;
@@ -241,7 +247,54 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     double vloss, vacc;
     if (pb_dist_any(r->dist, validate(r, epoch, &vloss, &vacc, e) != 0))
         return -1;
-    return record(r, epoch, wall, vloss, vacc, sum, e);
+    double vbleu;
+    if (pb_run_val_bleu(r, &vbleu, e))
+        return -1;
+    return record(r, epoch, wall, vloss, vacc, vbleu, sum, e);
+}
+
+int pb_run_gather_weights(struct run_state *r, struct pb_stage *lay, float **ps, float **bs)
+{
+    int d = r->cfg->stages;
+    bool local = !r->dist;
+    for (int k = r->lo; k < r->hi; k++) {
+        struct pb_stage *mine = &r->stages[k];
+        float *p = pb_xmalloc(mine->nparams * sizeof(float) + 1);
+        float *b = pb_xmalloc(mine->nbuffers * sizeof(float) + 1);
+        mine->be->ops->download(mine->be, p, mine->params, mine->nparams * sizeof(float));
+        mine->be->ops->download(mine->be, b, mine->buffers, mine->nbuffers * sizeof(float));
+        mine->be->ops->sync(mine->be);
+        if (run_writer(r)) {
+            ps[k] = p;
+            bs[k] = b;
+        } else {
+            pb_dist_send(r->dist, p, mine->nparams * sizeof(float), 0, PB_TAG_WEIGHTS);
+            pb_dist_send(r->dist, b, mine->nbuffers * sizeof(float), 0, PB_TAG_WEIGHTS);
+            free(p);
+            free(b);
+        }
+    }
+    if (!run_writer(r))
+        return 0;
+    for (int k = 0; k < d; k++) {
+        pb_stage_layout(&lay[k], &r->model, k, d, r->bounds[k], r->bounds[k + 1]);
+        if (local || k < r->hi)
+            continue;
+        ps[k] = pb_xmalloc(lay[k].nparams * sizeof(float) + 1);
+        bs[k] = pb_xmalloc(lay[k].nbuffers * sizeof(float) + 1);
+        pb_dist_recv(r->dist, ps[k], lay[k].nparams * sizeof(float), k, PB_TAG_WEIGHTS);
+        pb_dist_recv(r->dist, bs[k], lay[k].nbuffers * sizeof(float), k, PB_TAG_WEIGHTS);
+    }
+    return d;
+}
+
+void pb_run_weights_free(struct pb_stage *lay, float **ps, float **bs, int n)
+{
+    for (int k = 0; k < n; k++) {
+        free(ps[k]);
+        free(bs[k]);
+        pb_stage_finish(&lay[k]);
+    }
 }
 
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e)
@@ -253,42 +306,16 @@ int pb_run_save(struct run_state *r, const char *path, struct pb_err *e)
     if (!r->dist)
         return pb_checkpoint_save(r->stages, c->stages, path, meta, e);
     /* gather every stage's weights to rank 0, which knows their layouts */
-    struct pb_stage *mine = &r->stages[r->lo];
-    float *p = pb_xmalloc(mine->nparams * sizeof(float) + 1);
-    float *b = pb_xmalloc(mine->nbuffers * sizeof(float) + 1);
-    mine->be->ops->download(mine->be, p, mine->params, mine->nparams * sizeof(float));
-    mine->be->ops->download(mine->be, b, mine->buffers, mine->nbuffers * sizeof(float));
-    int rc = 0;
-    if (r->dist->rank != 0) {
-        pb_dist_send(r->dist, p, mine->nparams * sizeof(float), 0, PB_TAG_WEIGHTS);
-        pb_dist_send(r->dist, b, mine->nbuffers * sizeof(float), 0, PB_TAG_WEIGHTS);
-    } else {
-        int d = c->stages;
-        struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
-        float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
-        for (int k = 0; k < d; k++) {
-            pb_stage_layout(&lay[k], &r->model, k, d, r->bounds[k], r->bounds[k + 1]);
-            ps[k] = k ? pb_xmalloc(lay[k].nparams * sizeof(float) + 1) : p;
-            bs[k] = k ? pb_xmalloc(lay[k].nbuffers * sizeof(float) + 1) : b;
-            if (k) {
-                pb_dist_recv(r->dist, ps[k], lay[k].nparams * sizeof(float), k, PB_TAG_WEIGHTS);
-                pb_dist_recv(r->dist, bs[k], lay[k].nbuffers * sizeof(float), k, PB_TAG_WEIGHTS);
-            }
-        }
+    int d = c->stages;
+    struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
+    float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
+    int n = pb_run_gather_weights(r, lay, ps, bs), rc = 0;
+    if (n)
         rc = pb_checkpoint_save_host(lay, d, ps, bs, path, meta, e);
-        for (int k = 0; k < d; k++) {
-            if (k) {
-                free(ps[k]);
-                free(bs[k]);
-            }
-            pb_stage_finish(&lay[k]);
-        }
-        free(lay);
-        free(ps);
-        free(bs);
-    }
-    free(p);
-    free(b);
+    pb_run_weights_free(lay, ps, bs, n);
+    free(lay);
+    free(ps);
+    free(bs);
     if (pb_dist_any(r->dist, rc != 0)) {
         if (!rc)
             e->msg[0] = 0;

@@ -14,7 +14,7 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -58,6 +58,7 @@ static const struct option run_options[] = {
     {"backend", required_argument, 0, O_BACKEND},
     {"experiment", required_argument, 0, O_EXPERIMENT},
     {"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
+    {"beam", required_argument, 0, O_BEAM},
     {"batch", required_argument, 0, O_BATCH},
     {"repeat", required_argument, 0, O_REPEAT},
     {"help", no_argument, 0, O_HELP},
@@ -145,6 +146,10 @@ void pb_run_flags_usage(FILE *f)
         "  --limit-train N         keep the first N training samples, 0 to the split's size\n"
         "                          (default 0: all)\n"
         "  --limit-val N           the same for the validation samples (default 0: all)\n"
+        "  --beam K                a translation model's validation BLEU each epoch: 0\n"
+        "                          greedy decoding (default), K >= 1 beam search of K\n"
+        "                          with the paper's length normalisation and coverage\n"
+        "                          penalty, 0 to 64\n"
         "  --seed S                initialisation, shuffling and dropout, 0 to 2^64 - 1\n"
         "                          (default 1)\n"
         "  --repeat N              train the configuration N times with the same seed, one\n"
@@ -274,6 +279,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_CHECKPOINT_EVERY, "--checkpoint-every", c->checkpoint_every);
     INT(O_BATCH, "--batch", c->batch);
     INT(O_REPEAT, "--repeat", c->repeats);
+    INT(O_BEAM, "--beam", c->beam);
 #undef FLT
 #undef INT
     if (!rc && val[O_NESTEROV])

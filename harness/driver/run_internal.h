@@ -39,6 +39,8 @@ struct run_state {
     struct pb_results *db;        /* rank 0 only */
     int start_epoch;              /* 0, or the first epoch a resumed run trains */
     int64_t run_id;
+    struct pb_dataset bleu_val;   /* rank 0, a translation model: the validation split
+                                     with inputs and targets, when val lacks a part */
 };
 
 static inline bool run_writer(const struct run_state *r)
@@ -108,6 +110,17 @@ int pb_run_save_state(struct run_state *r, int epochs_done, struct pb_err *e);
 int pb_run_load_state(struct run_state *r, struct pb_err *e);
 /* Whether the run writes resume states (--checkpoint-every, executor). */
 int pb_run_checkpoint_every(const struct pb_run_cfg *c);
+
+/* Host copies of every stage's parameters and buffers at rank 0 (gathered with MPI; a
+ * collective): ps[k], bs[k] and the layouts lay[k] of the D stages (arrays of D), D
+ * returned there, 0 on the other ranks (nothing set). Free with pb_run_weights_free. */
+int pb_run_gather_weights(struct run_state *r, struct pb_stage *lay, float **ps, float **bs);
+void pb_run_weights_free(struct pb_stage *lay, float **ps, float **bs, int n);
+
+/* A translation model's validation BLEU (0 to 100) of epoch's weights, decoded on a
+ * one-stage copy of the model at rank 0 (run_bleu.c; --beam); NaN for other models and
+ * on the other ranks. A collective. */
+int pb_run_val_bleu(struct run_state *r, double *bleu, struct pb_err *e);
 
 /* Saves every stage's weights (gathered to rank 0 with MPI). */
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e);

@@ -42,6 +42,9 @@ int pb_run_check_cfg(const struct pb_run_cfg *c, struct pb_err *e)
                           c->batch, mb, c->schedule, c->microbatch_size);
     if (c->limit_train < 0 || c->limit_val < 0)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
+    if (c->beam < 0 || c->beam > PB_RUN_MAX_BEAM)
+        return pb_err_set(e, "--beam takes 0 (greedy decoding) or a beam width of 1 to %d "
+                             "(got %d)", PB_RUN_MAX_BEAM, c->beam);
     if (c->threads < 0)
         return pb_err_set(e, "--threads must be >= 0 (0 = all cores)");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -556,5 +559,6 @@ void pb_run_state_finish(struct run_state *r)
     pb_model_finish(&r->model);
     pb_dataset_finish(&r->train);
     pb_dataset_finish(&r->val);
+    pb_dataset_finish(&r->bleu_val);
     pb_results_close(r->db);
 }

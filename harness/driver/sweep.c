@@ -128,7 +128,7 @@ static bool context_free(const char *key)
 {
     static const char *const keys[] = {
         "stages", "microbatches", "microbatch-size", "epochs", "limit-train", "limit-val",
-        "threads", "label-smoothing", "executor", "lr", "weight-decay", NULL,
+        "threads", "label-smoothing", "executor", "lr", "weight-decay", "beam", NULL,
     };
     for (int i = 0; keys[i]; i++)
         if (!strcmp(keys[i], key))

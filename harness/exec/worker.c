@@ -395,7 +395,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
     const int32_t *lengths = stage_side(w, op->mb);
-    struct pb_step_ctx c = {false, w->seed, op->mb, lengths};
+    struct pb_step_ctx c = {false, w->seed, op->mb, lengths, NULL};
     struct pb_stage_act act;
     if (pb_stage_forward(s, &c, s->params, x, w->labels, &act, &y, e))
         return -1;
@@ -427,7 +427,8 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     }
     if (w->plan.stash[op - w->prog->ops])
         pb_wstore_stash(&w->ws, wts, w->u_epoch + v->base);
-    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, lengths};
+    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, lengths,
+                            NULL};
     if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e))
         return -1;
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
@@ -458,7 +459,8 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     double t0 = now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
-    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL};
+    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL,
+                            NULL};
     int rc = wts ? pb_stage_backward(s, &c, wts, &w->acts[op->mb], is_last(w) ? NULL : &dy, &dx, e)
                  : -1;
     pb_backend_free(s->be, dy.data);

@@ -90,6 +90,8 @@ struct pb_fwd_ctx {
     int stage;
     int64_t mb;
     const int32_t *lengths;  /* sequences' lengths [batch] (device), NULL = all full */
+    float *attn_out;  /* eval: where the attention layers write their weights [batch, tq,
+                         tk] (device; the last one's stay), NULL = nowhere */
 };
 
 /* What a forward leaves for the backward of one micro-batch. */

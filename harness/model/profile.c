@@ -84,7 +84,7 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
         return -1;
     be->ops->copy(be, x.data, p->x.data, pb_shape_count(x.shape) * sizeof(float));
     be->ops->sync(be);
-    struct pb_step_ctx c = {true, 1, mb, NULL};
+    struct pb_step_ctx c = {true, 1, mb, NULL, NULL};
     struct pb_stage_act act;
     double t0 = now_ms();
     if (pb_stage_forward(s, &c, s->params, x, p->labels, &act, &y, e))

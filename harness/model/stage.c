@@ -198,7 +198,8 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
     act->mb = c->mb;
     act->input = input;
     act->nodes = pb_xcalloc((size_t)stage_nodes(s), sizeof *act->nodes);
-    struct pb_fwd_ctx fc = {be, c->train, c->seed, s->index, c->mb, c->lengths};
+    struct pb_fwd_ctx fc = {be, c->train, c->seed, s->index, c->mb, c->lengths,
+                            c->train ? NULL : c->attn_out};
     const struct pb_tensor *bin = &act->input;
     int idx = 0;
     for (int b = s->first; b < s->last; b++) {
@@ -315,7 +316,7 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
     struct pb_backend *be = s->be;
     int n = stage_nodes(s);
     struct grad_state gs = {.g = pb_xcalloc((size_t)n, sizeof *gs.g)};
-    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL};
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL};
     const struct pb_tensor *y = &act->nodes[n - 1].out;
     struct pb_tensor src = {act->dlogits, y->shape, PB_LAYOUT_PLAIN};
     if (s->index != s->nstages - 1) {

@@ -49,6 +49,8 @@ struct pb_step_ctx {
     const int32_t *lengths;  /* forward: the micro-batch's sequence lengths [batch] (device;
                                 a translation model's source lengths), for the stages with
                                 needs_lengths; NULL = every step counts */
+    float *attn_out;  /* eval forward: the attention weights [batch, Tq, Tk] of the stage's
+                         attention layer (device), for decoding; NULL = not wanted */
 };
 
 /* The stage's layout only (offsets, counts, shapes; no memory, be = NULL): what a

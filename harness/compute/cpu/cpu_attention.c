@@ -117,6 +117,15 @@ void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
     pb_cpu_scratch_free(be, tmp);
 }
 
+void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
+                         float *a)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    struct attn_ws s = ws_split(d, (void *)ws);
+    memcpy(a, s.a, (size_t)d->batch * d->tq * d->tk * sizeof *a);
+}
+
 void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc)

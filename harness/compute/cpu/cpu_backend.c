@@ -169,6 +169,7 @@ static const struct pb_backend_ops cpu_ops = {
     .attn_workspace = pb_cpu_attn_workspace,
     .attn_fwd = pb_cpu_attn_fwd,
     .attn_bwd = pb_cpu_attn_bwd,
+    .attn_weights = pb_cpu_attn_weights,
     .optim_step = pb_cpu_optim_step,
     .predict = pb_cpu_predict,
 };

@@ -258,6 +258,8 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);
 size_t pb_cpu_attn_workspace(struct pb_backend *be, const struct pb_attn_desc *d);
+void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
+                         float *a);
 void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
 void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,

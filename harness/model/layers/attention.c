@@ -91,9 +91,22 @@ static int attn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     struct pb_attn_desc d = attn_desc(l);
     if (pb_tensor_alloc(be, &act->out, l->out_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
         return -1;
-    if (!c->train) {
+    if (!c->train && !c->attn_out) {
         be->ops->attn_fwd(be, &d, in[0]->data, in[1]->data, c->lengths, params, act->out.data,
                           NULL);
+        return 0;
+    }
+    if (!c->train) {  /* the weights wanted: a forward that keeps them, then copied out */
+        void *ws = pb_backend_alloc(be, be->ops->attn_workspace(be, &d), PB_MEM_SCRATCH, e);
+        if (!ws) {
+            pb_backend_free(be, act->out.data);
+            act->out.data = NULL;
+            return -1;
+        }
+        be->ops->attn_fwd(be, &d, in[0]->data, in[1]->data, c->lengths, params, act->out.data,
+                          ws);
+        be->ops->attn_weights(be, &d, ws, c->attn_out);
+        pb_backend_free(be, ws);
         return 0;
     }
     size_t ws = be->ops->attn_workspace(be, &d), lb = (size_t)d.batch * sizeof(int32_t);

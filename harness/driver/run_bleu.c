@@ -1,0 +1,127 @@
+/* harness/driver/run_bleu.c — a translation model's validation BLEU at the end of an
+ * epoch (run_internal.h): every stage's weights gathered to rank 0 into a one-stage copy
+ * of the model (the same workload and preset, all blocks, built for B·K rows), the
+ * validation split decoded on a backend of its own (stage 0's kind and threads; the
+ * stages' memory records stay theirs) with workloads/decode/stage_decoder.h (greedy for --beam 0,
+ * else the paper's beam search of K: length normalisation and coverage penalty), and
+ * scored as BPE-merged text against the split's targets. The
+ * numbers depend on the weights only, not on the executor or D. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/driver/run_internal.h"
+#include "workloads/decode/stage_decoder.h"
+
+/* The validation split with inputs and targets: r->val when it holds both, else one
+ * loaded once for decoding. */
+static int bleu_data(struct run_state *r, const struct pb_dataset **out, struct pb_err *e)
+{
+    if (r->val.x && r->val.tgt) {
+        *out = &r->val;
+        return 0;
+    }
+    if (!r->bleu_val.n) {
+        struct pb_dataset_opts opts;
+        const char *ds = pb_run_data_opts(r, &opts);
+        opts.parts = 0;
+        if (pb_dataset_load_opts(&r->bleu_val, ds, r->cfg->data_dir, PB_SPLIT_TEST,
+                                 r->cfg->limit_val, r->cfg->seed, &opts, e))
+            return -1;
+    }
+    *out = &r->bleu_val;
+    return 0;
+}
+
+/* The ids' text: the wmt16 vocabulary of the data folder, or the stand-in's names. */
+static int bleu_vocab(const struct run_state *r, struct pb_wmt16_vocab *v, struct pb_err *e)
+{
+    if (!strcmp(r->dataset, "wmt16-de-en")) {
+        const char *origin;
+        const char *dir = pb_dataset_dir(r->dataset, r->cfg->data_dir, &origin);
+        char path[4096];
+        pb_wmt16_path(path, sizeof path, dir, "vocab.bpe.32000");
+        return pb_wmt16_vocab_load(v, path, e);
+    }
+    pb_stage_decoder_synthetic_vocab(v, r->model.nclasses);
+    return 0;
+}
+
+/* Decodes with the gathered weights ps, bs of the D stages' layouts lay. */
+static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, float *const *bs,
+                  double *bleu, struct pb_err *e)
+{
+    const struct pb_run_cfg *c = r->cfg;
+    int K = c->beam > 0 ? c->beam : 1;
+    const struct pb_dataset *ds;
+    struct pb_wmt16_vocab v = {0};
+    struct pb_model m = {0};
+    struct pb_stage s = {0};
+    struct pb_backend *be = NULL;
+    bool built = false, staged = false;
+    int rc = bleu_data(r, &ds, e) || bleu_vocab(r, &v, e);
+    if (!rc)
+        rc = r->workload->build(&m, r->preset, r->model.input, r->model.nclasses, e);
+    built = !rc;
+    if (!rc)
+        rc = pb_model_finalize(&m, c->microbatch_size * K, e);
+    if (!rc) {
+        struct pb_backend_cfg bc = {.device = 0, .threads = pb_run_stage_threads(c)};
+        be = pb_backend_create(c->backend, &bc, e);
+        rc = be ? 0 : -1;
+    }
+    /* index 0 of 2: not the last stage, so the forward gives the logits */
+    if (!rc)
+        rc = pb_stage_init(&s, be, &m, 0, 2, 0, m.nblocks, e);
+    staged = !rc;
+    size_t po = 0, bo = 0;
+    for (int k = 0; !rc && k < c->stages; k++) {
+        s.be->ops->upload(s.be, s.params + po, ps[k], lay[k].nparams * sizeof(float));
+        s.be->ops->upload(s.be, s.buffers + bo, bs[k], lay[k].nbuffers * sizeof(float));
+        po += lay[k].nparams;
+        bo += lay[k].nbuffers;
+    }
+    PB_CHECK(rc || (po == s.nparams && bo == s.nbuffers));
+    struct pb_decode_opts o;
+    pb_decode_opts_paper(&o);
+    o.beam = c->beam;
+    struct pb_bleu b = {0};
+    if (!rc)
+        rc = pb_stage_decode_bleu(&s, ds, r->nval, &o, &v, &b, NULL, NULL, e);
+    if (!rc) {
+        struct pb_bleu_score sc;
+        pb_bleu_score(&b, &sc);
+        *bleu = sc.bleu;
+    }
+    if (staged)
+        pb_stage_finish(&s);
+    if (be)
+        pb_backend_destroy(be);
+    if (built)
+        pb_model_finish(&m);
+    pb_wmt16_vocab_finish(&v);
+    return rc ? pb_err_prefix(e, "validation BLEU: ") : 0;
+}
+
+int pb_run_val_bleu(struct run_state *r, double *bleu, struct pb_err *e)
+{
+    *bleu = NAN;
+    if (!r->model.label_steps || r->nval < 1)
+        return 0;
+    int d = r->cfg->stages;
+    struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
+    float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
+    int n = pb_run_gather_weights(r, lay, ps, bs), rc = 0;
+    if (n)
+        rc = decode(r, lay, ps, bs, bleu, e);
+    pb_run_weights_free(lay, ps, bs, n);
+    free(lay);
+    free(ps);
+    free(bs);
+    if (pb_dist_any(r->dist, rc != 0)) {
+        if (!rc)
+            e->msg[0] = 0;
+        return -1;
+    }
+    return 0;
+}

@@ -49,8 +49,9 @@ static int bleu_vocab(const struct run_state *r, struct pb_wmt16_vocab *v, struc
 
 /* Decodes with the gathered weights ps, bs of the D stages' layouts lay. */
 static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, float *const *bs,
-                  double *bleu, struct pb_err *e)
+                  void *ctx, struct pb_err *e)
 {
+    double *bleu = ctx;
     const struct pb_run_cfg *c = r->cfg;
     int K = c->beam > 0 ? c->beam : 1;
     const struct pb_dataset *ds;
@@ -108,20 +109,5 @@ int pb_run_val_bleu(struct run_state *r, double *bleu, struct pb_err *e)
     *bleu = NAN;
     if (!r->model.label_steps || r->nval < 1)
         return 0;
-    int d = r->cfg->stages;
-    struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
-    float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
-    int n = pb_run_gather_weights(r, lay, ps, bs), rc = 0;
-    if (n)
-        rc = decode(r, lay, ps, bs, bleu, e);
-    pb_run_weights_free(lay, ps, bs, n);
-    free(lay);
-    free(ps);
-    free(bs);
-    if (pb_dist_any(r->dist, rc != 0)) {
-        if (!rc)
-            e->msg[0] = 0;
-        return -1;
-    }
-    return 0;
+    return pb_run_with_weights(r, decode, bleu, e);
 }

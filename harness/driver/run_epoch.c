@@ -253,7 +253,8 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     return record(r, epoch, wall, vloss, vacc, vbleu, sum, e);
 }
 
-int pb_run_gather_weights(struct run_state *r, struct pb_stage *lay, float **ps, float **bs)
+/* ps[k], bs[k], lay[k] of the D stages at rank 0, D returned there; 0 elsewhere */
+static int gather_weights(struct run_state *r, struct pb_stage *lay, float **ps, float **bs)
 {
     int d = r->cfg->stages;
     bool local = !r->dist;
@@ -288,13 +289,44 @@ int pb_run_gather_weights(struct run_state *r, struct pb_stage *lay, float **ps,
     return d;
 }
 
-void pb_run_weights_free(struct pb_stage *lay, float **ps, float **bs, int n)
+static void weights_free(struct pb_stage *lay, float **ps, float **bs, int n)
 {
     for (int k = 0; k < n; k++) {
         free(ps[k]);
         free(bs[k]);
         pb_stage_finish(&lay[k]);
     }
+}
+
+int pb_run_with_weights(struct run_state *r, pb_run_weights_fn use, void *ctx, struct pb_err *e)
+{
+    int d = r->cfg->stages;
+    struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
+    float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
+    int n = gather_weights(r, lay, ps, bs), rc = 0;
+    if (n)
+        rc = use(r, lay, ps, bs, ctx, e);
+    weights_free(lay, ps, bs, n);
+    free(lay);
+    free(ps);
+    free(bs);
+    if (pb_dist_any(r->dist, rc != 0)) {
+        if (!rc)
+            e->msg[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+struct save_to {
+    const char *path, *meta;
+};
+
+static int save_host(struct run_state *r, struct pb_stage *lay, float *const *ps,
+                     float *const *bs, void *ctx, struct pb_err *e)
+{
+    const struct save_to *to = ctx;
+    return pb_checkpoint_save_host(lay, r->cfg->stages, ps, bs, to->path, to->meta, e);
 }
 
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e)
@@ -306,20 +338,6 @@ int pb_run_save(struct run_state *r, const char *path, struct pb_err *e)
     if (!r->dist)
         return pb_checkpoint_save(r->stages, c->stages, path, meta, e);
     /* gather every stage's weights to rank 0, which knows their layouts */
-    int d = c->stages;
-    struct pb_stage *lay = pb_xcalloc((size_t)d, sizeof *lay);
-    float **ps = pb_xcalloc((size_t)d, sizeof *ps), **bs = pb_xcalloc((size_t)d, sizeof *bs);
-    int n = pb_run_gather_weights(r, lay, ps, bs), rc = 0;
-    if (n)
-        rc = pb_checkpoint_save_host(lay, d, ps, bs, path, meta, e);
-    pb_run_weights_free(lay, ps, bs, n);
-    free(lay);
-    free(ps);
-    free(bs);
-    if (pb_dist_any(r->dist, rc != 0)) {
-        if (!rc)
-            e->msg[0] = 0;
-        return -1;
-    }
-    return 0;
+    struct save_to save = {path, meta};
+    return pb_run_with_weights(r, save_host, &save, e);
 }

@@ -111,11 +111,13 @@ int pb_run_load_state(struct run_state *r, struct pb_err *e);
 /* Whether the run writes resume states (--checkpoint-every, executor). */
 int pb_run_checkpoint_every(const struct pb_run_cfg *c);
 
-/* Host copies of every stage's parameters and buffers at rank 0 (gathered with MPI; a
- * collective): ps[k], bs[k] and the layouts lay[k] of the D stages (arrays of D), D
- * returned there, 0 on the other ranks (nothing set). Free with pb_run_weights_free. */
-int pb_run_gather_weights(struct run_state *r, struct pb_stage *lay, float **ps, float **bs);
-void pb_run_weights_free(struct pb_stage *lay, float **ps, float **bs, int n);
+/* Host copies of every stage's parameters and buffers gathered at rank 0 (with MPI; a
+ * collective): use(r, lay, ps, bs, ctx, e) gets the layouts lay[k] and ps[k], bs[k] of
+ * the D stages there, then they are freed. Every rank returns a failure (-1; e says why
+ * at the rank that failed, empty elsewhere). */
+typedef int (*pb_run_weights_fn)(struct run_state *r, struct pb_stage *lay, float *const *ps,
+                                 float *const *bs, void *ctx, struct pb_err *e);
+int pb_run_with_weights(struct run_state *r, pb_run_weights_fn use, void *ctx, struct pb_err *e);
 
 /* A translation model's validation BLEU (0 to 100) of epoch's weights, decoded on a
  * one-stage copy of the model at rank 0 (run_bleu.c; --beam); NaN for other models and

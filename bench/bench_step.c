@@ -3,7 +3,8 @@
  * primitives, measured interleaved in one run (the machine is shared and noisy).
  *
  * For every model of the registry (pb_workloads[]) on its dataset's sample shape (the zoo's
- * image models: their `small` preset on synthetic data of its shape and classes), micro-batch
+ * image models: their `small` preset on synthetic data of its shape and classes; the
+ * sequence models are scripts/bench seq's), micro-batch
  * 32, 64 and 128, backend threads 1 and 2, D = 1:
  *   - the step: forward with the loss, backward and the SGD-momentum update (pb_stage_forward,
  *     pb_stage_backward, pb_optim_step, then sync), exactly the calls and the timed region of
@@ -485,6 +486,31 @@ static void config_finish(struct config *c)
     free(c->mem);
 }
 
+/* The rounds of one model's configurations: its step and primitives against the PyTorch
+ * children, alternating which side goes first. A model's configurations are measured
+ * together and freed before the next model's are built, so the largest model bounds the
+ * memory, not the registry. */
+static void measure(struct config *cfgs, int ncfg, struct bench_torch *tp, const char *name)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        fprintf(stderr, "bench_step: %s, round %d of %d\n", name, r + 1, ROUNDS);
+        for (int i = 0; i < ncfg; i++) {
+            struct config *c = &cfgs[i];
+            for (int side = 0; side < 2; side++) {
+                if ((side == 0) == (r % 2 == 0)) {
+                    c->t_step[r] = time_step(c);
+                    c->t_prims[r] = time_prims(c);
+                    continue;
+                }
+                for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */
+                    c->t_torch[k][r] = !c->twin || !tp[k].req ? 0.0
+                                       : torch_time(&tp[k], c->key, c->threads, k ? 1 : WARMUP,
+                                                    k ? 3 : REPS);
+            }
+        }
+    }
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_step step [--openblas DIR] [--model NAME]\n"
@@ -537,10 +563,17 @@ int main(int argc, char **argv)
         const struct pb_workload *wl = pb_workloads[i];
         if (only && strcmp(only, wl->name))
             continue;
+        int first = ncfg;
         struct pb_err e;
         const struct pb_preset *p;
         if (pb_workload_preset(wl, NULL, &p, &e))
             die(wl->name, &e);
+        if (wl->vocab || (p && p->vocab)) {
+            if (only)
+                fprintf(stderr, "bench_step: %s is a sequence model: scripts/bench seq "
+                                "times it\n", wl->name);
+            continue;
+        }
         struct pb_shape in = p ? pb_preset_sample(p) : (struct pb_shape){0};
         struct pb_dataset_opts synth = {.c = in.c, .h = in.h, .w = in.w,
                                         .nclasses = p ? p->classes : 0, .n = batches[NBATCH - 1]};
@@ -560,28 +593,14 @@ int main(int argc, char **argv)
                                                           c->stage.nparams);
                 free(spec);
             }
+        measure(cfgs + first, ncfg - first, tp, wl->name);
+        for (int k = first; k < ncfg; k++)
+            config_finish(&cfgs[k]);
+        pb_dataset_finish(&ds[i]);
     }
     if (!ncfg) {
         fprintf(stderr, "bench_step: no model named '%s'\n", only ? only : "");
         return 2;
-    }
-
-    for (int r = 0; r < ROUNDS; r++) {
-        fprintf(stderr, "bench_step: round %d of %d\n", r + 1, ROUNDS);
-        for (int i = 0; i < ncfg; i++) {
-            struct config *c = &cfgs[i];
-            for (int side = 0; side < 2; side++) {
-                if ((side == 0) == (r % 2 == 0)) {
-                    c->t_step[r] = time_step(c);
-                    c->t_prims[r] = time_prims(c);
-                    continue;
-                }
-                for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */
-                    c->t_torch[k][r] = !c->twin || !tp[k].req ? 0.0
-                                       : torch_time(&tp[k], c->key, c->threads, k ? 1 : WARMUP,
-                                                    k ? 3 : REPS);
-            }
-        }
     }
 
     char r1[32], r2[32];
@@ -618,12 +637,8 @@ int main(int argc, char **argv)
     }
     printf("  goal: step/prims <= 1.15 on every row\n");
 
-    for (int i = 0; i < ncfg; i++)
-        config_finish(&cfgs[i]);
     for (int t = 0; t < NTHREADS; t++)
         pb_backend_destroy(be[t]);
-    for (int i = 0; i < nmodels; i++)
-        pb_dataset_finish(&ds[i]);
     free(ds);
     free(cfgs);
     for (int k = 0; k < 2; k++)

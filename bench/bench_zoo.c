@@ -319,6 +319,8 @@ int main(int argc, char **argv)
                 continue;
             if (pb_workload_preset(wl, cases[c].preset, &p, &e) || nrows == 64)
                 die(wl->name, nrows == 64 ? NULL : &e);
+            if (!p->input_side)
+                continue;  /* a sequence model: scripts/bench seq times it */
             rows[nrows++] = (struct row){.wl = wl, .p = p, .bc = &cases[c]};
         }
     }

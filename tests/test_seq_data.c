@@ -2,8 +2,8 @@
  * token ids, lengths and labels fixtures_imdb.py computes as Keras does), its errors
  * (missing tree, stray and binary files, empty folders: CLI exit 2, nothing in the
  * database), the synthetic IMDb stand-in (deterministic, padded at the end, learnable
- * ids), and (slow) every schedule training residual-lstm-small one short epoch at
- * D = 4 on the stand-in with a finite loss. */
+ * ids), and (slow) every schedule training residual-lstm (preset small) one short epoch
+ * at D = 4 on the stand-in with a finite loss. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -88,7 +88,7 @@ static void broken_run(const char *how, const char *want)
              dir, how);
     ck_assert_int_eq(system(cmd), 0);
     int rc = cli_run(dir, out, sizeof out,
-                     "run --quiet --model residual-lstm-small --data-dir . --stages 2 "
+                     "run --quiet --model residual-lstm --preset small --data-dir . --stages 2 "
                      "--microbatch-size 2 --db r.db");
     ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
     ck_assert_msg(strstr(out, want), "%s", out);
@@ -106,7 +106,7 @@ START_TEST(imdb_cli_errors)
     char dir[64], out[8192];
     cli_scratch(dir, sizeof dir, "imdb");
     int rc = cli_run(dir, out, sizeof out,
-                     "run --quiet --model residual-lstm-small --data-dir '%s' --stages 2 "
+                     "run --quiet --model residual-lstm --preset small --data-dir '%s' --stages 2 "
                      "--microbatch-size 2 --optimizer adam --db r.db", data_dir());
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs"), 1);
@@ -151,7 +151,8 @@ START_TEST(stand_in)
 }
 END_TEST
 
-/* Every schedule trains residual-lstm-small one short epoch at D = 4 on the stand-in. */
+/* Every schedule trains residual-lstm --preset small one short epoch at D = 4 on the
+ * stand-in. */
 START_TEST(schedules_train)
 {
     const char *sched[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain", "xpipe", "pipeoptim"};
@@ -159,8 +160,8 @@ START_TEST(schedules_train)
     cli_scratch(dir, sizeof dir, "rlstm");
     for (int i = 0; i < 6; i++) {
         int rc = cli_run(dir, out, sizeof out,
-                         "run --model residual-lstm-small --dataset synthetic --schedule %s "
-                         "--optimizer %s --stages 4 --microbatch-size 16 --limit-train 256 "
+                         "run --model residual-lstm --preset small --dataset synthetic "
+                         "--schedule %s --optimizer %s --stages 4 --microbatch-size 16 --limit-train 256 "
                          "--limit-val 64 --db r.db", sched[i],
                          strcmp(sched[i], "spectrain") ? "adamw" : "sgdm");
         ck_assert_msg(rc == 0, "%s: exit %d: %s", sched[i], rc, out);

@@ -72,7 +72,8 @@ static int lstm(struct pb_model *m, struct pb_block *b, const char *name, int in
 {
     return node1(m, b, name,
                  (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
-                                       .out_features = hidden, .bidirectional = bidirectional},
+                                       .out_features = hidden, .bidirectional = bidirectional,
+                                       .num_layers = 1},
                  in);
 }
 

@@ -124,8 +124,12 @@ static const struct bad_input cases[] = {
     {RUN "--model mlp --dataset imdb --data-dir empty", "imdb", "aclImdb"},
     {RUN "--schedule spectrain --optimizer adam", "runs with SGD or SGDM only",
      "use --optimizer sgdm"},
-    {RUN "--model residual-lstm --dataset fashion-mnist", "takes sequences of 200 token ids",
+    {RUN "--model residual-lstm --dataset fashion-mnist", "takes sequences of 64 token ids",
      "the imdb dataset"},
+    {RUN "--model residual-lstm --preset paper --dataset fashion-mnist",
+     "(preset paper) takes sequences of 200 token ids", "the imdb dataset"},
+    {RUN "--model residual-lstm-small", "unknown model 'residual-lstm-small' (use --model "
+     "residual-lstm --preset small)", "valid models: mlp"},
     /* compare */
     {"compare --quiet --schedules foo" DB, "unknown schedule 'foo'", "valid schedules"},
     {"compare --quiet --optimizers foo" DB, "unknown optimizer 'foo'", "valid optimizers"},

@@ -60,8 +60,8 @@ static bool zoo_cfg(struct pb_run_cfg *c)
     const struct pb_preset *p;
     ck_assert(w && pb_workload_preset(w, NULL, &p, NULL) == 0);
     if (w->steps || (p && p->steps)) {
-        /* a sequence model (residual-lstm) or a translation model (gnmt8, gnmt16): its
-         * own stand-in, and the mpi executor too */
+        /* a sequence model (residual-lstm) or a translation model (gnmt8, gnmt16) in its
+         * default preset: its own stand-in, and the mpi executor too */
         c->dataset = "synthetic";
         c->synthetic = (struct pb_dataset_opts){0};
         c->limit_train = 128;

@@ -15,6 +15,7 @@
 #include "harness/base/rng.h"
 #include "harness/model/stage.h"
 #include "tests/layer_cases.h"
+#include "tests/layer_run.h"
 #include "tests/test_util.h"
 
 /* Parity: float32 with another summation order than PyTorch's; the LSTM's recurrence
@@ -41,121 +42,6 @@ static float *fx_read(const char *cs, const char *what, size_t n)
     return v;
 }
 
-/* One layer on its own: its inputs, parameters and gradients on the backend. */
-struct lrun {
-    struct pb_layer l;
-    struct pb_backend *be;
-    struct pb_tensor in[2];
-    float *params, *grads;
-    int32_t *lengths;  /* device [batch] or NULL */
-    size_t np;
-};
-
-static void lrun_init_threads(struct lrun *r, struct pb_layer_cfg cfg, int nin,
-                              const struct pb_shape *in, const int32_t *host_len, int threads)
-{
-    struct pb_err e;
-    memset(r, 0, sizeof *r);
-    r->l.ops = pb_layer_ops_for(cfg.kind);
-    r->l.cfg = cfg;
-    snprintf(r->l.name, sizeof r->l.name, "%s", "layer");
-    r->l.uid = 3;
-    r->l.nin = nin;
-    for (int i = 0; i < nin; i++)
-        r->l.in_shape[i] = in[i];
-    ck_assert_msg(r->l.ops->infer(&r->l, in, nin, &r->l.out_shape, &e) == 0, "%s", e.msg);
-    r->be = pb_backend_cpu_create(threads, &e);
-    ck_assert_msg(r->be != NULL, "%s", e.msg);
-    r->np = r->l.ops->param_count(&r->l);
-    r->params = pb_backend_alloc(r->be, r->np * sizeof(float), PB_MEM_PARAMS, &e);
-    r->grads = pb_backend_alloc(r->be, r->np * sizeof(float), PB_MEM_GRADS, &e);
-    ck_assert(r->params && r->grads);
-    float *w = malloc(r->np * sizeof *w);
-    r->l.ops->init(&r->l, w, NULL, 5);
-    r->be->ops->upload(r->be, r->params, w, r->np * sizeof(float));
-    free(w);
-    for (int i = 0; i < nin; i++)
-        ck_assert(pb_tensor_alloc(r->be, &r->in[i], in[i], PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
-    if (host_len) {
-        r->lengths = pb_backend_alloc(r->be, (size_t)in[0].n * sizeof(int32_t), PB_MEM_COMM, &e);
-        r->be->ops->upload(r->be, r->lengths, host_len, (size_t)in[0].n * sizeof(int32_t));
-    }
-}
-
-static void lrun_init(struct lrun *r, struct pb_layer_cfg cfg, int nin, const struct pb_shape *in,
-                      const int32_t *host_len)
-{
-    lrun_init_threads(r, cfg, nin, in, host_len, 1);
-}
-
-static void lrun_finish(struct lrun *r)
-{
-    for (int i = 0; i < r->l.nin; i++)
-        pb_backend_free(r->be, r->in[i].data);
-    pb_backend_free(r->be, r->lengths);
-    pb_backend_free(r->be, r->params);
-    pb_backend_free(r->be, r->grads);
-    pb_backend_destroy(r->be);
-}
-
-static void set_inputs(struct lrun *r, float *const *x)
-{
-    for (int i = 0; i < r->l.nin; i++)
-        r->be->ops->upload(r->be, r->in[i].data, x[i], pb_shape_count(r->in[i].shape) * sizeof(float));
-}
-
-static void act_release(struct lrun *r, struct pb_node_act *act)
-{
-    pb_backend_free(r->be, act->out.data);
-    pb_backend_free(r->be, act->aux);
-    memset(act, 0, sizeof *act);
-}
-
-/* Forward of the uploaded inputs; y (host, malloc'ed). act kept when train. */
-static float *lforward(struct lrun *r, bool train, struct pb_node_act *act)
-{
-    struct pb_err e;
-    struct pb_fwd_ctx c = {r->be, train, 7, 0, 0, r->lengths, NULL};
-    const struct pb_tensor *ins[2] = {&r->in[0], &r->in[1]};
-    memset(act, 0, sizeof *act);
-    ck_assert_msg(r->l.ops->forward(&r->l, &c, ins, r->params, NULL, act, &e) == 0, "%s", e.msg);
-    ck_assert_msg(pb_backend_status(r->be, &e) == 0, "%s", e.msg);
-    size_t ny = pb_shape_count(r->l.out_shape);
-    float *y = malloc(ny * sizeof *y);
-    r->be->ops->download(r->be, y, act->out.data, ny * sizeof *y);
-    if (!train)
-        act_release(r, act);
-    return y;
-}
-
-/* Backward of host dy with grads zeroed first: dx[i] host (malloc'ed) for every input. */
-static void lbackward(struct lrun *r, struct pb_node_act *act, const float *dy, float **dx)
-{
-    struct pb_err e;
-    struct pb_backend *be = r->be;
-    struct pb_fwd_ctx c = {be, true, 7, 0, 0, r->lengths, NULL};
-    const struct pb_tensor *ins[2] = {&r->in[0], &r->in[1]};
-    struct pb_tensor tdy, tdx[2], *pdx[2] = {NULL, NULL};
-    be->ops->fill(be, r->grads, 0.0f, r->np);
-    ck_assert(pb_tensor_alloc(be, &tdy, r->l.out_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e) == 0);
-    be->ops->upload(be, tdy.data, dy, pb_shape_count(tdy.shape) * sizeof(float));
-    for (int i = 0; i < r->l.nin; i++) {
-        ck_assert(pb_tensor_alloc(be, &tdx[i], r->in[i].shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e) == 0);
-        pdx[i] = &tdx[i];
-    }
-    ck_assert_msg(r->l.ops->backward(&r->l, &c, ins, act, &tdy, r->params, r->grads, pdx, &e) == 0,
-                  "%s", e.msg);
-    ck_assert_msg(pb_backend_status(be, &e) == 0, "%s", e.msg);
-    for (int i = 0; i < r->l.nin; i++) {
-        size_t n = pb_shape_count(r->in[i].shape);
-        dx[i] = malloc(n * sizeof(float));
-        be->ops->download(be, dx[i], tdx[i].data, n * sizeof(float));
-        pb_backend_free(be, tdx[i].data);
-    }
-    pb_backend_free(be, tdy.data);
-    act_release(r, act);
-}
-
 /* A fixture case: its layer, input names and shapes. */
 struct gcase {
     const char *name;
@@ -167,10 +53,13 @@ struct gcase {
 };
 
 static const struct gcase gcases[] = {
-    {"bilstm", {.kind = PB_LAYER_LSTM, .in_features = 5, .out_features = 4, .bidirectional = true},
+    {"bilstm",
+     {.kind = PB_LAYER_LSTM, .in_features = 5, .out_features = 4, .bidirectional = true,
+      .num_layers = 1},
      1, {"x"}, {"dx"}, {{3, 6, 5, 1}}, true},
     {"bilstm_full",
-     {.kind = PB_LAYER_LSTM, .in_features = 3, .out_features = 4, .bidirectional = true},
+     {.kind = PB_LAYER_LSTM, .in_features = 3, .out_features = 4, .bidirectional = true,
+      .num_layers = 1},
      1, {"x"}, {"dx"}, {{2, 4, 3, 1}}, false},
     {"attn", {.kind = PB_LAYER_ATTENTION, .in_features = 4, .key_features = 6, .out_features = 7},
      2, {"q", "k"}, {"dq", "dk"}, {{2, 3, 4, 1}, {2, 5, 6, 1}}, true},

@@ -109,7 +109,7 @@ START_TEST(errors)
         ck_assert_int_eq(pb_dataset_load(&ds, "imdb", tmp, PB_SPLIT_TRAIN, 0, 0, &e), -1);
         ck_assert_msg(strstr(e.msg, "not a readable zip archive") && strstr(e.msg, "afresh"),
                       "%s: %s", breaks[i], e.msg);
-        int rc = cli_run(tmp, out, sizeof out, "run --quiet --model residual-lstm-small "
+        int rc = cli_run(tmp, out, sizeof out, "run --quiet --model residual-lstm --preset small "
                          "--data-dir . --stages 2 --microbatch-size 2 --optimizer adam --db r.db");
         ck_assert_msg(rc == 2 && strstr(out, "imdb.npz"), "exit %d: %s", rc, out);
         snprintf(cmd, sizeof cmd, "%s/r.db", tmp);

@@ -2,8 +2,10 @@
  * token ids, lengths and labels fixtures_imdb.py computes as Keras does), its errors
  * (missing tree, stray and binary files, empty folders: CLI exit 2, nothing in the
  * database), the synthetic IMDb stand-in (deterministic, padded at the end, learnable
- * ids), and (slow) every schedule training residual-lstm-small one short epoch at
- * D = 4 on the stand-in with a finite loss. */
+ * ids), residual-lstm's two presets run through the CLI (the paper one a micro-batch at
+ * D = 4 under its paper cut, checkpointed), and (slow) every schedule training
+ * residual-lstm (preset small) one short epoch at D = 4 on the stand-in with a finite
+ * loss. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -88,7 +90,7 @@ static void broken_run(const char *how, const char *want)
              dir, how);
     ck_assert_int_eq(system(cmd), 0);
     int rc = cli_run(dir, out, sizeof out,
-                     "run --quiet --model residual-lstm-small --data-dir . --stages 2 "
+                     "run --quiet --model residual-lstm --preset small --data-dir . --stages 2 "
                      "--microbatch-size 2 --db r.db");
     ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
     ck_assert_msg(strstr(out, want), "%s", out);
@@ -106,7 +108,7 @@ START_TEST(imdb_cli_errors)
     char dir[64], out[8192];
     cli_scratch(dir, sizeof dir, "imdb");
     int rc = cli_run(dir, out, sizeof out,
-                     "run --quiet --model residual-lstm-small --data-dir '%s' --stages 2 "
+                     "run --quiet --model residual-lstm --preset small --data-dir '%s' --stages 2 "
                      "--microbatch-size 2 --optimizer adam --db r.db", data_dir());
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs"), 1);
@@ -151,7 +153,59 @@ START_TEST(stand_in)
 }
 END_TEST
 
-/* Every schedule trains residual-lstm-small one short epoch at D = 4 on the stand-in. */
+/* residual-lstm's presets through the CLI on the stand-in: the paper one runs one
+ * micro-batch of 2 at D = 4 under its paper cut (the default there) with Adam lr 1e-3 and
+ * checkpoints its four stages, embedding + block1 / block2 / block3 / block4 + head, all
+ * finite; the small one is the default (Adam too) and takes the cost partition at D = 4.
+ * The run records the preset, partition and optimizer it took. */
+START_TEST(presets_run)
+{
+    char dir[64], out[8192];
+    struct pb_err e;
+    cli_scratch(dir, sizeof dir, "rlstm");
+    int rc = cli_run(dir, out, sizeof out,
+                     "run --quiet --model residual-lstm --preset paper --dataset synthetic "
+                     "--stages 4 --microbatch-size 2 --limit-train 2 --limit-val 2 "
+                     "--save p.safetensors --db r.db");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    rc = cli_run(dir, out, sizeof out,
+                 "run --quiet --model residual-lstm --dataset synthetic --stages 4 "
+                 "--microbatch-size 2 --limit-train 2 --limit-val 2 --db r.db");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    const char *q = "SELECT count(*) FROM runs WHERE instr(config, '\"preset\":\"%s\"') AND "
+                    "instr(config, '\"partition\":\"%s\"') AND "
+                    "instr(config, '\"optimizer\":\"adam\"') AND instr(config, '\"lr\":0.001')";
+    char sql[512];
+    snprintf(sql, sizeof sql, q, "paper", "paper");
+    ck_assert_int_eq(cli_db_int(dir, "r.db", sql), 1);
+    snprintf(sql, sizeof sql, q, "small", "cost");
+    ck_assert_int_eq(cli_db_int(dir, "r.db", sql), 1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/p.safetensors", dir);
+    struct pb_safetensors st;
+    ck_assert_msg(pb_st_load(&st, path, &e) == 0, "%s", e.msg);
+    const char *want[] = {"stage0.embedding.embedding.weight", "stage0.block1.lstm.weight_ih_l0",
+                          "stage1.block2.lstm.weight_hh_l0", "stage2.block3.linear.weight",
+                          "stage3.block4.lstm.bias_hh_l0", "stage3.head.linear.bias"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(pb_st_find(&st, want[i]) != NULL, "no %s in the checkpoint", want[i]);
+    size_t total = 0;
+    for (int i = 0; i < st.n; i++) {
+        float *v = malloc(st.t[i].count * sizeof *v + 1);
+        ck_assert(pb_st_read_f32(&st, st.t[i].name, v, st.t[i].count, &e) == 0);
+        for (size_t j = 0; j < st.t[i].count; j++)
+            ck_assert_msg(isfinite(v[j]), "%s[%zu] = %g", st.t[i].name, j, (double)v[j]);
+        total += st.t[i].count;
+        free(v);
+    }
+    ck_assert_uint_eq(total, 1874690);  /* the paper preset's count, PyTorch's */
+    pb_st_finish(&st);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* Every schedule trains residual-lstm --preset small one short epoch at D = 4 on the
+ * stand-in. */
 START_TEST(schedules_train)
 {
     const char *sched[] = {"gpipe", "pipedream", "pipedream-2bw", "spectrain", "xpipe", "pipeoptim"};
@@ -159,8 +213,8 @@ START_TEST(schedules_train)
     cli_scratch(dir, sizeof dir, "rlstm");
     for (int i = 0; i < 6; i++) {
         int rc = cli_run(dir, out, sizeof out,
-                         "run --model residual-lstm-small --dataset synthetic --schedule %s "
-                         "--optimizer %s --stages 4 --microbatch-size 16 --limit-train 256 "
+                         "run --model residual-lstm --preset small --dataset synthetic "
+                         "--schedule %s --optimizer %s --stages 4 --microbatch-size 16 --limit-train 256 "
                          "--limit-val 64 --db r.db", sched[i],
                          strcmp(sched[i], "spectrain") ? "adamw" : "sgdm");
         ck_assert_msg(rc == 0, "%s: exit %d: %s", sched[i], rc, out);
@@ -183,6 +237,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, imdb_errors);
     tcase_add_test(fast, imdb_cli_errors);
     tcase_add_test(fast, stand_in);
+    tcase_add_test(fast, presets_run);
     suite_add_tcase(s, fast);
     TCase *slow = tcase_create("slow");
     tcase_add_test(slow, schedules_train);

@@ -1,7 +1,7 @@
 /* tests/test_seq_layers.c — the sequence layers (embedding, LSTM, masked mean over time)
  * and one residual-LSTM block against PyTorch 1.13 (tests/fixtures/seq.safetensors from
  * fixtures_seq.py: forward, dx, dW), finite-difference gradient checks of the same, and
- * the residual-lstm models: parameter count against the PyTorch definition, shapes,
+ * the residual-lstm presets: parameter count against the PyTorch definition, shapes,
  * partitions for D = 1 … 4 and the paper's cut at D = 4. Each layer runs as the middle
  * stage of a 3-stage pipeline, so the stage takes dy and returns dx. */
 #include <check.h>
@@ -313,23 +313,29 @@ GRAD(lstm)
 GRAD(mean)
 GRAD(block)
 
-/* The paper's model has PyTorch's parameter count; both build, name their LSTM tensors
- * as PyTorch, partition for D = 1 … 4, and the balanced D = 4 cut is the paper's. */
+/* The paper preset has PyTorch's parameter count; both presets build on their own
+ * sequences of token ids (and refuse images), name their LSTM tensors as PyTorch,
+ * partition for D = 1 … 4, and the balanced D = 4 cut is the paper's, which the presets'
+ * `--partition paper` gives too. */
 START_TEST(models)
 {
     struct pb_err e;
     pb_load_fixture(&fx, "seq.safetensors");
     float ref;
     ck_assert(pb_st_read_f32(&fx, "rlstm.nparams", &ref, 1, &e) == 0);
-    const char *names[2] = {"residual-lstm", "residual-lstm-small"};
+    const struct pb_workload *w = pb_workload_find("residual-lstm", &e);
+    ck_assert(w != NULL && w->steps == 200 && w->vocab == 10000);
+    const char *names[2] = {"paper", "small"};
+    const int steps[2] = {200, 64};
     for (int k = 0; k < 2; k++) {
-        const struct pb_workload *w = pb_workload_find(names[k], &e);
-        ck_assert(w != NULL && w->steps > 0);
+        const struct pb_preset *p;
+        ck_assert(pb_workload_preset(w, names[k], &p, &e) == 0);
+        ck_assert_int_eq(p->steps, steps[k]);
+        ck_assert(pb_shape_eq(pb_preset_sample(p), (struct pb_shape){1, steps[k], 1, 1}));
         struct pb_model m;
-        ck_assert_int_eq(w->build(&m, NULL, (struct pb_shape){1, 1, 28, 28}, 10, &e), -1);
-        ck_assert(strstr(e.msg, "sequences"));
-        ck_assert_msg(w->build(&m, NULL, (struct pb_shape){1, w->steps, 1, 1}, 2, &e) == 0, "%s",
-                      e.msg);
+        ck_assert_int_eq(w->build(&m, p, (struct pb_shape){1, 1, 28, 28}, 10, &e), -1);
+        ck_assert_msg(strstr(e.msg, "sequences") && strstr(e.msg, names[k]), "%s", e.msg);
+        ck_assert_msg(w->build(&m, p, pb_preset_sample(p), p->classes, &e) == 0, "%s", e.msg);
         ck_assert_msg(pb_model_finalize(&m, 2, &e) == 0, "%s", e.msg);
         ck_assert_int_eq(m.nblocks, 6);
         if (k == 0)
@@ -343,12 +349,16 @@ START_TEST(models)
         ck_assert_str_eq(tn[0], "weight_ih_l0");
         ck_assert_str_eq(tn[3], "bias_hh_l0");
         ck_assert(pb_shape_eq(m.blocks[5].out_shape, (struct pb_shape){2, 2, 1, 1}));
+        int paper[5];
+        ck_assert_msg(pb_partition_paper(&m, p, paper, &e) == 0, "%s", e.msg);
+        ck_assert(paper[0] == 0 && paper[1] == 2 && paper[2] == 3 && paper[3] == 4 &&
+                  paper[4] == 6);
         for (int d = 1; d <= 4; d++) {
             int b[5];
             ck_assert(pb_partition_balanced(&m, d, b, &e) == 0);
             ck_assert(b[0] == 0 && b[d] == 6);
             if (d == 4)
-                ck_assert(b[1] == 2 && b[2] == 3 && b[3] == 4);
+                ck_assert(!memcmp(b, paper, sizeof paper));
         }
         pb_model_finish(&m);
     }

@@ -136,8 +136,9 @@ START_TEST(errors)
     /* through the CLI: exit 2, the advice, no database written */
     char dir[64], out[8192], db[128];
     cli_scratch(dir, sizeof dir, "wmt16");
-    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --quiet --model residual-lstm-small "
-                             "--dataset wmt16-de-en --data-dir /nonexistent --stages 2 --db r.db"),
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --quiet --model residual-lstm "
+                             "--preset small --dataset wmt16-de-en --data-dir /nonexistent "
+                             "--stages 2 --db r.db"),
                      2);
     ck_assert_msg(strstr(out, "download_dataset.sh"), "%s", out);
     snprintf(db, sizeof db, "%s/r.db", dir);

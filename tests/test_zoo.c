@@ -1,11 +1,11 @@
-/* tests/test_zoo.c — the zoo's image models (semantics §5): every `paper` preset
+/* tests/test_zoo.c — the zoo's models (semantics §5): every image model's `paper` preset
  * has exactly the parameter tensors of its PyTorch definition, by name, shape and order
  * (tests/fixtures/zoo_params.txt: torchvision 0.14's AlexNet, ResNet-101 and Inception-V3,
  * the paper code's CIFAR models, written by fixtures_zoo.py), the CIFAR VGG-16's features
  * are torchvision's vgg16_bn features; the paper partitions are the cuts semantics §5.3
- * lists; the
- * partition choice and the preset lookup refuse what does not apply; a run's configuration
- * records the preset and the partition it takes; `pipebench list` shows the presets. */
+ * lists (the residual LSTM's too) and every preset's cut fits; the partition choice and
+ * the preset lookup refuse what does not apply; a run's configuration records the preset
+ * and the partition it takes; `pipebench list` shows the presets. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +272,9 @@ START_TEST(test_paper_cuts)
                                      {{"dense2.[0,12)", "trans2"}},
                                      {{"dense3.[0,24)", "trans3"}},
                                      {{"dense4.[0,16)", "head"}}});
+    /* embedding + block 1 / block 2 / block 3 / block 4 + mean + fc */
+    expect_cut("residual-lstm", (struct stage_spec[]){{{"embedding", "block1"}}, {{"block2"}},
+                                                      {{"block3"}}, {{"block4", "head"}}});
 }
 END_TEST
 
@@ -302,14 +305,16 @@ END_TEST
 /* Every preset's 4-stage cut (the small ones' too) fits its model: 4 non-empty stages. */
 START_TEST(test_every_cut_fits)
 {
-    for (int i = 0; zoo[i]; i++) {
-        const struct pb_workload *w = pb_workload_find(zoo[i], NULL);
+    static const char *const all[] = {"alexnet", "resnet101", "inceptionv3", "vgg16", "googlenet",
+                                      "densenet121", "residual-lstm", "gnmt8", "gnmt16", NULL};
+    for (int i = 0; all[i]; i++) {
+        const struct pb_workload *w = pb_workload_find(all[i], NULL);
         for (const struct pb_preset *p = w->presets; p->name; p++) {
             struct pb_model m;
             struct pb_err e;
             build(w, p, &m);
             int bounds[5];
-            ck_assert_msg(pb_partition_paper(&m, p, bounds, &e) == 0, "%s %s: %s", zoo[i], p->name,
+            ck_assert_msg(pb_partition_paper(&m, p, bounds, &e) == 0, "%s %s: %s", all[i], p->name,
                           e.msg);
             for (int k = 0; k < 4; k++)
                 ck_assert(bounds[k] < bounds[k + 1]);
@@ -396,13 +401,17 @@ START_TEST(test_config_json)
     expect_json("resnet101", "paper", "paper", 4, "paper", "paper");
     expect_json("resnet101", "paper", NULL, 8, "paper", "cost");
     expect_json("resnet101", "small", "paper", 4, "small", "paper");
+    expect_json("residual-lstm", NULL, NULL, 4, "small", "cost");
+    expect_json("residual-lstm", "paper", NULL, 4, "paper", "paper");
+    expect_json("residual-lstm", "small", "paper", 4, "small", "paper");
     expect_json("lenet", NULL, NULL, 4, "", "cost");
     expect_json("lenet", NULL, "0:1:3:5:9", 4, "", "0,1,3,5,9");
 }
 END_TEST
 
 /* `pipebench list` shows each zoo model with its presets, the default marked, their
- * datasets, input sides, heads and parameter counts. */
+ * datasets, input sides or sequence lengths, heads and parameter counts; the former
+ * model residual-lstm-small is a preset now. */
 START_TEST(test_list)
 {
     char dir[64], out[1 << 15];
@@ -414,9 +423,13 @@ START_TEST(test_list)
         "23834568 parameters", "vgg16", "cifar100, 3x32x32, 100-way head, 14774436 parameters",
         "googlenet", "6258500 parameters", "densenet121", "7048548 parameters, 63 blocks",
         "small * tiny-imagenet, 3x32x32, 200-way head", "lenet", "(fashion-mnist)",
+        "residual-lstm", "paper  imdb, 200 tokens, 10000-word vocabulary, 2-way head, 1874690 "
+        "parameters, 6 blocks, a 4-stage cut",
+        "small * imdb, 64 tokens, 2000-word vocabulary, 2-way head, 102082 parameters, 6 blocks",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "no '%s' in: %s", want[i], out);
+    ck_assert_msg(!strstr(out, "residual-lstm-small"), "%s", out);
     cli_cleanup(dir);
 }
 END_TEST

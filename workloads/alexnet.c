@@ -122,9 +122,9 @@ static int alexnet_build(struct pb_model *m, const struct pb_preset *p, struct p
 /* The paper's cut (semantics §5.3): conv1 + pool / conv2 + pool / conv3–5 / pool, the classifier. */
 static const struct pb_preset presets[] = {
     {"paper", "torchvision AlexNet at 224x224, 1000-way head (200 classes used)", "tiny-imagenet",
-     224, false, 1000, {"conv2", "conv3", "pool5"}, &paper, 0, 0, NULL, 0},
+     224, false, 1000, {"conv2", "conv3", "pool5"}, &paper, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "32x32, conv1 5x5/1, channels /4, fc 512, dropout 0.1; CIFAR-100, Adam", "cifar100",
-     32, false, 200, {"conv2", "conv3", "pool5"}, &small, 0, 0, "adam", 0},
+     32, false, 200, {"conv2", "conv3", "pool5"}, &small, PB_SAMPLE_IMAGE, 0, 0, "adam", 0},
     {0},
 };
 

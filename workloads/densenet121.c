@@ -57,9 +57,9 @@ static int densenet121_build(struct pb_model *m, const struct pb_preset *p, stru
  * BN + ReLU + avgpool + fc. */
 static const struct pb_preset presets[] = {
     {"paper", "CIFAR DenseNet-121 (kuangliu), growth 32, 32x32, Linear 1024 -> 100", "cifar100",
-     32, false, 100, {"dense2.0", "dense3.0", "dense4.0"}, &paper, 0, 0, NULL, 0},
+     32, false, 100, {"dense2.0", "dense3.0", "dense4.0"}, &paper, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "growth 8, dense blocks [2, 4, 6, 4]", "cifar100", 32, false, 100,
-     {"dense2.0", "dense3.0", "dense4.0"}, &small, 0, 0, NULL, 0},
+     {"dense2.0", "dense3.0", "dense4.0"}, &small, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {0},
 };
 

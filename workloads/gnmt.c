@@ -72,7 +72,8 @@ static int lstm(struct pb_model *m, struct pb_block *b, const char *name, int in
 {
     return node1(m, b, name,
                  (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
-                                       .out_features = hidden, .bidirectional = bidirectional},
+                                       .out_features = hidden, .bidirectional = bidirectional,
+                                       .num_layers = 1},
                  in);
 }
 
@@ -191,11 +192,11 @@ static const struct pb_preset gnmt8_presets[] = {
     {.name = "paper",
      .summary = "hidden 1024, 4 + 4 layers, vocabulary 32320, 50 tokens a side",
      .dataset = "wmt16-de-en", .classes = PB_WMT16_VOCAB, .vocab = PB_WMT16_VOCAB, .steps = 50,
-     .cut = {"encoder3", "decoder2", "decoder4"}, .arch = &gnmt8_paper},
+     .sample = PB_SAMPLE_PAIR, .cut = {"encoder3", "decoder2", "decoder4"}, .arch = &gnmt8_paper},
     {.name = "small",
      .summary = "hidden 64, 4 + 4 layers, vocabulary 256, 20 tokens a side",
      .dataset = "wmt16-de-en", .classes = SMALL_VOCAB, .vocab = SMALL_VOCAB, .steps = SMALL_STEPS,
-     .cut = {"encoder3", "decoder2", "decoder4"}, .arch = &gnmt8_small},
+     .sample = PB_SAMPLE_PAIR, .cut = {"encoder3", "decoder2", "decoder4"}, .arch = &gnmt8_small},
     {0},
 };
 
@@ -203,11 +204,11 @@ static const struct pb_preset gnmt16_presets[] = {
     {.name = "paper",
      .summary = "hidden 1024, 8 + 8 layers, vocabulary 32320, 50 tokens a side",
      .dataset = "wmt16-de-en", .classes = PB_WMT16_VOCAB, .vocab = PB_WMT16_VOCAB, .steps = 50,
-     .cut = {"encoder6", "decoder3", "decoder7"}, .arch = &gnmt16_paper},
+     .sample = PB_SAMPLE_PAIR, .cut = {"encoder6", "decoder3", "decoder7"}, .arch = &gnmt16_paper},
     {.name = "small",
      .summary = "hidden 64, 8 + 8 layers, vocabulary 256, 20 tokens a side",
      .dataset = "wmt16-de-en", .classes = SMALL_VOCAB, .vocab = SMALL_VOCAB, .steps = SMALL_STEPS,
-     .cut = {"encoder6", "decoder3", "decoder7"}, .arch = &gnmt16_small},
+     .sample = PB_SAMPLE_PAIR, .cut = {"encoder6", "decoder3", "decoder7"}, .arch = &gnmt16_small},
     {0},
 };
 

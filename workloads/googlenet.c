@@ -93,9 +93,9 @@ static int googlenet_build(struct pb_model *m, const struct pb_preset *p, struct
  * avgpool, fc. */
 static const struct pb_preset presets[] = {
     {"paper", "CIFAR GoogLeNet (kuangliu), 32x32, Linear 1024 -> 100", "cifar100", 32, false, 100,
-     {"b3", "a4", "c4"}, &paper, 0, 0, NULL, 0},
+     {"b3", "a4", "c4"}, &paper, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "widths /8, modules a3 b3 a4 b4 e4 a5 b5", "cifar100", 32, false, 100,
-     {"b3", "a4", "e4"}, &small, 0, 0, NULL, 0},
+     {"b3", "a4", "e4"}, &small, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {0},
 };
 

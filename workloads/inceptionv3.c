@@ -97,9 +97,10 @@ static int inceptionv3_build(struct pb_model *m, const struct pb_preset *p, stru
 static const struct pb_preset presets[] = {
     {"paper", "torchvision Inception-V3 at 299x299 (validated at 299), no aux logits, no flip, "
               "1000-way head (200 classes used)", "tiny-imagenet", 299, true, 1000,
-     {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &paper, 0, 0, NULL, 0},
+     {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &paper, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "32x32, stem 3x3 convs stride 1 pad 1, widths /4, dropout 0; CIFAR-100, Adam",
-     "cifar100", 32, true, 200, {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &small, 0, 0, "adam", 0},
+     "cifar100", 32, true, 200, {"Mixed_5b", "Mixed_6b", "Mixed_6e"}, &small, PB_SAMPLE_IMAGE,
+     0, 0, "adam", 0},
     {0},
 };
 

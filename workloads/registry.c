@@ -9,7 +9,7 @@
 extern const struct pb_workload pb_workload_mlp, pb_workload_mlp_deep, pb_workload_lenet;
 extern const struct pb_workload pb_workload_alexnet, pb_workload_resnet101,
     pb_workload_inceptionv3, pb_workload_vgg16, pb_workload_googlenet, pb_workload_densenet121;
-extern const struct pb_workload pb_workload_residual_lstm, pb_workload_residual_lstm_small;
+extern const struct pb_workload pb_workload_residual_lstm;
 extern const struct pb_workload pb_workload_gnmt8, pb_workload_gnmt16;
 
 const struct pb_workload *const pb_workloads[] = {
@@ -23,7 +23,6 @@ const struct pb_workload *const pb_workloads[] = {
     &pb_workload_googlenet,
     &pb_workload_densenet121,
     &pb_workload_residual_lstm,
-    &pb_workload_residual_lstm_small,
     &pb_workload_gnmt8,
     &pb_workload_gnmt16,
     NULL,
@@ -38,7 +37,16 @@ const struct pb_workload *pb_workload_find(const char *name, struct pb_err *e)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                  pb_workloads[i]->name);
     }
-    pb_err_set(e, "unknown model '%s'; valid models: %s", name, list);
+    /* "MODEL-PRESET" (a preset's sizes were once a model of their own): say how */
+    char hint[96] = "";
+    for (int i = 0; pb_workloads[i]; i++) {
+        const struct pb_workload *w = pb_workloads[i];
+        size_t n = strlen(w->name);
+        for (const struct pb_preset *p = w->presets; p && p->name; p++)
+            if (!strncmp(name, w->name, n) && name[n] == '-' && !strcmp(name + n + 1, p->name))
+                snprintf(hint, sizeof hint, " (use --model %s --preset %s)", w->name, p->name);
+    }
+    pb_err_set(e, "unknown model '%s'%s; valid models: %s", name, hint, list);
     return NULL;
 }
 
@@ -48,7 +56,7 @@ int pb_workload_preset(const struct pb_workload *w, const char *name, const stru
     *out = NULL;
     if (!w->presets) {
         if (name)
-            return pb_err_set(e, "model '%s' has no presets (only the zoo's image models do: "
+            return pb_err_set(e, "model '%s' has no presets (only the zoo's models do: "
                                  "`pipebench list`); drop --preset %s", w->name, name);
         return 0;
     }
@@ -77,8 +85,16 @@ const struct pb_preset *pb_preset_lookup(const char *model, const char *name)
 
 struct pb_shape pb_preset_sample(const struct pb_preset *p)
 {
-    if (p->steps > 0)
+    switch (p->sample) {
+    case PB_SAMPLE_TOKENS:
+        PB_CHECK(p->steps > 0);
+        return (struct pb_shape){1, p->steps, 1, 1};
+    case PB_SAMPLE_PAIR:
+        PB_CHECK(p->steps > 0);
         return (struct pb_shape){1, 2 * p->steps, 1, 1};
+    case PB_SAMPLE_IMAGE:
+        break;
+    }
     PB_CHECK(p->input_side > 0);
     return (struct pb_shape){1, 3, p->input_side, p->input_side};
 }
@@ -99,7 +115,7 @@ int pb_partition_choose(const struct pb_preset *p, const char *model, const char
         return 0;
     if (!has_cut)
         return pb_err_set(e, "--partition paper: model '%s'%s%s has no paper partition (the zoo's "
-                             "image models do); use --partition flops", model,
+                             "models do); use --partition flops", model,
                           p ? " preset " : "", p ? p->name : "");
     if (stages != PB_PAPER_STAGES)
         return pb_err_set(e, "--partition paper is the %d-stage cut of the paper's code; use "

@@ -59,9 +59,10 @@ static int resnet101_build(struct pb_model *m, const struct pb_preset *p, struct
  * the last 10 + layer4 + avgpool + fc. */
 static const struct pb_preset presets[] = {
     {"paper", "torchvision ResNet-101 at 224x224, 1000-way head (200 classes used)",
-     "tiny-imagenet", 224, false, 1000, {"layer2.0", "layer3.3", "layer3.13"}, &paper, 0, 0, NULL, 0},
+     "tiny-imagenet", 224, false, 1000, {"layer2.0", "layer3.3", "layer3.13"}, &paper,
+     PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "32x32, stem 3x3/1, widths /4, Bottlenecks [1, 2, 5, 1]", "tiny-imagenet", 32, false,
-     200, {"layer2.0", "layer3.1", "layer3.3"}, &small, 0, 0, NULL, 0},
+     200, {"layer2.0", "layer3.1", "layer3.3"}, &small, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {0},
 };
 

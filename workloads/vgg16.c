@@ -72,9 +72,9 @@ static int vgg16_build(struct pb_model *m, const struct pb_preset *p, struct pb_
  * conv4_1–4_3 / pool, conv5_1–5_3, pool, avgpool, fc. */
 static const struct pb_preset presets[] = {
     {"paper", "CIFAR VGG-16-BN, 32x32, Linear 512 -> 100", "cifar100", 32, false, 100,
-     {"conv2_1", "pool3", "pool4"}, &paper, 0, 0, NULL, 0},
+     {"conv2_1", "pool3", "pool4"}, &paper, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {"small", "convs per group 1,1,2,2,2, channels /4", "cifar100", 32, false, 100,
-     {"conv2_1", "pool3", "pool4"}, &small, 0, 0, NULL, 0},
+     {"conv2_1", "pool3", "pool4"}, &small, PB_SAMPLE_IMAGE, 0, 0, NULL, 0},
     {0},
 };
 

@@ -1,8 +1,9 @@
 /* workloads/workload.h — the model zoo's registry, its presets and the partitioners.
  * A workload builds a model (a chain of blocks) for a dataset's sample shape and
- * class count; the zoo's image models (semantics §5.1) have presets, `paper` and
- * `small`, that fix their widths and depths, default dataset, input side and head. A
- * preset may carry its 4-stage paper cut; the other partitions are harness/model/'s. */
+ * class count; the zoo's models (semantics §5.1, §5.2) have presets, `paper` and
+ * `small`, that fix their widths and depths, default dataset, input (side or sequence
+ * length) and head. A preset may carry its 4-stage paper cut; the other partitions are
+ * harness/model/'s. */
 #ifndef PB_WORKLOAD_H
 #define PB_WORKLOAD_H
 
@@ -10,12 +11,19 @@
 
 #define PB_PAPER_STAGES 4
 
+/* What one sample of a preset's model is (pb_preset_sample). */
+enum pb_sample_kind {
+    PB_SAMPLE_IMAGE,   /* 3×S×S pixels (input_side) */
+    PB_SAMPLE_TOKENS,  /* a classifier's sequence: steps token ids */
+    PB_SAMPLE_PAIR,    /* a translation model's source and target: 2·steps ids (dataset.h) */
+};
+
 struct pb_preset {
     const char *name;       /* "paper" or "small" */
     const char *summary;    /* one line for `pipebench list` */
     const char *dataset;    /* the dataset it trains on by default */
     int input_side;         /* S: the model takes 3×S×S inputs (the data pipeline crops or
-                               resizes to it); 0 for a translation model */
+                               resizes to it); 0 for a sequence model */
     bool no_flip;           /* it trains without the horizontal flip (Inception-V3) */
     int classes;            /* the head's width, whatever the dataset's class count (the
                                paper's 1000-way heads on Tiny-ImageNet's 200 classes) */
@@ -23,9 +31,11 @@ struct pb_preset {
        paper partitions; the small presets' cut the same structure), or NULL */
     const char *cut[PB_PAPER_STAGES - 1];
     const void *arch;       /* the model's widths and depths (its own struct) */
-    int vocab, steps;       /* a translation model: its vocabulary (token ids below it) and
-                               the tokens a side its pairs are padded or cut to (samples of
-                               2·steps ids, dataset.h); 0 for images */
+    enum pb_sample_kind sample;  /* what a sample is: an image, or how vocab and steps make
+                                    one */
+    int vocab, steps;       /* a sequence model: its vocabulary (token ids below it) and the
+                               tokens its sequences (a translation model: each side of its
+                               pairs) are padded or cut to; 0 for images */
     /* the optimizer a run takes when it names none (NULL: the runs' default, sgdm) and
        its rate (0: that optimizer's default); --optimizer and --lr override them */
     const char *optimizer;
@@ -64,7 +74,8 @@ int pb_workload_preset(const struct pb_workload *w, const char *name, const stru
  * which later). */
 const struct pb_preset *pb_preset_lookup(const char *model, const char *name);
 
-/* A preset's sample shape: 3×S×S, or a translation model's 2·steps token ids. */
+/* A preset's sample shape: 3×S×S, a classifier's steps token ids or a translation
+ * model's 2·steps, as p->sample says. */
 struct pb_shape pb_preset_sample(const struct pb_preset *p);
 
 /* Whether a run takes the paper cut: `name` is --partition (harness/model/partition.h's

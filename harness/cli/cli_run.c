@@ -78,9 +78,10 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c)
     return rc;
 }
 
-/* "    NAME  dataset, 3xSxS, K-way head (a translation model: 2xT tokens, V-word
- * vocabulary), N parameters, B blocks[, a 4-stage cut]: summary" for each preset of w
- * (the default marked *), each built to count. */
+/* "    NAME  dataset, SHAPE, N parameters, B blocks[, a 4-stage cut]: summary" for each
+ * preset of w (the default marked *), each built to count; SHAPE is "3xSxS, K-way head",
+ * a classifier of sequences' "T tokens, V-word vocabulary, K-way head" or a translation
+ * model's "2xT tokens, V-word vocabulary". */
 static void list_presets(const struct pb_workload *w)
 {
     for (const struct pb_preset *p = w->presets; p && p->name; p++) {
@@ -92,8 +93,11 @@ static void list_presets(const struct pb_workload *w)
             continue;
         }
         char shape[64];
-        if (p->steps)
+        if (p->sample == PB_SAMPLE_PAIR)
             snprintf(shape, sizeof shape, "2x%d tokens, %d-word vocabulary", p->steps, p->vocab);
+        else if (p->sample == PB_SAMPLE_TOKENS)
+            snprintf(shape, sizeof shape, "%d tokens, %d-word vocabulary, %d-way head", p->steps,
+                     p->vocab, p->classes);
         else
             snprintf(shape, sizeof shape, "3x%dx%d, %d-way head", p->input_side, p->input_side,
                      p->classes);

@@ -268,14 +268,15 @@ static int make_model(struct run_state *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     struct pb_shape sample = {1, r->train.c, r->train.h, r->train.w};
-    /* a preset fixes the head; a dataset with fewer classes uses its first outputs */
+    /* a preset fixes the head; a dataset with fewer classes uses its first outputs. The
+       model checks the sample shape first: a dataset of the wrong kind hears that. */
     int nclasses = r->preset ? r->preset->classes : r->train.nclasses;
+    if (r->workload->build(&r->model, r->preset, sample, nclasses, e))
+        return -1;
     if (r->train.nclasses > nclasses)
         return pb_err_set(e, "model '%s' preset %s has a %d-way head, but dataset %s has %d "
                              "classes; pick a dataset of at most %d classes", c->model,
                           r->preset->name, nclasses, r->dataset, r->train.nclasses, nclasses);
-    if (r->workload->build(&r->model, r->preset, sample, nclasses, e))
-        return -1;
     r->model.label_smoothing = c->label_smoothing;
     return pb_model_finalize(&r->model, c->microbatch_size, e);
 }

@@ -18,7 +18,9 @@
 
 #define PB_LAYER_MAX_INPUTS 8
 #define PB_NAME_MAX 48
-#define PB_LAYER_MAX_TENSORS 8  /* parameter tensors of one layer (a bidirectional LSTM's) */
+#define PB_LSTM_MAX_LAYERS 8     /* the layers of one LSTM (torch.nn.LSTM's num_layers) */
+/* parameter tensors of one layer: a bidirectional LSTM's four per direction and layer */
+#define PB_LAYER_MAX_TENSORS (8 * PB_LSTM_MAX_LAYERS)
 
 enum pb_layer_kind {
     PB_LAYER_LINEAR,
@@ -75,8 +77,11 @@ struct pb_layer_cfg {
     struct pb_pool_desc pool;       /* max/avg pool */
     int channels;                   /* batchnorm2d */
     float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
-    float p;                        /* dropout probability */
+    float p;                        /* dropout probability; lstm: torch.nn.LSTM's dropout, on
+                                       each layer's output but the last, in training */
     bool bidirectional;             /* lstm: forward ‖ reverse over each sequence's length */
+    int num_layers;                 /* lstm: layers stacked, 1 … PB_LSTM_MAX_LAYERS (0 is
+                                       refused: pb_block_lstm sets 1) */
     bool bias;                      /* linear */
     int slice_axis, slice_lo, slice_hi;  /* slice: [lo, hi) of axis 1 (time) or 2 (features) */
     struct pb_init_spec init;       /* linear, conv2d, batchnorm2d, embedding, lstm */

@@ -158,13 +158,14 @@ int pb_block_embedding(struct pb_model *m, struct pb_block *b, const char *name,
 int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden)
 {
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
-                                                   .out_features = hidden});
+                                                   .out_features = hidden, .num_layers = 1});
 }
 
 int pb_block_bilstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden)
 {
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
-                                                   .out_features = hidden, .bidirectional = true});
+                                                   .out_features = hidden, .bidirectional = true,
+                                                   .num_layers = 1});
 }
 
 int pb_block_attention(struct pb_model *m, struct pb_block *b, const char *name, int queries,

@@ -66,7 +66,9 @@ int pb_block_dropout(struct pb_model *m, struct pb_block *b, const char *name, f
 int pb_block_flatten(struct pb_model *m, struct pb_block *b, const char *name);
 /* Sequence layers (layer.h's form [B, T, F, 1]): an embedding of `vocab` rows of `dim`
  * (padding_idx < 0: none), a one-layer LSTM, a bidirectional one ([B, T, 2·hidden],
- * packed by the sequences' lengths), the length-masked mean over time. */
+ * packed by the sequences' lengths), the length-masked mean over time. An LSTM of more
+ * layers, with dropout between them, is a PB_LAYER_LSTM node of cfg.num_layers and cfg.p
+ * (pb_block_node). */
 int pb_block_embedding(struct pb_model *m, struct pb_block *b, const char *name, int vocab, int dim,
                        int padding_idx);
 int pb_block_lstm(struct pb_model *m, struct pb_block *b, const char *name, int in_f, int hidden);

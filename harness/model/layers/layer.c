@@ -58,6 +58,8 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
             ops[n++] = PB_BOP_SEQ_GATHER;
             ops[n++] = PB_BOP_ADD;
         }
+        if (l->cfg.num_layers > 1 && l->cfg.p > 0.0f)
+            ops[n++] = PB_BOP_DROPOUT;
         break;
     case PB_LAYER_SEQ_MEAN: ops[n++] = PB_BOP_SEQ_MEAN; break;
     case PB_LAYER_ATTENTION: ops[n++] = PB_BOP_GEMM; ops[n++] = PB_BOP_ATTENTION; break;
@@ -74,10 +76,14 @@ size_t pb_layer_act_bytes(const struct pb_layer *l)
         out += 2 * (size_t)l->cfg.channels * sizeof(float);
     if (l->cfg.kind == PB_LAYER_MAXPOOL2D)
         out += pb_shape_count(l->out_shape) * sizeof(int32_t);
-    if (l->cfg.kind == PB_LAYER_LSTM)  /* gates and cell states (the CPU's workspace) */
-        out += 5 * pb_shape_count(l->out_shape) * sizeof(float);
-    if (l->cfg.kind == PB_LAYER_LSTM && l->cfg.bidirectional)  /* y_f, y_r and the lengths */
-        out += pb_shape_count(l->out_shape) * sizeof(float) + (size_t)l->out_shape.n * sizeof(int32_t);
+    if (l->cfg.kind == PB_LAYER_LSTM) {
+        /* per layer its gates and cell states (the CPU's workspace), y_f and y_r when
+           bidirectional; the outputs of all layers but the last; the lengths */
+        size_t y = pb_shape_count(l->out_shape) * sizeof(float), nl = (size_t)l->cfg.num_layers;
+        out += nl * 5 * y + (nl - 1) * y;
+        if (l->cfg.bidirectional)
+            out += nl * y + (size_t)l->out_shape.n * sizeof(int32_t);
+    }
     if (l->cfg.kind == PB_LAYER_SEQ_MEAN)
         out += (size_t)l->out_shape.n * sizeof(int32_t);
     if (l->cfg.kind == PB_LAYER_ATTENTION) {  /* pq, pk, the weights a and the lengths */

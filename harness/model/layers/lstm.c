@@ -1,32 +1,61 @@
-/* harness/model/layers/lstm.c — a one-layer LSTM, unidirectional or bidirectional
- * (torch.nn.LSTM(input, hidden, batch_first = True, bidirectional), zero initial states,
- * the output sequence of h). x [B, T, input, 1], y [B, T, hidden, 1] or, bidirectional,
- * [B, T, 2·hidden, 1] = forward ‖ reverse per step (layer.h's sequence form); parameters
- * named and shaped as PyTorch's: weight_ih_l0 [4H, input], weight_hh_l0 [4H, H],
- * bias_ih_l0 [4H], bias_hh_l0 [4H], then the same with _reverse; gates i, f, g, o; init
+/* harness/model/layers/lstm.c — an LSTM of one or more layers, unidirectional or
+ * bidirectional (torch.nn.LSTM(input, hidden, num_layers, batch_first = True, dropout,
+ * bidirectional), zero initial states, the output sequence of the last layer's h).
+ * x [B, T, input, 1], y [B, T, dirs·hidden, 1] (bidirectional: forward ‖ reverse per step;
+ * layer.h's sequence form). Layer k > 0 takes layer k − 1's output [B, T, dirs·H]; in
+ * training, dropout p (cfg.p) is applied to every layer's output but the last, as torch's,
+ * its mask from the counter-based RNG keyed by (seed, micro-batch, layer uid, k)
+ * (semantics §1.7), so the backward redraws it and every executor draws the same.
+ * Parameters named and shaped as PyTorch's, layer by layer and direction by direction:
+ * weight_ih_l<k> [4H, I_k], weight_hh_l<k> [4H, H], bias_ih_l<k> [4H], bias_hh_l<k> [4H],
+ * then the same with _reverse (I_0 = input, I_k = dirs·H); gates i, f, g, o; init
  * U(−1/√H, 1/√H) for all of them, as PyTorch, or the layer's init spec (GNMT's
  * init_lstm_: U(−0.1, 0.1) with bias_hh zero).
- * A unidirectional LSTM runs over all T steps (GNMT's later layers, which are not
- * packed). A bidirectional one reads the sequences' lengths (pb_fwd_ctx) as
- * pack_padded_sequence does: the reverse direction starts at each sequence's last real
- * token, and both directions' outputs past the length are 0 (pad_packed_sequence), so
- * padded steps get no gradient either. Its aux holds, in order: the two directions'
- * workspaces, their outputs y_f [B, T, H] and y_r [B, T, H] (the latter in reversed
- * time), and the lengths [B] int32 (T where the forward had none). The reverse input
- * is gathered again in the backward rather than kept. */
+ * A unidirectional LSTM runs over all T steps (GNMT's later layers, which are not packed).
+ * A bidirectional one reads the sequences' lengths (pb_fwd_ctx) at every layer as
+ * pack_padded_sequence does (layers/lstm_one.c): outputs past a length are 0, so padded
+ * steps get no gradient. Its aux (the training forward's; the same pieces as scratch in
+ * evaluation, without the workspaces) holds, in order: every layer's workspaces, per
+ * direction; bidirectional, every layer's y_f [B, T, H] and y_r [B, T, H] (the latter in
+ * reversed time); the outputs of layers 0 … L − 2 [B, T, dirs·H] (before the dropout,
+ * which the backward redraws); bidirectional, the lengths [B] int32 (T where the forward
+ * had none). One layer therefore keeps what the one-layer LSTM always kept. */
+#include <stdio.h>
 #include <string.h>
 
 #include "harness/model/layers/layer_util.h"
-
-static struct pb_lstm_desc lstm_desc(const struct pb_layer *l)
-{
-    struct pb_shape s = l->in_shape[0];
-    return (struct pb_lstm_desc){s.n, s.c, l->cfg.in_features, l->cfg.out_features};
-}
+#include "harness/model/layers/lstm_one.h"
+#include "harness/base/rng.h"
 
 static int ndirs(const struct pb_layer *l)
 {
     return l->cfg.bidirectional ? 2 : 1;
+}
+
+static int nlayers(const struct pb_layer *l)
+{
+    return l->cfg.num_layers;
+}
+
+/* I_k: layer k's input features. */
+static int layer_input(const struct pb_layer *l, int k)
+{
+    return k ? ndirs(l) * l->cfg.out_features : l->cfg.in_features;
+}
+
+static struct pb_lstm_desc layer_desc(const struct pb_layer *l, int k)
+{
+    struct pb_shape s = l->in_shape[0];
+    return (struct pb_lstm_desc){s.n, s.c, layer_input(l, k), l->cfg.out_features};
+}
+
+/* Where layer k's tensors start in the layer's flat parameters (k = L: their count). */
+static size_t layer_param_off(const struct pb_layer *l, int k)
+{
+    size_t off = 0;
+    for (int j = 0; j < k; j++)
+        off += (size_t)ndirs(l) * pb_lstm_dir_params(layer_input(l, j), l->cfg.out_features);
+    return off;
 }
 
 static int lstm_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
@@ -34,6 +63,12 @@ static int lstm_infer(const struct pb_layer *l, const struct pb_shape *in, int n
 {
     char buf[64];
     PB_CHECK(nin == 1);
+    if (l->cfg.num_layers < 1 || l->cfg.num_layers > PB_LSTM_MAX_LAYERS)
+        return pb_err_set(e, "lstm '%s': num_layers must be 1 to %d (got %d)", l->name,
+                          PB_LSTM_MAX_LAYERS, l->cfg.num_layers);
+    if (!(l->cfg.p >= 0.0f && l->cfg.p < 1.0f))
+        return pb_err_set(e, "lstm '%s': the dropout between its layers must be in [0, 1) (got "
+                             "%g)", l->name, l->cfg.p);
     if (in[0].w != 1 || in[0].h != l->cfg.in_features)
         return pb_err_set(e, "lstm '%s' expects a sequence [B, T, %d, 1] but gets %s", l->name,
                           l->cfg.in_features, pb_shape_str(in[0], buf, sizeof buf));
@@ -41,34 +76,39 @@ static int lstm_infer(const struct pb_layer *l, const struct pb_shape *in, int n
     return 0;
 }
 
-/* Floats of one direction's four tensors. */
-static size_t dir_params(const struct pb_layer *l)
-{
-    size_t g = 4 * (size_t)l->cfg.out_features;
-    return g * ((size_t)l->cfg.in_features + (size_t)l->cfg.out_features + 2);
-}
-
 static size_t lstm_params(const struct pb_layer *l)
 {
-    return (size_t)ndirs(l) * dir_params(l);
+    return layer_param_off(l, nlayers(l));
 }
+
+/* PyTorch's names: [layer][direction][tensor]. */
+#define LSTM_NAMES(k)                                                                          \
+    {{"weight_ih_l" #k, "weight_hh_l" #k, "bias_ih_l" #k, "bias_hh_l" #k},                     \
+     {"weight_ih_l" #k "_reverse", "weight_hh_l" #k "_reverse", "bias_ih_l" #k "_reverse",     \
+      "bias_hh_l" #k "_reverse"}}
+static const char *const lstm_names[PB_LSTM_MAX_LAYERS][2][4] = {
+    LSTM_NAMES(0), LSTM_NAMES(1), LSTM_NAMES(2), LSTM_NAMES(3),
+    LSTM_NAMES(4), LSTM_NAMES(5), LSTM_NAMES(6), LSTM_NAMES(7),
+};
 
 static int lstm_tensors(const struct pb_layer *l, const char **names, size_t *counts)
 {
-    static const char *const fwd[4] = {"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"};
-    static const char *const rev[4] = {"weight_ih_l0_reverse", "weight_hh_l0_reverse",
-                                       "bias_ih_l0_reverse", "bias_hh_l0_reverse"};
+    PB_CHECK(nlayers(l) >= 1 && nlayers(l) <= PB_LSTM_MAX_LAYERS);
     size_t g = 4 * (size_t)l->cfg.out_features;
-    for (int d = 0; d < ndirs(l); d++)
-        for (int i = 0; i < 4; i++) {
-            names[4 * d + i] = d ? rev[i] : fwd[i];
-            counts[4 * d + i] = i == 0 ? g * (size_t)l->cfg.in_features
-                                : i == 1 ? g * (size_t)l->cfg.out_features
-                                         : g;
-        }
-    return 4 * ndirs(l);
+    int n = 0;
+    for (int k = 0; k < nlayers(l); k++)
+        for (int d = 0; d < ndirs(l); d++)
+            for (int i = 0; i < 4; i++, n++) {
+                names[n] = lstm_names[k][d][i];
+                counts[n] = i == 0 ? g * (size_t)layer_input(l, k)
+                            : i == 1 ? g * (size_t)l->cfg.out_features
+                                     : g;
+            }
+    return n;
 }
 
+/* Tensor i (in lstm_tensors' order) is drawn as tensor i of the layer's key, so one
+ * layer's numbers are what the one-layer LSTM drew. */
 static void lstm_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
 {
     (void)buffers;
@@ -87,85 +127,107 @@ static void lstm_init(const struct pb_layer *l, float *params, float *buffers, u
     }
 }
 
-/* The pieces of a bidirectional layer's aux (or of a scratch block laid out alike). */
-struct bi_aux {
-    void *ws_f, *ws_r;
-    float *y_f, *y_r;
+/* The pieces of the aux (module comment). */
+struct stack_aux {
+    void *ws[PB_LSTM_MAX_LAYERS][2];
+    float *yd[PB_LSTM_MAX_LAYERS][2];
+    float *mid[PB_LSTM_MAX_LAYERS];
     int32_t *len;
 };
 
-static size_t bi_seq_bytes(const struct pb_lstm_desc *d)
+/* Floats of one layer's output [B, T, dirs·H]. */
+static size_t out_floats(const struct pb_layer *l)
 {
-    return (size_t)d->batch * d->steps * (size_t)d->hidden * sizeof(float);
+    return pb_shape_count(l->out_shape);
 }
 
-static size_t bi_aux_bytes(struct pb_backend *be, const struct pb_lstm_desc *d, bool train)
+/* Lays the aux out from base (NULL: only measures) into *a; returns its bytes. */
+static size_t aux_layout(struct pb_backend *be, const struct pb_layer *l, bool train, void *base,
+                         struct stack_aux *a)
 {
-    size_t ws = train ? 2 * be->ops->lstm_workspace(be, d) : 0;
-    return ws + 2 * bi_seq_bytes(d) + (size_t)d->batch * sizeof(int32_t);
-}
-
-static struct bi_aux bi_split(struct pb_backend *be, const struct pb_lstm_desc *d, void *base,
-                              bool train)
-{
-    size_t ws = train ? be->ops->lstm_workspace(be, d) : 0;
     char *p = base;
-    struct bi_aux a;
-    a.ws_f = train ? p : NULL;
-    a.ws_r = train ? p + ws : NULL;
-    a.y_f = (float *)(p + 2 * ws);
-    a.y_r = (float *)(p + 2 * ws + bi_seq_bytes(d));
-    a.len = (int32_t *)(p + 2 * ws + 2 * bi_seq_bytes(d));
-    return a;
+    size_t at = 0, seq = out_floats(l) / (size_t)ndirs(l) * sizeof(float);
+    memset(a, 0, sizeof *a);
+    for (int k = 0; train && k < nlayers(l); k++) {
+        struct pb_lstm_desc d = layer_desc(l, k);
+        size_t ws = be->ops->lstm_workspace(be, &d);
+        for (int r = 0; r < ndirs(l); r++, at += ws)
+            a->ws[k][r] = p ? p + at : NULL;
+    }
+    for (int k = 0; l->cfg.bidirectional && k < nlayers(l); k++)
+        for (int r = 0; r < 2; r++, at += seq)
+            a->yd[k][r] = p ? (float *)(p + at) : NULL;
+    for (int k = 0; k + 1 < nlayers(l); k++, at += out_floats(l) * sizeof(float))
+        a->mid[k] = p ? (float *)(p + at) : NULL;
+    if (l->cfg.bidirectional) {
+        a->len = p ? (int32_t *)(p + at) : NULL;
+        at += (size_t)l->in_shape[0].n * sizeof(int32_t);
+    }
+    return at;
 }
 
-/* The reverse direction's input: each sequence's real steps in reversed time, then 0. */
-static float *gather_reverse(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
-                             const int32_t *len, struct pb_err *e)
+static struct pb_lstm_one one_of(const struct pb_layer *l, const struct stack_aux *a, int k)
 {
-    size_t bytes = (size_t)d->batch * d->steps * (size_t)d->input * sizeof(float);
-    float *xr = pb_backend_alloc(be, bytes, PB_MEM_SCRATCH, e);
-    if (xr)
-        be->ops->seq_gather(be, x, d->input, len, d->batch, d->steps, d->input, true, xr,
-                            d->input);
-    return xr;
+    struct pb_lstm_one o = {.d = layer_desc(l, k), .bi = l->cfg.bidirectional, .len = a->len};
+    for (int r = 0; r < 2; r++) {
+        o.ws[r] = a->ws[k][r];
+        o.yd[r] = a->yd[k][r];
+    }
+    return o;
 }
 
-static int bi_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c, const float *x,
-                      const float *params, struct pb_node_act *act, struct pb_err *e)
+/* The dropout on layer k's output (k < L − 1) applies in training when p > 0. */
+static bool drops(const struct pb_layer *l, bool train)
+{
+    return train && l->cfg.p > 0.0f && nlayers(l) > 1;
+}
+
+static struct pb_rng_key drop_key(const struct pb_layer *l, const struct pb_fwd_ctx *c, int k)
+{
+    return pb_rng_key(PB_RNG_DROPOUT, c->seed, (uint64_t)c->mb, (uint64_t)l->uid, (uint64_t)k);
+}
+
+/* The lengths into a->len: the context's, else T for every sequence. */
+static void put_lengths(struct pb_backend *be, const struct pb_layer *l,
+                        const struct pb_fwd_ctx *c, int32_t *len)
+{
+    int B = l->in_shape[0].n;
+    if (c->lengths) {
+        be->ops->copy(be, len, c->lengths, (size_t)B * sizeof(int32_t));
+        return;
+    }
+    int32_t *h = be->ops->write_begin(be, len, (size_t)B * sizeof(int32_t));
+    for (int b = 0; b < B; b++)
+        h[b] = l->in_shape[0].c;
+    be->ops->write_end(be, len, h, (size_t)B * sizeof(int32_t));
+}
+
+/* The layers in turn, y the last one's output; a is laid out. */
+static int stack_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                         const struct stack_aux *a, const float *x, const float *params, float *y,
+                         struct pb_err *e)
 {
     struct pb_backend *be = c->be;
-    struct pb_lstm_desc d = lstm_desc(l);
-    int B = d.batch, T = d.steps, H = d.hidden;
-    void *base = pb_backend_alloc(be, bi_aux_bytes(be, &d, c->train),
-                                  c->train ? PB_MEM_ACTS : PB_MEM_SCRATCH, e);
-    if (!base)
-        return -1;
-    struct bi_aux a = bi_split(be, &d, base, c->train);
-    if (c->lengths) {
-        be->ops->copy(be, a.len, c->lengths, (size_t)B * sizeof(int32_t));
-    } else {
-        int32_t *h = be->ops->write_begin(be, a.len, (size_t)B * sizeof(int32_t));
-        for (int b = 0; b < B; b++)
-            h[b] = T;
-        be->ops->write_end(be, a.len, h, (size_t)B * sizeof(int32_t));
+    size_t n = out_floats(l);
+    float *dropped = NULL;  /* the dropped output [B, T, dirs·H], the next layer's input */
+    if (drops(l, c->train)) {
+        dropped = pb_backend_alloc(be, n * sizeof(float), PB_MEM_SCRATCH, e);
+        if (!dropped)
+            return -1;
     }
-    float *xr = gather_reverse(be, &d, x, a.len, e);
-    if (!xr) {
-        pb_backend_free(be, base);
-        return -1;
+    int rc = 0;
+    for (int k = 0; !rc && k < nlayers(l); k++) {
+        struct pb_lstm_one o = one_of(l, a, k);
+        float *yk = k + 1 < nlayers(l) ? a->mid[k] : y;
+        rc = pb_lstm_one_fwd(be, &o, x, params + layer_param_off(l, k), yk, e);
+        x = yk;
+        if (dropped && k + 1 < nlayers(l)) {
+            be->ops->dropout(be, yk, dropped, n, l->cfg.p, drop_key(l, c, k), 0);
+            x = dropped;
+        }
     }
-    be->ops->lstm_fwd(be, &d, x, params, a.y_f, a.ws_f);
-    be->ops->lstm_fwd(be, &d, xr, params + dir_params(l), a.y_r, a.ws_r);
-    pb_backend_free(be, xr);
-    float *y = act->out.data;
-    be->ops->seq_gather(be, a.y_f, H, a.len, B, T, H, false, y, 2 * H);
-    be->ops->seq_gather(be, a.y_r, H, a.len, B, T, H, true, y + H, 2 * H);
-    if (c->train)
-        act->aux = base;
-    else
-        pb_backend_free(be, base);
-    return 0;
+    pb_backend_free(be, dropped);
+    return rc;
 }
 
 static int lstm_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
@@ -174,83 +236,85 @@ static int lstm_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
 {
     (void)buffers;
     struct pb_backend *be = c->be;
-    struct pb_lstm_desc d = lstm_desc(l);
     if (pb_tensor_alloc(be, &act->out, l->out_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
         return -1;
-    if (l->cfg.bidirectional) {
-        if (bi_forward(l, c, in[0]->data, params, act, e)) {
-            pb_backend_free(be, act->out.data);
-            act->out.data = NULL;
-            return -1;
-        }
-        return 0;
+    struct stack_aux a;
+    size_t bytes = aux_layout(be, l, c->train, NULL, &a);
+    void *base = bytes ? pb_backend_alloc(be, bytes, c->train ? PB_MEM_ACTS : PB_MEM_SCRATCH, e)
+                       : NULL;
+    if (bytes && !base) {
+        pb_backend_free(be, act->out.data);
+        act->out.data = NULL;
+        return -1;
     }
-    if (c->train) {
-        act->aux = pb_backend_alloc(be, be->ops->lstm_workspace(be, &d), PB_MEM_ACTS, e);
-        if (!act->aux) {
-            pb_backend_free(be, act->out.data);
-            act->out.data = NULL;
-            return -1;
-        }
+    aux_layout(be, l, c->train, base, &a);
+    if (a.len)
+        put_lengths(be, l, c, a.len);
+    if (stack_forward(l, c, &a, in[0]->data, params, act->out.data, e)) {
+        pb_backend_free(be, base);
+        pb_backend_free(be, act->out.data);
+        act->out.data = NULL;
+        return -1;
     }
-    be->ops->lstm_fwd(be, &d, in[0]->data, params, act->out.data, act->aux);
+    if (c->train)
+        act->aux = base;
+    else
+        pb_backend_free(be, base);
     return 0;
 }
 
-/* Both directions' backward: dy [B, T, 2H] split into each direction's time order,
- * dx = the forward direction's + the reverse one's put back in time order. */
-static int bi_backward(const struct pb_layer *l, struct pb_backend *be, const float *x,
-                       const struct pb_node_act *act, const float *dy, const float *params,
-                       float *grads, float *dx, struct pb_err *e)
-{
-    struct pb_lstm_desc d = lstm_desc(l);
-    int B = d.batch, T = d.steps, H = d.hidden, I = d.input;
-    struct bi_aux a = bi_split(be, &d, act->aux, true);
-    size_t seq = bi_seq_bytes(&d), xbytes = (size_t)B * T * (size_t)I * sizeof(float);
-    float *tmp = pb_backend_alloc(be, 2 * seq + (dx ? xbytes : 0), PB_MEM_SCRATCH, e);
-    if (!tmp)
-        return -1;
-    float *xr = gather_reverse(be, &d, x, a.len, e);
-    if (!xr) {
-        pb_backend_free(be, tmp);
-        return -1;
-    }
-    float *dy_f = tmp, *dy_r = tmp + seq / sizeof(float), *dx_r = dx ? dy_r + seq / sizeof(float) : NULL;
-    be->ops->seq_gather(be, dy, 2 * H, a.len, B, T, H, false, dy_f, H);
-    be->ops->seq_gather(be, dy + H, 2 * H, a.len, B, T, H, true, dy_r, H);
-    be->ops->lstm_bwd(be, &d, x, params, a.y_f, dy_f, a.ws_f, dx, grads);
-    size_t off = dir_params(l);
-    be->ops->lstm_bwd(be, &d, xr, params + off, a.y_r, dy_r, a.ws_r, dx_r, grads + off);
-    if (dx) {
-        be->ops->seq_gather(be, dx_r, I, a.len, B, T, I, true, xr, I);
-        be->ops->add(be, dx, xr, dx, (size_t)B * T * (size_t)I);
-    }
-    pb_backend_free(be, xr);
-    pb_backend_free(be, tmp);
-    return 0;
-}
-
+/* From the top layer down: layer k's dx is layer k − 1's dy once the dropout's mask is
+ * applied to it again; its input is layer k − 1's kept output with the mask redrawn. */
 static int lstm_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                          const struct pb_tensor *const *in, const struct pb_node_act *act,
                          const struct pb_tensor *dy, const float *params, float *grads,
                          struct pb_tensor *const *dx, struct pb_err *e)
 {
-    float *dxp = dx[0] ? dx[0]->data : NULL;
-    if (l->cfg.bidirectional)
-        return bi_backward(l, c->be, in[0]->data, act, dy->data, params, grads, dxp, e);
-    struct pb_lstm_desc d = lstm_desc(l);
-    c->be->ops->lstm_bwd(c->be, &d, in[0]->data, params, act->out.data, dy->data, act->aux, dxp,
-                         grads);
-    return 0;
+    struct pb_backend *be = c->be;
+    int L = nlayers(l);
+    struct stack_aux a;
+    aux_layout(be, l, true, act->aux, &a);
+    size_t n = out_floats(l);
+    bool drop = drops(l, true);
+    /* two gradients [B, T, dirs·H] in turn, then the redrawn input of a layer k > 0 */
+    float *tmp = NULL;
+    if (L > 1 && !(tmp = pb_backend_alloc(be, (2 + drop) * n * sizeof(float), PB_MEM_SCRATCH, e)))
+        return -1;
+    const float *dyk = dy->data;
+    int rc = 0;
+    for (int k = L - 1; !rc && k >= 0; k--) {
+        const float *xk = k ? a.mid[k - 1] : in[0]->data;
+        if (k && drop) {
+            be->ops->dropout(be, a.mid[k - 1], tmp + 2 * n, n, l->cfg.p, drop_key(l, c, k - 1), 0);
+            xk = tmp + 2 * n;
+        }
+        float *dxk = k ? tmp + (size_t)(k % 2) * n : dx[0] ? dx[0]->data : NULL;
+        struct pb_lstm_one o = one_of(l, &a, k);
+        size_t off = layer_param_off(l, k);
+        rc = pb_lstm_one_bwd(be, &o, xk, params + off, k + 1 < L ? a.mid[k] : act->out.data, dyk,
+                             dxk, grads + off, e);
+        if (k && drop)
+            be->ops->dropout(be, dxk, dxk, n, l->cfg.p, drop_key(l, c, k - 1), 0);
+        dyk = dxk;
+    }
+    pb_backend_free(be, tmp);
+    return rc;
 }
 
-/* Per direction the gemms (input and recurrent projections, 2·B·T·4H·(I + H)) and about
- * 10 FLOPs per gate element of the pointwise step. */
+/* Per layer and direction the gemms (input and recurrent projections,
+ * 2·B·T·4H·(I_k + H)) and about 10 FLOPs per gate element of the pointwise step; one
+ * per element of each dropped output. */
 static double lstm_flops(const struct pb_layer *l)
 {
-    struct pb_lstm_desc d = lstm_desc(l);
-    double steps = (double)d.batch * d.steps, g = 4.0 * d.hidden;
-    return ndirs(l) * steps * g * (2.0 * (d.input + d.hidden) + 10.0);
+    double f = 0;
+    for (int k = 0; k < nlayers(l); k++) {
+        struct pb_lstm_desc d = layer_desc(l, k);
+        double steps = (double)d.batch * d.steps, g = 4.0 * d.hidden;
+        f += ndirs(l) * steps * g * (2.0 * (d.input + d.hidden) + 10.0);
+    }
+    if (drops(l, true))
+        f += (double)(nlayers(l) - 1) * (double)out_floats(l);
+    return f;
 }
 
 const struct pb_layer_ops pb_lstm_ops = {

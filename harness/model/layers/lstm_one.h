@@ -1,0 +1,37 @@
+/* harness/model/layers/lstm_one.h — one layer of an LSTM stack (layers/lstm.c) on the
+ * backend: unidirectional over all T steps, or bidirectional over each sequence's length
+ * as pack_padded_sequence runs it (y = forward ‖ reverse per step, both 0 past the
+ * length). Shapes: x [B, T, I], y [B, T, dirs·H]; the weights w are the layer's dirs runs
+ * of PyTorch's four tensors (weight_ih [4H, I], weight_hh [4H, H], bias_ih, bias_hh [4H]). */
+#ifndef PB_LSTM_ONE_H
+#define PB_LSTM_ONE_H
+
+#include <stdbool.h>
+
+#include "harness/compute/backend.h"
+
+/* One layer and where its forward keeps what the backward reads. */
+struct pb_lstm_one {
+    struct pb_lstm_desc d;  /* B, T, this layer's input I, H */
+    bool bi;
+    void *ws[2];            /* the training forward's workspace per direction; NULL in eval */
+    float *yd[2];           /* bi: each direction's output [B, T, H], the reverse one in
+                               reversed time (what its primitive wrote) */
+    const int32_t *len;     /* bi: the lengths [B] (device) */
+};
+
+/* Floats of one direction's four tensors: 4H·(I + H + 2). */
+size_t pb_lstm_dir_params(int input, int hidden);
+
+/* y [B, T, dirs·H] of x [B, T, I]; fills o's workspaces (training) and yd (bi). */
+int pb_lstm_one_fwd(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
+                    const float *w, float *y, struct pb_err *e);
+
+/* From dy [B, T, dirs·H]: dx [B, T, I] (NULL: not wanted) and dW accumulated into dw
+ * (w's layout). Reads x, w and what the training forward left: y (unidirectional), yd
+ * (bidirectional) and the workspaces. */
+int pb_lstm_one_bwd(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
+                    const float *w, const float *y, const float *dy, float *dx, float *dw,
+                    struct pb_err *e);
+
+#endif

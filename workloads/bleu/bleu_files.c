@@ -1,4 +1,5 @@
-/* workloads/bleu/bleu_files.c — BLEU of two line-aligned text files, checked as text
+/* workloads/bleu/bleu_files.c — BLEU of two line-aligned text files (under the text
+ * options of bleu.h), checked as text
  * (no NUL bytes, valid UTF-8, the same line count), and sacreBLEU's report line. */
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +83,13 @@ static void lines_finish(struct lines *l)
 int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_bpe,
                         struct pb_bleu *b, struct pb_err *e)
 {
+    struct pb_bleu_opts o = {.merge_bpe = merge_bpe};
+    return pb_bleu_score_files_opts(hyp_path, ref_path, &o, b, e);
+}
+
+int pb_bleu_score_files_opts(const char *hyp_path, const char *ref_path,
+                             const struct pb_bleu_opts *o, struct pb_bleu *b, struct pb_err *e)
+{
     memset(b, 0, sizeof *b);
     struct lines h, r;
     if (read_lines(hyp_path, "hypothesis", &h, e))
@@ -98,16 +106,8 @@ int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_b
         lines_finish(&r);
         return -1;
     }
-    for (long i = 0; i < h.n; i++) {
-        if (merge_bpe) {
-            char *mh = pb_bleu_merge_bpe(h.line[i]), *mr = pb_bleu_merge_bpe(r.line[i]);
-            pb_bleu_add(b, mh, mr);
-            free(mh);
-            free(mr);
-        } else {
-            pb_bleu_add(b, h.line[i], r.line[i]);
-        }
-    }
+    for (long i = 0; i < h.n; i++)
+        pb_bleu_add_opts(b, h.line[i], r.line[i], o);
     lines_finish(&h);
     lines_finish(&r);
     return 0;
@@ -115,9 +115,20 @@ int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_b
 
 void pb_bleu_format(const struct pb_bleu_score *s, bool merged, char *buf, size_t cap)
 {
+    struct pb_bleu_opts o = {.merge_bpe = merged};
+    pb_bleu_format_opts(s, &o, buf, cap);
+}
+
+void pb_bleu_format_opts(const struct pb_bleu_score *s, const struct pb_bleu_opts *o, char *buf,
+                         size_t cap)
+{
+    char detok[16] = "";
+    if (o->detok != PB_DETOK_NONE)
+        snprintf(detok, sizeof detok, "|detok:%s", pb_detok_lang_name(o->detok));
     snprintf(buf, cap,
-             "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|bpe:%s = %.2f "
+             "BLEU|nrefs:1|case:%s|eff:no|tok:%s|smooth:exp|bpe:%s%s = %.2f "
              "%.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %ld ref_len = %ld)",
-             merged ? "merged" : "none", s->bleu, s->precision[0], s->precision[1],
+             o->lowercase ? "lc" : "mixed", pb_bleu_tok_name(o->tok),
+             o->merge_bpe ? "merged" : "none", detok, s->bleu, s->precision[0], s->precision[1],
              s->precision[2], s->precision[3], s->bp, s->ratio, s->hyp_len, s->ref_len);
 }

@@ -91,6 +91,20 @@ void pb_bleu_score(const struct pb_bleu *b, struct pb_bleu_score *s);
 /* Whether the n bytes at p are valid UTF-8 (for messages about input files). */
 bool pb_bleu_valid_utf8(const char *p, size_t n);
 
+/* A text file's lines: one buffer, each '\n' replaced by NUL. */
+struct pb_bleu_lines {
+    char *text;
+    char **line;  /* [n] */
+    long n;
+};
+/* Reads the lines of the UTF-8 file at path (lines end at '\n'; a last line needs none);
+ * role names it in messages ("hypothesis", "reference"). -1 with a message for a file
+ * that cannot be read, holds no lines, a NUL byte or invalid UTF-8 (its line named). */
+int pb_bleu_read_lines(const char *path, const char *role, struct pb_bleu_lines *l,
+                       struct pb_err *e);
+/* Frees l's lines and zeroes it (a zeroed l is a no-op). */
+void pb_bleu_lines_finish(struct pb_bleu_lines *l);
+
 /* Scores the corpus of two line-aligned UTF-8 files: line i of hyp_path against line
  * i of ref_path (lines end at '\n'; a last line needs none), each side BPE-merged first
  * when merge_bpe. Zeroes b and adds every segment. -1 with a message for a file that

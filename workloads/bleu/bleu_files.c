@@ -8,14 +8,8 @@
 
 #include "workloads/bleu/bleu.h"
 
-/* A file's lines: one buffer, each '\n' replaced by NUL. */
-struct lines {
-    char *text;
-    char **line;
-    long n;
-};
-
-static int read_lines(const char *path, const char *role, struct lines *l, struct pb_err *e)
+int pb_bleu_read_lines(const char *path, const char *role, struct pb_bleu_lines *l,
+                       struct pb_err *e)
 {
     memset(l, 0, sizeof *l);
     FILE *f = fopen(path, "rb");
@@ -74,10 +68,11 @@ static int read_lines(const char *path, const char *role, struct lines *l, struc
     return 0;
 }
 
-static void lines_finish(struct lines *l)
+void pb_bleu_lines_finish(struct pb_bleu_lines *l)
 {
     free(l->text);
     free(l->line);
+    memset(l, 0, sizeof *l);
 }
 
 int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_bpe,
@@ -91,25 +86,25 @@ int pb_bleu_score_files_opts(const char *hyp_path, const char *ref_path,
                              const struct pb_bleu_opts *o, struct pb_bleu *b, struct pb_err *e)
 {
     memset(b, 0, sizeof *b);
-    struct lines h, r;
-    if (read_lines(hyp_path, "hypothesis", &h, e))
+    struct pb_bleu_lines h, r;
+    if (pb_bleu_read_lines(hyp_path, "hypothesis", &h, e))
         return -1;
-    if (read_lines(ref_path, "reference", &r, e)) {
-        lines_finish(&h);
+    if (pb_bleu_read_lines(ref_path, "reference", &r, e)) {
+        pb_bleu_lines_finish(&h);
         return -1;
     }
     if (h.n != r.n) {
         pb_err_set(e, "bleu: the hypothesis file %s has %ld lines but the reference file %s "
                       "has %ld; they must be line-aligned, one segment a line",
                    hyp_path, h.n, ref_path, r.n);
-        lines_finish(&h);
-        lines_finish(&r);
+        pb_bleu_lines_finish(&h);
+        pb_bleu_lines_finish(&r);
         return -1;
     }
     for (long i = 0; i < h.n; i++)
         pb_bleu_add_opts(b, h.line[i], r.line[i], o);
-    lines_finish(&h);
-    lines_finish(&r);
+    pb_bleu_lines_finish(&h);
+    pb_bleu_lines_finish(&r);
     return 0;
 }
 

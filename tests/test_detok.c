@@ -104,6 +104,9 @@ START_TEST(intl_and_lower_match_sacrebleu)
 {
     check_lines("tokintl.in", "tokintl.out", 100, intl_line, 0);
     check_lines("lower.in", "lower.out", 90, lower_line, 0);
+    char *bad = pb_uchar_lower("A\xff" "B");
+    ck_assert_str_eq(bad, "a\xef\xbf\xbd" "b");
+    free(bad);
 }
 END_TEST
 

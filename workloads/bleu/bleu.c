@@ -1,9 +1,10 @@
 /* workloads/bleu/bleu.c — BLEU's segment statistics and the corpus score, as
  * sacreBLEU's BLEU.corpus_score and BLEU.compute_bleu (smooth 'exp', effective order
- * off), and the text options (merge, detokenise, lowercase, tokenise). A segment's tokens are interned to small ids (equal strings, equal ids); for
- * each order the hypothesis' and the reference's n-grams (start positions) are sorted
- * by their id sequences and walked together: each distinct hypothesis n-gram counts
- * min(its count, the reference's) matches. */
+ * off), and the text options (merge, detokenise, lowercase, tokenise). A segment's
+ * tokens are interned to small ids (equal strings, equal ids); for each order the
+ * hypothesis' and the reference's n-grams (start positions) are sorted by their id
+ * sequences and walked together: each distinct hypothesis n-gram counts min(its count,
+ * the reference's) matches. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

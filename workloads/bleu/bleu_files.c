@@ -1,6 +1,6 @@
-/* workloads/bleu/bleu_files.c — BLEU of two line-aligned text files (under the text
- * options of bleu.h), checked as text
- * (no NUL bytes, valid UTF-8, the same line count), and sacreBLEU's report line. */
+/* workloads/bleu/bleu_files.c — text files read as lines (no NUL bytes, valid UTF-8),
+ * the BLEU of two line-aligned ones (the same line count; under the text options of
+ * bleu.h), and sacreBLEU's report line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -68,15 +68,16 @@ bool pb_uchar_is_number(uint32_t c)
     return category_mask(c) & U_GC_N_MASK;
 }
 
-/* UTF-8 → UTF-16 → lower → UTF-8; each length found by a first preflighting call. */
+/* UTF-8 → UTF-16 → lower → UTF-8; each length found by a first preflighting call. An
+ * invalid byte sequence (never in checked input) becomes U+FFFD. */
 char *pb_uchar_lower(const char *s)
 {
     UErrorCode err = U_ZERO_ERROR;
     int32_t n16 = 0, nl = 0, n8 = 0, len = (int32_t)strlen(s);
-    u_strFromUTF8(NULL, 0, &n16, s, len, &err);
+    u_strFromUTF8WithSub(NULL, 0, &n16, s, len, 0xFFFD, NULL, &err);
     err = U_ZERO_ERROR;
     UChar *w = pb_xmalloc(((size_t)n16 + 1) * sizeof *w);
-    u_strFromUTF8(w, n16 + 1, &n16, s, len, &err);
+    u_strFromUTF8WithSub(w, n16 + 1, &n16, s, len, 0xFFFD, NULL, &err);
     PB_CHECK(U_SUCCESS(err));
     nl = u_strToLower(NULL, 0, w, n16, "", &err);
     err = U_ZERO_ERROR;

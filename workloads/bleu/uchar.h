@@ -27,8 +27,9 @@ bool pb_uchar_is_punct(uint32_t c);
 bool pb_uchar_is_symbol(uint32_t c);
 bool pb_uchar_is_number(uint32_t c);
 
-/* Python's str.lower() of valid UTF-8 s: full lowercase mappings (U+0130 becomes two code
- * points) and the final sigma. Returns a string to free(). */
+/* Python's str.lower() of UTF-8 s: full lowercase mappings (U+0130 becomes two code
+ * points) and the final sigma; an invalid byte sequence becomes U+FFFD. Returns a string
+ * to free(). */
 char *pb_uchar_lower(const char *s);
 
 /* A NUL-terminated byte buffer that grows; zero it to start, free(p) when done. */

@@ -147,7 +147,16 @@ static const char pb_results_migrate_v5_sql[] =
     "ALTER TABLE epochs ADD COLUMN val_bleu REAL;"
     "UPDATE schema_version SET version = 6;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2, 3, 4 or 5 file it may
+/* Schema version 6 → 7: how a run's validation BLEU is scored ('detok-raw': detokenised
+ * against the raw reference, the MLPerf GNMT reference's way; 'bpe-merged': BPE-merged
+ * text of ids on both sides). Older runs keep NULL: their BLEU, if any, was BPE-merged. */
+static const char pb_results_migrate_v6_sql[] =
+    "ALTER TABLE runs ADD COLUMN bleu_scoring TEXT;"
+    "UPDATE runs SET bleu_scoring = 'bpe-merged' WHERE id IN "
+    "(SELECT DISTINCT run_id FROM epochs WHERE val_bleu IS NOT NULL);"
+    "UPDATE schema_version SET version = 7;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 to 6 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -201,6 +210,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     }
     if (version == 5 && create) {
         if (exec(r, pb_results_migrate_v5_sql, "upgrading the schema from version 5", e))
+            goto fail_set;
+        version = 6;
+    }
+    if (version == 6 && create) {
+        if (exec(r, pb_results_migrate_v6_sql, "upgrading the schema from version 6", e))
             goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }
@@ -387,8 +401,8 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
         "optimizer, executor, stages, microbatch_size, microbatches, epochs, seed, lr, "
         "git_revision, cpu_model, library_versions, host, pid, cores, threads_per_stage, "
         "load_avg, oversubscribed, samples_per_update, updates_per_epoch, partition_cut, "
-        "repeat) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?)";
+        "repeat, bleu_scoring) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char now[32], cpu[256], libs[256], host[256];
     now_iso(now);
     pb_env_cpu_model(cpu, sizeof cpu);
@@ -431,6 +445,7 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
         sqlite3_bind_int(s, i + 1, info->updates_per_epoch);
     bind_text(s, i + 2, info->partition_cut);
     sqlite3_bind_int(s, i + 3, info->repeat);
+    bind_text(s, i + 4, info->bleu_scoring);
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)

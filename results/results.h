@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 6
+#define PB_RESULTS_SCHEMA_VERSION 7
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -51,6 +51,8 @@ struct pb_run_info {
     const char *partition_cut;
     /* which of the --repeat N trainings of this configuration and seed, 0 to N - 1 */
     int repeat;
+    /* how the validation BLEU is scored: "detok-raw", "bpe-merged", NULL (no BLEU) */
+    const char *bleu_scoring;
 };
 
 /* One epoch: its row, one stage record per stage and optional events. NaN losses

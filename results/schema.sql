@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (6);
+INSERT INTO schema_version (version) VALUES (7);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -46,9 +46,14 @@ CREATE TABLE runs (
     updates_per_epoch INTEGER,       -- optimizer updates in an epoch (a stage's U ops)
     partition_cut TEXT,              -- the stages' block bounds, '0,3,5,9': stage k holds
                                      -- blocks [bounds[k], bounds[k+1]) (--partition)
-    repeat INTEGER NOT NULL DEFAULT 0  -- which of --repeat N trainings of the same
-                                     -- configuration and seed this is, 0 to N - 1: part
+    repeat INTEGER NOT NULL DEFAULT 0, -- which of --repeat N trainings of the same
+                                     -- configuration and seed this is (0 to N - 1): part
                                      -- of neither the configuration nor the seed
+    bleu_scoring TEXT
+    -- bleu_scoring: how the validation BLEU of a translation model (epochs.val_bleu) is
+    -- scored, detok-raw (detokenised against the raw newstest2014.de, as the MLPerf GNMT
+    -- reference scores) or bpe-merged (BPE-merged ids on both sides); NULL for other
+    -- models (semantics §6.9)
 );
 
 CREATE TABLE epochs (
@@ -65,8 +70,9 @@ CREATE TABLE epochs (
     events_kept INTEGER,             -- of them, rows in events (--trace-epochs, --trace-window)
     sim_wall_s REAL,                 -- the epoch simulated with its stages' median op costs,
     sim_throughput REAL,             -- one device per stage (design §6.6): makespan, samples/s
-    val_bleu REAL,                   -- a translation model's validation BLEU, 0 to 100, of
-                                     -- BPE-merged text (--beam); NULL for other models
+    val_bleu REAL,                   -- a translation model's validation BLEU, 0 to 100, scored
+                                     -- as the run's runs.bleu_scoring says (--beam); NULL for
+                                     -- other models
     PRIMARY KEY (run_id, epoch)
 );
 

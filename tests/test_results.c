@@ -89,8 +89,9 @@ START_TEST(schema_v5_upgrade)
 {
     pb_results_close(open_ok());
     sqlite3 *d = raw();
-    ck_assert(sqlite3_exec(d, "ALTER TABLE epochs DROP COLUMN val_bleu; UPDATE schema_version "
-                              "SET version = 5", NULL, NULL, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_exec(d, "ALTER TABLE epochs DROP COLUMN val_bleu; ALTER TABLE runs DROP "
+                              "COLUMN bleu_scoring; UPDATE schema_version SET version = 5",
+                           NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(d);
     pb_results_close(open_ok());
     d = raw();
@@ -98,6 +99,29 @@ START_TEST(schema_v5_upgrade)
                      PB_RESULTS_SCHEMA_VERSION);
     ck_assert_str_eq(query(d, "SELECT count(*) FROM pragma_table_info('epochs') WHERE name = "
                               "'val_bleu'"), "1");
+    sqlite3_close(d);
+}
+END_TEST
+
+/* A version 6 file (runs without bleu_scoring) is upgraded in place: a run with a
+ * validation BLEU was scored BPE-merged then, one without keeps NULL. */
+START_TEST(schema_v6_upgrade)
+{
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "ALTER TABLE runs DROP COLUMN bleu_scoring; "
+                              "INSERT INTO runs (id, created, status) VALUES (1, 'x', 'done'), "
+                              "(2, 'x', 'done'); "
+                              "INSERT INTO epochs (run_id, epoch, val_bleu) VALUES (1, 0, 1.5), "
+                              "(2, 0, NULL); UPDATE schema_version SET version = 6",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+    pb_results_close(open_ok());
+    d = raw();
+    ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
+                     PB_RESULTS_SCHEMA_VERSION);
+    ck_assert_str_eq(query(d, "SELECT bleu_scoring FROM runs WHERE id = 1"), "bpe-merged");
+    ck_assert_str_eq(query(d, "SELECT bleu_scoring FROM runs WHERE id = 2"), "NULL");
     sqlite3_close(d);
 }
 END_TEST
@@ -411,6 +435,7 @@ Suite *pb_test_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, open_creates_schema);
     tcase_add_test(tc, schema_v5_upgrade);
+    tcase_add_test(tc, schema_v6_upgrade);
     tcase_add_test(tc, schema_is_embedded);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, unwritable_paths);

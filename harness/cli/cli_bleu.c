@@ -1,4 +1,5 @@
-/* harness/cli/cli_bleu.c — `pipebench bleu --hyp FILE --ref FILE [--merge-bpe]`: the
+/* harness/cli/cli_bleu.c — `pipebench bleu --hyp FILE --ref FILE [--merge-bpe] [--detok
+ * en|de] [--tokenize 13a|intl] [--lowercase]`: the
  * corpus BLEU of a file of translations against its reference (workloads/bleu/bleu.h),
  * printed as sacreBLEU prints it. */
 #include <stdio.h>
@@ -8,7 +9,8 @@
 #include "workloads/bleu/bleu.h"
 
 static const char usage[] =
-    "usage: pipebench bleu --hyp FILE --ref FILE [--merge-bpe]\n"
+    "usage: pipebench bleu --hyp FILE --ref FILE [--merge-bpe] [--detok en|de]\n"
+    "                      [--tokenize 13a|intl] [--lowercase]\n"
     "Corpus BLEU of the hypotheses in FILE (one segment a line, UTF-8) against the\n"
     "references line by line, as sacreBLEU's corpus_bleu with its defaults: 13a\n"
     "tokenisation of both sides, case kept, 4-grams, brevity penalty, 'exp' smoothing.\n"
@@ -17,12 +19,19 @@ static const char usage[] =
     "  --hyp FILE    the system's output\n"
     "  --ref FILE    the reference, line-aligned with it\n"
     "  --merge-bpe   undo BPE joins on both sides first (every \"@@ \", then \"@@\",\n"
-    "                removed, as the MLPerf GNMT reference does)\n";
+    "                removed, as the MLPerf GNMT reference does)\n"
+    "  --detok LANG  Moses-detokenise the hypotheses (after the merge) with LANG's rules,\n"
+    "                en or de, to score them against a raw reference\n"
+    "  --tokenize T  sacreBLEU's tokeniser: 13a (default) or intl\n"
+    "  --lowercase   lowercase both sides (sacreBLEU's -lc)\n"
+    "The MLPerf GNMT reference's score of BPE output against the raw newstest2014.de:\n"
+    "  --merge-bpe --detok en --tokenize intl --lowercase\n";
 
 int pb_cmd_bleu(int argc, char **argv)
 {
     const char *hyp = NULL, *ref = NULL;
-    bool merge = false;
+    struct pb_bleu_opts o = {0};
+    struct pb_err e;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -34,7 +43,15 @@ int pb_cmd_bleu(int argc, char **argv)
         } else if (!strcmp(a, "--ref") && v) {
             ref = argv[++i];
         } else if (!strcmp(a, "--merge-bpe")) {
-            merge = true;
+            o.merge_bpe = true;
+        } else if (!strcmp(a, "--lowercase") || !strcmp(a, "-lc")) {
+            o.lowercase = true;
+        } else if (!strcmp(a, "--detok") && v) {
+            if (pb_detok_lang_parse(argv[++i], &o.detok, &e))
+                return pb_cli_fail(e.msg);
+        } else if ((!strcmp(a, "--tokenize") || !strcmp(a, "-tok")) && v) {
+            if (pb_bleu_tok_parse(argv[++i], &o.tok, &e))
+                return pb_cli_fail(e.msg);
         } else {
             fprintf(stderr, "pipebench: bleu: unexpected argument '%s'%s\n%s", a,
                     a[0] == '-' && !v ? " (or a missing value)" : "", usage);
@@ -46,13 +63,12 @@ int pb_cmd_bleu(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     struct pb_bleu b;
-    struct pb_err e;
-    if (pb_bleu_score_files(hyp, ref, merge, &b, &e))
+    if (pb_bleu_score_files_opts(hyp, ref, &o, &b, &e))
         return pb_cli_fail(e.msg);
     struct pb_bleu_score s;
     pb_bleu_score(&b, &s);
     char line[512];
-    pb_bleu_format(&s, merge, line, sizeof line);
+    pb_bleu_format_opts(&s, &o, line, sizeof line);
     printf("%s\n", line);
     return PB_EXIT_OK;
 }

@@ -279,17 +279,18 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
     static const char sql[] =
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
         "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
-        "updates_per_epoch, partition_cut, epochs, seed, repeat, executor, lr, "
+        "updates_per_epoch, partition_cut, epochs, seed, repeat, executor, lr, bleu_scoring, "
         "git_revision, cpu_model, library_versions, host, pid, config FROM runs WHERE id = ?";
     static const char *const names[] = {
         "status", "created", "started", "ended", "message", "model", "dataset", "schedule",
         "variant", "optimizer", "stages", "microbatch size", "microbatches",
         "samples per update", "updates per epoch", "partition cut", "epochs", "seed",
-        "repeat", "executor", "lr", "git revision", "cpu", "libraries", "host", "pid",
+        "repeat", "executor", "lr", "bleu scoring", "git revision", "cpu", "libraries",
+        "host", "pid",
     };
     /* Sections: the run's state, its configuration, its environment (columns [a, b)). */
     static const struct { const char *title; int a, b; } sections[] = {
-        {"", 0, 5}, {"configuration:\n", 5, 21}, {"environment:\n", 21, 26},
+        {"", 0, 5}, {"configuration:\n", 5, 22}, {"environment:\n", 22, 27},
     };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -314,7 +315,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         fputs(sections[k].title, stdout);
         table_print(&t, "  ", NULL);
     }
-    print_config((const char *)sqlite3_column_text(s, 26));
+    print_config((const char *)sqlite3_column_text(s, 27));
     sqlite3_finalize(s);
     return 0;
 }

@@ -4,11 +4,15 @@
  * validation split decoded on a backend of its own (stage 0's kind and threads; the
  * stages' memory records stay theirs) with workloads/decode/stage_decoder.h (greedy for --beam 0,
  * else the paper's beam search of K: length normalisation and coverage penalty), and
- * scored as BPE-merged text against the split's targets. The
- * numbers depend on the weights only, not on the executor or D. */
+ * scored the MLPerf reference's way when the data folder has the raw newstest2014.de
+ * (BPE merged, detokenised, against the raw line, lowercased, intl tokenisation), else as
+ * BPE-merged text against the split's targets. The numbers depend on the weights only,
+ * not on the executor or D. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/driver/run_internal.h"
 #include "workloads/decode/stage_decoder.h"
@@ -87,7 +91,12 @@ static int decode(struct run_state *r, struct pb_stage *lay, float *const *ps, f
     pb_decode_opts_paper(&o);
     o.beam = c->beam;
     struct pb_bleu b = {0};
-    if (!rc)
+    struct pb_bleu_opts mlperf;
+    pb_bleu_opts_mlperf(&mlperf);
+    if (!rc && r->bleu_raw.n)
+        rc = pb_stage_decode_bleu_raw(&s, ds, r->nval, &o, &v, &mlperf, r->bleu_raw.line, &b,
+                                      NULL, NULL, e);
+    else if (!rc)
         rc = pb_stage_decode_bleu(&s, ds, r->nval, &o, &v, &b, NULL, NULL, e);
     if (!rc) {
         struct pb_bleu_score sc;
@@ -110,4 +119,51 @@ int pb_run_val_bleu(struct run_state *r, double *bleu, struct pb_err *e)
     if (!r->model.label_steps || r->nval < 1)
         return 0;
     return pb_run_with_weights(r, decode, bleu, e);
+}
+
+/* The lines of the file at path ('\n'-ended; a last line needs none), or -1. */
+static long count_lines(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    long n = 0;
+    int c, last = '\n';
+    while ((c = getc(f)) != EOF) {
+        n += c == '\n';
+        last = c;
+    }
+    fclose(f);
+    return n + (last != '\n');
+}
+
+int pb_run_bleu_prepare(struct run_state *r, struct pb_err *e)
+{
+    r->bleu_scoring = NULL;
+    if (!r->model.label_steps || r->nval < 1)
+        return 0;
+    r->bleu_scoring = "bpe-merged";
+    if (strcmp(r->dataset, "wmt16-de-en"))
+        return 0;
+    const char *origin;
+    const char *dir = pb_dataset_dir(r->dataset, r->cfg->data_dir, &origin);
+    char raw[4200], tok[4200];
+    pb_wmt16_path(raw, sizeof raw, dir, "newstest2014.de");
+    pb_wmt16_path(tok, sizeof tok, dir, "newstest2014.tok.bpe.32000.de");
+    struct stat st;
+    if (stat(raw, &st) || !S_ISREG(st.st_mode))
+        return 0;
+    if (pb_bleu_read_lines(raw, "raw reference", &r->bleu_raw, e))
+        return pb_err_prefix(e, "validation BLEU: ");
+    long n = count_lines(tok);
+    if (n != r->bleu_raw.n) {
+        pb_err_set(e, "validation BLEU: the raw reference %s has %ld lines but the test split "
+                      "%s has %ld: line i of one must be the reference of line i of the "
+                      "other (MLPerf's download_dataset.sh leaves both); fix or remove %s "
+                      "to score BPE-merged text instead", raw, r->bleu_raw.n, tok, n, raw);
+        pb_bleu_lines_finish(&r->bleu_raw);
+        return -1;
+    }
+    r->bleu_scoring = "detok-raw";
+    return 0;
 }

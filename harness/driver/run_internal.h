@@ -8,6 +8,7 @@
 #include "harness/exec/dist.h"
 #include "harness/driver/run.h"
 #include "harness/exec/worker.h"
+#include "workloads/bleu/bleu.h"
 #include "workloads/workload.h"
 
 struct run_state {
@@ -41,6 +42,9 @@ struct run_state {
     int64_t run_id;
     struct pb_dataset bleu_val;   /* rank 0, a translation model: the validation split
                                      with inputs and targets, when val lacks a part */
+    struct pb_bleu_lines bleu_raw; /* rank 0: the raw reference (newstest2014.de) when the
+                                      wmt16 folder has it, else empty (run_bleu.c) */
+    const char *bleu_scoring;     /* rank 0: "detok-raw", "bpe-merged" or NULL (no BLEU) */
 };
 
 static inline bool run_writer(const struct run_state *r)
@@ -123,6 +127,12 @@ int pb_run_with_weights(struct run_state *r, pb_run_weights_fn use, void *ctx, s
  * one-stage copy of the model at rank 0 (run_bleu.c; --beam); NaN for other models and
  * on the other ranks. A collective. */
 int pb_run_val_bleu(struct run_state *r, double *bleu, struct pb_err *e);
+/* How a translation model's validation BLEU will be scored (rank 0, before the run is
+ * recorded): with the wmt16 folder's raw newstest2014.de, read here into r->bleu_raw,
+ * "detok-raw" (the MLPerf reference's way); else "bpe-merged"; NULL for other models. -1
+ * with a message for a raw file that cannot be read or is not line-aligned with the test
+ * split. */
+int pb_run_bleu_prepare(struct run_state *r, struct pb_err *e);
 
 /* Saves every stage's weights (gathered to rank 0 with MPI). */
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e);

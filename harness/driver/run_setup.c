@@ -486,6 +486,8 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
     if (run_writer(r)) {
         rc = c->save ? probe_save_path(c->save, e) : 0;
         if (!rc)
+            rc = pb_run_bleu_prepare(r, e);
+        if (!rc)
             rc = pb_results_open(&r->db, c->db, e);
         /* runs left 'running' by a process of this host that no longer exists */
         if (!rc && pb_results_mark_orphans(r->db, e) < 0)
@@ -518,6 +520,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             .updates_per_epoch = pb_run_updates_per_epoch(r),
             .partition_cut = cut,
             .repeat = c->repeat,
+            .bleu_scoring = r->bleu_scoring,
         };
         pb_run_machine(c, &info);
         if (info.oversubscribed && !c->quiet)
@@ -561,5 +564,6 @@ void pb_run_state_finish(struct run_state *r)
     pb_dataset_finish(&r->train);
     pb_dataset_finish(&r->val);
     pb_dataset_finish(&r->bleu_val);
+    pb_bleu_lines_finish(&r->bleu_raw);
     pb_results_close(r->db);
 }

@@ -1,15 +1,17 @@
 /* workloads/bleu/bleu.c — BLEU's segment statistics and the corpus score, as
  * sacreBLEU's BLEU.corpus_score and BLEU.compute_bleu (smooth 'exp', effective order
- * off). A segment's tokens are interned to small ids (equal strings, equal ids); for
- * each order the hypothesis' and the reference's n-grams (start positions) are sorted
- * by their id sequences and walked together: each distinct hypothesis n-gram counts
- * min(its count, the reference's) matches. */
+ * off), and the text options (merge, detokenise, lowercase, tokenise). A segment's
+ * tokens are interned to small ids (equal strings, equal ids); for each order the
+ * hypothesis' and the reference's n-grams (start positions) are sorted by their id
+ * sequences and walked together: each distinct hypothesis n-gram counts min(its count,
+ * the reference's) matches. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/base/err.h"
 #include "workloads/bleu/bleu.h"
+#include "workloads/bleu/uchar.h"
 
 /* One side's tokens: a writable copy of the text cut at the spaces, and the ids. */
 struct side {
@@ -155,6 +157,58 @@ void pb_bleu_add_tokens(struct pb_bleu *b, const char *hyp, const char *ref)
 void pb_bleu_add(struct pb_bleu *b, const char *hyp, const char *ref)
 {
     char *th = pb_bleu_tokenize_13a(hyp), *tr = pb_bleu_tokenize_13a(ref);
+    pb_bleu_add_tokens(b, th, tr);
+    free(th);
+    free(tr);
+}
+
+int pb_bleu_tok_parse(const char *name, enum pb_bleu_tok *out, struct pb_err *e)
+{
+    if (!strcmp(name, "13a"))
+        *out = PB_BLEU_TOK_13A;
+    else if (!strcmp(name, "intl"))
+        *out = PB_BLEU_TOK_INTL;
+    else
+        return pb_err_set(e, "--tokenize '%s': pipebench has sacreBLEU's '13a' (its default) "
+                             "and 'intl' (the MLPerf GNMT reference's)", name);
+    return 0;
+}
+
+const char *pb_bleu_tok_name(enum pb_bleu_tok tok)
+{
+    return tok == PB_BLEU_TOK_INTL ? "intl" : "13a";
+}
+
+void pb_bleu_opts_mlperf(struct pb_bleu_opts *o)
+{
+    *o = (struct pb_bleu_opts){.merge_bpe = true, .detok = PB_DETOK_EN, .lowercase = true,
+                               .tok = PB_BLEU_TOK_INTL};
+}
+
+/* One side's text as it is counted: merged, detokenised (hypothesis), lowercased,
+ * tokenised. */
+static char *prepare(const char *line, const struct pb_bleu_opts *o, bool hyp)
+{
+    char *s = o->merge_bpe ? pb_bleu_merge_bpe(line) : pb_xstrdup(line);
+    if (hyp && o->detok != PB_DETOK_NONE) {
+        char *d = pb_detok(s, o->detok);
+        free(s);
+        s = d;
+    }
+    if (o->lowercase) {
+        char *l = pb_uchar_lower(s);
+        free(s);
+        s = l;
+    }
+    char *t = o->tok == PB_BLEU_TOK_INTL ? pb_bleu_tokenize_intl(s) : pb_bleu_tokenize_13a(s);
+    free(s);
+    return t;
+}
+
+void pb_bleu_add_opts(struct pb_bleu *b, const char *hyp, const char *ref,
+                      const struct pb_bleu_opts *o)
+{
+    char *th = prepare(hyp, o, true), *tr = prepare(ref, o, false);
     pb_bleu_add_tokens(b, th, tr);
     free(th);
     free(tr);

@@ -1,5 +1,6 @@
-/* workloads/bleu/bleu_files.c — BLEU of two line-aligned text files, checked as text
- * (no NUL bytes, valid UTF-8, the same line count), and sacreBLEU's report line. */
+/* workloads/bleu/bleu_files.c — text files read as lines (no NUL bytes, valid UTF-8),
+ * the BLEU of two line-aligned ones (the same line count; under the text options of
+ * bleu.h), and sacreBLEU's report line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,14 +8,8 @@
 
 #include "workloads/bleu/bleu.h"
 
-/* A file's lines: one buffer, each '\n' replaced by NUL. */
-struct lines {
-    char *text;
-    char **line;
-    long n;
-};
-
-static int read_lines(const char *path, const char *role, struct lines *l, struct pb_err *e)
+int pb_bleu_read_lines(const char *path, const char *role, struct pb_bleu_lines *l,
+                       struct pb_err *e)
 {
     memset(l, 0, sizeof *l);
     FILE *f = fopen(path, "rb");
@@ -73,51 +68,62 @@ static int read_lines(const char *path, const char *role, struct lines *l, struc
     return 0;
 }
 
-static void lines_finish(struct lines *l)
+void pb_bleu_lines_finish(struct pb_bleu_lines *l)
 {
     free(l->text);
     free(l->line);
+    memset(l, 0, sizeof *l);
 }
 
 int pb_bleu_score_files(const char *hyp_path, const char *ref_path, bool merge_bpe,
                         struct pb_bleu *b, struct pb_err *e)
 {
+    struct pb_bleu_opts o = {.merge_bpe = merge_bpe};
+    return pb_bleu_score_files_opts(hyp_path, ref_path, &o, b, e);
+}
+
+int pb_bleu_score_files_opts(const char *hyp_path, const char *ref_path,
+                             const struct pb_bleu_opts *o, struct pb_bleu *b, struct pb_err *e)
+{
     memset(b, 0, sizeof *b);
-    struct lines h, r;
-    if (read_lines(hyp_path, "hypothesis", &h, e))
+    struct pb_bleu_lines h, r;
+    if (pb_bleu_read_lines(hyp_path, "hypothesis", &h, e))
         return -1;
-    if (read_lines(ref_path, "reference", &r, e)) {
-        lines_finish(&h);
+    if (pb_bleu_read_lines(ref_path, "reference", &r, e)) {
+        pb_bleu_lines_finish(&h);
         return -1;
     }
     if (h.n != r.n) {
         pb_err_set(e, "bleu: the hypothesis file %s has %ld lines but the reference file %s "
                       "has %ld; they must be line-aligned, one segment a line",
                    hyp_path, h.n, ref_path, r.n);
-        lines_finish(&h);
-        lines_finish(&r);
+        pb_bleu_lines_finish(&h);
+        pb_bleu_lines_finish(&r);
         return -1;
     }
-    for (long i = 0; i < h.n; i++) {
-        if (merge_bpe) {
-            char *mh = pb_bleu_merge_bpe(h.line[i]), *mr = pb_bleu_merge_bpe(r.line[i]);
-            pb_bleu_add(b, mh, mr);
-            free(mh);
-            free(mr);
-        } else {
-            pb_bleu_add(b, h.line[i], r.line[i]);
-        }
-    }
-    lines_finish(&h);
-    lines_finish(&r);
+    for (long i = 0; i < h.n; i++)
+        pb_bleu_add_opts(b, h.line[i], r.line[i], o);
+    pb_bleu_lines_finish(&h);
+    pb_bleu_lines_finish(&r);
     return 0;
 }
 
 void pb_bleu_format(const struct pb_bleu_score *s, bool merged, char *buf, size_t cap)
 {
+    struct pb_bleu_opts o = {.merge_bpe = merged};
+    pb_bleu_format_opts(s, &o, buf, cap);
+}
+
+void pb_bleu_format_opts(const struct pb_bleu_score *s, const struct pb_bleu_opts *o, char *buf,
+                         size_t cap)
+{
+    char detok[16] = "";
+    if (o->detok != PB_DETOK_NONE)
+        snprintf(detok, sizeof detok, "|detok:%s", pb_detok_lang_name(o->detok));
     snprintf(buf, cap,
-             "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|bpe:%s = %.2f "
+             "BLEU|nrefs:1|case:%s|eff:no|tok:%s|smooth:exp|bpe:%s%s = %.2f "
              "%.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %ld ref_len = %ld)",
-             merged ? "merged" : "none", s->bleu, s->precision[0], s->precision[1],
+             o->lowercase ? "lc" : "mixed", pb_bleu_tok_name(o->tok),
+             o->merge_bpe ? "merged" : "none", detok, s->bleu, s->precision[0], s->precision[1],
              s->precision[2], s->precision[3], s->bp, s->ratio, s->hyp_len, s->ref_len);
 }

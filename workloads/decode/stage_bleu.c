@@ -1,6 +1,7 @@
 /* workloads/decode/stage_bleu.c — a translation dataset's BLEU decoded with a stage
  * (stage_decoder.h): batches of sentences in file order, hypothesis and reference text
- * by pb_decode_text, and the stand-in's vocabulary of names. */
+ * by pb_decode_text (or, the reference's way, the hypothesis detokenised against the raw
+ * reference line of the same index), and the stand-in's vocabulary of names. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,17 +20,35 @@ void pb_stage_decoder_synthetic_vocab(struct pb_wmt16_vocab *v, int size)
     }
 }
 
-/* Adds the hypothesis and reference texts of one sentence to b (and the files). */
+/* How a sentence is scored: raw NULL, against its target ids' text with sacreBLEU's
+ * defaults; else detokenised against raw[i] under bo. */
+struct scoring {
+    const struct pb_bleu_opts *bo;
+    char *const *raw;
+};
+
+/* Adds the hypothesis and reference texts of sentence i to b (and the files). */
 static int add_pair(const struct pb_wmt16_vocab *v, const int32_t *hyp, int hyp_len,
-                    const int32_t *ref, int ref_len, struct pb_bleu *b, FILE *fh, FILE *fr,
-                    struct pb_err *e)
+                    const int32_t *ref, int ref_len, const struct scoring *sc, int i,
+                    struct pb_bleu *b, FILE *fh, FILE *fr, struct pb_err *e)
 {
     char *h = NULL, *r = NULL;
     int rc = pb_decode_text(v, hyp, hyp_len, &h, e);
-    if (!rc)
+    if (!rc && sc->raw) {
+        char *d = pb_detok(h, sc->bo->detok);
+        free(h);
+        h = d;
+        r = pb_xstrdup(sc->raw[i]);
+        struct pb_bleu_opts o = *sc->bo;
+        o.merge_bpe = false;
+        o.detok = PB_DETOK_NONE;
+        pb_bleu_add_opts(b, h, r, &o);
+    } else if (!rc) {
         rc = pb_decode_text(v, ref, ref_len, &r, e);
+        if (!rc)
+            pb_bleu_add(b, h, r);
+    }
     if (!rc) {
-        pb_bleu_add(b, h, r);
         if (fh)
             fprintf(fh, "%s\n", h);
         if (fr)
@@ -40,9 +59,10 @@ static int add_pair(const struct pb_wmt16_vocab *v, const int32_t *hyp, int hyp_
     return rc;
 }
 
-int pb_stage_decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int count,
-                         const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
-                         struct pb_bleu *b, FILE *hyp, FILE *ref, struct pb_err *e)
+static int decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int count,
+                       const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
+                       const struct scoring *sc, struct pb_bleu *b, FILE *hyp, FILE *ref,
+                       struct pb_err *e)
 {
     int T = s->model->label_steps, K = o->beam > 0 ? o->beam : 1;
     int B = s->model->batch / K;
@@ -83,7 +103,7 @@ int pb_stage_decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int co
         pb_stage_decoder_finish(&sd);
         for (int i = 0; i < n && !rc; i++)
             rc = add_pair(v, out.tokens + (size_t)i * out.max_len, out.len[i],
-                          tgt + (size_t)i * T, T, b, hyp, ref, e);
+                          tgt + (size_t)i * T, T, sc, first + i, b, hyp, ref, e);
         pb_decoded_finish(&out);
     }
     free(x);
@@ -91,4 +111,21 @@ int pb_stage_decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int co
     free(tgt);
     free(len);
     return rc;
+}
+
+int pb_stage_decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int count,
+                         const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
+                         struct pb_bleu *b, FILE *hyp, FILE *ref, struct pb_err *e)
+{
+    struct scoring sc = {0};
+    return decode_bleu(s, ds, count, o, v, &sc, b, hyp, ref, e);
+}
+
+int pb_stage_decode_bleu_raw(struct pb_stage *s, const struct pb_dataset *ds, int count,
+                             const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
+                             const struct pb_bleu_opts *bo, char *const *raw, struct pb_bleu *b,
+                             FILE *hyp, FILE *ref, struct pb_err *e)
+{
+    struct scoring sc = {bo, raw};
+    return decode_bleu(s, ds, count, o, v, &sc, b, hyp, ref, e);
 }

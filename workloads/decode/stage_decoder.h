@@ -51,6 +51,17 @@ int pb_stage_decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int co
                          const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
                          struct pb_bleu *b, FILE *hyp, FILE *ref, struct pb_err *e);
 
+/* The same scored the MLPerf GNMT reference's way (semantics §6.9): each hypothesis'
+ * pb_decode_text detokenised with bo->detok, against raw[i], the i-th line of the raw
+ * reference (newstest2014.de), lowercased and tokenised as bo says (bo->merge_bpe is
+ * not read: the hypothesis is merged already, the reference raw). raw holds at least
+ * count lines. hyp receives the detokenised hypotheses, ref the raw lines, so that
+ * `pipebench bleu` with bo's --tokenize and --lowercase scores the files the same. */
+int pb_stage_decode_bleu_raw(struct pb_stage *s, const struct pb_dataset *ds, int count,
+                             const struct pb_decode_opts *o, const struct pb_wmt16_vocab *v,
+                             const struct pb_bleu_opts *bo, char *const *raw, struct pb_bleu *b,
+                             FILE *hyp, FILE *ref, struct pb_err *e);
+
 /* The names the synthetic stand-in's ids get as text: the 4 special tokens, then "w<id>"
  * (a vocabulary of size ids). */
 void pb_stage_decoder_synthetic_vocab(struct pb_wmt16_vocab *v, int size);

@@ -12,10 +12,12 @@
 
 #include "harness/compute/cpu/cpu_tanh.h"
 
-/* the bound cpu_tanh.h states (measured: 2.42 ulp, at x = 0.00777) */
+/* the bound cpu_tanh.h states (measured over every float in (0, 20]: 2.42 ulp, at
+ * x = 0x1.fd0794p-8) */
 #define TANH_ULP 3.0
-/* against glibc's tanhf, itself up to 2.19 ulp off (measured: 3.2 ulp apart) */
-#define TANH_LIBM_ULP 4.0
+/* against glibc 2.36's tanhf, itself up to 2.19 ulp off the correctly rounded tanh
+ * (measured over every float in (0, 20]: 4.00 ulp apart, at x = 0x1.63a3d6p-3) */
+#define TANH_LIBM_ULP 5.0
 
 static float from_bits(uint32_t u)
 {

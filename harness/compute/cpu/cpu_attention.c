@@ -83,8 +83,8 @@ static double normalised_v(const struct pb_attn_desc *d, const struct attn_w *p,
     return norm;
 }
 
-/* Σ_n vh[n] tanh((pq[n] + pk[n]) + bias[n]) over n < U [U]: lane l of ATTN_LANES sums the
- * units n ≡ l in order, then the lanes add in a fixed tree. */
+/* Σ_n vh[n] tanh((pq[n] + pk[n]) + bias[n]) over n < U (each [U]): lane l of ATTN_LANES sums
+ * the units n ≡ l in order, then the lanes add in a fixed tree. */
 static float attn_score(const float *restrict pq, const float *restrict pk,
                         const float *restrict bias, const float *restrict vh, int U)
 {

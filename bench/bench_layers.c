@@ -405,8 +405,8 @@ int main(int argc, char **argv)
     /* before any OpenMP team */
     bool torch = bench_torch_start(&tp, PB_BENCH_TORCH_SCRIPT, NULL, "bench_layers");
     printf("pipebench layer benchmark: CPU backend vs %s; per op the median of %d reps after "
-           "%d warm-up, %d interleaved rounds\n", torch ? tp.version : "(no PyTorch)", REPS,
-           WARMUP, ROUNDS);
+           "%d warm-up, %d interleaved rounds (the attention: %d rep, %d rounds)\n",
+           torch ? tp.version : "(no PyTorch)", REPS, WARMUP, ROUNDS, ATTN_REPS, ATTN_ROUNDS);
     printf("  th  mb   op                shape                             y/dy    pb ms  "
            "torch ms  pb/torch [range]\n");
     static const int threads[2] = {1, 2}, batches[3] = {32, 64, 128};

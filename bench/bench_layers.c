@@ -5,13 +5,22 @@
  *     arrives), dy in the layout the backend gives y;
  *   - max pooling fwd and bwd (from the workspace) of 2x2/2 on lenet's conv1 output
  *     [16, 28, 28] and of 3x3/2 pad 1 on the stem's output [64, 32, 32], in that layout;
- * at 1 and 2 threads and micro-batch 32, 64 and 128. PyTorch runs in a child process
+ * at 1 and 2 threads and micro-batch 32, 64 and 128;
+ *   - GNMT's normalised Bahdanau attention (struct pb_attn_desc) fwd (a training forward,
+ *     its workspace kept) and bwd at GNMT's size: batch 64, Tq = Tk = 50, query = key =
+ *     units = 1024, every source at full length, against the module of
+ *     tests/fixtures/fixtures_gnmt.py (its forward with autograd on, its backward by
+ *     torch.autograd.grad of the context), at 1 and 2 threads, in ATTN_ROUNDS rounds of
+ *     one rep each (PyTorch takes seconds), the first after a warm-up; the fwd+bwd row
+ *     adds each round's two times.
+ * PyTorch runs in a child process
  * (/usr/bin/python3 bench/torch_layers.py, torch.set_num_threads to match). Over ROUNDS
  * rounds each op is timed by pipebench and then by PyTorch (each the median of REPS reps
  * after WARMUP), and the table shows both medians over the rounds and the median and
  * range of the per-round time ratios pipebench / PyTorch (≤ 1: at least as fast). Both
  * processes run with OMP_WAIT_POLICY=passive (unless set otherwise).
  * `bench_layers [SUBSTRING]` runs only the ops whose name contains SUBSTRING. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +240,161 @@ static void bench_batch(struct pb_backend *be, struct bench_torch *tp, int threa
         run_free(be, &runs[li]);
 }
 
+/* ---- GNMT's attention ---- */
+
+/* PyTorch takes seconds per op at this size: one rep per round, a warm-up in the first */
+#define ATTN_REPS 1
+#define ATTN_ROUNDS 3
+
+/* GNMT's size: batch 64, Tq = Tk = 50, query = key = units = 1024 */
+static const struct pb_attn_desc attn_gnmt = {64, 50, 50, 1024, 1024, 1024};
+
+/* The attention's buffers: q [B, Tq, Hq], k [B, Tk, Hk], lengths [B] (all Tk), the weights
+ * w (v, g, bias, Wq, Wk) as the reference initialises them (uniform ±0.1, g = 1/√U), the
+ * context and its gradient [B, Tq, Hk], dq, dk, dw and the forward's workspace. */
+struct attn_run {
+    float *q, *k, *w, *ctx, *dctx, *dq, *dk, *dw;
+    int32_t *len;
+    void *ws;
+};
+
+static void *attn_alloc(struct pb_backend *be, size_t bytes)
+{
+    struct pb_err e;
+    void *p = pb_backend_alloc(be, bytes, PB_MEM_ACTS, &e);
+    if (!p) {
+        fprintf(stderr, "bench_layers: %s\n", e.msg);
+        exit(2);
+    }
+    return p;
+}
+
+static void attn_init(struct pb_backend *be, const struct pb_attn_desc *d, struct attn_run *r)
+{
+    size_t nq = (size_t)d->batch * d->tq, nk = (size_t)d->batch * d->tk, U = (size_t)d->units;
+    size_t nw = 2 * U + 1 + U * d->query + U * d->key;
+    r->q = dev_rand(be, nq * d->query, 20);
+    r->k = dev_rand(be, nk * d->key, 21);
+    r->dctx = dev_rand(be, nq * d->key, 22);
+    float *h = malloc(nw * sizeof *h);
+    int32_t *hl = malloc((size_t)d->batch * sizeof *hl);
+    if (!h || !hl) {
+        fprintf(stderr, "bench_layers: out of host memory\n");
+        exit(2);
+    }
+    pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 9, 23, 0, 0), 0, h, nw, -0.1f, 0.1f);
+    h[U] = 1.0f / sqrtf((float)U);
+    for (size_t i = U + 1; i < 2 * U + 1; i++)
+        h[i] = 0.0f;
+    for (int b = 0; b < d->batch; b++)
+        hl[b] = d->tk;
+    r->w = attn_alloc(be, nw * sizeof(float));
+    r->dw = attn_alloc(be, nw * sizeof(float));
+    r->len = attn_alloc(be, (size_t)d->batch * sizeof(int32_t));
+    be->ops->upload(be, r->w, h, nw * sizeof(float));
+    be->ops->upload(be, r->len, hl, (size_t)d->batch * sizeof(int32_t));
+    be->ops->fill(be, r->dw, 0.0f, nw);
+    free(h);
+    free(hl);
+    r->ctx = attn_alloc(be, nq * d->key * sizeof(float));
+    r->dq = attn_alloc(be, nq * d->query * sizeof(float));
+    r->dk = attn_alloc(be, nk * d->key * sizeof(float));
+    r->ws = attn_alloc(be, be->ops->attn_workspace(be, d));
+    be->ops->attn_fwd(be, d, r->q, r->k, r->len, r->w, r->ctx, r->ws);
+    be->ops->sync(be);
+}
+
+static void attn_free(struct pb_backend *be, struct attn_run *r)
+{
+    void *bufs[] = {r->q, r->k, r->w, r->ctx, r->dctx, r->dq, r->dk, r->dw, r->len, r->ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        pb_backend_free(be, bufs[i]);
+}
+
+/* The median seconds of ATTN_REPS forwards (bwd false) or backwards after warmup. */
+static double attn_time(struct pb_backend *be, const struct pb_attn_desc *d, struct attn_run *r,
+                        bool bwd, int warmup)
+{
+    double t[ATTN_REPS];
+    for (int i = 0; i < warmup + ATTN_REPS; i++) {
+        double t0 = bench_now();
+        if (bwd)
+            be->ops->attn_bwd(be, d, r->q, r->k, r->len, r->w, r->ws, r->dctx, r->dq, r->dk,
+                              r->dw);
+        else
+            be->ops->attn_fwd(be, d, r->q, r->k, r->len, r->w, r->ctx, r->ws);
+        be->ops->sync(be);
+        if (i >= warmup)
+            t[i - warmup] = bench_now() - t0;
+    }
+    if (be->failed) {
+        fprintf(stderr, "bench_layers: the attention failed\n");
+        exit(2);
+    }
+    return bench_median(t, ATTN_REPS);
+}
+
+/* Times the torch side of one attention request (ATTN_REPS reps after warmup). */
+static double torch_attn_time(struct bench_torch *t, const char *req, int threads, int warmup)
+{
+    if (!t->req)
+        return 0.0;
+    fprintf(t->req, "%s %d %d %d\n", req, threads, warmup, ATTN_REPS);
+    fflush(t->req);
+    char line[64];
+    if (!fgets(line, sizeof line, t->ans)) {
+        fprintf(stderr, "bench_layers: the PyTorch child stopped answering\n");
+        exit(2);
+    }
+    return strtod(line, NULL);
+}
+
+/* One row: the medians over the rounds of pb[] and th[] and of their per-round ratios. */
+static void attn_row(int threads, const struct pb_attn_desc *d, const char *op, const double *pb,
+                     const double *th)
+{
+    double ratio[ATTN_ROUNDS];
+    for (int i = 0; i < ATTN_ROUNDS; i++)
+        ratio[i] = th[i] > 0 ? pb[i] / th[i] : 0.0;
+    double lo = ratio[0], hi = ratio[0];
+    for (int i = 1; i < ATTN_ROUNDS; i++)
+        lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
+    char shape[48];
+    snprintf(shape, sizeof shape, "gnmt Tq=%d Tk=%d %d->%d", d->tq, d->tk, d->query, d->units);
+    printf("  %d  %3d  %-17s %-33s %-7s %9.3f %9.3f  %5.2f [%4.2f-%4.2f]\n", threads, d->batch,
+           op, shape, "plain", 1e3 * bench_median(pb, ATTN_ROUNDS),
+           1e3 * bench_median(th, ATTN_ROUNDS), bench_median(ratio, ATTN_ROUNDS), lo, hi);
+}
+
+/* GNMT's attention fwd, bwd and their sum, pipebench and PyTorch in interleaved rounds. */
+static void bench_attention(struct pb_backend *be, struct bench_torch *tp, int threads,
+                            const char *filter)
+{
+    static const char *const ops[3] = {"attention fwd", "attention bwd", "attention fwd+bwd"};
+    if (filter && !strstr(ops[0], filter) && !strstr(ops[1], filter) && !strstr(ops[2], filter))
+        return;
+    const struct pb_attn_desc *d = &attn_gnmt;
+    struct attn_run r;
+    attn_init(be, d, &r);
+    char req[2][96];
+    for (int i = 0; i < 2; i++)
+        snprintf(req[i], sizeof req[i], "attn %s %d %d %d %d %d %d", i ? "bwd" : "fwd", d->batch,
+                 d->tq, d->tk, d->query, d->key, d->units);
+    double tpb[3][ATTN_ROUNDS], tth[3][ATTN_ROUNDS];
+    for (int round = 0; round < ATTN_ROUNDS; round++) {
+        int warmup = round ? 0 : WARMUP;
+        for (int i = 0; i < 2; i++) {
+            tpb[i][round] = attn_time(be, d, &r, i == 1, warmup);
+            tth[i][round] = torch_attn_time(tp, req[i], threads, warmup);
+        }
+        tpb[2][round] = tpb[0][round] + tpb[1][round];
+        tth[2][round] = tth[0][round] + tth[1][round];
+    }
+    for (int i = 0; i < 3; i++)
+        attn_row(threads, d, ops[i], tpb[i], tth[i]);
+    attn_free(be, &r);
+}
+
 int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
@@ -241,8 +405,8 @@ int main(int argc, char **argv)
     /* before any OpenMP team */
     bool torch = bench_torch_start(&tp, PB_BENCH_TORCH_SCRIPT, NULL, "bench_layers");
     printf("pipebench layer benchmark: CPU backend vs %s; per op the median of %d reps after "
-           "%d warm-up, %d interleaved rounds\n", torch ? tp.version : "(no PyTorch)", REPS,
-           WARMUP, ROUNDS);
+           "%d warm-up, %d interleaved rounds (the attention: %d rep, %d rounds)\n",
+           torch ? tp.version : "(no PyTorch)", REPS, WARMUP, ROUNDS, ATTN_REPS, ATTN_ROUNDS);
     printf("  th  mb   op                shape                             y/dy    pb ms  "
            "torch ms  pb/torch [range]\n");
     static const int threads[2] = {1, 2}, batches[3] = {32, 64, 128};
@@ -256,6 +420,7 @@ int main(int argc, char **argv)
         }
         for (int b = 0; b < 3; b++)
             bench_batch(be, &tp, threads[t], batches[b], filter);
+        bench_attention(be, &tp, threads[t], filter);
         pb_backend_destroy(be);
     }
     bench_torch_stop(&tp);

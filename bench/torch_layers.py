@@ -3,13 +3,23 @@
 # interleaves its own measurements with PyTorch's in one run. Requests:
 #   conv OP N CIN H W COUT K S P THREADS WARMUP REPS    (OP: fwd, bwd_data, bwd_weights)
 #   pool OP N C H W K S P THREADS WARMUP REPS           (OP: fwd, bwd; max pooling)
+#   attn OP B TQ TK HQ HK U THREADS WARMUP REPS         (OP: fwd, bwd; GNMT's attention)
+# The attention is tests/fixtures/fixtures_gnmt.py's BahdanauAttention (the MLPerf
+# reference's, its init) with every source at full length; fwd runs with autograd on (as
+# in training: it keeps what the backward needs), bwd is torch.autograd.grad of the context
+# by q, k and the parameters from one forward's graph (kept).
 # The first line answered is "torch VERSION mkldnn AVAILABLE".
+import os
 import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "fixtures"))
+from fixtures_gnmt import BahdanauAttention  # noqa: E402
 
 torch.manual_seed(0)
 cache = {}
@@ -50,6 +60,24 @@ def pool_case(n, c, h, w, k, s, p):
     }
 
 
+def attn_case(b, tq, tk, hq, hk, u):
+    key = ("attn", b, tq, tk, hq, hk, u)
+    if key not in cache:
+        attn = BahdanauAttention(hq, hk, u)
+        q = (torch.rand(b, tq, hq) * 2 - 1).requires_grad_()
+        k = (torch.rand(b, tk, hk) * 2 - 1).requires_grad_()
+        lengths = torch.full((b,), tk, dtype=torch.int64)
+        y = attn(q, k, lengths)
+        dy = torch.rand_like(y) * 2 - 1
+        cache[key] = (attn, q, k, lengths, y, dy)
+    attn, q, k, lengths, y, dy = cache[key]
+    wrt = [q, k] + list(attn.parameters())
+    return {
+        "fwd": lambda: attn(q, k, lengths),
+        "bwd": lambda: torch.autograd.grad(y, wrt, dy, retain_graph=True),
+    }
+
+
 def main():
     print("torch %s mkldnn %s" % (torch.__version__, torch.backends.mkldnn.is_available()),
           flush=True)
@@ -58,14 +86,16 @@ def main():
         if not f:
             continue
         ints = [int(v) for v in f[2:]]
-        if f[0] == "conv":
-            fns = conv_case(*ints[:8])
-        else:
-            fns = pool_case(*ints[:7])
         threads, warmup, reps = ints[-3:]
         torch.set_num_threads(threads)
+        if f[0] == "conv":
+            fns = conv_case(*ints[:8])
+        elif f[0] == "pool":
+            fns = pool_case(*ints[:7])
+        else:
+            fns = attn_case(*ints[:6])
         fn = fns[f[1]]
-        with torch.no_grad():
+        with torch.set_grad_enabled(f[0] == "attn"):
             for _ in range(warmup):
                 fn()
             times = []

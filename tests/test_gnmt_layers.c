@@ -2,7 +2,8 @@
  * gnmt.safetensors from fixtures_gnmt.py: forward, input gradients, weight gradients)
  * and by central differences on the same tiny instances: the bidirectional LSTM packed
  * by lengths and over full sequences, the normalised Bahdanau attention with and without
- * a source mask, and the token loss (label-smoothed cross-entropy ignoring padding, per
+ * a source mask (also 40 units and a batch of 33: the CPU kernel's vector lanes with a
+ * tail, several and one query block per source in its backward), and the token loss (label-smoothed cross-entropy ignoring padding, per
  * token). Each layer runs alone on a 1-thread CPU backend (the attention takes two
  * inputs, which a stage's single input cannot feed); one block holding both layers
  * checks that a model finalizes them, names their tensors as PyTorch and counts their
@@ -20,7 +21,8 @@
 
 /* Parity: float32 with another summation order than PyTorch's; the LSTM's recurrence
  * carries rounding over 6 steps of sums of at most 10 products and the attention's
- * scores sums of 7 tanh products and a 5-way softmax: 1e-4 relative, 1e-5 absolute. */
+ * scores sums of at most 40 tanh products and a 5-way softmax: 1e-4 relative, 1e-5
+ * absolute. */
 #define RTOL 1e-4
 #define ATOL 1e-5
 /* Central differences with h = 1e-2 on smooth layers (sigmoid, tanh, softmax):
@@ -66,6 +68,12 @@ static const struct gcase gcases[] = {
     {"attn_full",
      {.kind = PB_LAYER_ATTENTION, .in_features = 3, .key_features = 3, .out_features = 5},
      2, {"q", "k"}, {"dq", "dk"}, {{2, 2, 3, 1}, {2, 4, 3, 1}}, false},
+    {"attn_wide",
+     {.kind = PB_LAYER_ATTENTION, .in_features = 8, .key_features = 6, .out_features = 40},
+     2, {"q", "k"}, {"dq", "dk"}, {{3, 4, 8, 1}, {3, 5, 6, 1}}, true},
+    {"attn_batch",
+     {.kind = PB_LAYER_ATTENTION, .in_features = 5, .key_features = 4, .out_features = 20},
+     2, {"q", "k"}, {"dq", "dk"}, {{33, 2, 5, 1}, {33, 3, 4, 1}}, false},
 };
 
 static const struct gcase *gcase_find(const char *name)
@@ -160,6 +168,8 @@ PARITY(bilstm)
 PARITY(bilstm_full)
 PARITY(attn)
 PARITY(attn_full)
+PARITY(attn_wide)
+PARITY(attn_batch)
 
 static void fill_normal(float *v, size_t n, uint64_t which)
 {
@@ -254,6 +264,7 @@ GRAD(bilstm)
 GRAD(bilstm_full)
 GRAD(attn)
 GRAD(attn_full)
+GRAD(attn_wide)
 
 /* Packed outputs: past each sequence's length both directions' outputs are exactly 0,
  * and the reverse direction of a sequence does not depend on its padding tokens. */
@@ -448,9 +459,11 @@ static void threads_case(const char *name, const int32_t *lens)
 
 START_TEST(thread_bits)
 {
-    int32_t lstm_len[3] = {6, 3, 1}, attn_len[2] = {5, 2};
+    int32_t lstm_len[3] = {6, 3, 1}, attn_len[2] = {5, 2}, wide_len[3] = {5, 3, 1};
     threads_case("bilstm", lstm_len);
     threads_case("attn", attn_len);
+    threads_case("attn_wide", wide_len);
+    threads_case("attn_batch", NULL);
 }
 END_TEST
 
@@ -544,6 +557,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, parity_bilstm_full);
     tcase_add_test(tc, parity_attn);
     tcase_add_test(tc, parity_attn_full);
+    tcase_add_test(tc, parity_attn_wide);
+    tcase_add_test(tc, parity_attn_batch);
     tcase_add_test(tc, token_loss);
     suite_add_tcase(s, tc);
     tc = tcase_create("grad");
@@ -551,6 +566,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, grad_bilstm_full);
     tcase_add_test(tc, grad_attn);
     tcase_add_test(tc, grad_attn_full);
+    tcase_add_test(tc, grad_attn_wide);
     suite_add_tcase(s, tc);
     tc = tcase_create("properties");
     tcase_add_test(tc, bilstm_padding);

@@ -1,14 +1,25 @@
 /* harness/compute/cpu/cpu_attention.c — GNMT's normalised Bahdanau attention on the CPU
  * (struct pb_attn_desc, backend.h): the projections and the context are sgemms, the
- * additive score Σ_n v̂_n tanh(pq + pk + bias) a loop per (query, key) pair. The forward
- * keeps pq [B·Tq, U], pk [B·Tk, U] and the weights a [B·Tq, Tk] in its workspace; the
- * backward forms tanh again instead of keeping the [B, Tq, Tk, U] tensor PyTorch keeps.
- * Every sum runs in a fixed order with each output owned by one thread (the key
- * gradients in a second pass over keys), so the bits never depend on the thread count. */
+ * additive score Σ_n v̂_n tanh(pq + pk + bias) vectorised over n (cpu_tanh.h's tanh in
+ * ATTN_LANES lanes of partial sums, added in a fixed tree). The forward keeps pq [B·Tq, U],
+ * pk [B·Tk, U] and the weights a [B·Tq, Tk] in its workspace; the backward forms tanh
+ * again (once per (query, key, unit), as the forward) instead of keeping the
+ * [B, Tq, Tk, U] tensor PyTorch keeps, in one pass per (source, block of queries) that
+ * gives the query, key and v̂ gradients together. Every sum runs in a fixed order with
+ * each output owned by one task, and the tasks depend on the shape only, so the bits
+ * never depend on the thread count. */
 #include <math.h>
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/cpu/cpu_tanh.h"
+
+/* The score's partial sums: lane l adds the units n ≡ l (mod ATTN_LANES) (a multiple of
+ * the widest vector, AVX-512's 16 floats). */
+#define ATTN_LANES 16
+/* The backward splits each source's queries into blocks so that there are at least
+ * ATTN_TASKS (source, block) tasks (a function of the shape only). */
+#define ATTN_TASKS 32
 
 /* The weights in the flat run w, PyTorch's parameters() order. */
 struct attn_w {
@@ -72,6 +83,28 @@ static double normalised_v(const struct pb_attn_desc *d, const struct attn_w *p,
     return norm;
 }
 
+/* Σ_n vh[n] tanh((pq[n] + pk[n]) + bias[n]) over n < U (each [U]): lane l of ATTN_LANES sums
+ * the units n ≡ l in order, then the lanes add in a fixed tree. */
+static float attn_score(const float *restrict pq, const float *restrict pk,
+                        const float *restrict bias, const float *restrict vh, int U)
+{
+    float acc[ATTN_LANES] = {0};
+    int full = U - U % ATTN_LANES;
+    for (int n0 = 0; n0 < full; n0 += ATTN_LANES) {
+#pragma omp simd
+        for (int l = 0; l < ATTN_LANES; l++) {
+            int n = n0 + l;
+            acc[l] = PB_CPU_FMA(vh[n], pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]), acc[l]);
+        }
+    }
+    for (int n = full; n < U; n++)
+        acc[n - full] = PB_CPU_FMA(vh[n], pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]), acc[n - full]);
+    for (int w = ATTN_LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++)
+            acc[l] += acc[l + w];
+    return acc[0];
+}
+
 void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws)
 {
@@ -97,10 +130,7 @@ void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
         float *a = s.a + (size_t)r * Tk;
         float mx = -INFINITY;
         for (int j = 0; j < len; j++) {
-            const float *pk = s.pk + ((size_t)b * Tk + j) * U;
-            float sc = 0.0f;
-            for (int n = 0; n < U; n++)
-                sc += vh[n] * tanhf(pq[n] + pk[n] + p.bias[n]);
+            float sc = attn_score(pq, s.pk + ((size_t)b * Tk + j) * U, p.bias, vh, U);
             a[j] = sc;
             mx = sc > mx ? sc : mx;
         }
@@ -126,6 +156,51 @@ void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, co
     memcpy(a, s.a, (size_t)d->batch * d->tq * d->tk * sizeof *a);
 }
 
+/* The backward's queries per block: blocks of one source enough for ATTN_TASKS tasks over
+ * the batch, as far as Tq allows (the shape decides, never the thread count). */
+static int attn_block(const struct pb_attn_desc *d)
+{
+    int nb = (ATTN_TASKS + d->batch - 1) / d->batch;
+    nb = nb < d->tq ? nb : d->tq;
+    return (d->tq + nb - 1) / nb;
+}
+
+/* One backward task: source b (len keys) and its queries [i0, i1). Turns their rows of ds
+ * [B·Tq, Tk] (da on entry) into the score gradients (the softmax's backward) and writes
+ * their rows of dpq [B·Tq, U], gk [Tk, U] = Σ_i of the key gradients (0 past len) and
+ * gv [U] = Σ_(i,j) ds·tanh, each sum in order of i, then j. */
+static void attn_bwd_task(const struct pb_attn_desc *d, const struct attn_ws *s,
+                          const float *bias, const float *vh, int b, int len, int i0, int i1,
+                          float *ds, float *dpq, float *gk, float *gv)
+{
+    int Tq = d->tq, Tk = d->tk, U = d->units;
+    memset(gk, 0, (size_t)Tk * U * sizeof(float));
+    memset(gv, 0, (size_t)U * sizeof(float));
+    for (int i = i0; i < i1; i++) {
+        size_t r = (size_t)b * Tq + i;
+        const float *a = s->a + r * Tk, *pq = s->pq + r * U;
+        float *dsr = ds + r * Tk, *gq = dpq + r * U;
+        double dot = 0;
+        for (int j = 0; j < len; j++)
+            dot += (double)a[j] * dsr[j];
+        for (int j = 0; j < Tk; j++)  /* the softmax's backward */
+            dsr[j] = j < len ? (float)(a[j] * (dsr[j] - dot)) : 0.0f;
+        memset(gq, 0, (size_t)U * sizeof(float));
+        for (int j = 0; j < len; j++) {
+            const float *pk = s->pk + ((size_t)b * Tk + j) * U;
+            float dsv = dsr[j], *gkj = gk + (size_t)j * U;
+#pragma omp simd
+            for (int n = 0; n < U; n++) {
+                float t = pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]);
+                float g = dsv * vh[n] * PB_CPU_FMA(-t, t, 1.0f);
+                gq[n] += g;
+                gkj[n] += g;
+                gv[n] = PB_CPU_FMA(dsv, t, gv[n]);
+            }
+        }
+    }
+}
+
 void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc)
@@ -134,15 +209,19 @@ void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
         return;
     int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hq = d->query, Hk = d->key;
     size_t nq = (size_t)B * Tq, nk = (size_t)B * Tk;
+    int bs = attn_block(d), nb = (Tq + bs - 1) / bs, ntask = B * nb;
     struct attn_w p = attn_split(d, w);
     struct attn_ws s = ws_split(d, (void *)ws);
-    /* ds [B·Tq, Tk] (score gradients), dpq and dvh (v̂'s gradient per query) [B·Tq, U],
-     * dpk [B·Tk, U], vh and dvhat [U], the key gradient when dk is not wanted [B·Tk, Hk] */
-    size_t floats = nq * Tk + 2 * nq * U + nk * U + 2 * (size_t)U + (dk ? 0 : nk * Hk);
+    /* ds [B·Tq, Tk] (score gradients), dpq [B·Tq, U], dpk [B·Tk, U], the key gradients of
+     * query blocks 1.. [nb − 1, B·Tk, U] (block 0's go to dpk), gv per task [ntask, U], vh
+     * and dvhat [U], the key gradient when dk is not wanted [B·Tk, Hk] */
+    size_t floats = nq * Tk + nq * U + nk * U * (size_t)nb + (size_t)ntask * U + 2 * (size_t)U +
+                    (dk ? 0 : nk * Hk);
     float *ds = pb_cpu_scratch(be, floats * sizeof(float));
     if (!ds)
         return;
-    float *dpq = ds + nq * Tk, *dvh = dpq + nq * U, *dpk = dvh + nq * U, *vh = dpk + nk * U;
+    float *dpq = ds + nq * Tk, *dpk = dpq + nq * U, *parts = dpk + nk * U;
+    float *gvs = parts + nk * U * (size_t)(nb - 1), *vh = gvs + (size_t)ntask * U;
     float *dvhat = vh + U, *dkk = dk ? dk : dvhat + U;
     double norm = normalised_v(d, &p, vh);
     for (int b = 0; b < B; b++) {
@@ -154,47 +233,32 @@ void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
         pb_cpu_gemm(be, true, false, Tk, Hk, Tq, 1.0f, ab, Tk, db, Hk, 0.0f,
                     dkk + (size_t)b * Tk * Hk, Hk);
     }
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-    for (int r = 0; r < B * Tq; r++) {
-        int b = r / Tq, len = lengths ? lengths[b] : Tk;
-        const float *a = s.a + (size_t)r * Tk, *pq = s.pq + (size_t)r * U;
-        float *dsr = ds + (size_t)r * Tk, *gq = dpq + (size_t)r * U, *gv = dvh + (size_t)r * U;
-        double dot = 0;
-        for (int j = 0; j < len; j++)
-            dot += (double)a[j] * dsr[j];
-        for (int j = 0; j < Tk; j++)  /* the softmax's backward */
-            dsr[j] = j < len ? (float)(a[j] * (dsr[j] - dot)) : 0.0f;
-        memset(gq, 0, (size_t)U * sizeof(float));
-        memset(gv, 0, (size_t)U * sizeof(float));
-        for (int j = 0; j < len; j++) {
-            const float *pk = s.pk + ((size_t)b * Tk + j) * U;
-            for (int n = 0; n < U; n++) {
-                float t = tanhf(pq[n] + pk[n] + p.bias[n]);
-                gq[n] += dsr[j] * vh[n] * (1.0f - t * t);
-                gv[n] += dsr[j] * t;
-            }
-        }
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(dynamic, 1)
+    for (int t = 0; t < ntask; t++) {
+        int b = t / nb, blk = t % nb, i0 = blk * bs, i1 = i0 + bs < Tq ? i0 + bs : Tq;
+        float *gk = (blk ? parts + nk * U * (size_t)(blk - 1) : dpk) + (size_t)b * Tk * U;
+        attn_bwd_task(d, &s, p.bias, vh, b, lengths ? lengths[b] : Tk, i0, i1, ds, dpq, gk,
+                      gvs + (size_t)t * U);
     }
+    /* dpk = block 0's + block 1's + … in that order, per element */
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-    for (size_t r = 0; r < nk; r++) {
-        int b = (int)(r / (size_t)Tk), j = (int)(r % (size_t)Tk);
-        int len = lengths ? lengths[b] : Tk;
-        const float *pk = s.pk + r * U;
-        float *gk = dpk + r * U;
-        memset(gk, 0, (size_t)U * sizeof(float));
-        for (int i = 0; j < len && i < Tq; i++) {
-            const float *pq = s.pq + ((size_t)b * Tq + i) * U;
-            float dsv = ds[((size_t)b * Tq + i) * Tk + j];
-            for (int n = 0; n < U; n++) {
-                float t = tanhf(pq[n] + pk[n] + p.bias[n]);
-                gk[n] += dsv * vh[n] * (1.0f - t * t);
-            }
+    for (size_t r = 0; r < (nb > 1 ? nk : 0); r++)
+        for (int blk = 1; blk < nb; blk++) {
+            const float *src = parts + nk * U * (size_t)(blk - 1) + r * U;
+            float *dst = dpk + r * U;
+#pragma omp simd
+            for (int n = 0; n < U; n++)
+                dst[n] += src[n];
         }
+    memset(dvhat, 0, (size_t)U * sizeof(float));
+    for (int t = 0; t < ntask; t++) {
+        const float *g = gvs + (size_t)t * U;
+#pragma omp simd
+        for (int n = 0; n < U; n++)
+            dvhat[n] += g[n];
     }
     float *gv = dw_acc, *gg = gv + U, *gb = gg + 1, *gwq = gb + U, *gwk = gwq + (size_t)U * Hq;
     pb_cpu_bias_grad(be, dpk, gb, (int)nk, U);
-    memset(dvhat, 0, (size_t)U * sizeof(float));
-    pb_cpu_bias_grad(be, dvh, dvhat, (int)nq, U);
     /* v̂ = g·v/‖v‖: dg = u·dv̂, dv = (g/‖v‖)(dv̂ − u (u·dv̂)) with u = v/‖v‖ */
     double udv = 0;
     for (int n = 0; n < U; n++)

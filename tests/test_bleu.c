@@ -9,43 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/bleu_fixtures.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 #include "workloads/bleu/bleu.h"
-
-static char *fixture_path(const char *name)
-{
-    static char buf[4][4096];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/bleu/%s",
-             getenv("PB_FIXTURES") ? getenv("PB_FIXTURES") : "tests/fixtures", name);
-    return buf[k];
-}
-
-/* The lines of a fixture file (each '\n' cut), *n of them. */
-static char **read_lines(const char *name, int *n, char **text)
-{
-    FILE *f = fopen(fixture_path(name), "rb");
-    ck_assert_msg(f != NULL, "fixture %s", name);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *text = malloc((size_t)len + 1);
-    ck_assert(fread(*text, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
-    (*text)[len] = 0;
-    char **lines = malloc(((size_t)len + 1) * sizeof *lines);
-    *n = 0;
-    for (char *p = *text; *p;) {
-        char *q = strchr(p, '\n');
-        ck_assert(q != NULL);
-        *q = 0;
-        lines[(*n)++] = p;
-        p = q + 1;
-    }
-    return lines;
-}
 
 START_TEST(tokenize_13a)
 {

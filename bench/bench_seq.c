@@ -9,9 +9,11 @@
  *   - one GNMT-8 layer stack at paper width: the paper gnmt8's encoder LSTMs, blocks encoder1
  *     … encoder4 (a bidirectional LSTM 1024 packed by the source lengths, an LSTM 2048→1024,
  *     two residual LSTMs 1024, dropout 0.2 before each), run as a middle pipeline stage at
- *     batch 16 × 50 tokens (64 × 50 takes about 10 s a step on one core): its input [B, T,
- *     H + 1] holds uniform features and the target ids the blocks carry (workloads/gnmt.c),
- *     the gradient of its output is a fixed uniform dy, its input's gradient is computed.
+ *     batch 8 × 50 tokens, to keep a step to a few seconds (16 × 50 took 9–19 s a step on one
+ *     core of the shared 2-core machine at load 7; the recipe's 64 × 50 would take four times
+ *     that): its input [B, T, H + 1] holds uniform features and the target ids the blocks
+ *     carry (workloads/gnmt.c), the gradient of its output is a fixed uniform dy, and its
+ *     input's gradient is computed, as a middle stage's.
  * Both sides take the same step:
  *   - pipebench's: the calls and the timed region of the seq executor's worker
  *     (harness/exec/worker.c): pb_stage_forward with the loss, pb_stage_backward,
@@ -38,7 +40,8 @@
  * (the issue's goal: ≤ 0.5, never > 1), tokens/s of both (residual-lstm: B·T; GNMT: the
  * target tokens the loss counts; the stack: the source tokens) and the 1-minute load average
  * after the row.
- *   bench_seq [--openblas DIR] [--row NAME] */
+ * --check runs the checks alone (no timing), in about a minute.
+ *   bench_seq [--openblas DIR] [--row NAME] [--check] */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,7 +74,7 @@ struct row_def {
     const char *name;               /* the row (--row) */
     const char *workload, *preset;  /* registry names; preset NULL: a workload without presets */
     enum seq_kind kind;
-    int batch;
+    int batch;                      /* ZOO.md's recipe batch; the stack's: the header's */
     const char *first, *last;       /* a stack: its blocks [first, last) by name */
     float lr, weight_decay, smoothing;
     int warmup, reps;               /* steps per round and side */
@@ -154,7 +157,7 @@ static _Noreturn void die(const char *what, const struct pb_err *e)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_seq [--openblas DIR] [--row NAME]\n  NAME: one of");
+    fprintf(stderr, "usage: bench_seq [--openblas DIR] [--row NAME] [--check]\n  NAME: one of");
     for (int i = 0; i < NROWS; i++)
         fprintf(stderr, " %s", rows[i].name);
     fprintf(stderr, "\n");
@@ -204,8 +207,9 @@ static const struct pb_layer *find_layer(const struct pb_model *m, int first, in
     return NULL;
 }
 
-/* Sets every dropout of m to p (keep NULL) or back to keep[]; returns how many there are. */
-static int set_dropout(struct pb_model *m, float p, float *save, const float *keep)
+/* The dropout probabilities of m, in model order, into p[] (NULL: only counted), or, with
+ * set, p[] into m (p NULL: 0 for all); returns how many dropouts there are. */
+static int dropout_ps(struct pb_model *m, float *p, bool set)
 {
     int n = 0;
     for (int b = 0; b < m->nblocks; b++)
@@ -213,9 +217,10 @@ static int set_dropout(struct pb_model *m, float p, float *save, const float *ke
             struct pb_layer_cfg *c = &m->blocks[b].nodes[i].cfg;
             if (c->kind != PB_LAYER_DROPOUT)
                 continue;
-            if (save)
-                save[n] = c->p;
-            c->p = keep ? keep[n] : p;
+            if (set)
+                c->p = p ? p[n] : 0.0f;
+            else if (p)
+                p[n] = c->p;
             n++;
         }
     return n;
@@ -346,9 +351,9 @@ static void side_update(struct side *s)
 /* The check on pipebench's side: loss, sum of squared gradients, loss after the update. */
 static void side_check(struct side *s, const struct batch *hb, double res[3])
 {
-    int nd = set_dropout(&s->model, 0.0f, NULL, NULL);
-    float *keep = pb_xcalloc((size_t)nd + 1, sizeof *keep);
-    set_dropout(&s->model, 0.0f, keep, NULL);
+    float *keep = pb_xcalloc((size_t)dropout_ps(&s->model, NULL, false) + 1, sizeof *keep);
+    dropout_ps(&s->model, keep, false);
+    dropout_ps(&s->model, NULL, true);
     struct pb_stage_act act = {0};
     res[0] = side_forward(s, hb, true, &act);
     side_backward(s, &act);
@@ -361,7 +366,7 @@ static void side_check(struct side *s, const struct batch *hb, double res[3])
     free(g);
     side_update(s);
     res[2] = side_forward(s, hb, false, &act);
-    set_dropout(&s->model, 0.0f, NULL, keep);
+    dropout_ps(&s->model, keep, true);
     free(keep);
 }
 
@@ -598,7 +603,7 @@ static bool close_rel(double a, double b)
 /* ---- one row ---- */
 
 static void measure(const struct row_def *d, struct result *r, struct pb_backend **be,
-                    struct bench_torch *tp)
+                    struct bench_torch *tp, bool check_only)
 {
     struct pb_err e;
     const struct pb_workload *wl = pb_workload_find(d->workload, &e);
@@ -648,7 +653,7 @@ static void measure(const struct row_def *d, struct result *r, struct pb_backend
                         "times would be worthless\n", d->name, CHECK_RTOL);
         exit(1);
     }
-    for (int k = 0; k < ROUNDS; k++) {
+    for (int k = 0; k < ROUNDS && !check_only; k++) {
         int warm = k == 0 && d->warmup < 1 ? 1 : d->warmup;
         for (int t = 0; t < NTHREADS; t++)
             for (int first = 0; first < 2; first++) {
@@ -711,18 +716,26 @@ static void print_table(const bool *run, const struct result *res, const struct 
     }
     printf("  goal of the issue: pb/pt <= 0.5 (\"goal met\"), never > 1 (\"SLOWER\"); load: the "
            "1-minute load average after the row\n");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bool loaded = false;
+    for (int i = 0; i < NROWS; i++)
+        loaded |= run[i] && res[i].load > (double)cores;
+    if (loaded)
+        printf("  a load above the %ld cores: other work shared them during that row, so its "
+               "figures (the 2-thread ones above all) measure the contention too\n", cores);
 }
 
 int main(int argc, char **argv)
 {
     const char *openblas = NULL, *only = NULL;
-    for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(argv[i], "--openblas"))
-            openblas = argv[i + 1];
-        else if (!strcmp(argv[i], "--row"))
-            only = argv[i + 1];
+    bool check_only = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check"))
+            check_only = true;
+        else if (!strcmp(argv[i], "--openblas") && i + 1 < argc)
+            openblas = argv[++i];
+        else if (!strcmp(argv[i], "--row") && i + 1 < argc)
+            only = argv[++i];
         else
             usage();
     }
@@ -754,15 +767,21 @@ int main(int argc, char **argv)
             die("cpu backend", &e);
     }
     printf("bench_seq: %s\n", tp.version);
+    double t0 = bench_now();
     struct result res[NROWS];
     memset(res, 0, sizeof res);
     for (int i = 0, k = 0; i < NROWS; i++) {
         if (!run[i])
             continue;
-        fprintf(stderr, "bench_seq: %s, %d of %d\n", rows[i].name, ++k, nrun);
-        measure(&rows[i], &res[i], be, &tp);
+        fprintf(stderr, "bench_seq: %s, %d of %d (%.0f s so far)\n", rows[i].name, ++k, nrun,
+                bench_now() - t0);
+        measure(&rows[i], &res[i], be, &tp, check_only);
     }
-    print_table(run, res, &tp, openblas);
+    if (check_only)
+        printf("bench_seq: pipebench and PyTorch compute the same steps (%.0f s)\n",
+               bench_now() - t0);
+    else
+        print_table(run, res, &tp, openblas);
     for (int t = 0; t < NTHREADS; t++)
         pb_backend_destroy(be[t]);
     bench_torch_stop(&tp);

@@ -4,8 +4,8 @@
  * both sides compute the same step).
  *
  * Rows (`rows` below), D = 1, backend threads 1 and 2:
- *   - residual-lstm's small preset at batch 256, gnmt8's and gnmt16's at batch 64 (ZOO.md's
- *     recipe batches), each the whole model as one stage with its loss;
+ *   - residual-lstm's small preset at batch 256, gnmt8's and gnmt16's at batch 64 (the
+ *     recipes' batches, docs/reproducing.md), each the whole model as one stage with its loss;
  *   - one GNMT-8 layer stack at paper width: the paper gnmt8's encoder LSTMs, blocks encoder1
  *     … encoder4 (a bidirectional LSTM 1024 packed by the source lengths, an LSTM 2048→1024,
  *     two residual LSTMs 1024, dropout 0.2 before each), run as a middle pipeline stage at
@@ -74,7 +74,7 @@ struct row_def {
     const char *name;               /* the row (--row) */
     const char *workload, *preset;  /* registry names; preset NULL: a workload without presets */
     enum seq_kind kind;
-    int batch;                      /* ZOO.md's recipe batch; the stack's: the header's */
+    int batch;                      /* the recipe's; the stack's: the header says why */
     const char *first, *last;       /* a stack: its blocks [first, last) by name */
     float lr, weight_decay, smoothing;
     int warmup, reps;               /* steps per round and side */

@@ -51,24 +51,6 @@ static const int batches[] = {32, 64, 128};
 static const int thread_counts[] = {1, 2};
 enum { NBATCH = 3, NTHREADS = 2 };
 
-/* Median and range of a[i] / b[i] over the rounds, as "0.62 [0.58-0.66]". */
-static const char *ratio_str(const double *a, const double *b, char *buf, size_t len)
-{
-    double r[ROUNDS];
-    for (int i = 0; i < ROUNDS; i++) {
-        if (!(b[i] > 0)) {
-            snprintf(buf, len, "%17s", "-");
-            return buf;
-        }
-        r[i] = a[i] / b[i];
-    }
-    double lo = r[0], hi = r[0];
-    for (int i = 1; i < ROUNDS; i++)
-        lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
-    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", bench_median(r, ROUNDS), lo, hi);
-    return buf;
-}
-
 static _Noreturn void die(const char *what, const struct pb_err *e)
 {
     fprintf(stderr, "bench_step: %s: %s\n", what, e ? e->msg : "failed");
@@ -76,14 +58,6 @@ static _Noreturn void die(const char *what, const struct pb_err *e)
 }
 
 /* ---- the PyTorch children: requests on their stdin, answers on their stdout ---- */
-
-static void torch_answer(struct bench_torch *t, char *line, size_t len)
-{
-    if (!fgets(line, (int)len, t->ans)) {
-        fprintf(stderr, "bench_step: a PyTorch child stopped answering\n");
-        exit(2);
-    }
-}
 
 /* Builds the twin KEY in the child; false (with the reason) when it cannot, or when its
  * parameter count is not the stage's (then it is not the same network). */
@@ -96,28 +70,17 @@ static bool torch_define(struct bench_torch *t, const char *key, struct pb_shape
             (double)smoothing, spec);
     fflush(t->req);
     char line[512];
-    torch_answer(t, line, sizeof line);
+    bench_torch_answer(t, line, sizeof line);
     if (strncmp(line, "ok ", 3) != 0) {
-        fprintf(stderr, "bench_step: no PyTorch twin of %s: %s", key, line);
+        fprintf(stderr, "bench_step: no PyTorch twin of %s: %s\n", key, line);
         return false;
     }
-    line[strcspn(line, "\n")] = 0;
     if (strtoull(line + 3, NULL, 10) != nparams) {
         fprintf(stderr, "bench_step: the PyTorch twin of %s has %s parameters, pipebench %zu: "
                         "not compared\n", key, line + 3, nparams);
         return false;
     }
     return true;
-}
-
-/* The median seconds of one training step of twin KEY (of reps steps after warmup). */
-static double torch_time(struct bench_torch *t, const char *key, int threads, int warmup, int reps)
-{
-    fprintf(t->req, "step %s %d %d %d\n", key, threads, warmup, reps);
-    fflush(t->req);
-    char line[64];
-    torch_answer(t, line, sizeof line);
-    return strtod(line, NULL);
 }
 
 /* The model as bench/torch_step.py reads it: blocks "/"-separated, each node
@@ -504,8 +467,8 @@ static void measure(struct config *cfgs, int ncfg, struct bench_torch *tp, const
                 }
                 for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */
                     c->t_torch[k][r] = !c->twin || !tp[k].req ? 0.0
-                                       : torch_time(&tp[k], c->key, c->threads, k ? 1 : WARMUP,
-                                                    k ? 3 : REPS);
+                                       : bench_torch_time(&tp[k], c->key, c->threads,
+                                                          k ? 1 : WARMUP, k ? 3 : REPS);
             }
         }
     }
@@ -618,9 +581,9 @@ int main(int argc, char **argv)
             printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %12.1f  %20s\n", c->wl->name, c->threads,
                    c->batch, 1e6 * bench_median(c->t_step, ROUNDS) / n,
                    1e6 * bench_median(c->t_torch[0], ROUNDS) / n,
-                   ratio_str(c->t_step, c->t_torch[0], r1, sizeof r1),
+                   bench_ratio_str(c->t_step, c->t_torch[0], ROUNDS, r1, sizeof r1),
                    1e6 * bench_median(c->t_torch[1], ROUNDS) / n,
-                   ratio_str(c->t_step, c->t_torch[1], r2, sizeof r2));
+                   bench_ratio_str(c->t_step, c->t_torch[1], ROUNDS, r2, sizeof r2));
         }
         printf("  goal: pb/+OpenBLAS <= 0.70 on every row\n\n");
     }
@@ -632,7 +595,8 @@ int main(int argc, char **argv)
         struct config *c = &cfgs[i];
         double ts = bench_median(c->t_step, ROUNDS), tpr = bench_median(c->t_prims, ROUNDS);
         printf("  %-9s %2d  %3d %8.3f  %8.3f  %19s  %12.1f  %13.1f\n", c->wl->name, c->threads,
-               c->batch, 1e3 * ts, 1e3 * tpr, ratio_str(c->t_step, c->t_prims, r1, sizeof r1),
+               c->batch, 1e3 * ts, 1e3 * tpr,
+               bench_ratio_str(c->t_step, c->t_prims, ROUNDS, r1, sizeof r1),
                1e-9 * c->prim_flops / ts, 1e-9 * c->prim_flops / tpr);
     }
     printf("  goal: step/prims <= 1.15 on every row\n");

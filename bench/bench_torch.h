@@ -1,6 +1,7 @@
 /* bench/bench_torch.h — a PyTorch child process for the benchmarks that compare with it:
  * /usr/bin/python3 running a script of bench/ that reads requests on its stdin and
- * answers on its stdout, its first line "torch VERSION ...". */
+ * answers on its stdout, its first line "torch VERSION ...", and the requests the scripts
+ * share: "step KEY THREADS WARMUP REPS" (the median seconds of one step) and "drop KEY". */
 #ifndef PB_BENCH_TORCH_H
 #define PB_BENCH_TORCH_H
 
@@ -16,6 +17,7 @@ struct bench_torch {
     FILE *req, *ans;   /* NULL when no child runs */
     pid_t pid;
     char version[512];
+    const char *who;   /* the benchmark, for messages */
 };
 
 /* Starts script with LD_LIBRARY_PATH=libdir (NULL: the environment as it is); false,
@@ -25,6 +27,7 @@ static inline bool bench_torch_start(struct bench_torch *t, const char *script,
 {
     int in[2], out[2];
     memset(t, 0, sizeof *t);
+    t->who = who;
     /* close-on-exec: a later child must not hold this one's stdin open */
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
         return false;
@@ -57,6 +60,38 @@ static inline bool bench_torch_start(struct bench_torch *t, const char *script,
     }
     t->version[strcspn(t->version, "\n")] = 0;
     return true;
+}
+
+/* The child's next answer into line (its newline cut); a child that stopped answering ends
+ * the benchmark (exit 2). */
+static inline void bench_torch_answer(struct bench_torch *t, char *line, size_t len)
+{
+    if (!fgets(line, (int)len, t->ans)) {
+        fprintf(stderr, "%s: the PyTorch child stopped answering\n", t->who);
+        exit(2);
+    }
+    line[strcspn(line, "\n")] = 0;
+}
+
+/* The median seconds of one training step of the child's case KEY on `threads` threads, of
+ * reps steps after warmup. */
+static inline double bench_torch_time(struct bench_torch *t, const char *key, int threads,
+                                      int warmup, int reps)
+{
+    fprintf(t->req, "step %s %d %d %d\n", key, threads, warmup, reps);
+    fflush(t->req);
+    char line[64];
+    bench_torch_answer(t, line, sizeof line);
+    return strtod(line, NULL);
+}
+
+/* Frees the child's case KEY. */
+static inline void bench_torch_drop(struct bench_torch *t, const char *key)
+{
+    fprintf(t->req, "drop %s\n", key);
+    fflush(t->req);
+    char line[64];
+    bench_torch_answer(t, line, sizeof line);
 }
 
 /* Ends the child: closing its stdin ends its loop. */

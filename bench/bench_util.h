@@ -1,6 +1,6 @@
 /* bench/bench_util.h — what the benchmark programs share: a monotonic clock, the
- * median of a few timings, and device buffers of random values or zeros (a failed
- * allocation ends the benchmark with a message). */
+ * median of a few timings, the median and range of per-round ratios, and device buffers
+ * of random values or zeros (a failed allocation ends the benchmark with a message). */
 #ifndef PB_BENCH_UTIL_H
 #define PB_BENCH_UTIL_H
 
@@ -37,6 +37,26 @@ static inline double bench_median(const double *v, int n)
     memcpy(s, v, (size_t)n * sizeof *s);
     qsort(s, (size_t)n, sizeof *s, bench_cmp_double);
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* Median and range of a[i] / b[i] over n rounds (n <= 64), as "0.62 [0.58-0.66]"; "-" when a
+ * b[i] is not positive (a side that was not measured). */
+static inline const char *bench_ratio_str(const double *a, const double *b, int n, char *buf,
+                                          size_t len)
+{
+    double r[64];
+    for (int i = 0; i < n; i++) {
+        if (!(b[i] > 0)) {
+            snprintf(buf, len, "%17s", "-");
+            return buf;
+        }
+        r[i] = a[i] / b[i];
+    }
+    double lo = r[0], hi = r[0];
+    for (int i = 1; i < n; i++)
+        lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
+    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", bench_median(r, n), lo, hi);
+    return buf;
 }
 
 /* n floats on be, uniform in [-1, 1) from (seed, tag); `who` names the benchmark. */

@@ -90,15 +90,6 @@ static void usage(void)
 
 /* ---- the PyTorch child: requests on its stdin, answers on its stdout ---- */
 
-static void torch_line(struct bench_torch *t, char *line, size_t len)
-{
-    if (!fgets(line, (int)len, t->ans)) {
-        fprintf(stderr, "bench_zoo: the PyTorch child stopped answering\n");
-        exit(2);
-    }
-    line[strcspn(line, "\n")] = 0;
-}
-
 /* Defines the PyTorch model of row r under `key`; its parameter count, 0 when it has none. */
 static size_t torch_define(struct bench_torch *t, const char *key, const struct row *r,
                            float smoothing)
@@ -107,29 +98,12 @@ static size_t torch_define(struct bench_torch *t, const char *key, const struct 
             r->p->input_side, r->p->classes, (double)smoothing);
     fflush(t->req);
     char line[512];
-    torch_line(t, line, sizeof line);
+    bench_torch_answer(t, line, sizeof line);
     if (strncmp(line, "ok ", 3) != 0) {
         fprintf(stderr, "bench_zoo: no PyTorch %s (%s): %s\n", r->wl->name, r->p->name, line);
         return 0;
     }
     return strtoull(line + 3, NULL, 10);
-}
-
-static double torch_time(struct bench_torch *t, const char *key, int threads, int warmup, int reps)
-{
-    fprintf(t->req, "step %s %d %d %d\n", key, threads, warmup, reps);
-    fflush(t->req);
-    char line[64];
-    torch_line(t, line, sizeof line);
-    return strtod(line, NULL);
-}
-
-static void torch_drop(struct bench_torch *t, const char *key)
-{
-    fprintf(t->req, "drop %s\n", key);
-    fflush(t->req);
-    char line[64];
-    torch_line(t, line, sizeof line);
 }
 
 /* ---- pipebench's side ---- */
@@ -227,10 +201,10 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
                 if ((first == 0) == ((k + t) % 2 == 0))
                     r->t_pb[t][k] = side_time(&sd[t], x, bc->warmup, bc->reps);
                 else
-                    r->t_torch[t][k] = torch_time(tp, key, thread_counts[t], bc->warmup,
+                    r->t_torch[t][k] = bench_torch_time(tp, key, thread_counts[t], bc->warmup,
                                                   bc->reps);
             }
-    torch_drop(tp, key);
+    bench_torch_drop(tp, key);
     for (int t = 0; t < NTHREADS; t++)
         side_finish(&sd[t]);
     /* about a tenth of a second per timing: 1280 samples at 32×32, fewer at larger sides */
@@ -241,19 +215,6 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
     free(x);
     free(y);
     pb_dataset_finish(&ds);
-}
-
-/* Median and range of a[i] / b[i] over the rounds, as "0.62 [0.58-0.66]". */
-static const char *ratio_str(const double *a, const double *b, char *buf, size_t len)
-{
-    double q[ROUNDS];
-    for (int i = 0; i < ROUNDS; i++)
-        q[i] = b[i] > 0 ? a[i] / b[i] : 0.0;
-    double lo = q[0], hi = q[0];
-    for (int i = 1; i < ROUNDS; i++)
-        lo = q[i] < lo ? q[i] : lo, hi = q[i] > hi ? q[i] : hi;
-    snprintf(buf, len, "%5.2f [%4.2f-%4.2f]", bench_median(q, ROUNDS), lo, hi);
-    return buf;
 }
 
 static void print_table(const struct row *rows, int nrows, const struct bench_torch *tp,
@@ -282,8 +243,8 @@ static void print_table(const struct row *rows, int nrows, const struct bench_to
             double n = r->bc->batch, pb = bench_median(r->t_pb[t], ROUNDS);
             double pt = bench_median(r->t_torch[t], ROUNDS);
             printf(" %10.1f %10.1f  %-18s %9.1f %9.1f %7.2f\n", 1e6 * pb / n, 1e6 * pt / n,
-                   ratio_str(r->t_pb[t], r->t_torch[t], buf, sizeof buf), n / pb, r->loader,
-                   r->loader * pb / n);
+                   bench_ratio_str(r->t_pb[t], r->t_torch[t], ROUNDS, buf, sizeof buf), n / pb,
+                   r->loader, r->loader * pb / n);
         }
     }
     printf("  goal of the issue: pb/pt <= 0.5, never > 1; load/st > 1: the loader keeps up\n");

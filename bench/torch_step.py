@@ -7,6 +7,7 @@
 # SPEC: blocks separated by "/", nodes by " "; a node is "kind,arg,...|in,..." with the
 # inputs as node indices in its block (-1: the block's input). The first line answered is
 # "torch VERSION blas LIBRARY", the BLAS library this process actually loaded.
+import os
 import statistics
 import sys
 import time
@@ -125,11 +126,12 @@ def define(n, c, h, w, classes, smoothing, spec):
 
 
 def blas_library():
+    """The BLAS this process mapped: its libblas or libopenblas, else any library with "blas"
+    in its path (OpenBLAS's liblapack.so.3 sits in the same folder)."""
     with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "blas" in line:
-                return line.split()[-1]
-    return "(none loaded)"
+        paths = [line.split()[-1] for line in maps if "blas" in line]
+    named = [p for p in paths if os.path.basename(p).startswith(("libblas", "libopenblas"))]
+    return (named or paths or ["(none loaded)"])[0]
 
 
 def main():

@@ -62,8 +62,9 @@ int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, str
 /* Each block's forward + backward milliseconds for one micro-batch of the finalised
  * model, on a fresh instance of backend `backend` with `threads` cores: block i runs as
  * stage i of a pipeline of one block per stage (the first computes no input gradient,
- * the last its loss) on generated inputs, `reps` timed repetitions after one untimed,
- * the median. ms[nblocks]. */
+ * the last its loss), block 0 on a generated input and every later block on the output
+ * of the one before it (harness/model/profile.c), `reps` timed repetitions after one
+ * untimed, the median. ms[nblocks]. */
 int pb_partition_profile(const struct pb_model *m, const char *backend, int threads, int reps,
                          double *ms, struct pb_err *e);
 

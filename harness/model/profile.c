@@ -1,5 +1,10 @@
 /* harness/model/profile.c — measured forward + backward time of each block
- * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`. */
+ * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`.
+ * Block 0 runs on a generated input (token ids below the smallest embedding's vocabulary
+ * when the model has embeddings, else uniform values), every later block on the output
+ * of the block before it, so what a block carries for later ones (a translation model's
+ * ids, packed beside its features) stays valid; the sequences are taken at full length
+ * and the last block's labels are one per step for a model that labels steps. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -19,16 +24,17 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Generated device data of a block: its input (token ids below the vocabulary when the
- * block starts with an embedding, else uniform in [-1, 1)), the gradient of its output,
- * and labels for a last block. */
+/* The data of one block's profile: its input x (the model's generated input for block
+ * 0, else the previous block's output on it), the gradient of its output (generated),
+ * and the labels for the last block. */
 struct probe {
     struct pb_tensor x, dy;
     int32_t *labels;
 };
 
-static int upload_uniform(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
-                          uint64_t stream, int vocab, struct pb_err *e)
+/* n generated floats: token ids below vocab (> 0), else uniform in [-1, 1). */
+static int upload_generated(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,
+                            uint64_t stream, int vocab, struct pb_err *e)
 {
     if (pb_tensor_alloc(be, t, s, PB_LAYOUT_PLAIN, PB_MEM_SCRATCH, e))
         return -1;
@@ -44,17 +50,29 @@ static int upload_uniform(struct pb_backend *be, struct pb_tensor *t, struct pb_
     return 0;
 }
 
+/* The vocabulary the model's input ids must stay below: the smallest of its
+ * embeddings' (a translation model carries its ids through several blocks to the one
+ * that embeds them), or 0 for a model of real-valued inputs. */
+static int input_vocab(const struct pb_model *m)
+{
+    int v = 0;
+    for (int b = 0; b < m->nblocks; b++)
+        for (int i = 0; i < m->blocks[b].nnodes; i++) {
+            const struct pb_layer *l = &m->blocks[b].nodes[i];
+            if (l->cfg.kind == PB_LAYER_EMBEDDING && (!v || l->cfg.in_features < v))
+                v = l->cfg.in_features;
+        }
+    return v;
+}
+
+/* Block i's gradient and labels; its input is set by the caller. */
 static int probe_init(struct probe *p, struct pb_backend *be, const struct pb_model *m, int i,
                       struct pb_err *e)
 {
     const struct pb_block *b = &m->blocks[i];
-    const struct pb_layer *first = &b->nodes[0];
-    int vocab = first->cfg.kind == PB_LAYER_EMBEDDING ? first->cfg.in_features : 0;
-    if (upload_uniform(be, &p->x, b->in_shape, 2 * (uint64_t)i, vocab, e))
-        return -1;
     if (i < m->nblocks - 1)
-        return upload_uniform(be, &p->dy, b->out_shape, 2 * (uint64_t)i + 1, 0, e);
-    int n = b->out_shape.n;
+        return upload_generated(be, &p->dy, b->out_shape, 2 * (uint64_t)i + 1, 0, e);
+    int n = b->out_shape.n * (m->label_steps ? m->label_steps : 1);
     p->labels = pb_backend_alloc(be, (size_t)n * sizeof(int32_t), PB_MEM_SCRATCH, e);
     if (!p->labels)
         return -1;
@@ -74,9 +92,10 @@ static void probe_finish(struct probe *p, struct pb_backend *be)
     pb_backend_free(be, p->labels);
 }
 
-/* One forward and backward of stage s on the probe's data: *ms its time. */
+/* One forward and backward of stage s on the probe's data: *ms its time; the stage's
+ * output goes to *out when out is given (a block before the last), else it is freed. */
 static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *ms,
-                struct pb_err *e)
+                struct pb_tensor *out, struct pb_err *e)
 {
     struct pb_backend *be = s->be;
     struct pb_tensor x, y = {0}, dx = {0};
@@ -93,21 +112,32 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
     int rc = pb_stage_backward(s, &c, s->params, &act, last ? NULL : &p->dy, &dx, e);
     be->ops->sync(be);
     *ms = now_ms() - t0;
-    pb_backend_free(be, y.data);
+    if (out && !rc)
+        *out = y;
+    else
+        pb_backend_free(be, y.data);
     pb_backend_free(be, dx.data);
     return rc;
 }
 
+/* Block i on input *x (taken over: freed here), its output on it into *next for the
+ * following block. */
 static int profile_block(struct pb_backend *be, const struct pb_model *m, int i, int reps,
-                         double *times, double *ms, struct pb_err *e)
+                         double *times, double *ms, struct pb_tensor *x,
+                         struct pb_tensor *next, struct pb_err *e)
 {
     struct pb_stage s;
-    struct probe p = {0};
-    if (pb_stage_init(&s, be, m, i, m->nblocks, i, i + 1, e))
+    struct probe p = {.x = *x};
+    *x = (struct pb_tensor){0};
+    if (pb_stage_init(&s, be, m, i, m->nblocks, i, i + 1, e)) {
+        probe_finish(&p, be);
         return -1;
+    }
     int rc = pb_stage_init_params(&s, 1, e) || probe_init(&p, be, m, i, e);
-    for (int r = 0; !rc && r <= reps; r++)   /* the first, untimed: primitive creation */
-        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], e);
+    /* the first, untimed: primitive creation, and the next block's input */
+    for (int r = 0; !rc && r <= reps; r++)
+        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], r == 0 && i < m->nblocks - 1 ? next : NULL,
+                  e);
     if (!rc) {
         qsort(times, (size_t)reps, sizeof *times, cmp_double);
         *ms = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
@@ -126,9 +156,14 @@ int pb_partition_profile(const struct pb_model *m, const char *backend, int thre
     if (!be)
         return -1;
     double *times = pb_xcalloc((size_t)reps, sizeof *times);
-    int rc = 0;
-    for (int i = 0; i < m->nblocks && !rc; i++)
-        rc = profile_block(be, m, i, reps, times, &ms[i], e);
+    struct pb_tensor x = {0}, next = {0};
+    int rc = upload_generated(be, &x, m->blocks[0].in_shape, 0, input_vocab(m), e);
+    for (int i = 0; i < m->nblocks && !rc; i++) {
+        rc = profile_block(be, m, i, reps, times, &ms[i], &x, &next, e);
+        x = next;
+        next = (struct pb_tensor){0};
+    }
+    pb_backend_free(be, x.data);
     free(times);
     pb_backend_destroy(be);
     return rc;

@@ -17,7 +17,9 @@
 -- them: a measured --partition time may choose another cut on another run); runs
 -- recorded before the cut was (schema version 3) keep the method's name instead. With
 -- --batch the configuration holds the batch, not the micro-batch size (which follows
--- from it and the schedule), so the schedules of one batch share a row.
+-- from it and the schedule), so the schedules of one batch share a row. A translation
+-- model's BLEU scoring (runs.bleu_scoring: detok-raw, the paper's way, or bpe-merged) is
+-- part of it, so a cell never averages BLEU scored two ways.
 -- samples_per_update and updates_per_epoch: the equal footing of semantics §1.5.
 -- experiment: the --experiment it was recorded under, NULL for none. repeat: which of the
 -- --repeat N trainings of its configuration and seed it is (0 to N - 1); seed_key its
@@ -34,15 +36,18 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
                         seed) AS seed_key,
        executor, (executor = 'seq' OR coalesce(oversubscribed, 0) = 1) AS shared_timing,
        samples_per_update, updates_per_epoch, partition_cut,
-       CASE WHEN NOT json_valid(config) THEN NULL
-            WHEN partition_cut IS NULL THEN json_remove(config, '$.schedule', '$.variant',
-                '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
-                '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
-                '$.checkpoint_every')
-            ELSE json_set(json_remove(config, '$.schedule', '$.variant', '$.seed',
-                '$.executor', '$.threads', '$.data_dir', '$.init', '$.save', '$.trace_epochs',
-                '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment', '$.checkpoint_every',
-                '$.partition'), '$.cut', partition_cut) END
+       json_patch(
+           CASE WHEN NOT json_valid(config) THEN NULL
+                WHEN partition_cut IS NULL THEN json_remove(config, '$.schedule', '$.variant',
+                    '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
+                    '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
+                    '$.checkpoint_every')
+                ELSE json_set(json_remove(config, '$.schedule', '$.variant', '$.seed',
+                    '$.executor', '$.threads', '$.data_dir', '$.init', '$.save', '$.trace_epochs',
+                    '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment', '$.checkpoint_every',
+                    '$.partition'), '$.cut', partition_cut) END,
+           CASE WHEN bleu_scoring IS NULL THEN '{}'
+                ELSE json_object('bleu_scoring', bleu_scoring) END)
            AS config_id,
        CASE WHEN json_valid(config) THEN json_extract(config, '$.experiment') END AS experiment
 FROM runs

@@ -248,6 +248,34 @@ START_TEST(diverged_counted)
 }
 END_TEST
 
+/* A translation model's runs whose BLEU was scored two ways (the reference's detokenised
+ * way, or BPE-merged ids) never share a cell: the scoring is part of the configuration's
+ * identity, and each gets a row labelled with it. */
+START_TEST(bleu_scoring_apart)
+{
+    sqlite3 *h;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    static const char *const scoring[] = {"detok-raw", "bpe-merged", "detok-raw"};
+    static const double bleu[] = {20.0, 24.0, 22.0};
+    for (int i = 0; i < 3; i++) {
+        char sql[1024];
+        snprintf(sql, sizeof sql, "INSERT INTO runs (created, status, config, model, dataset, "
+                 "schedule, optimizer, stages, executor, bleu_scoring) VALUES "
+                 "('2025-01-01T00:00:00Z', 'done', '{\"model\":\"gnmt8\",\"seed\":\"%d\"}', "
+                 "'gnmt8', 'wmt16-de-en', 'gpipe', 'adam', 4, 'seq', '%s'); INSERT INTO epochs "
+                 "(run_id, epoch, val_acc, val_bleu, samples, wall_s) VALUES "
+                 "(last_insert_rowid(), 0, 0.1, %g, 100, 10)", i + 1, scoring[i], bleu[i]);
+        ck_assert_msg(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sql);
+    }
+    sqlite3_close(h);
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "bleu_scoring=detok-raw") && strstr(t, "bleu_scoring=bpe-merged"),
+                  "%s", t);
+    ck_assert_msg(strstr(t, "21.00 \u00b1 1.41 (n = 2)") && strstr(t, "24.00 (n = 1)"), "%s", t);
+    free(t);
+}
+END_TEST
+
 static void expect_usage(const char *args, const char *msg);
 
 /* Runs that look alike but differ in a setting get a row each, labelled with it; the
@@ -389,6 +417,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, accuracy_csv_exact);
     tcase_add_test(tc, diverged_counted);
     tcase_add_test(tc, identity_and_selection);
+    tcase_add_test(tc, bleu_scoring_apart);
     tcase_add_test(tc, accuracy_target);
     tcase_add_test(tc, throughput_csv_exact);
     tcase_add_test(tc, memory_csv_exact);

@@ -1,9 +1,9 @@
 /* tests/test_run_json.c — a run's recorded configuration read back (pb_run_cfg_from_json,
- * what `pipebench resume` does): a recorded configuration reads back to the same JSON,
- * and a tampered one is refused with a message instead of read as something else:
- * counts out of int's range (undefined to convert; found by tests/fuzz/fuzz_run_json),
- * numbers out of float's range, lists of something else than numbers or longer than
- * pipebench records, null and objects. */
+ * what `pipebench resume` does): a recorded configuration reads back to the same JSON, a
+ * preset that does not resolve reads back as itself, and a tampered one is refused with a
+ * message instead of read as something else: counts out of int's range (undefined to
+ * convert; found by tests/fuzz/fuzz_run_json), numbers out of float's range, lists of
+ * something else than numbers or longer than pipebench records, null and objects. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +31,29 @@ START_TEST(test_round_trip)
     free(again);
     free(json);
     pb_run_json_finish(keep);
+}
+END_TEST
+
+/* A preset the model does not have reads back as itself (the run's checks refuse it), not
+ * as "" and then as the default preset (found by tests/fuzz/fuzz_run_json). */
+START_TEST(test_unknown_preset_kept)
+{
+    struct pb_run_cfg c, back;
+    struct pb_run_json *keep, *keep_back;
+    struct pb_err e;
+    pb_run_cfg_defaults(&c);
+    ck_assert_msg(pb_run_cfg_from_json("{\"model\":\"inceptionv3\",\"preset\":\"huge\"}", &c,
+                                       &keep, &e) == 0, "%s", e.msg);
+    char *json = pb_run_cfg_json(&c);
+    ck_assert_msg(strstr(json, "\"preset\":\"huge\""), "%s", json);
+    pb_run_cfg_defaults(&back);
+    ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep_back, &e) == 0, "%s", e.msg);
+    char *again = pb_run_cfg_json(&back);
+    ck_assert_str_eq(json, again);
+    free(again);
+    free(json);
+    pb_run_json_finish(keep);
+    pb_run_json_finish(keep_back);
 }
 END_TEST
 
@@ -71,6 +94,7 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("run_json");
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_unknown_preset_kept);
     tcase_add_test(tc, test_tampered_refused);
     suite_add_tcase(s, tc);
     return s;

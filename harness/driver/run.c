@@ -51,13 +51,14 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
     const struct pb_optim_cfg *oc = &c->optim;
     cJSON_AddStringToObject(o, "model", c->model);
     /* the preset and partition the run takes (resolved, so leaving the default out and
-     * naming it give the same configuration) */
+     * naming it give the same configuration; a preset that does not resolve is kept as
+     * given, so the record reads back to itself and the run's checks still refuse it) */
     const struct pb_workload *w;
     const struct pb_preset *p = NULL;
     bool paper_cut = false;
     if (pb_run_model(c, &w, &p, &paper_cut, NULL))
         p = NULL;
-    cJSON_AddStringToObject(o, "preset", p ? p->name : "");
+    cJSON_AddStringToObject(o, "preset", p ? p->name : c->preset ? c->preset : "");
     char *partition = pb_run_partition_name(c, paper_cut);
     cJSON_AddStringToObject(o, "partition", partition);
     free(partition);

@@ -87,15 +87,11 @@ static double bleu_of_saved(const char *path, const char *hyp, const char *ref)
     struct pb_dataset_opts opts = {.vocab = p->vocab, .steps = p->steps};
     ck_assert_msg(pb_dataset_synthetic_wmt16(&ds, PB_SPLIT_TEST, NVAL, 1, &opts, &e) == 0, "%s",
                   e.msg);
-    struct pb_model m;
-    ck_assert_msg(w->build(&m, p, (struct pb_shape){1, ds.c, ds.h, ds.w}, p->classes, &e) == 0,
-                  "%s", e.msg);
-    ck_assert_msg(pb_model_finalize(&m, 16, &e) == 0, "%s", e.msg);
     struct pb_backend *be = pb_backend_cpu_create(2, &e);
     ck_assert(be);
+    struct pb_model m;
     struct pb_stage s;
-    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 2, 0, m.nblocks, &e) == 0, "%s", e.msg);
-    ck_assert_msg(pb_checkpoint_load(&s, 1, path, &e) == 0, "%s", e.msg);
+    load_saved_gnmt8_small(be, &ds, 16, path, &m, &s);
     struct pb_wmt16_vocab v;
     pb_stage_decoder_synthetic_vocab(&v, p->vocab);
     struct pb_decode_opts o;
@@ -117,11 +113,8 @@ static double bleu_of_saved(const char *path, const char *hyp, const char *ref)
     /* beam 3 with the paper's penalties, the attention the model's own */
     o.beam = 3;
     struct pb_model m3;
-    ck_assert(w->build(&m3, p, (struct pb_shape){1, ds.c, ds.h, ds.w}, p->classes, &e) == 0);
-    ck_assert_msg(pb_model_finalize(&m3, 16 * 3, &e) == 0, "%s", e.msg);
     struct pb_stage s3;
-    ck_assert_msg(pb_stage_init(&s3, be, &m3, 0, 2, 0, m3.nblocks, &e) == 0, "%s", e.msg);
-    ck_assert_msg(pb_checkpoint_load(&s3, 1, path, &e) == 0, "%s", e.msg);
+    load_saved_gnmt8_small(be, &ds, 16 * 3, path, &m3, &s3);
     struct pb_bleu b3 = {0};
     ck_assert_msg(pb_stage_decode_bleu(&s3, &ds, NVAL, &o, &v, &b3, NULL, NULL, &e) == 0, "%s",
                   e.msg);

@@ -94,15 +94,11 @@ static double bleu_of_saved(const char *path, const char *hyp, const char *ref, 
     struct pb_dataset_opts opts = {.vocab = p->vocab, .steps = p->steps};
     ck_assert_msg(pb_dataset_load_opts(&ds, "wmt16-de-en", run_dir(), PB_SPLIT_TEST, NVAL, 0,
                                        &opts, &e) == 0, "%s", e.msg);
-    struct pb_model m;
-    ck_assert_msg(w->build(&m, p, (struct pb_shape){1, ds.c, ds.h, ds.w}, p->classes, &e) == 0,
-                  "%s", e.msg);
-    ck_assert_msg(pb_model_finalize(&m, 16, &e) == 0, "%s", e.msg);
     struct pb_backend *be = pb_backend_cpu_create(2, &e);
     ck_assert(be);
+    struct pb_model m;
     struct pb_stage s;
-    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 2, 0, m.nblocks, &e) == 0, "%s", e.msg);
-    ck_assert_msg(pb_checkpoint_load(&s, 1, path, &e) == 0, "%s", e.msg);
+    load_saved_gnmt8_small(be, &ds, 16, path, &m, &s);
     char vpath[4200], rpath[4200];
     snprintf(vpath, sizeof vpath, "%s/vocab.bpe.32000", run_dir());
     snprintf(rpath, sizeof rpath, "%s/newstest2014.de", run_dir());

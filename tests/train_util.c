@@ -101,6 +101,20 @@ float *load_weights(const char *path, size_t *n)
     return w;
 }
 
+void load_saved_gnmt8_small(struct pb_backend *be, const struct pb_dataset *ds, int rows,
+                            const char *path, struct pb_model *m, struct pb_stage *s)
+{
+    struct pb_err e;
+    const struct pb_workload *w = pb_workload_find("gnmt8", &e);
+    const struct pb_preset *p;
+    ck_assert(w && pb_workload_preset(w, "small", &p, &e) == 0);
+    ck_assert_msg(w->build(m, p, (struct pb_shape){1, ds->c, ds->h, ds->w}, p->classes, &e) == 0,
+                  "%s", e.msg);
+    ck_assert_msg(pb_model_finalize(m, rows, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_stage_init(s, be, m, 0, 2, 0, m->nblocks, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_checkpoint_load(s, 1, path, &e) == 0, "%s", e.msg);
+}
+
 unsigned char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -6,6 +6,8 @@
 
 #include "harness/driver/run.h"
 #include "harness/base/safetensors.h"
+#include "harness/model/stage.h"
+#include "workloads/datasets/dataset.h"
 
 /* A fresh temporary folder for the test, removed when the test's process ends. */
 const char *tmp_dir(void);
@@ -33,6 +35,12 @@ float *plain_training(const struct pb_run_cfg *c, int accumulate, size_t *n);
 /* The same with each micro-batch's backward right after its forward (F0 B0 F1 B1 ... U,
  * as a 1F1B schedule runs on one stage): the gradients are summed in that order. */
 float *plain_training_1f1b(const struct pb_run_cfg *c, int accumulate, size_t *n);
+
+/* gnmt8's small preset on samples of ds's shape, finalised for micro-batches of `rows`, as
+ * one stage on be holding the weights saved in `path` (a run's --save): *m and *s, which
+ * the caller finishes. */
+void load_saved_gnmt8_small(struct pb_backend *be, const struct pb_dataset *ds, int rows,
+                            const char *path, struct pb_model *m, struct pb_stage *s);
 
 /* Bytes of a file (malloc'ed); *len receives its size. */
 unsigned char *read_file(const char *path, size_t *len);

@@ -98,7 +98,7 @@ static double op_once(struct pb_backend *be, struct run *r, bool new_kernel, boo
 {
     double t0 = bench_now(), c0 = cpu_now();
     if (new_kernel && fwd)
-        be->ops->lstm_fwd(be, &r->d, r->x, r->w, r->y, r->ws_new);
+        be->ops->lstm_fwd(be, &r->d, r->x, r->w, r->y, r->ws_new, NULL);
     else if (new_kernel)
         be->ops->lstm_bwd(be, &r->d, r->x, r->w, r->y, r->dy, r->ws_new, r->dx, r->dw);
     else if (fwd)

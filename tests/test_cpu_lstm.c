@@ -3,7 +3,8 @@
  * (PyTorch's equations and gate order i, f, g, o), on shapes of odd sizes where oneDNN
  * pads its formats: y, dx and the four weight gradients, which accumulate onto what
  * dw_acc held; the bias gradient added to both b_ih's and b_hh's; dx = NULL; the
- * inference forward (no workspace); the same bits at 1 and 3 threads, twice on one
+ * inference forward (no workspace); the final states, and initial states carried from
+ * one run into the next (T steps = T1 steps, then T − T1 from their states); the same bits at 1 and 3 threads, twice on one
  * instance and on a fresh one. The PyTorch parity of the LSTM layers is in
  * test_seq_layers and test_gnmt_layers. */
 #include <check.h>
@@ -46,6 +47,7 @@ struct lcase {
 
 struct lout {
     float *y, *dx, *dw;  /* dw: dw0 + the gradients */
+    float *c_last;       /* [B, H] the cell state after the last step (the reference's) */
 };
 
 static void lcase_init(struct lcase *c, int B, int T, int I, int H)
@@ -76,6 +78,7 @@ static void lout_alloc(const struct lcase *c, struct lout *o)
     o->y = malloc(c->ny * sizeof(float));
     o->dx = malloc(c->nx * sizeof(float));
     o->dw = malloc(c->nw * sizeof(float));
+    o->c_last = malloc((size_t)c->d.batch * c->d.hidden * sizeof(float));
 }
 
 static void lout_free(struct lout *o)
@@ -83,6 +86,7 @@ static void lout_free(struct lout *o)
     free(o->y);
     free(o->dx);
     free(o->dw);
+    free(o->c_last);
 }
 
 static double sigm(double v)
@@ -118,6 +122,8 @@ static void lstm_ref(const struct lcase *c, struct lout *o)
                 cs[r * H + j] = gr[H + j] * cp + gr[j] * gr[2 * H + j];
                 hs[r * H + j] = gr[3 * H + j] * tanh(cs[r * H + j]);
                 o->y[r * H + j] = (float)hs[r * H + j];
+                if (t == T - 1)
+                    o->c_last[(size_t)b * H + j] = (float)cs[r * H + j];
             }
         }
     double *dw = calloc(c->nw, sizeof *dw), *da = calloc(G, sizeof *da);
@@ -193,7 +199,7 @@ static void lstm_run(struct pb_backend *be, const struct lcase *c, struct lout *
     be->ops->upload(be, w, c->w, c->nw * sizeof(float));
     be->ops->upload(be, dy, c->dy, c->ny * sizeof(float));
     be->ops->upload(be, dw, c->dw0, c->nw * sizeof(float));
-    be->ops->lstm_fwd(be, &c->d, x, w, y, ws);
+    be->ops->lstm_fwd(be, &c->d, x, w, y, ws, NULL);
     be->ops->lstm_bwd(be, &c->d, x, w, y, dy, ws, want_dx ? dx : NULL, dw);
     be->ops->sync(be);
     ck_assert_msg(!be->failed, "the backend failed");
@@ -264,7 +270,7 @@ START_TEST(inference_forward)
     ck_assert(x && w && y);
     be->ops->upload(be, x, c.x, c.nx * sizeof(float));
     be->ops->upload(be, w, c.w, c.nw * sizeof(float));
-    be->ops->lstm_fwd(be, &c.d, x, w, y, NULL);
+    be->ops->lstm_fwd(be, &c.d, x, w, y, NULL, NULL);
     float *got = malloc(c.ny * sizeof(float));
     be->ops->download(be, got, y, c.ny * sizeof(float));
     pb_assert_close("inference y", got, ref.y, c.ny, RTOL, ATOL);
@@ -273,6 +279,89 @@ START_TEST(inference_forward)
     pb_backend_free(be, w);
     pb_backend_free(be, y);
     pb_backend_destroy(be);
+    lout_free(&ref);
+    lcase_free(&c);
+}
+END_TEST
+
+/* Steps [t0, t0 + n) of each sequence of x [B, T, f]: [B, n, f]. */
+static float *steps_of(const float *x, int B, int T, int f, int t0, int n)
+{
+    float *y = malloc((size_t)B * n * f * sizeof *y);
+    for (int b = 0; b < B; b++)
+        memcpy(y + (size_t)b * n * f, x + ((size_t)b * T + t0) * f, (size_t)n * f * sizeof *y);
+    return y;
+}
+
+/* One inference forward of n steps of x's sequences from states st; y [B, n, H] and the
+ * final states h, c [B, H] back on the host. */
+static void run_states(struct pb_backend *be, const struct lcase *c, const float *x_host, int n,
+                       const float *h0_host, const float *c0_host, float *y_host, float *h_host,
+                       float *c_host)
+{
+    struct pb_err e;
+    struct pb_lstm_desc d = {c->d.batch, n, c->d.input, c->d.hidden};
+    size_t nx = (size_t)d.batch * n * d.input, ny = (size_t)d.batch * n * d.hidden;
+    size_t ns = (size_t)d.batch * d.hidden * sizeof(float);
+    float *x = pb_backend_alloc(be, nx * sizeof(float), PB_MEM_ACTS, &e);
+    float *w = pb_backend_alloc(be, c->nw * sizeof(float), PB_MEM_ACTS, &e);
+    float *y = pb_backend_alloc(be, ny * sizeof(float), PB_MEM_ACTS, &e);
+    float *st = pb_backend_alloc(be, 4 * ns, PB_MEM_ACTS, &e);  /* h0, c0, h_last, c_last */
+    ck_assert(x && w && y && st);
+    be->ops->upload(be, x, x_host, nx * sizeof(float));
+    be->ops->upload(be, w, c->w, c->nw * sizeof(float));
+    struct pb_lstm_states s = {NULL, NULL, st + 2 * ns / sizeof(float), st + 3 * ns / sizeof(float)};
+    if (h0_host) {
+        be->ops->upload(be, st, h0_host, ns);
+        be->ops->upload(be, st + ns / sizeof(float), c0_host, ns);
+        s.h0 = st;
+        s.c0 = st + ns / sizeof(float);
+    }
+    be->ops->lstm_fwd(be, &d, x, w, y, NULL, &s);
+    be->ops->sync(be);
+    ck_assert_msg(!be->failed, "the backend failed");
+    be->ops->download(be, y_host, y, ny * sizeof(float));
+    be->ops->download(be, h_host, s.h_last, ns);
+    be->ops->download(be, c_host, s.c_last, ns);
+    pb_backend_free(be, x);
+    pb_backend_free(be, w);
+    pb_backend_free(be, y);
+    pb_backend_free(be, st);
+}
+
+/* The final states are the reference's h and c after the last step; a run of T1 steps
+ * whose states start a run of the other T − T1 gives the whole run's outputs and states. */
+START_TEST(carried_states)
+{
+    int B = 4, T = 9, T1 = 4, I = 11, H = 13;
+    struct lcase c;
+    lcase_init(&c, B, T, I, H);
+    struct lout ref;
+    lout_alloc(&c, &ref);
+    lstm_ref(&c, &ref);
+    float *h_ref = steps_of(ref.y, B, T, H, T - 1, 1);
+    struct pb_backend *be = be_new(2);
+    size_t bh = (size_t)B * H;
+    float *y = malloc(c.ny * sizeof *y), *h = malloc(bh * sizeof *h), *cs = malloc(bh * sizeof *cs);
+    run_states(be, &c, c.x, T, NULL, NULL, y, h, cs);
+    pb_assert_close("y with final states", y, ref.y, c.ny, RTOL, ATOL);
+    pb_assert_close("h_last", h, h_ref, bh, RTOL, ATOL);
+    pb_assert_close("c_last", cs, ref.c_last, bh, RTOL, ATOL);
+
+    float *x1 = steps_of(c.x, B, T, I, 0, T1), *x2 = steps_of(c.x, B, T, I, T1, T - T1);
+    float *y1 = malloc((size_t)B * T1 * H * sizeof *y1), *y2 = malloc((size_t)B * (T - T1) * H * sizeof *y2);
+    float *h1 = malloc(bh * sizeof *h1), *c1 = malloc(bh * sizeof *c1);
+    run_states(be, &c, x1, T1, NULL, NULL, y1, h1, c1);
+    run_states(be, &c, x2, T - T1, h1, c1, y2, h, cs);
+    float *y_ref1 = steps_of(ref.y, B, T, H, 0, T1), *y_ref2 = steps_of(ref.y, B, T, H, T1, T - T1);
+    pb_assert_close("first run's y", y1, y_ref1, (size_t)B * T1 * H, RTOL, ATOL);
+    pb_assert_close("carried run's y", y2, y_ref2, (size_t)B * (T - T1) * H, RTOL, ATOL);
+    pb_assert_close("carried run's h_last", h, h_ref, bh, RTOL, ATOL);
+    pb_assert_close("carried run's c_last", cs, ref.c_last, bh, RTOL, ATOL);
+    pb_backend_destroy(be);
+    void *bufs[] = {h_ref, y, h, cs, x1, x2, y1, y2, h1, c1, y_ref1, y_ref2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
     lout_free(&ref);
     lcase_free(&c);
 }
@@ -323,6 +412,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("cpu_lstm");
     tcase_add_test(tc, against_ref);
     tcase_add_test(tc, inference_forward);
+    tcase_add_test(tc, carried_states);
     tcase_add_test(tc, thread_bits);
     suite_add_tcase(s, tc);
     return s;

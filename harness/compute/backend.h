@@ -53,6 +53,16 @@ struct pb_lstm_desc {
     int batch, steps, input, hidden;
 };
 
+/* An LSTM run's recurrent states at its two ends, h and c [batch, hidden] each. h0 and
+ * c0 (both or neither; NULL: zeros) start an inference forward — a training forward
+ * starts from zeros, as its backward assumes; h_last and c_last (both or neither; NULL:
+ * not wanted) receive the states after step steps − 1. A decoder carries them from one
+ * call of one step to the next. */
+struct pb_lstm_states {
+    const float *h0, *c0;
+    float *h_last, *c_last;
+};
+
 /* GNMT's normalised Bahdanau attention (the MLPerf reference's BahdanauAttention with
  * normalize = True, batch-first): queries q [batch, tq, query], keys k [batch, tk, key],
  * each batch row's keys valid below its length; U = units.
@@ -210,11 +220,12 @@ struct pb_backend_ops {
 
     /* LSTM (struct pb_lstm_desc). lstm_workspace: bytes a training forward leaves for
      * the backward in ws (a format of the backend's); an inference forward passes
-     * ws = NULL. The backward reads x, w, y and ws, writes dx (NULL: not wanted) and
-     * accumulates the four weight gradients into dw_acc (w's layout). */
+     * ws = NULL. st (NULL: zero initial states, no final ones) as struct pb_lstm_states.
+     * The backward reads x, w, y and ws, writes dx (NULL: not wanted) and accumulates the
+     * four weight gradients into dw_acc (w's layout). */
     size_t (*lstm_workspace)(struct pb_backend *be, const struct pb_lstm_desc *d);
     void (*lstm_fwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
-                     const float *w, float *y, void *ws);
+                     const float *w, float *y, void *ws, const struct pb_lstm_states *st);
     void (*lstm_bwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);

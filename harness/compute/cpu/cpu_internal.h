@@ -253,7 +253,7 @@ void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
                        float *y, int y_stride);
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
-                     const float *w, float *y, void *ws);
+                     const float *w, float *y, void *ws, const struct pb_lstm_states *st);
 void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);

@@ -1,5 +1,5 @@
 /* harness/compute/cpu/cpu_lstm.c — the one-layer LSTM of the CPU backend (torch.nn.LSTM,
- * batch_first, zero initial states) on oneDNN's vanilla LSTM primitive. oneDNN's gates
+ * batch_first; initial and final states on request) on oneDNN's vanilla LSTM primitive. oneDNN's gates
  * i, f, c̃, o are PyTorch's i, f, g, o. x [B, T, I] and y [B, T, H] stay batch-first:
  * oneDNN reads them as tnc [T, B, C] with strides (C, T·C, 1) (format ntc), no copy.
  * The weights stay in PyTorch's [4H, I], [4H, H] (oneDNN's ldgoi [1, 1, 4, H, C]) and
@@ -34,6 +34,15 @@ static dnnl_memory_desc_t seq_md(const struct pb_lstm_desc *d, int c)
     dnnl_memory_desc_t md;
     dnnl_dims_t dims = {d->steps, d->batch, c};
     PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 3, dims, dnnl_f32, dnnl_ntc));
+    return md;
+}
+
+/* A state h or c [1, 1, B, H] (layers, directions, batch, channels). */
+static dnnl_memory_desc_t state_md(const struct pb_lstm_desc *d)
+{
+    dnnl_memory_desc_t md;
+    dnnl_dims_t dims = {1, 1, d->batch, d->hidden};
+    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_ldnc));
     return md;
 }
 
@@ -134,9 +143,24 @@ static void drop_bwd(struct pb_backend *be, void *val)
     free(b);
 }
 
-static struct pb_cpu_key lstm_key(enum pb_cpu_op op, const struct pb_lstm_desc *d, bool train)
+/* Which states a forward reads and writes besides zeros: they make other primitives. */
+struct lstm_ends {
+    bool init, last;
+};
+
+static struct lstm_ends lstm_ends(const struct pb_lstm_states *st)
 {
-    return (struct pb_cpu_key){.op = op, .v = {d->batch, d->steps, d->input, d->hidden, train}};
+    if (!st)
+        return (struct lstm_ends){false, false};
+    PB_CHECK(!st->h0 == !st->c0 && !st->h_last == !st->c_last);
+    return (struct lstm_ends){st->h0 != NULL, st->h_last != NULL};
+}
+
+static struct pb_cpu_key lstm_key(enum pb_cpu_op op, const struct pb_lstm_desc *d, bool train,
+                                  struct lstm_ends ends)
+{
+    return (struct pb_cpu_key){
+        .op = op, .v = {d->batch, d->steps, d->input, d->hidden, train, ends.init, ends.last}};
 }
 
 /* The weights' descriptors of a primitive: layer [I, 4, H] and iter [H, 4, H]. */
@@ -147,9 +171,10 @@ static void prim_w_mds(const struct pb_cpu_prim *p, dnnl_query_t q, const dnnl_m
     *wi = pb_cpu_prim_md(p, q, 1);
 }
 
-static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc *d, bool train)
+static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc *d, bool train,
+                               struct lstm_ends ends)
 {
-    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_FWD, d, train);
+    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_FWD, d, train, ends);
     struct lstm_fwd *f = pb_cpu_cache_get(be, &k);
     if (f)
         return f;
@@ -157,10 +182,12 @@ static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc
     dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), b = b_md(d);
     dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
     dnnl_memory_desc_t wi = w_md(d, d->hidden, dnnl_format_tag_any);
+    dnnl_memory_desc_t hc = state_md(d);
+    const dnnl_memory_desc_t *init = ends.init ? &hc : NULL, *last = ends.last ? &hc : NULL;
     dnnl_rnn_desc_t rd;
     PB_DNNL(dnnl_lstm_forward_desc_init(&rd, train ? dnnl_forward_training : dnnl_forward_inference,
-                                        dnnl_unidirectional_left2right, &x, NULL, NULL, &wl, &wi,
-                                        &b, &y, NULL, NULL, 0));
+                                        dnnl_unidirectional_left2right, &x, init, init, &wl, &wi,
+                                        &b, &y, last, last, 0));
     pb_cpu_prim_create(be, &f->p, &rd, NULL);
     const dnnl_memory_desc_t *pwl, *pwi;
     prim_w_mds(&f->p, dnnl_query_weights_md, &pwl, &pwi);
@@ -173,11 +200,12 @@ static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc
 
 static struct lstm_bwd *bwd_get(struct pb_backend *be, const struct pb_lstm_desc *d)
 {
-    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_BWD, d, true);
+    struct lstm_ends zero = {false, false};
+    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_BWD, d, true, zero);
     struct lstm_bwd *b = pb_cpu_cache_get(be, &k);
     if (b)
         return b;
-    struct lstm_fwd *f = fwd_get(be, d, true);
+    struct lstm_fwd *f = fwd_get(be, d, true, zero);
     b = pb_xcalloc(1, sizeof *b);
     dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), bias = b_md(d);
     dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
@@ -202,7 +230,7 @@ static struct lstm_bwd *bwd_get(struct pb_backend *be, const struct pb_lstm_desc
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d)
 {
     pb_cpu_begin(be);  /* the primitive is created with the instance's thread count */
-    struct lstm_fwd *f = fwd_get(be, d, true);
+    struct lstm_fwd *f = fwd_get(be, d, true, (struct lstm_ends){false, false});
     return dnnl_memory_desc_get_size(pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0));
 }
 
@@ -235,11 +263,13 @@ static size_t in_bytes(const struct lstm_reorder *o)
 }
 
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
-                     const float *w, float *y, void *ws)
+                     const float *w, float *y, void *ws, const struct pb_lstm_states *st)
 {
     if (!pb_cpu_begin(be))
         return;
-    struct lstm_fwd *f = fwd_get(be, d, ws != NULL);
+    struct lstm_ends ends = lstm_ends(st);
+    PB_CHECK(!(ws && ends.init));
+    struct lstm_fwd *f = fwd_get(be, d, ws != NULL, ends);
     struct lstm_w p = lstm_split(d, w);
     size_t bb = al64(4 * (size_t)d->hidden * sizeof(float)), lb = in_bytes(&f->w_ih);
     /* the weights in the primitive's format, then the summed bias [4H] */
@@ -248,15 +278,25 @@ void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
         return;
     float *bias = (float *)(buf + lb + in_bytes(&f->w_hh));
     bias_sum(d, &p, bias);
-    struct pb_cpu_arg a[6] = {
+    struct pb_cpu_arg a[10] = {
         {DNNL_ARG_SRC_LAYER, x},
         {DNNL_ARG_WEIGHTS_LAYER, weights_in(be, &f->w_ih, p.w_ih, buf)},
         {DNNL_ARG_WEIGHTS_ITER, weights_in(be, &f->w_hh, p.w_hh, buf + lb)},
         {DNNL_ARG_BIAS, bias},
         {DNNL_ARG_DST_LAYER, y},
-        {DNNL_ARG_WORKSPACE, ws},
     };
-    pb_cpu_prim_exec(be, &f->p, ws ? 6 : 5, a);
+    int n = 5;
+    if (ws)
+        a[n++] = (struct pb_cpu_arg){DNNL_ARG_WORKSPACE, ws};
+    if (ends.init) {
+        a[n++] = (struct pb_cpu_arg){DNNL_ARG_SRC_ITER, st->h0};
+        a[n++] = (struct pb_cpu_arg){DNNL_ARG_SRC_ITER_C, st->c0};
+    }
+    if (ends.last) {
+        a[n++] = (struct pb_cpu_arg){DNNL_ARG_DST_ITER, st->h_last};
+        a[n++] = (struct pb_cpu_arg){DNNL_ARG_DST_ITER_C, st->c_last};
+    }
+    pb_cpu_prim_exec(be, &f->p, n, a);
     pb_cpu_scratch_free(be, buf);
 }
 

@@ -29,15 +29,16 @@ int pb_lstm_one_fwd(struct pb_backend *be, const struct pb_lstm_one *o, const fl
 {
     const struct pb_lstm_desc *d = &o->d;
     if (!o->bi) {
-        be->ops->lstm_fwd(be, d, x, w, y, o->ws[0]);
+        be->ops->lstm_fwd(be, d, x, w, y, o->ws[0], NULL);
         return 0;
     }
     int B = d->batch, T = d->steps, H = d->hidden;
     float *xr = gather_reverse(be, d, x, o->len, e);
     if (!xr)
         return -1;
-    be->ops->lstm_fwd(be, d, x, w, o->yd[0], o->ws[0]);
-    be->ops->lstm_fwd(be, d, xr, w + pb_lstm_dir_params(d->input, H), o->yd[1], o->ws[1]);
+    be->ops->lstm_fwd(be, d, x, w, o->yd[0], o->ws[0], NULL);
+    be->ops->lstm_fwd(be, d, xr, w + pb_lstm_dir_params(d->input, H), o->yd[1], o->ws[1],
+                      NULL);
     pb_backend_free(be, xr);
     be->ops->seq_gather(be, o->yd[0], H, o->len, B, T, H, false, y, 2 * H);
     be->ops->seq_gather(be, o->yd[1], H, o->len, B, T, H, true, y + H, 2 * H);

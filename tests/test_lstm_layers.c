@@ -1,10 +1,11 @@
 /* tests/test_lstm_layers.c — the LSTM of several layers (harness/model/layers/lstm.c):
  * two layers, unidirectional and bidirectional packed by lengths, against PyTorch 1.13
  * (tests/fixtures/seq.safetensors from fixtures_seq.py, dropout 0): outputs, the last
- * layer's final states h_n (the layer outputs the last layer's sequence only, so h_n of
- * the last layer is read off it: step T − 1, or the forward half at step len − 1 and the
- * reverse half at step 0; layer 0's h_n and every c_n are not exposed), input and weight
- * gradients; central differences on the same tiny instances with dropout 0 and 0.3; the
+ * layer's h_n read off them (step T − 1, or the forward half at step len − 1 and the
+ * reverse half at step 0), input and weight gradients; the final states (h_n, c_n) of
+ * pb_lstm_final_states for one and two layers, unidirectional and bidirectional packed by
+ * (unsorted) lengths, against PyTorch's and bit for bit against the layer's own outputs,
+ * and its refusals of lengths outside [1, T] and of a layer that is not an LSTM; central differences on the same tiny instances with dropout 0 and 0.3; the
  * dropout between layers (the same mask under 1 and 3 threads and in two runs, another
  * for another micro-batch, the layer equal to its layers run one by one with the mask
  * keyed as documented, the expected fraction dropped, none in evaluation); PyTorch's
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "harness/base/rng.h"
+#include "harness/model/layers/lstm.h"
 #include "harness/model/stage.h"
 #include "tests/layer_run.h"
 #include "tests/test_util.h"
@@ -69,26 +71,33 @@ static void fill_normal(float *v, size_t n, uint64_t which)
         v[i] = pb_rng_normal(k, i);
 }
 
-static void check_parity(const struct lcase *c)
+/* The fixture case's parameters p0, p1, ... uploaded as r's (all of them). */
+static void load_params(struct lrun *r, const char *name)
 {
     struct pb_err e;
-    pb_load_fixture(&fx, "seq.safetensors");
-    struct lrun r;
-    lrun_init(&r, lstm_cfg(5, 4, 2, c->bi, 0.0f), 1, &c->x, c->bi ? bi_len : NULL);
-    ck_assert_int_eq(r.l.ops->param_tensors(&r.l, (const char *[64]){0}, (size_t[64]){0}),
-                     c->bi ? 16 : 8);
-    float *w = malloc((r.np + 1) * sizeof *w);
+    float *w = malloc((r->np + 1) * sizeof *w);
     size_t off = 0;
-    for (int i = 0; off < r.np; i++) {
+    for (int i = 0; off < r->np; i++) {
         char pn[64];
-        snprintf(pn, sizeof pn, "%s.p%d", c->name, i);
+        snprintf(pn, sizeof pn, "%s.p%d", name, i);
         const struct pb_st_tensor *t = pb_st_find(&fx, pn);
         ck_assert_msg(t != NULL, "fixture has no %s", pn);
         ck_assert(pb_st_read_f32(&fx, pn, w + off, t->count, &e) == 0);
         off += t->count;
     }
-    ck_assert_uint_eq(off, r.np);
-    r.be->ops->upload(r.be, r.params, w, r.np * sizeof(float));
+    ck_assert_uint_eq(off, r->np);
+    r->be->ops->upload(r->be, r->params, w, r->np * sizeof(float));
+    free(w);
+}
+
+static void check_parity(const struct lcase *c)
+{
+    pb_load_fixture(&fx, "seq.safetensors");
+    struct lrun r;
+    lrun_init(&r, lstm_cfg(5, 4, 2, c->bi, 0.0f), 1, &c->x, c->bi ? bi_len : NULL);
+    ck_assert_int_eq(r.l.ops->param_tensors(&r.l, (const char *[64]){0}, (size_t[64]){0}),
+                     c->bi ? 16 : 8);
+    load_params(&r, c->name);
     size_t nx = pb_shape_count(c->x), ny = pb_shape_count(r.l.out_shape);
     float *x[1] = {fx_read(c->name, "x", nx)}, *dx[1];
     float *dy = fx_read(c->name, "dy", ny), *y_ref = fx_read(c->name, "y", ny);
@@ -112,7 +121,7 @@ static void check_parity(const struct lcase *c)
     pb_assert_close("dx", dx[0], dx_ref, nx, RTOL, ATOL);
     float *g = malloc((r.np + 1) * sizeof *g);
     r.be->ops->download(r.be, g, r.grads, r.np * sizeof(float));
-    off = 0;
+    size_t off = 0;
     for (int i = 0; off < r.np; i++) {
         char gn[16], full[64];
         snprintf(gn, sizeof gn, "g%d", i);
@@ -133,7 +142,6 @@ static void check_parity(const struct lcase *c)
     free(dy);
     free(y_ref);
     free(x[0]);
-    free(w);
     lrun_finish(&r);
     pb_st_finish(&fx);
 }
@@ -141,6 +149,144 @@ static void check_parity(const struct lcase *c)
 START_TEST(parity_lstm2) { check_parity(&lstm2); }
 END_TEST
 START_TEST(parity_bilstm2) { check_parity(&bilstm2); }
+END_TEST
+
+/* The final-state cases: one and two layers, unidirectional on x [2, 6, 5] and
+ * bidirectional packed by lengths (one layer: x [4, 6, 5] by the unsorted (3, 6, 1, 3),
+ * two sequences of one length; two layers: x [3, 6, 5] by (6, 3, 1)); H = 4. */
+struct scase {
+    const char *name;
+    int layers;
+    bool bi;
+    struct pb_shape x;
+    const int32_t *len;
+};
+
+static const int32_t bi1_len[4] = {3, 6, 1, 3};
+static const struct scase s_lstm = {"lstm", 1, false, {2, 6, 5, 1}, NULL};
+static const struct scase s_bilstm1 = {"bilstm1", 1, true, {4, 6, 5, 1}, bi1_len};
+static const struct scase s_lstm2 = {"lstm2", 2, false, {2, 6, 5, 1}, NULL};
+static const struct scase s_bilstm2 = {"bilstm2", 2, true, {3, 6, 5, 1}, bi_len};
+
+/* h_n and c_n [L·dirs, B, H] of r's uploaded input (host, malloc'ed); lengths as given. */
+static void final_states(struct lrun *r, const int32_t *lengths, float **h_n, float **c_n)
+{
+    struct pb_err e;
+    size_t n = (size_t)r->l.cfg.num_layers * (r->l.cfg.bidirectional ? 2 : 1) * r->l.in_shape[0].n *
+               r->l.cfg.out_features;
+    float *d = pb_backend_alloc(r->be, 2 * n * sizeof(float), PB_MEM_SCRATCH, &e);
+    ck_assert(d != NULL);
+    ck_assert_msg(pb_lstm_final_states(r->be, &r->l, r->in[0].data, r->params, lengths, d, d + n,
+                                       &e) == 0, "%s", e.msg);
+    *h_n = malloc(n * sizeof(float));
+    *c_n = malloc(n * sizeof(float));
+    r->be->ops->download(r->be, *h_n, d, n * sizeof(float));
+    r->be->ops->download(r->be, *c_n, d + n, n * sizeof(float));
+    r->be->ops->sync(r->be);
+    pb_backend_free(r->be, d);
+}
+
+/* h_n and c_n against PyTorch's; the last layer's h_n against the layer's own eval
+ * output where it must be that: y[b, T − 1] (unidirectional), y[b, len_b − 1, :H] and
+ * y[b, 0, H:] (bidirectional); a unidirectional layer given lengths has the same states
+ * (it runs all T steps, as its forward). */
+static void check_states(const struct scase *c)
+{
+    pb_load_fixture(&fx, "seq.safetensors");
+    struct lrun r;
+    lrun_init(&r, lstm_cfg(5, 4, c->layers, c->bi, 0.0f), 1, &c->x, c->len);
+    load_params(&r, c->name);
+    int B = c->x.n, T = c->x.c, H = 4, dirs = c->bi ? 2 : 1, L = c->layers;
+    size_t nx = pb_shape_count(c->x), ny = pb_shape_count(r.l.out_shape);
+    size_t ns = (size_t)L * dirs * B * H;
+    float *x[1] = {fx_read(c->name, "x", nx)}, *y_ref = fx_read(c->name, "y", ny);
+    float *h_ref = fx_read(c->name, "h_n", ns), *c_ref = fx_read(c->name, "c_n", ns);
+    set_inputs(&r, x);
+    struct pb_node_act act;
+    float *y = lforward(&r, false, &act);
+    pb_assert_close("y", y, y_ref, ny, RTOL, ATOL);
+    float *h_n, *c_n;
+    final_states(&r, r.lengths, &h_n, &c_n);
+    pb_assert_close("h_n", h_n, h_ref, ns, RTOL, ATOL);
+    pb_assert_close("c_n", c_n, c_ref, ns, RTOL, ATOL);
+    for (int d = 0; d < dirs; d++)
+        for (int b = 0; b < B; b++) {
+            int t = d ? 0 : c->bi ? c->len[b] - 1 : T - 1;
+            const float *ours = y + ((size_t)b * T + t) * dirs * H + d * H;
+            const float *hn = h_n + ((size_t)((L - 1) * dirs + d) * B + b) * H;
+            ck_assert_msg(!memcmp(ours, hn, H * sizeof(float)),
+                          "%s: h_n of direction %d, sequence %d is not y[%d, %d]", c->name, d,
+                          b, b, t);
+        }
+    if (!c->bi) {
+        struct pb_err e;
+        int32_t lens[2] = {2, 5}, *dl = pb_backend_alloc(r.be, sizeof lens, PB_MEM_SCRATCH, &e);
+        r.be->ops->upload(r.be, dl, lens, sizeof lens);
+        float *h2, *c2;
+        final_states(&r, dl, &h2, &c2);
+        ck_assert(!memcmp(h2, h_n, ns * sizeof(float)) && !memcmp(c2, c_n, ns * sizeof(float)));
+        pb_backend_free(r.be, dl);
+        free(h2);
+        free(c2);
+    }
+    free(h_n);
+    free(c_n);
+    free(h_ref);
+    free(c_ref);
+    free(y);
+    free(y_ref);
+    free(x[0]);
+    lrun_finish(&r);
+    pb_st_finish(&fx);
+}
+
+START_TEST(states_lstm) { check_states(&s_lstm); }
+END_TEST
+START_TEST(states_bilstm1) { check_states(&s_bilstm1); }
+END_TEST
+START_TEST(states_lstm2) { check_states(&s_lstm2); }
+END_TEST
+START_TEST(states_bilstm2) { check_states(&s_bilstm2); }
+END_TEST
+
+/* Lengths outside [1, T] and a layer that is not an LSTM are refused with what is wrong,
+ * nothing written to h_n and c_n. */
+START_TEST(states_bad_input)
+{
+    struct pb_shape xs = {3, 6, 5, 1};
+    const int32_t bad[][3] = {{6, 0, 1}, {6, 3, 7}, {-1, 3, 1}};
+    const char *want[] = {"sequence 1 has length 0, outside [1, 6]",
+                          "sequence 2 has length 7, outside [1, 6]",
+                          "sequence 0 has length -1, outside [1, 6]"};
+    for (int bi = 0; bi < 2; bi++)
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            struct pb_err e;
+            struct lrun r;
+            lrun_init(&r, lstm_cfg(5, 4, 2, bi, 0.0f), 1, &xs, bad[i]);
+            size_t n = (size_t)2 * (bi ? 2 : 1) * 3 * 4;
+            float *d = pb_backend_alloc(r.be, 2 * n * sizeof(float), PB_MEM_SCRATCH, &e);
+            r.be->ops->fill(r.be, d, 42.0f, 2 * n);
+            ck_assert_int_eq(pb_lstm_final_states(r.be, &r.l, r.in[0].data, r.params, r.lengths,
+                                                  d, d + n, &e), -1);
+            ck_assert_msg(strstr(e.msg, "lstm 'layer'") && strstr(e.msg, want[i]), "%s", e.msg);
+            float *h = malloc(2 * n * sizeof *h);
+            r.be->ops->download(r.be, h, d, 2 * n * sizeof(float));
+            r.be->ops->sync(r.be);
+            for (size_t j = 0; j < 2 * n; j++)
+                ck_assert(h[j] == 42.0f);
+            free(h);
+            pb_backend_free(r.be, d);
+            lrun_finish(&r);
+        }
+    struct pb_err e;
+    struct lrun r;
+    lrun_init(&r, lstm_cfg(5, 4, 1, false, 0.0f), 1, &xs, NULL);
+    struct pb_layer lin = {.ops = pb_layer_ops_for(PB_LAYER_LINEAR), .name = "fc"};
+    float h[4];
+    ck_assert_int_eq(pb_lstm_final_states(r.be, &lin, r.in[0].data, r.params, NULL, h, h, &e), -1);
+    ck_assert_msg(strstr(e.msg, "layer 'fc': it is a linear, not an lstm"), "%s", e.msg);
+    lrun_finish(&r);
+}
 END_TEST
 
 /* L = Σ rr ⊙ y of a training forward (the dropout's mask is a function of the key, so
@@ -464,6 +610,13 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("parity");
     tcase_add_test(tc, parity_lstm2);
     tcase_add_test(tc, parity_bilstm2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("final_states");
+    tcase_add_test(tc, states_lstm);
+    tcase_add_test(tc, states_bilstm1);
+    tcase_add_test(tc, states_lstm2);
+    tcase_add_test(tc, states_bilstm2);
+    tcase_add_test(tc, states_bad_input);
     suite_add_tcase(s, tc);
     tc = tcase_create("grad");
     tcase_add_test(tc, grad_lstm2);

@@ -19,11 +19,18 @@
  * direction; bidirectional, every layer's y_f [B, T, H] and y_r [B, T, H] (the latter in
  * reversed time); the outputs of layers 0 … L − 2 [B, T, dirs·H] (before the dropout,
  * which the backward redraws); bidirectional, the lengths [B] int32 (T where the forward
- * had none). One layer therefore keeps what the one-layer LSTM always kept. */
+ * had none). One layer therefore keeps what the one-layer LSTM always kept.
+ * pb_lstm_final_states (layers/lstm.h) gives torch.nn.LSTM's (h_n, c_n) of an eval
+ * forward, [L·dirs, B, H]: each layer's input is what the eval forward computes; a
+ * unidirectional layer's states come from its own run (after step T − 1), a
+ * bidirectional one's from runs of each group of sequences of one length over that many
+ * steps (layers/lstm_one.c), so they are pack_padded_sequence's. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/model/layers/layer_util.h"
+#include "harness/model/layers/lstm.h"
 #include "harness/model/layers/lstm_one.h"
 #include "harness/base/rng.h"
 
@@ -298,6 +305,89 @@ static int lstm_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
         dyk = dxk;
     }
     pb_backend_free(be, tmp);
+    return rc;
+}
+
+/* The lengths in host memory, each checked to be in [1, T] (NULL: T for every
+ * sequence); NULL with e set when one is not. */
+static int32_t *host_lengths(struct pb_backend *be, const struct pb_layer *l,
+                             const int32_t *lengths, struct pb_err *e)
+{
+    int B = l->in_shape[0].n, T = l->in_shape[0].c;
+    int32_t *len = pb_xmalloc((size_t)B * sizeof *len);
+    if (lengths) {
+        be->ops->download(be, len, lengths, (size_t)B * sizeof *len);
+        be->ops->sync(be);
+    }
+    for (int b = 0; b < B; b++) {
+        if (!lengths)
+            len[b] = T;
+        else if (len[b] < 1 || len[b] > T) {
+            pb_err_set(e, "lstm '%s': sequence %d has length %d, outside [1, %d]: give each "
+                          "sequence's real steps, at least 1 and at most the input's %d steps",
+                       l->name, b, (int)len[b], T, T);
+            free(len);
+            return NULL;
+        }
+    }
+    return len;
+}
+
+/* The layers in turn from x, as stack_forward in evaluation, each layer's states into
+ * its rows of h_n and c_n; a is laid out (no workspaces) and y_last is the last layer's
+ * output (unidirectional; bidirectional: not computed, NULL). */
+static int stack_states(struct pb_backend *be, const struct pb_layer *l, const struct stack_aux *a,
+                        const int32_t *len, const float *x, const float *params, float *y_last,
+                        float *h_n, float *c_n, struct pb_err *e)
+{
+    int L = nlayers(l);
+    size_t rows = (size_t)ndirs(l) * (size_t)l->in_shape[0].n * (size_t)l->cfg.out_features;
+    int rc = 0;
+    for (int k = 0; !rc && k < L; k++) {
+        struct pb_lstm_one o = one_of(l, a, k);
+        const float *w = params + layer_param_off(l, k);
+        float *yk = k + 1 < L ? a->mid[k] : y_last, *hk = h_n + k * rows, *ck = c_n + k * rows;
+        if (o.bi) {
+            rc = pb_lstm_one_states(be, &o, x, w, len, hk, ck, e);
+            if (!rc && k + 1 < L)
+                rc = pb_lstm_one_fwd(be, &o, x, w, yk, e);
+        } else {
+            struct pb_lstm_states st = {.h_last = hk, .c_last = ck};
+            be->ops->lstm_fwd(be, &o.d, x, w, yk, NULL, &st);
+        }
+        x = yk;
+    }
+    return rc;
+}
+
+int pb_lstm_final_states(struct pb_backend *be, const struct pb_layer *l, const float *x,
+                         const float *params, const int32_t *lengths, float *h_n, float *c_n,
+                         struct pb_err *e)
+{
+    if (l->ops != &pb_lstm_ops)
+        return pb_err_set(e, "the final states of layer '%s': it is a %s, not an lstm", l->name,
+                          l->ops->kind);
+    PB_CHECK(h_n && c_n);
+    int32_t *len = host_lengths(be, l, lengths, e);
+    if (!len)
+        return -1;
+    struct stack_aux a;
+    size_t last = l->cfg.bidirectional ? 0 : out_floats(l) * sizeof(float);
+    size_t bytes = aux_layout(be, l, false, NULL, &a) + last;
+    char *base = pb_backend_alloc(be, bytes, PB_MEM_SCRATCH, e);
+    int rc = -1;
+    if (base) {
+        aux_layout(be, l, false, base, &a);
+        struct pb_fwd_ctx c = {.be = be, .lengths = lengths};
+        if (a.len)
+            put_lengths(be, l, &c, a.len);
+        float *y_last = last ? (float *)(base + bytes - last) : NULL;
+        rc = stack_states(be, l, &a, len, x, params, y_last, h_n, c_n, e);
+        if (!rc)
+            rc = pb_backend_status(be, e);
+    }
+    pb_backend_free(be, base);
+    free(len);
     return rc;
 }
 

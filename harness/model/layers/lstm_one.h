@@ -27,6 +27,15 @@ size_t pb_lstm_dir_params(int input, int hidden);
 int pb_lstm_one_fwd(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
                     const float *w, float *y, struct pb_err *e);
 
+/* A bidirectional layer's final states as pack_padded_sequence defines them, into h_n and
+ * c_n [2, B, H] (forward rows, then reverse rows): the forward direction's after step
+ * len_b − 1, the reverse direction's after it has read step 0. Each group of sequences of
+ * one length L runs on its own for L steps (oneDNN has no variable lengths); len is host
+ * memory [B], each in [1, T]. An eval computation (no workspaces). */
+int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
+                       const float *w, const int32_t *len, float *h_n, float *c_n,
+                       struct pb_err *e);
+
 /* From dy [B, T, dirs·H]: dx [B, T, I] (NULL: not wanted) and dW accumulated into dw
  * (w's layout). Reads x, w and what the training forward left: y (unidirectional), yd
  * (bidirectional) and the workspaces. */

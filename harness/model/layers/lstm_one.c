@@ -4,8 +4,8 @@
  * sequence's real steps in reversed time (then 0), so it starts at the last real token;
  * both outputs are put back into y in time order with the padding zeroed (so padded
  * steps get no gradient either). The reverse input is gathered again in the backward
- * rather than kept. The final states of a bidirectional layer run each group of
- * sequences of one length on its own, as many steps as that length. */
+ * rather than kept. A bidirectional layer's final states are computed as a packed
+ * sequence runs (pb_lstm_one_states). */
 #include <stdlib.h>
 
 #include "harness/model/layers/lstm_one.h"
@@ -48,46 +48,71 @@ int pb_lstm_one_fwd(struct pb_backend *be, const struct pb_lstm_one *o, const fl
     return 0;
 }
 
-/* Floats of a group's scratch: xg [n, L, I], yg [n, L, H], hg and cg [n, H]. */
-static size_t group_floats(const struct pb_lstm_desc *d, int n, int L)
+/* A sequence's length and its row. */
+struct len_row {
+    int32_t len;
+    int row;
+};
+
+/* Longest first, ties by row. */
+static int longer_first(const void *a, const void *b)
 {
-    return (size_t)n * ((size_t)L * ((size_t)d->input + (size_t)d->hidden) + 2 * (size_t)d->hidden);
+    const struct len_row *p = a, *q = b;
+    return p->len != q->len ? (q->len > p->len) - (q->len < p->len) : p->row - q->row;
 }
 
-/* Both directions' final states of the n rows of length L: the first L steps of each
- * row of src[r] (x for the forward direction, the reverse input for the other) copied to
- * xg, one run of L steps from zero states, its last states copied to the rows of h_n and
- * c_n [2, B, H]. */
-static void group_states(struct pb_backend *be, const struct pb_lstm_desc *d,
-                         const float *const src[2], const float *w, const int *rows, int n, int L,
-                         float *tmp, float *h_n, float *c_n)
+/* Where the segments run: xg [n, steps, I] and yg [n, steps, H] of the largest segment, and
+ * two pairs of states h, c [B, H] used in turn (a segment reads one and writes the other). */
+struct seg_bufs {
+    float *xg, *yg, *h[2], *c[2];
+};
+
+/* The largest n·steps of a segment (ord longest first). */
+static size_t largest_segment(const struct len_row *ord, int B)
 {
-    int B = d->batch, T = d->steps, I = d->input, H = d->hidden;
-    struct pb_lstm_desc g = {n, L, I, H};
-    float *xg = tmp, *yg = xg + (size_t)n * L * I, *hg = yg + (size_t)n * L * H;
-    float *cg = hg + (size_t)n * H;
-    struct pb_lstm_states st = {.h_last = hg, .c_last = cg};
-    size_t row = (size_t)L * I * sizeof(float), state = (size_t)H * sizeof(float);
-    for (int r = 0; r < 2; r++) {
-        for (int i = 0; i < n; i++)
-            be->ops->copy(be, xg + (size_t)i * L * I, src[r] + (size_t)rows[i] * T * I, row);
-        be->ops->lstm_fwd(be, &g, xg, w + r * pb_lstm_dir_params(I, H), yg, NULL, &st);
-        for (int i = 0; i < n; i++) {
-            size_t at = ((size_t)r * B + (size_t)rows[i]) * H;
-            be->ops->copy(be, h_n + at, hg + (size_t)i * H, state);
-            be->ops->copy(be, c_n + at, cg + (size_t)i * H, state);
-        }
+    size_t most = 0;
+    for (int n = B, from = 0; n > 0;) {
+        int upto = ord[n - 1].len;
+        size_t f = (size_t)n * (size_t)(upto - from);
+        most = f > most ? f : most;
+        while (n > 0 && ord[n - 1].len == upto)
+            n--;
+        from = upto;
     }
+    return most;
 }
 
-/* The rows of length L into rows; returns how many. */
-static int rows_of(const int32_t *len, int B, int L, int *rows)
+/* One direction's final states into its rows of h_n, c_n [B, H], as a packed sequence
+ * runs: the rows ordered longest first, so the sequences still running are the first n;
+ * each segment runs those n from step `from` to the shortest one's length, starting
+ * from the states the last segment left, and the sequences ending there give theirs. */
+static void packed_states(struct pb_backend *be, const struct pb_lstm_desc *d, const float *src,
+                          const float *w, const struct len_row *ord, const struct seg_bufs *s,
+                          float *h_n, float *c_n)
 {
-    int n = 0;
-    for (int b = 0; b < B; b++)
-        if (len[b] == L)
-            rows[n++] = b;
-    return n;
+    int T = d->steps, I = d->input, H = d->hidden;
+    size_t state = (size_t)H * sizeof(float);
+    int cur = 0;
+    for (int n = d->batch, from = 0; n > 0;) {
+        int upto = ord[n - 1].len, steps = upto - from;
+        /* all T steps: every sequence is full, in row order, and src is the segment */
+        const float *xg = steps == T ? src : s->xg;
+        for (int i = 0; xg != src && i < n; i++)
+            be->ops->copy(be, s->xg + (size_t)i * steps * I,
+                          src + ((size_t)ord[i].row * T + from) * I,
+                          (size_t)steps * I * sizeof(float));
+        struct pb_lstm_states st = {from ? s->h[cur] : NULL, from ? s->c[cur] : NULL, s->h[!cur],
+                                    s->c[!cur]};
+        struct pb_lstm_desc g = {n, steps, I, H};
+        be->ops->lstm_fwd(be, &g, xg, w, s->yg, NULL, &st);
+        cur = !cur;
+        for (; n > 0 && ord[n - 1].len == upto; n--) {
+            size_t at = (size_t)ord[n - 1].row * H, i = (size_t)(n - 1) * H;
+            be->ops->copy(be, h_n + at, s->h[cur] + i, state);
+            be->ops->copy(be, c_n + at, s->c[cur] + i, state);
+        }
+        from = upto;
+    }
 }
 
 int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
@@ -95,27 +120,26 @@ int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const
                        struct pb_err *e)
 {
     const struct pb_lstm_desc *d = &o->d;
-    int B = d->batch, T = d->steps;
+    int B = d->batch, I = d->input, H = d->hidden;
     PB_CHECK(o->bi);
-    int *rows = pb_xmalloc((size_t)B * sizeof *rows);
-    size_t most = 0;
-    for (int L = 1; L <= T; L++) {
-        size_t f = group_floats(d, rows_of(len, B, L, rows), L);
-        most = f > most ? f : most;
-    }
+    struct len_row *ord = pb_xmalloc((size_t)B * sizeof *ord);
+    for (int b = 0; b < B; b++)
+        ord[b] = (struct len_row){len[b], b};
+    qsort(ord, (size_t)B, sizeof *ord, longer_first);
+    size_t seg = largest_segment(ord, B), st = (size_t)B * H;
     float *xr = gather_reverse(be, d, x, o->len, e);
-    float *tmp = xr ? pb_backend_alloc(be, most * sizeof(float), PB_MEM_SCRATCH, e) : NULL;
+    float *tmp = xr ? pb_backend_alloc(be, (seg * (I + H) + 4 * st) * sizeof(float),
+                                       PB_MEM_SCRATCH, e)
+                    : NULL;
     if (tmp) {
-        const float *src[2] = {x, xr};
-        for (int L = 1; L <= T; L++) {
-            int n = rows_of(len, B, L, rows);
-            if (n)
-                group_states(be, d, src, w, rows, n, L, tmp, h_n, c_n);
-        }
+        struct seg_bufs s = {tmp, tmp + seg * I, {tmp + seg * (I + H), tmp + seg * (I + H) + st},
+                             {tmp + seg * (I + H) + 2 * st, tmp + seg * (I + H) + 3 * st}};
+        packed_states(be, d, x, w, ord, &s, h_n, c_n);
+        packed_states(be, d, xr, w + pb_lstm_dir_params(I, H), ord, &s, h_n + st, c_n + st);
     }
     pb_backend_free(be, tmp);
     pb_backend_free(be, xr);
-    free(rows);
+    free(ord);
     return tmp ? 0 : -1;
 }
 

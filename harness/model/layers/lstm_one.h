@@ -29,9 +29,11 @@ int pb_lstm_one_fwd(struct pb_backend *be, const struct pb_lstm_one *o, const fl
 
 /* A bidirectional layer's final states as pack_padded_sequence defines them, into h_n and
  * c_n [2, B, H] (forward rows, then reverse rows): the forward direction's after step
- * len_b − 1, the reverse direction's after it has read step 0. Each group of sequences of
- * one length L runs on its own for L steps (oneDNN has no variable lengths); len is host
- * memory [B], each in [1, T]. An eval computation (no workspaces). */
+ * len_b − 1, the reverse direction's after it has read step 0. oneDNN has no variable
+ * lengths, so each direction runs in segments between consecutive distinct lengths over
+ * the sequences still running, each segment starting from the states the one before
+ * left (as a packed sequence runs: max len steps, Σ len_b step-rows). len is host memory
+ * [B], each in [1, T]. An eval computation (no workspaces). */
 int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
                        const float *w, const int32_t *len, float *h_n, float *c_n,
                        struct pb_err *e);

@@ -23,8 +23,9 @@
  * pb_lstm_final_states (layers/lstm.h) gives torch.nn.LSTM's (h_n, c_n) of an eval
  * forward, [L·dirs, B, H]: each layer's input is what the eval forward computes; a
  * unidirectional layer's states come from its own run (after step T − 1), a
- * bidirectional one's from runs of each group of sequences of one length over that many
- * steps (layers/lstm_one.c), so they are pack_padded_sequence's. */
+ * bidirectional one's from a run of each direction in segments between the distinct
+ * lengths, as a packed sequence runs (layers/lstm_one.c), so they are
+ * pack_padded_sequence's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,8 +13,9 @@
  * bidirectional layer: the forward direction's state is the one after step len_b − 1,
  * the reverse one's after it has read step 0. A unidirectional layer runs all T steps as
  * its forward does, so its states are those after step T − 1 whatever the lengths; h_n
- * of the last layer equals the forward's output there (bidirectional: y[b, len_b − 1, :H]
- * and y[b, 0, H:]). Returns -1 with e set when l is not an LSTM or a length is out of
+ * of the last layer equals the forward's output there bit for bit (bidirectional:
+ * y[b, len_b − 1, :H] and y[b, 0, H:] to rounding, as each direction runs in segments
+ * between the distinct lengths, smaller gemms than the forward's). Returns -1 with e set when l is not an LSTM or a length is out of
  * range (nothing written then), or on a backend failure. */
 int pb_lstm_final_states(struct pb_backend *be, const struct pb_layer *l, const float *x,
                          const float *params, const int32_t *lengths, float *h_n, float *c_n,

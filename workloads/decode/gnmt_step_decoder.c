@@ -111,7 +111,7 @@ static int gd_select(void *ctx, const int32_t *rows, int n, struct pb_err *e)
     int H = gd->g.hidden;
     if (n < 1 || n > gd->rows)
         return pb_err_set(e, "the decoder holds at most %d rows (asked for %d)", gd->rows, n);
-    int32_t *len = malloc((size_t)gd->rows * sizeof *len);
+    int32_t *len = pb_xmalloc((size_t)gd->rows * sizeof *len);
     for (int i = 0; i < n; i++) {
         if (rows[i] < 0 || rows[i] >= gd->n) {
             free(len);

@@ -6,7 +6,8 @@
  * within LOGP_TOL and attention weights within ATTN_TOL, and the searches run with each
  * decoder alone give the same tokens, lengths and steps, and scores within SCORE_TOL.
  * Fast (tag fast): the models' own initialisation, whose sentences all run to the
- * maximum length, and the refusals of a model that is not GNMT-shaped, a stage of some of
+ * maximum length, a greedy search past the model's T positions (which only the step
+ * decoder can read), and the refusals of a model that is not GNMT-shaped, a stage of some of
  * its blocks and a batch that does not fit. Slow: weights trained for two epochs (a run's
  * --save), where sentences and beams end at different steps, which the test checks. */
 #include <check.h>
@@ -239,6 +240,27 @@ START_TEST(trained_matches)
 }
 END_TEST
 
+/* The step decoder reads past the model's T positions (the stage decoder refuses). */
+START_TEST(past_t)
+{
+    struct fixture f;
+    setup(&f, "gnmt8", NS, NULL);
+    struct pb_err e;
+    struct pb_gnmt_step_decoder gd;
+    struct pb_decoder d;
+    ck_assert(pb_gnmt_step_decoder_init(&gd, &f.s, f.src, f.len, NS, &d, &e) == 0);
+    struct pb_decoded out;
+    ck_assert_msg(pb_decode_greedy(&d, NS, f.len, 2 * f.T, &out, &e) == 0, "%s", e.msg);
+    int most = 0;
+    for (int s = 0; s < NS; s++)
+        most = out.steps[s] > most ? out.steps[s] : most;
+    ck_assert_msg(most > f.T, "at most %d steps", most);
+    pb_decoded_finish(&out);
+    pb_gnmt_step_decoder_finish(&gd);
+    teardown(&f);
+}
+END_TEST
+
 /* residual-lstm is no translation model; a GNMT stage of some blocks has no decoder. */
 START_TEST(not_gnmt)
 {
@@ -289,6 +311,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(t, 600);
     tcase_add_loop_test(t, greedy_matches, 0, 2);
     tcase_add_loop_test(t, beam_matches, 0, 2);
+    tcase_add_test(t, past_t);
     tcase_add_test(t, not_gnmt);
     suite_add_tcase(s, t);
     TCase *tr = tcase_create("trained");

@@ -18,7 +18,9 @@
  * against. Select gathers the carried states, the keys and the lengths by row (the
  * backend's embedding lookup, a row gather, one op per tensor). A step still projects
  * the row's T keys inside the attention op (T·H·U per row, as the MLPerf reference's
- * attention does every step); everything else is per token. */
+ * attention does every step); everything else is per token. Unlike the stage decoder it
+ * can read more than T target tokens (pb_stage_decode_bleu still stops at T, so that
+ * both translate alike). */
 #ifndef PB_GNMT_STEP_DECODER_H
 #define PB_GNMT_STEP_DECODER_H
 

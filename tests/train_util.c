@@ -104,8 +104,14 @@ float *load_weights(const char *path, size_t *n)
 void load_saved_gnmt8_small(struct pb_backend *be, const struct pb_dataset *ds, int rows,
                             const char *path, struct pb_model *m, struct pb_stage *s)
 {
+    load_saved_gnmt_small("gnmt8", be, ds, rows, path, m, s);
+}
+
+void load_saved_gnmt_small(const char *model, struct pb_backend *be, const struct pb_dataset *ds,
+                           int rows, const char *path, struct pb_model *m, struct pb_stage *s)
+{
     struct pb_err e;
-    const struct pb_workload *w = pb_workload_find("gnmt8", &e);
+    const struct pb_workload *w = pb_workload_find(model, &e);
     const struct pb_preset *p;
     ck_assert(w && pb_workload_preset(w, "small", &p, &e) == 0);
     ck_assert_msg(w->build(m, p, (struct pb_shape){1, ds->c, ds->h, ds->w}, p->classes, &e) == 0,

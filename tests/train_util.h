@@ -41,6 +41,9 @@ float *plain_training_1f1b(const struct pb_run_cfg *c, int accumulate, size_t *n
  * the caller finishes. */
 void load_saved_gnmt8_small(struct pb_backend *be, const struct pb_dataset *ds, int rows,
                             const char *path, struct pb_model *m, struct pb_stage *s);
+/* The same for gnmt8 or gnmt16 (model). */
+void load_saved_gnmt_small(const char *model, struct pb_backend *be, const struct pb_dataset *ds,
+                           int rows, const char *path, struct pb_model *m, struct pb_stage *s);
 
 /* Bytes of a file (malloc'ed); *len receives its size. */
 unsigned char *read_file(const char *path, size_t *len);

@@ -2,8 +2,9 @@
  * epoch (run_internal.h): every stage's weights gathered to rank 0 into a one-stage copy
  * of the model (the same workload and preset, all blocks, built for B·K rows), the
  * validation split decoded on a backend of its own (stage 0's kind and threads; the
- * stages' memory records stay theirs) with workloads/decode/stage_decoder.h (greedy for --beam 0,
- * else the paper's beam search of K: length normalisation and coverage penalty), and
+ * stages' memory records stay theirs) by pb_stage_decode_bleu (workloads/decode/
+ * stage_decoder.h: GNMT's O(T) step decoder; greedy for --beam 0, else the paper's beam
+ * search of K: length normalisation and coverage penalty), and
  * scored the MLPerf reference's way when the data folder has the raw newstest2014.de
  * (BPE merged, detokenised, against the raw line, lowercased, intl tokenisation), else as
  * BPE-merged text against the split's targets. The numbers depend on the weights only,

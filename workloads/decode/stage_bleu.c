@@ -1,10 +1,13 @@
 /* workloads/decode/stage_bleu.c — a translation dataset's BLEU decoded with a stage
- * (stage_decoder.h): batches of sentences in file order, hypothesis and reference text
- * by pb_decode_text (or, the reference's way, the hypothesis detokenised against the raw
+ * (stage_decoder.h): batches of sentences in file order, each decoded by the GNMT step
+ * decoder (gnmt_step_decoder.h, O(T) a sentence) when the model is GNMT's, else by the
+ * stage decoder (O(T²), any translation model), hypothesis and reference text by
+ * pb_decode_text (or, the reference's way, the hypothesis detokenised against the raw
  * reference line of the same index), and the stand-in's vocabulary of names. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "workloads/decode/gnmt_step_decoder.h"
 #include "workloads/decode/stage_decoder.h"
 
 void pb_stage_decoder_synthetic_vocab(struct pb_wmt16_vocab *v, int size)
@@ -85,6 +88,7 @@ static int decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int coun
     int32_t *tgt = pb_xmalloc((size_t)B * T * sizeof *tgt);
     int32_t *len = pb_xmalloc((size_t)B * sizeof *len);
     int rc = 0;
+    bool gnmt = pb_gnmt_layout_applies(s->model);
     for (int first = 0; first < count && !rc; first += B) {
         int n = count - first < B ? count - first : B;
         pb_dataset_gather(ds, (struct pb_data_key){0, 0, false}, NULL, first, n, x, NULL);
@@ -94,13 +98,18 @@ static int decode_bleu(struct pb_stage *s, const struct pb_dataset *ds, int coun
             for (int p = 0; p < T; p++)
                 src[(size_t)i * T + p] = (int32_t)x[(size_t)i * 2 * T + p];
         struct pb_stage_decoder sd;
+        struct pb_gnmt_step_decoder gd;
         struct pb_decoder d;
         struct pb_decoded out = {0};
-        if ((rc = pb_stage_decoder_init(&sd, s, src, len, n, &d, e)))
+        if ((rc = gnmt ? pb_gnmt_step_decoder_init(&gd, s, src, len, n, &d, e)
+                       : pb_stage_decoder_init(&sd, s, src, len, n, &d, e)))
             break;
         rc = o->beam > 0 ? pb_decode_beam(&d, n, len, &opts, &out, e)
                          : pb_decode_greedy(&d, n, len, opts.max_len, &out, e);
-        pb_stage_decoder_finish(&sd);
+        if (gnmt)
+            pb_gnmt_step_decoder_finish(&gd);
+        else
+            pb_stage_decoder_finish(&sd);
         for (int i = 0; i < n && !rc; i++)
             rc = add_pair(v, out.tokens + (size_t)i * out.max_len, out.len[i],
                           tgt + (size_t)i * T, T, sc, first + i, b, hyp, ref, e);

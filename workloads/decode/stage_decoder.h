@@ -5,7 +5,11 @@
  * t. The LSTMs are causal and the attention is per query position, so this equals
  * stepwise decoding exactly, at a cost of O(T²) steps of work per sentence. The
  * attention weights at position t come from the same forward (pb_step_ctx.attn_out),
- * for the beam search's coverage penalty. And the BLEU of a translation dataset's first sentences decoded that way. */
+ * for the beam search's coverage penalty. Model-independent and exact by construction:
+ * the decoder of any translation model that is not GNMT, and the reference the tests
+ * hold GNMT's O(T) step decoder (gnmt_step_decoder.h) to. And the BLEU of a translation
+ * dataset's first sentences decoded with the step decoder for a GNMT model, else with
+ * this one. */
 #ifndef PB_STAGE_DECODER_H
 #define PB_STAGE_DECODER_H
 
@@ -41,7 +45,8 @@ int pb_stage_decoder_init(struct pb_stage_decoder *sd, struct pb_stage *s, const
 void pb_stage_decoder_finish(struct pb_stage_decoder *sd);
 
 /* Decodes the first `count` sentences of translation dataset ds (inputs and labels
- * loaded) in batches of rows / K (K = o->beam; beam 0 = greedy search, else beam search
+ * loaded), with the GNMT step decoder when pb_gnmt_layout_applies to s's model (else
+ * with the stage decoder), in batches of rows / K (K = o->beam; beam 0 = greedy search, else beam search
  * with o) and adds each to b: the hypothesis' pb_decode_text against the reference's,
  * the dataset's target ids of the same sample turned into text the same way (BPE-merged
  * tokens, not detokenised text). A row holds at most min(o->max_len, T) tokens, BOS and

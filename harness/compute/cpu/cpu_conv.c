@@ -205,10 +205,11 @@ static void direct_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
 
 /* ---- backward weights ---- */
 
+/* dw: the primitive's weight gradient added onto the caller's OIHW dw_acc by one reorder
+ * with a sum (also when the formats are equal: a plain add). */
 struct conv_bwd_w {
     struct pb_cpu_prim p;
     struct pb_cpu_xfer src, dy, dw;
-    float *dw_oihw;  /* [cout, cin, kh, kw] this call's gradient */
     float *db;       /* [cout] */
     struct conv_shapes cs;
 };
@@ -219,7 +220,6 @@ static void drop_bwd_w(struct pb_backend *be, void *val)
     pb_cpu_xfer_destroy(be, &bw->src);
     pb_cpu_xfer_destroy(be, &bw->dy);
     pb_cpu_xfer_destroy(be, &bw->dw);
-    pb_cpu_scratch_free(be, bw->dw_oihw);
     pb_cpu_scratch_free(be, bw->db);
     pb_cpu_prim_destroy(be, &bw->p);
     free(bw);
@@ -246,8 +246,7 @@ static struct conv_bwd_w *bwd_w_get(struct pb_backend *be, const struct pb_conv_
                        dymd = pb_cpu_md(cs->y, dy->layout);
     pb_cpu_xfer_in_init(be, &bw->src, &xmd, pb_cpu_prim_md(&bw->p, dnnl_query_src_md, 0));
     pb_cpu_xfer_in_init(be, &bw->dy, &dymd, pb_cpu_prim_md(&bw->p, dnnl_query_diff_dst_md, 0));
-    pb_cpu_xfer_out_init(be, &bw->dw, pb_cpu_prim_md(&bw->p, dnnl_query_diff_weights_md, 0), &wmd);
-    bw->dw_oihw = pb_cpu_scratch(be, dnnl_memory_desc_get_size(&wmd));
+    pb_cpu_xfer_acc_init(be, &bw->dw, pb_cpu_prim_md(&bw->p, dnnl_query_diff_weights_md, 0), &wmd);
     if (d->bias)
         bw->db = pb_cpu_scratch(be, (size_t)d->cout * sizeof(float));
     pb_cpu_cache_put(be, &k, bw, drop_bwd_w);
@@ -265,16 +264,11 @@ static void direct_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
     struct pb_cpu_arg a[4] = {
         {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &bw->src, x->data)},
         {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &bw->dy, dy->data)},
-        {DNNL_ARG_DIFF_WEIGHTS, pb_cpu_xfer_out_ptr(&bw->dw, bw->dw_oihw)},
+        {DNNL_ARG_DIFF_WEIGHTS, pb_cpu_xfer_out_ptr(&bw->dw, NULL)},
         {DNNL_ARG_DIFF_BIAS, bw->db},
     };
     pb_cpu_prim_exec(be, &bw->p, d->bias ? 4 : 3, a);
-    pb_cpu_xfer_out(be, &bw->dw, bw->dw_oihw);
-    size_t nw = (size_t)d->cout * (size_t)d->cin * (size_t)d->kh * (size_t)d->kw;
-    const float *g = bw->dw_oihw;
-#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
-    for (size_t i = 0; i < nw; i++)
-        dw_acc[i] += g[i];
+    pb_cpu_xfer_out(be, &bw->dw, dw_acc);
     if (d->bias)
         for (int i = 0; i < d->cout; i++)
             db_acc[i] += bw->db[i];

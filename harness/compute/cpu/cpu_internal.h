@@ -163,6 +163,10 @@ void pb_cpu_xfer_out_init(struct pb_backend *be, struct pb_cpu_xfer *x,
 void *pb_cpu_xfer_out_ptr(const struct pb_cpu_xfer *x, void *user);
 /* After the primitive ran: reorders buf into user when active. */
 void pb_cpu_xfer_out(struct pb_backend *be, const struct pb_cpu_xfer *x, void *user);
+/* Output side that adds: prim_md → user_md onto what user holds (a reorder with a sum
+ * post-op, one pass over each), for gradients that accumulate. */
+void pb_cpu_xfer_acc_init(struct pb_backend *be, struct pb_cpu_xfer *x,
+                          const dnnl_memory_desc_t *prim_md, const dnnl_memory_desc_t *user_md);
 void pb_cpu_xfer_destroy(struct pb_backend *be, struct pb_cpu_xfer *x);
 
 /* ---- the ops (one file per family) ---- */

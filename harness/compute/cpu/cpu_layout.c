@@ -36,13 +36,33 @@ dnnl_memory_desc_t pb_cpu_md_1d(int n)
     return md;
 }
 
+/* A reorder src → dst; sum: onto what dst holds (dst = src + dst). */
+static void reorder_create_sum(struct pb_backend *be, struct pb_cpu_prim *p,
+                               const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                               bool sum)
+{
+    struct pb_cpu *cpu = pb_cpu_of(be);
+    dnnl_primitive_attr_t attr = cpu->attr;
+    dnnl_post_ops_t po = NULL;
+    if (sum) {
+        PB_DNNL(dnnl_primitive_attr_clone(&attr, cpu->attr));
+        PB_DNNL(dnnl_post_ops_create(&po));
+        PB_DNNL(dnnl_post_ops_append_sum(po, 1.0f));
+        PB_DNNL(dnnl_primitive_attr_set_post_ops(attr, po));
+    }
+    dnnl_primitive_desc_t pd;
+    PB_DNNL(dnnl_reorder_primitive_desc_create(&pd, src, cpu->eng, dst, cpu->eng, attr));
+    pb_cpu_prim_from_pd(be, p, pd);
+    if (sum) {
+        dnnl_post_ops_destroy(po);
+        dnnl_primitive_attr_destroy(attr);
+    }
+}
+
 static void reorder_create(struct pb_backend *be, struct pb_cpu_prim *p,
                            const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst)
 {
-    struct pb_cpu *cpu = pb_cpu_of(be);
-    dnnl_primitive_desc_t pd;
-    PB_DNNL(dnnl_reorder_primitive_desc_create(&pd, src, cpu->eng, dst, cpu->eng, cpu->attr));
-    pb_cpu_prim_from_pd(be, p, pd);
+    reorder_create_sum(be, p, src, dst, false);
 }
 
 static void reorder_run(struct pb_backend *be, const struct pb_cpu_prim *p, const void *src,
@@ -61,6 +81,15 @@ static void xfer_init(struct pb_backend *be, struct pb_cpu_xfer *x, const dnnl_m
         return;
     reorder_create(be, &x->r, src, dst);
     x->buf = pb_cpu_scratch(be, dnnl_memory_desc_get_size(buf_md));
+}
+
+void pb_cpu_xfer_acc_init(struct pb_backend *be, struct pb_cpu_xfer *x,
+                          const dnnl_memory_desc_t *prim_md, const dnnl_memory_desc_t *user_md)
+{
+    memset(x, 0, sizeof *x);
+    x->active = true;
+    reorder_create_sum(be, &x->r, prim_md, user_md, true);
+    x->buf = pb_cpu_scratch(be, dnnl_memory_desc_get_size(prim_md));
 }
 
 void pb_cpu_xfer_in_init(struct pb_backend *be, struct pb_cpu_xfer *x,

@@ -144,6 +144,10 @@ dnnl_memory_desc_t pb_cpu_md(struct pb_shape s, enum pb_layout l);
 dnnl_memory_desc_t pb_cpu_md_1d(int n);
 dnnl_memory_desc_t pb_cpu_md_tag(int d0, int d1, int d2, int d3, dnnl_format_tag_t tag);
 
+/* A reorder primitive src → dst; sum: onto what dst holds (dst = src + dst). */
+void pb_cpu_reorder_create(struct pb_backend *be, struct pb_cpu_prim *p,
+                           const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool sum);
+
 /* A reorder between the layout a caller uses and the one a primitive wants, with a
  * scratch buffer in the primitive's format; inactive (no copy) when they are equal. */
 struct pb_cpu_xfer {

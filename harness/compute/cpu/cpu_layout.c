@@ -1,6 +1,7 @@
 /* harness/compute/cpu/cpu_layout.c — memory layouts on oneDNN: the descriptors of the pb
  * layouts (plain NCHW, nChw8c, nChw16c), the cached reorders between a caller's
- * layout and a primitive's format, and the backend's reorder op. */
+ * layout and a primitive's format (one that adds onto its destination, for gradients),
+ * and the backend's reorder op. */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -36,10 +37,8 @@ dnnl_memory_desc_t pb_cpu_md_1d(int n)
     return md;
 }
 
-/* A reorder src → dst; sum: onto what dst holds (dst = src + dst). */
-static void reorder_create_sum(struct pb_backend *be, struct pb_cpu_prim *p,
-                               const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                               bool sum)
+void pb_cpu_reorder_create(struct pb_backend *be, struct pb_cpu_prim *p,
+                           const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, bool sum)
 {
     struct pb_cpu *cpu = pb_cpu_of(be);
     dnnl_primitive_attr_t attr = cpu->attr;
@@ -62,7 +61,7 @@ static void reorder_create_sum(struct pb_backend *be, struct pb_cpu_prim *p,
 static void reorder_create(struct pb_backend *be, struct pb_cpu_prim *p,
                            const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst)
 {
-    reorder_create_sum(be, p, src, dst, false);
+    pb_cpu_reorder_create(be, p, src, dst, false);
 }
 
 static void reorder_run(struct pb_backend *be, const struct pb_cpu_prim *p, const void *src,
@@ -88,7 +87,7 @@ void pb_cpu_xfer_acc_init(struct pb_backend *be, struct pb_cpu_xfer *x,
 {
     memset(x, 0, sizeof *x);
     x->active = true;
-    reorder_create_sum(be, &x->r, prim_md, user_md, true);
+    pb_cpu_reorder_create(be, &x->r, prim_md, user_md, true);
     x->buf = pb_cpu_scratch(be, dnnl_memory_desc_get_size(prim_md));
 }
 

@@ -75,27 +75,10 @@ struct lstm_reorder {
 static void reorder_init(struct pb_backend *be, struct lstm_reorder *o,
                          const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *prim, bool out)
 {
-    struct pb_cpu *cpu = pb_cpu_of(be);
     o->bytes = dnnl_memory_desc_get_size(prim);
     o->active = out || !dnnl_memory_desc_equal(user, prim);
-    if (!o->active)
-        return;
-    dnnl_primitive_attr_t attr = cpu->attr;
-    dnnl_post_ops_t po = NULL;
-    if (out) {
-        PB_DNNL(dnnl_primitive_attr_clone(&attr, cpu->attr));
-        PB_DNNL(dnnl_post_ops_create(&po));
-        PB_DNNL(dnnl_post_ops_append_sum(po, 1.0f));
-        PB_DNNL(dnnl_primitive_attr_set_post_ops(attr, po));
-    }
-    dnnl_primitive_desc_t pd;
-    PB_DNNL(dnnl_reorder_primitive_desc_create(&pd, out ? prim : user, cpu->eng,
-                                               out ? user : prim, cpu->eng, attr));
-    pb_cpu_prim_from_pd(be, &o->r, pd);
-    if (out) {
-        dnnl_post_ops_destroy(po);
-        dnnl_primitive_attr_destroy(attr);
-    }
+    if (o->active)
+        pb_cpu_reorder_create(be, &o->r, out ? prim : user, out ? user : prim, out);
 }
 
 static void reorder_run(struct pb_backend *be, const struct lstm_reorder *o, const void *from,

@@ -6,6 +6,7 @@
 #ifndef PB_RNG_H
 #define PB_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Domains keep keys of different purposes apart. */
@@ -30,6 +31,9 @@ void pb_rng_words(struct pb_rng_key key, uint64_t i, uint32_t out[4]);
 
 /* Uniform float in [0, 1) for element i (24 random bits). */
 float pb_rng_uniform(struct pb_rng_key key, uint64_t i);
+
+/* out[j] = pb_rng_uniform(key, first + j) for j < n, vectorised. */
+void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *out, size_t n);
 
 /* Fills out[0..n) with uniforms in [lo, hi) for elements first..first+n. */
 void pb_rng_fill_uniform(struct pb_rng_key key, uint64_t first, float *out, uint64_t n, float lo, float hi);

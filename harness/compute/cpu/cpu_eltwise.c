@@ -55,6 +55,9 @@ void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta
     });
 }
 
+/* Uniforms drawn per run of elements (on the stack, 1 KiB) before they are applied. */
+#define DROPOUT_RUN 256
+
 /* y[n] = x * mask / (1 - p), mask[i] = uniform(key, first + i) >= p; dropped
  * elements are 0 (p = 1 drops all) and p = 0 is the identity */
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
@@ -64,7 +67,12 @@ void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, f
         return;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     PB_CPU_CHUNKED(be, n, lo, hi, {
-        for (size_t i = lo; i < hi; i++)
-            y[i] = pb_rng_uniform(key, first + i) >= p ? x[i] * scale : 0.0f;
+        float u[DROPOUT_RUN];  /* the uniforms of elements i0 … i0 + m − 1 */
+        for (size_t i0 = lo; i0 < hi; i0 += DROPOUT_RUN) {
+            size_t m = hi - i0 < DROPOUT_RUN ? hi - i0 : DROPOUT_RUN;
+            pb_rng_uniform_run(key, first + i0, u, m);
+            for (size_t k = 0; k < m; k++)
+                y[i0 + k] = u[k] >= p ? x[i0 + k] * scale : 0.0f;
+        }
     });
 }

@@ -6,7 +6,10 @@
  * own initialisation, one run each on `threads` cores (argument 1, default 1: on a
  * shared machine two threads' spinning made one run of the stage decoder 18 times slower
  * than the next): seconds, the ratio old / new, and whether the two searches chose the
- * same tokens. `bench_decode small` (or `bench_decode 2 small`) skips the paper width.
+ * same tokens; then the attention op of one step at the paper width (T = 50, H = U = 1024;
+ * 4 and 20 rows) as attn_fwd runs it, projecting the keys, against attn_fwd_projected on
+ * keys projected once, as the step decoder runs it, milliseconds a call (the best of 3
+ * runs of 10). `bench_decode small` (or `bench_decode 2 small`) skips the paper width.
  * Prints; asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +121,50 @@ static void row(struct pb_backend *be, const char *preset, int n, int beam, int 
     drop(&u);
 }
 
+/* The attention of one decoder step over R rows at the paper width, both ways. */
+static void attn_row(struct pb_backend *be, int R)
+{
+    struct pb_err e;
+    int T = 50, H = 1024, U = 1024, n = 10;
+    struct pb_attn_desc d = {R, 1, T, H, H, U};
+    size_t nw = (size_t)U * (2 + 2 * H) + 1, nk = (size_t)R * T * H;
+    float *q, *k, *pk, *w, *ctx, *a;
+    void *ws;
+    if (!(q = pb_backend_alloc(be, (size_t)R * H * 4, PB_MEM_SCRATCH, &e)) ||
+        !(k = pb_backend_alloc(be, nk * 4, PB_MEM_SCRATCH, &e)) ||
+        !(pk = pb_backend_alloc(be, (size_t)R * T * U * 4, PB_MEM_SCRATCH, &e)) ||
+        !(w = pb_backend_alloc(be, nw * 4, PB_MEM_SCRATCH, &e)) ||
+        !(ctx = pb_backend_alloc(be, (size_t)R * H * 4, PB_MEM_SCRATCH, &e)) ||
+        !(a = pb_backend_alloc(be, (size_t)R * T * 4, PB_MEM_SCRATCH, &e)) ||
+        !(ws = pb_backend_alloc(be, be->ops->attn_workspace(be, &d), PB_MEM_SCRATCH, &e)))
+        die("attention buffers", &e);
+    be->ops->fill(be, q, 0.1f, (size_t)R * H);
+    be->ops->fill(be, k, 0.2f, nk);
+    be->ops->fill(be, w, 0.01f, nw);
+    be->ops->attn_project_keys(be, &d, k, w, pk);
+    double old = 1e30, now = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = bench_now();
+        for (int i = 0; i < n; i++) {
+            be->ops->attn_fwd(be, &d, q, k, NULL, w, ctx, ws);
+            be->ops->attn_weights(be, &d, ws, a);
+        }
+        double t1 = bench_now();
+        for (int i = 0; i < n; i++)
+            be->ops->attn_fwd_projected(be, &d, q, k, pk, NULL, w, ctx, a);
+        double t2 = bench_now();
+        old = (t1 - t0) / n < old ? (t1 - t0) / n : old;
+        now = (t2 - t1) / n < now ? (t2 - t1) / n : now;
+    }
+    if (pb_backend_status(be, &e))
+        die("attention", &e);
+    printf("attention of one step, paper width, %2d rows: projecting the keys %7.2f ms, keys "
+           "projected once %6.2f ms, ratio %5.1f\n", R, old * 1e3, now * 1e3, old / now);
+    void *bufs[] = {q, k, pk, w, ctx, a, ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        pb_backend_free(be, bufs[i]);
+}
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 && strcmp(argv[1], "small") ? atoi(argv[1]) : 1;
@@ -131,8 +178,11 @@ int main(int argc, char **argv)
            "%d thread(s)\n", threads);
     row(be, "small", 64, 0, 20);
     row(be, "small", 64, 5, 20);
-    if (paper)
+    if (paper) {
         row(be, "paper", 4, 0, 20);
+        attn_row(be, 4);
+        attn_row(be, 20);
+    }
     pb_backend_destroy(be);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* tests/test_backend_cpu.c — the oneDNN CPU backend (harness/compute/cpu/) op by op against
  * naive C loops written here (double accumulation), on small random shapes, in the
  * plain and blocked layouts; plus the accumulation (+=) of gradients and
- * determinism (the same call twice, and on a fresh instance, gives identical bits). */
+ * determinism (the same call twice, and on a fresh instance, gives identical bits), and
+ * the decoder's attention on projected keys against attn_fwd bit for bit. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -924,6 +925,62 @@ static float *det_run(struct pb_backend *be, size_t *count)
     return all;
 }
 
+/* ---- attention on keys projected once (a decoder's) ---- */
+
+static const struct pb_attn_desc attn_cases[] = {
+    {3, 1, 5, 4, 6, 7},     /* one query a row, as a decoder's step */
+    {3, 4, 5, 4, 6, 37},    /* several, units past a multiple of the score's lanes */
+    {2, 1, 9, 16, 24, 48},
+};
+
+/* attn_project_keys then attn_fwd_projected give attn_fwd's ctx and weights (attn_weights)
+ * on the same desc, q, k, lengths and weights in equal bits — the same GEMMs and score
+ * loop — with the weights wanted and not (ctx alike); lengths below tk and NULL. */
+START_TEST(test_attn_projected)
+{
+    const struct pb_attn_desc *d = &attn_cases[_i];
+    struct pb_backend *be = be_new();
+    int B = d->batch, U = d->units;
+    size_t nq = (size_t)B * d->tq * d->query, nk = (size_t)B * d->tk * d->key;
+    size_t nctx = (size_t)B * d->tq * d->key, na = (size_t)B * d->tq * d->tk;
+    size_t nw = (size_t)U * (2 + d->query + d->key) + 1;
+    float *hq = host_rand(nq, 71, -1, 1), *hk = host_rand(nk, 72, -1, 1);
+    float *hw = host_rand(nw, 73, -1, 1);
+    float *q = dev_from(be, hq, nq), *k = dev_from(be, hk, nk), *w = dev_from(be, hw, nw);
+    int32_t hlen[3] = {d->tk, 2, d->tk - 1};
+    int32_t *len = dev_alloc(be, sizeof hlen);
+    be->ops->upload(be, len, hlen, sizeof hlen);
+    float *ctx = dev_alloc(be, nctx * sizeof(float)), *ctx2 = dev_alloc(be, nctx * sizeof(float));
+    float *a = dev_alloc(be, na * sizeof(float)), *a2 = dev_alloc(be, na * sizeof(float));
+    float *pk = dev_alloc(be, (size_t)B * d->tk * U * sizeof(float));
+    void *ws = dev_alloc(be, be->ops->attn_workspace(be, d));
+    be->ops->attn_project_keys(be, d, k, w, pk);
+    for (int masked = 0; masked < 2; masked++) {
+        const int32_t *l = masked ? len : NULL;
+        be->ops->attn_fwd(be, d, q, k, l, w, ctx, ws);
+        be->ops->attn_weights(be, d, ws, a);
+        be->ops->attn_fwd_projected(be, d, q, k, pk, l, w, ctx2, a2);
+        float *c1 = host_from(be, ctx, nctx), *c2 = host_from(be, ctx2, nctx);
+        float *a1h = host_from(be, a, na), *a2h = host_from(be, a2, na);
+        assert_same("attn_fwd_projected ctx", c2, c1, nctx);
+        assert_same("attn_fwd_projected weights", a2h, a1h, na);
+        be->ops->fill(be, ctx2, 0.0f, nctx);
+        be->ops->attn_fwd_projected(be, d, q, k, pk, l, w, ctx2, NULL);
+        free(c2);
+        c2 = host_from(be, ctx2, nctx);
+        assert_same("attn_fwd_projected ctx, no weights", c2, c1, nctx);
+        for (int b = 0; masked && b < B; b++)
+            for (int i = 0; i < d->tq; i++)
+                for (int j = hlen[b]; j < d->tk; j++)
+                    ck_assert(a2h[((size_t)b * d->tq + i) * d->tk + j] == 0.0f);
+        free(c1), free(c2), free(a1h), free(a2h);
+    }
+    ck_assert_msg(!be->failed, "%s", be->error.msg);
+    free(hq), free(hk), free(hw);
+    be_done(be);
+}
+END_TEST
+
 START_TEST(test_determinism)
 {
     struct pb_backend *be = be_new();
@@ -980,6 +1037,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_eltwise);
     tcase_add_test(tc, test_dropout);
     tcase_add_loop_test(tc, test_softmax_xent, 0, 2);
+    tcase_add_loop_test(tc, test_attn_projected, 0,
+                        (int)(sizeof attn_cases / sizeof attn_cases[0]));
     tcase_add_test(tc, test_determinism);
     suite_add_tcase(s, tc);
     return s;

@@ -5,6 +5,9 @@
  * lockstep (so select drops and duplicates rows in both), gives the same log-probabilities
  * within LOGP_TOL and attention weights within ATTN_TOL, and the searches run with each
  * decoder alone give the same tokens, lengths and steps, and scores within SCORE_TOL.
+ * The step decoder attends with keys projected once (attn_project_keys at init, gathered
+ * by select): after every select its projected keys are, bit for bit, those its current
+ * keys project to (so they followed the rows).
  * Fast (tag fast): the models' own initialisation, whose sentences all run to the
  * maximum length, a greedy search past the model's T positions (which only the step
  * decoder can read), and the refusals of a model that is not GNMT-shaped, a stage of some of
@@ -92,11 +95,35 @@ static void teardown(struct fixture *f)
 /* Both decoders stepped and selected together; the search sees the reference's numbers. */
 struct tee {
     struct pb_decoder ref, step;
+    const struct pb_gnmt_step_decoder *gd;  /* step's */
     int V, T;
     float *lp, *at;  /* [rows, V], [rows, T] the step decoder's */
     double worst_lp, worst_at;
-    int steps;
+    int steps, selects;
 };
+
+/* The step decoder's projected keys [n, T, U] are those its keys [n, T, H] project to. */
+static void check_pk(const struct pb_gnmt_step_decoder *gd)
+{
+    struct pb_backend *be = gd->s->be;
+    struct pb_err e;
+    int n = gd->n, T = gd->g.steps, H = gd->g.hidden, U = gd->g.attn_units;
+    size_t floats = (size_t)n * T * U;
+    struct pb_attn_desc ad = {n, 1, T, H, H, U};
+    float *fresh = pb_backend_alloc(be, floats * sizeof(float), PB_MEM_SCRATCH, &e);
+    ck_assert_msg(fresh, "%s", e.msg);
+    be->ops->attn_project_keys(be, &ad, gd->keys, gd->s->params + gd->g.attn_off, fresh);
+    float *want = malloc(floats * sizeof *want), *got = malloc(floats * sizeof *got);
+    be->ops->download(be, want, fresh, floats * sizeof(float));
+    be->ops->download(be, got, gd->pk, floats * sizeof(float));
+    be->ops->sync(be);
+    for (size_t i = 0; i < floats; i++)
+        ck_assert_msg(!memcmp(&got[i], &want[i], sizeof *got), "projected key %zu of %d rows: "
+                      "%.9g, the keys project to %.9g", i, n, got[i], want[i]);
+    free(want);
+    free(got);
+    pb_backend_free(be, fresh);
+}
 
 static int tee_step(void *ctx, const int32_t *tokens, int n, float *logp, float *attn,
                     struct pb_err *e)
@@ -120,8 +147,11 @@ static int tee_step(void *ctx, const int32_t *tokens, int n, float *logp, float 
 static int tee_select(void *ctx, const int32_t *rows, int n, struct pb_err *e)
 {
     struct tee *t = ctx;
-    return t->ref.select(t->ref.ctx, rows, n, e) || t->step.select(t->step.ctx, rows, n, e) ? -1
-                                                                                          : 0;
+    if (t->ref.select(t->ref.ctx, rows, n, e) || t->step.select(t->step.ctx, rows, n, e))
+        return -1;
+    check_pk(t->gd);
+    t->selects++;
+    return 0;
 }
 
 /* A search with beam 0 (greedy) or K on decoder d. */
@@ -146,7 +176,7 @@ static void compare(const char *model, int beam, const char *path)
     struct pb_err e;
     struct pb_stage_decoder sd;
     struct pb_gnmt_step_decoder gd;
-    struct tee t = {.V = f.V, .T = f.T};
+    struct tee t = {.gd = &gd, .V = f.V, .T = f.T};
     t.lp = malloc((size_t)f.m.batch * f.V * sizeof *t.lp);
     t.at = malloc((size_t)f.m.batch * f.T * sizeof *t.at);
     ck_assert_msg(pb_stage_decoder_init(&sd, &f.s, f.src, f.len, NS, &t.ref, &e) == 0, "%s",
@@ -161,8 +191,10 @@ static void compare(const char *model, int beam, const char *path)
     search(&f, &d, beam, &lock);
     pb_stage_decoder_finish(&sd);
     pb_gnmt_step_decoder_finish(&gd);
-    printf("%s %s: %d steps, log-probabilities within %.3g, attention within %.3g\n", model,
-           beam ? "beam 5" : "greedy", t.steps, t.worst_lp, t.worst_at);
+    printf("%s %s: %d steps, %d selects, log-probabilities within %.3g, attention within "
+           "%.3g\n", model, beam ? "beam 5" : "greedy", t.steps, t.selects, t.worst_lp,
+           t.worst_at);
+    ck_assert_msg(!beam || t.selects > 0, "%s: the beam search never selected", model);
     ck_assert_msg(t.worst_lp <= LOGP_TOL, "%s: log-probabilities differ by %g", model,
                   t.worst_lp);
     ck_assert_msg(t.worst_at <= ATTN_TOL, "%s: attention differs by %g", model, t.worst_at);

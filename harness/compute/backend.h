@@ -261,6 +261,21 @@ struct pb_backend_ops {
      * left ws, into a (device): what the beam search's coverage penalty adds up */
     void (*attn_weights)(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
                          float *a);
+    /* A decoder's attention over keys fixed for many calls (one query per row a step, the
+     * same k each time), without projecting them every call. attn_project_keys writes
+     * pk [batch, tk, units] = k·W_kᵀ, the GEMM attn_fwd projects its keys with inside
+     * ([batch·tk, key] × [units, key]ᵀ, only batch, tk, key and units read), so that for
+     * the same desc its bits are those attn_fwd scores with. attn_fwd_projected is
+     * attn_fwd's inference forward given that pk (its rows may since have been gathered
+     * along with k's: row b of pk is row b of k projected): the same ctx [batch, tq, key]
+     * and, into a [batch, tq, tk] (device; NULL: not wanted), the weights attn_weights
+     * would read, bit for bit those of attn_fwd on the same desc, q, k and lengths when pk
+     * is attn_project_keys' on that desc. It leaves nothing for attn_bwd. */
+    void (*attn_project_keys)(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *k, const float *w, float *pk);
+    void (*attn_fwd_projected)(struct pb_backend *be, const struct pb_attn_desc *d,
+                               const float *q, const float *k, const float *pk,
+                               const int32_t *lengths, const float *w, float *ctx, float *a);
 
     /* the optimizer step and the weight prediction over a flat buffer, from plain
      * arguments (optim_kernels.h; harness/optim/ and predictors/ build them) */

@@ -62,9 +62,8 @@ static int gd_step(void *ctx, const int32_t *tokens, int n, float *logp, float *
     be->ops->embedding_fwd(be, gd->idx, (size_t)n, w + g->emb_off, V, H, gd->emb);
     lstm_step(gd, 0, n, H, gd->emb, gd->y[0]);
     struct pb_attn_desc ad = {n, 1, T, H, H, g->attn_units};
-    be->ops->attn_fwd(be, &ad, gd->y[0], gd->keys, gd->dev_len, w + g->attn_off, gd->ctx,
-                      gd->attn_ws);
-    be->ops->attn_weights(be, &ad, gd->attn_ws, gd->attn);
+    be->ops->attn_fwd_projected(be, &ad, gd->y[0], gd->keys, gd->pk, gd->dev_len,
+                                w + g->attn_off, gd->ctx, gd->attn);
     const float *in = gd->y[0];
     for (int k = 1; k < L; k++) {
         float *out = gd->y[k % 2];
@@ -127,6 +126,7 @@ static int gd_select(void *ctx, const int32_t *rows, int n, struct pb_err *e)
     be->ops->upload(be, gd->idx, gd->host_rows, (size_t)n * sizeof(float));
     be->ops->upload(be, gd->dev_len, gd->src_len, (size_t)gd->rows * sizeof(int32_t));
     gather(gd, n, &gd->keys, &gd->keys2, gd->g.steps * H);
+    gather(gd, n, &gd->pk, &gd->pk2, gd->g.steps * gd->g.attn_units);
     for (int k = 0; k < gd->g.dec_layers; k++) {
         gather(gd, n, &gd->h[k], &gd->h2[k], H);
         gather(gd, n, &gd->c[k], &gd->c2[k], H);
@@ -136,8 +136,8 @@ static int gd_select(void *ctx, const int32_t *rows, int n, struct pb_err *e)
     return pb_backend_status(be, e);
 }
 
-/* The encoder blocks' forward over the rows' sources (rows past n repeat row 0) and its
- * output's first H features of every step into gd->keys. */
+/* The encoder blocks' forward over the rows' sources (rows past n repeat row 0), its
+ * output's first H features of every step into gd->keys and their projection into gd->pk. */
 static int run_encoder(struct pb_gnmt_step_decoder *gd, const int32_t *src, int n,
                        struct pb_err *e)
 {
@@ -163,6 +163,8 @@ static int run_encoder(struct pb_gnmt_step_decoder *gd, const int32_t *src, int 
     }
     if (!rc) {
         be->ops->seq_gather(be, out.data, H + 1, NULL, rows, T, H, false, gd->keys, H);
+        struct pb_attn_desc ad = {rows, 1, T, H, H, gd->g.attn_units};
+        be->ops->attn_project_keys(be, &ad, gd->keys, s->params + gd->g.attn_off, gd->pk);
         rc = pb_backend_status(be, e);
         pb_backend_free(be, out.data);
     }
@@ -179,17 +181,15 @@ static int alloc_buffers(struct pb_gnmt_step_decoder *gd, struct pb_err *e)
 {
     struct pb_backend *be = gd->s->be;
     size_t R = (size_t)gd->rows, H = (size_t)gd->g.hidden, T = (size_t)gd->g.steps;
-    struct pb_attn_desc ad = {gd->rows, 1, gd->g.steps, gd->g.hidden, gd->g.hidden,
-                              gd->g.attn_units};
+    size_t U = (size_t)gd->g.attn_units;
     gd->dev_len = pb_backend_alloc(be, R * sizeof(int32_t), PB_MEM_SCRATCH, e);
     if (!gd->dev_len || !(gd->keys = dev(gd, R * T * H, e)) ||
-        !(gd->keys2 = dev(gd, R * T * H, e)) || !(gd->idx = dev(gd, R, e)) ||
+        !(gd->keys2 = dev(gd, R * T * H, e)) || !(gd->pk = dev(gd, R * T * U, e)) ||
+        !(gd->pk2 = dev(gd, R * T * U, e)) || !(gd->idx = dev(gd, R, e)) ||
         !(gd->emb = dev(gd, R * H, e)) || !(gd->ctx = dev(gd, R * H, e)) ||
         !(gd->y[0] = dev(gd, R * H, e)) || !(gd->y[1] = dev(gd, R * H, e)) ||
         !(gd->tmp = dev(gd, R * H, e)) || !(gd->x2 = dev(gd, R * 2 * H, e)) ||
-        !(gd->logits = dev(gd, R * (size_t)gd->g.vocab, e)) || !(gd->attn = dev(gd, R * T, e)) ||
-        !(gd->attn_ws = pb_backend_alloc(be, be->ops->attn_workspace(be, &ad), PB_MEM_SCRATCH,
-                                         e)))
+        !(gd->logits = dev(gd, R * (size_t)gd->g.vocab, e)) || !(gd->attn = dev(gd, R * T, e)))
         return -1;
     for (int k = 0; k < gd->g.dec_layers; k++) {
         if (!(gd->h[k] = dev(gd, R * H, e)) || !(gd->c[k] = dev(gd, R * H, e)) ||
@@ -241,8 +241,8 @@ void pb_gnmt_step_decoder_finish(struct pb_gnmt_step_decoder *gd)
 {
     if (gd->s) {
         struct pb_backend *be = gd->s->be;
-        void *bufs[] = {gd->dev_len, gd->keys, gd->keys2, gd->idx, gd->emb, gd->ctx, gd->y[0],
-                        gd->y[1], gd->tmp, gd->x2, gd->logits, gd->attn, gd->attn_ws};
+        void *bufs[] = {gd->dev_len, gd->keys, gd->keys2, gd->pk, gd->pk2, gd->idx, gd->emb,
+                        gd->ctx, gd->y[0], gd->y[1], gd->tmp, gd->x2, gd->logits, gd->attn};
         for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
             pb_backend_free(be, bufs[i]);
         for (int k = 0; k < PB_GNMT_MAX_DEC; k++) {

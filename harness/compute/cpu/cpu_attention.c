@@ -5,7 +5,10 @@
  * pk [B·Tk, U] and the weights a [B·Tq, Tk] in its workspace; the backward forms tanh
  * again (once per (query, key, unit), as the forward) instead of keeping the
  * [B, Tq, Tk, U] tensor PyTorch keeps, in one pass per (source, block of queries) that
- * gives the query, key and v̂ gradients together. Every sum runs in a fixed order with
+ * gives the query, key and v̂ gradients together. A decoder projects its keys once
+ * (attn_project_keys, the forward's own GEMM) and attends with them at every step
+ * (attn_fwd_projected: the forward from pq on, the weights written where it asks). Every
+ * sum runs in a fixed order with
  * each output owned by one task, and the tasks depend on the shape only, so the bits
  * never depend on the thread count. */
 #include <math.h>
@@ -105,32 +108,31 @@ static float attn_score(const float *restrict pq, const float *restrict pk,
     return acc[0];
 }
 
-void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
-                     const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws)
+/* pk [B·Tk, U] = k·W_kᵀ: the one GEMM every forward projects its keys with. */
+static void project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                         const struct attn_w *p, float *pk)
 {
-    if (!pb_cpu_begin(be) || !check_lengths(be, d, lengths))
-        return;
-    int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hq = d->query, Hk = d->key;
-    struct attn_w p = attn_split(d, w);
-    void *tmp = ws ? NULL : pb_cpu_scratch(be, pb_cpu_attn_workspace(be, d));
-    float *vh = pb_cpu_scratch(be, (size_t)U * sizeof(float));
-    if ((!ws && !tmp) || !vh) {
-        pb_cpu_scratch_free(be, tmp);
-        pb_cpu_scratch_free(be, vh);
-        return;
-    }
-    struct attn_ws s = ws_split(d, ws ? ws : tmp);
-    pb_cpu_gemm(be, false, true, B * Tq, U, Hq, 1.0f, q, Hq, p.wq, Hq, 0.0f, s.pq, U);
-    pb_cpu_gemm(be, false, true, B * Tk, U, Hk, 1.0f, k, Hk, p.wk, Hk, 0.0f, s.pk, U);
-    normalised_v(d, &p, vh);
+    int n = d->batch * d->tk, U = d->units, Hk = d->key;
+    pb_cpu_gemm(be, false, true, n, U, Hk, 1.0f, k, Hk, p->wk, Hk, 0.0f, pk, U);
+}
+
+/* The forward past the projections: the scores of pq [B·Tq, U] against pk [B·Tk, U], their
+ * softmax over each source's keys into a [B·Tq, Tk], and ctx [B·Tq, Hk] = a·k per source;
+ * vh [U] scratch. */
+static void attend(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                   const float *pk, const int32_t *lengths, const struct attn_w *p,
+                   const float *pq_all, float *vh, float *a_all, float *ctx)
+{
+    int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hk = d->key;
+    normalised_v(d, p, vh);
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int r = 0; r < B * Tq; r++) {
         int b = r / Tq, len = lengths ? lengths[b] : Tk;
-        const float *pq = s.pq + (size_t)r * U;
-        float *a = s.a + (size_t)r * Tk;
+        const float *pq = pq_all + (size_t)r * U;
+        float *a = a_all + (size_t)r * Tk;
         float mx = -INFINITY;
         for (int j = 0; j < len; j++) {
-            float sc = attn_score(pq, s.pk + ((size_t)b * Tk + j) * U, p.bias, vh, U);
+            float sc = attn_score(pq, pk + ((size_t)b * Tk + j) * U, p->bias, vh, U);
             a[j] = sc;
             mx = sc > mx ? sc : mx;
         }
@@ -141,10 +143,58 @@ void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
             a[j] = j < len ? (float)(exp((double)a[j] - mx) / sum) : 0.0f;
     }
     for (int b = 0; b < B; b++)  /* ctx[b] [Tq, Hk] = a[b] [Tq, Tk] · k[b] [Tk, Hk] */
-        pb_cpu_gemm(be, false, false, Tq, Hk, Tk, 1.0f, s.a + (size_t)b * Tq * Tk, Tk,
+        pb_cpu_gemm(be, false, false, Tq, Hk, Tk, 1.0f, a_all + (size_t)b * Tq * Tk, Tk,
                     k + (size_t)b * Tk * Hk, Hk, 0.0f, ctx + (size_t)b * Tq * Hk, Hk);
+}
+
+void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws)
+{
+    if (!pb_cpu_begin(be) || !check_lengths(be, d, lengths))
+        return;
+    int B = d->batch, Tq = d->tq, U = d->units, Hq = d->query;
+    struct attn_w p = attn_split(d, w);
+    void *tmp = ws ? NULL : pb_cpu_scratch(be, pb_cpu_attn_workspace(be, d));
+    float *vh = pb_cpu_scratch(be, (size_t)U * sizeof(float));
+    if ((!ws && !tmp) || !vh) {
+        pb_cpu_scratch_free(be, tmp);
+        pb_cpu_scratch_free(be, vh);
+        return;
+    }
+    struct attn_ws s = ws_split(d, ws ? ws : tmp);
+    pb_cpu_gemm(be, false, true, B * Tq, U, Hq, 1.0f, q, Hq, p.wq, Hq, 0.0f, s.pq, U);
+    project_keys(be, d, k, &p, s.pk);
+    attend(be, d, k, s.pk, lengths, &p, s.pq, vh, s.a, ctx);
     pb_cpu_scratch_free(be, vh);
     pb_cpu_scratch_free(be, tmp);
+}
+
+void pb_cpu_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *k, const float *w, float *pk)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    struct attn_w p = attn_split(d, w);
+    project_keys(be, d, k, &p, pk);
+}
+
+void pb_cpu_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc *d,
+                               const float *q, const float *k, const float *pk,
+                               const int32_t *lengths, const float *w, float *ctx, float *a)
+{
+    if (!pb_cpu_begin(be) || !check_lengths(be, d, lengths))
+        return;
+    int B = d->batch, Tq = d->tq, U = d->units, Hq = d->query;
+    size_t nq = (size_t)B * Tq;
+    struct attn_w p = attn_split(d, w);
+    /* pq [B·Tq, U], vh [U], the weights when a is not wanted [B·Tq, Tk] */
+    float *pq = pb_cpu_scratch(be, (nq * U + U + (a ? 0 : nq * d->tk)) * sizeof(float));
+    if (!pq)
+        return;
+    float *vh = pq + nq * U;
+    pb_cpu_gemm(be, false, true, (int)nq, U, Hq, 1.0f, q, Hq, p.wq, Hq, 0.0f, pq, U);
+    attend(be, d, k, pk, lengths, &p, pq, vh, a ? a : vh + U, ctx);
+    pb_cpu_scratch_free(be, pq);
 }
 
 void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,

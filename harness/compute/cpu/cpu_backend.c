@@ -170,6 +170,8 @@ static const struct pb_backend_ops cpu_ops = {
     .attn_fwd = pb_cpu_attn_fwd,
     .attn_bwd = pb_cpu_attn_bwd,
     .attn_weights = pb_cpu_attn_weights,
+    .attn_project_keys = pb_cpu_attn_project_keys,
+    .attn_fwd_projected = pb_cpu_attn_fwd_projected,
     .optim_step = pb_cpu_optim_step,
     .predict = pb_cpu_predict,
 };

@@ -270,6 +270,11 @@ void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, co
                          float *a);
 void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
+void pb_cpu_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *k, const float *w, float *pk);
+void pb_cpu_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc *d,
+                               const float *q, const float *k, const float *pk,
+                               const int32_t *lengths, const float *w, float *ctx, float *a);
 void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc);

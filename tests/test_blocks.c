@@ -225,17 +225,6 @@ END_TEST
 
 static struct pb_safetensors fx;
 
-/* The fixture tensor <case>.<what>, whose count must be n (malloc'ed copy). */
-static float *fx_read(const char *cs, const char *what, size_t n)
-{
-    char name[256];
-    struct pb_err e;
-    snprintf(name, sizeof name, "%s.%s", cs, what);
-    float *v = malloc((n + 1) * sizeof *v);
-    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
-    return v;
-}
-
 static double scale_of(const float *v, size_t n)
 {
     double m = 0;
@@ -365,8 +354,8 @@ static void parity_case(const char *cs)
     map_and_load(&r, cs, dir);
 
     size_t nx = pb_shape_count(s->in_shape), ny = pb_shape_count(s->out_shape);
-    float *x = fx_read(cs, "x", nx), *dy = fx_read(cs, "dy", ny);
-    float *y_ref = fx_read(cs, "y", ny), *dx_ref = fx_read(cs, "dx", nx);
+    float *x = pb_fixture_read(&fx, cs, "x", nx), *dy = pb_fixture_read(&fx, cs, "dy", ny);
+    float *y_ref = pb_fixture_read(&fx, cs, "y", ny), *dx_ref = pb_fixture_read(&fx, cs, "dx", nx);
     struct pb_stage_act act;
     float *y = case_forward(&r, x, true, &act, 0);
     double err_y = check_norm(cs, "y", y, y_ref, ny, PARITY_TOL, 0);
@@ -386,7 +375,7 @@ static void parity_case(const char *cs)
         const struct tensor_ref *t = &tl.t[i];
         char what[200];
         snprintf(what, sizeof what, "%s.%s", t->is_buffer ? "after" : "grad", t->key);
-        float *ref = fx_read(cs, what, t->n);
+        float *ref = pb_fixture_read(&fx, cs, what, t->n);
         size_t klen = strlen(t->key);
         bool bias = t->kind == PB_LAYER_CONV2D && klen > 5 && !strcmp(t->key + klen - 5, ".bias");
         if (t->is_buffer)
@@ -398,7 +387,7 @@ static void parity_case(const char *cs)
         weight_scale = t->kind == PB_LAYER_CONV2D && !bias ? scale_of(ref, t->n) : 0;
         free(ref);
     }
-    float *ye_ref = fx_read(cs, "y_eval", ny);
+    float *ye_ref = pb_fixture_read(&fx, cs, "y_eval", ny);
     float *ye = case_forward(&r, x, false, &act, 1);
     double err_ye = check_norm(cs, "y_eval", ye, ye_ref, ny, PARITY_TOL, 0);
     printf("%-12s %2d tensors  y %.2e  dx %.2e  dW %.2e  stats %.2e  y_eval %.2e\n", cs, tl.n,

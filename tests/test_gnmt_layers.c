@@ -34,16 +34,6 @@
 
 static struct pb_safetensors fx;
 
-static float *fx_read(const char *cs, const char *what, size_t n)
-{
-    char name[128];
-    struct pb_err e;
-    snprintf(name, sizeof name, "%s.%s", cs, what);
-    float *v = malloc((n + 1) * sizeof *v);
-    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
-    return v;
-}
-
 /* A fixture case: its layer, input names and shapes. */
 struct gcase {
     const char *name;
@@ -90,7 +80,7 @@ static int32_t *case_lengths(const struct gcase *c)
 {
     if (!c->lengths)
         return NULL;
-    float *f = fx_read(c->name, "len", (size_t)c->in[0].n);
+    float *f = pb_fixture_read(&fx, c->name, "len", (size_t)c->in[0].n);
     int32_t *len = malloc((size_t)c->in[0].n * sizeof *len);
     for (int i = 0; i < c->in[0].n; i++)
         len[i] = (int32_t)f[i];
@@ -101,29 +91,18 @@ static int32_t *case_lengths(const struct gcase *c)
 static void check_parity(const char *name)
 {
     const struct gcase *c = gcase_find(name);
-    struct pb_err e;
     pb_load_fixture(&fx, "gnmt.safetensors");
     int32_t *len = case_lengths(c);
     struct lrun r;
     lrun_init(&r, c->cfg, c->nin, c->in, len);
-    float *w = malloc((r.np + 1) * sizeof *w);
-    size_t off = 0;
-    for (int i = 0; off < r.np; i++) {
-        char pn[64];
-        snprintf(pn, sizeof pn, "%s.p%d", name, i);
-        const struct pb_st_tensor *t = pb_st_find(&fx, pn);
-        ck_assert_msg(t != NULL, "fixture has no %s", pn);
-        ck_assert(pb_st_read_f32(&fx, pn, w + off, t->count, &e) == 0);
-        off += t->count;
-    }
-    ck_assert_uint_eq(off, r.np);
+    float *w = pb_fixture_params(&fx, name, r.np);
     r.be->ops->upload(r.be, r.params, w, r.np * sizeof(float));
     float *x[2] = {NULL, NULL}, *dx[2] = {NULL, NULL};
     for (int i = 0; i < c->nin; i++)
-        x[i] = fx_read(name, c->in_names[i], pb_shape_count(c->in[i]));
+        x[i] = pb_fixture_read(&fx, name, c->in_names[i], pb_shape_count(c->in[i]));
     set_inputs(&r, x);
     size_t ny = pb_shape_count(r.l.out_shape);
-    float *dy = fx_read(name, "dy", ny), *y_ref = fx_read(name, "y", ny);
+    float *dy = pb_fixture_read(&fx, name, "dy", ny), *y_ref = pb_fixture_read(&fx, name, "y", ny);
     struct pb_node_act act;
     float *ye = lforward(&r, false, &act);
     pb_assert_close("y (eval)", ye, y_ref, ny, RTOL, ATOL);
@@ -132,7 +111,7 @@ static void check_parity(const char *name)
     lbackward(&r, &act, dy, dx);
     for (int i = 0; i < c->nin; i++) {
         size_t n = pb_shape_count(c->in[i]);
-        float *ref = fx_read(name, c->dx_names[i], n);
+        float *ref = pb_fixture_read(&fx, name, c->dx_names[i], n);
         pb_assert_close(c->dx_names[i], dx[i], ref, n, RTOL, ATOL);
         free(ref);
         free(dx[i]);
@@ -140,14 +119,14 @@ static void check_parity(const char *name)
     }
     float *g = malloc((r.np + 1) * sizeof *g);
     r.be->ops->download(r.be, g, r.grads, r.np * sizeof(float));
-    off = 0;
+    size_t off = 0;
     for (int i = 0; off < r.np; i++) {
         char gn[16], full[64];
         snprintf(gn, sizeof gn, "g%d", i);
         snprintf(full, sizeof full, "%s.%s", name, gn);
         const struct pb_st_tensor *gt = pb_st_find(&fx, full);
         ck_assert_msg(gt != NULL, "fixture has no %s", full);
-        float *g_ref = fx_read(name, gn, gt->count);
+        float *g_ref = pb_fixture_read(&fx, name, gn, gt->count);
         pb_assert_close(full, g + off, g_ref, gt->count, RTOL, ATOL);
         off += gt->count;
         free(g_ref);
@@ -362,8 +341,9 @@ START_TEST(token_loss)
     struct pb_err e;
     pb_load_fixture(&fx, "gnmt.safetensors");
     enum { N = 9, C = 11 };
-    float *logits = fx_read("tokloss", "logits", N * C), *dl_ref = fx_read("tokloss", "dlogits", N * C);
-    float *lf = fx_read("tokloss", "labels", N), loss_ref, correct_ref;
+    float *logits = pb_fixture_read(&fx, "tokloss", "logits", N * C);
+    float *dl_ref = pb_fixture_read(&fx, "tokloss", "dlogits", N * C);
+    float *lf = pb_fixture_read(&fx, "tokloss", "labels", N), loss_ref, correct_ref;
     ck_assert(pb_st_read_f32(&fx, "tokloss.loss", &loss_ref, 1, &e) == 0);
     ck_assert(pb_st_read_f32(&fx, "tokloss.correct", &correct_ref, 1, &e) == 0);
     int32_t labels[N], zeros[N] = {0};

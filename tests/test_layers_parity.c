@@ -20,16 +20,6 @@
 
 static struct pb_safetensors fx;
 
-static float *fx_read(const char *cs, const char *what, size_t n)
-{
-    char name[128];
-    struct pb_err e;
-    snprintf(name, sizeof name, "%s.%s", cs, what);
-    float *v = malloc(n * sizeof *v);
-    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
-    return v;
-}
-
 static void check_case(const char *name)
 {
     const struct layer_case *c = layer_case_find(name);
@@ -42,21 +32,11 @@ static void check_case(const char *name)
     double atol = strstr(name, "bn") || !strcmp(name, "residual") ? BN_ATOL : ATOL;
 
     /* parameters p0, p1, ... concatenated are the stage's flat buffer */
-    float *w = malloc((s->nparams + 1) * sizeof *w);
-    size_t off = 0;
-    for (int i = 0; off < s->nparams; i++) {
-        char pn[64];
-        snprintf(pn, sizeof pn, "%s.p%d", name, i);
-        const struct pb_st_tensor *t = pb_st_find(&fx, pn);
-        ck_assert_msg(t != NULL, "fixture has no %s", pn);
-        ck_assert(pb_st_read_f32(&fx, pn, w + off, t->count, &e) == 0);
-        off += t->count;
-    }
-    ck_assert_uint_eq(off, s->nparams);
+    float *w = pb_fixture_params(&fx, name, s->nparams);
     be->ops->upload(be, s->params, w, s->nparams * sizeof(float));
     if (!c->train && s->nbuffers) {
-        float *rm = fx_read(name, "bn0.running_mean", s->nbuffers / 2);
-        float *rv = fx_read(name, "bn0.running_var", s->nbuffers / 2);
+        float *rm = pb_fixture_read(&fx, name, "bn0.running_mean", s->nbuffers / 2);
+        float *rv = pb_fixture_read(&fx, name, "bn0.running_var", s->nbuffers / 2);
         be->ops->upload(be, s->buffers, rm, s->nbuffers / 2 * sizeof(float));
         be->ops->upload(be, s->buffers + s->nbuffers / 2, rv, s->nbuffers / 2 * sizeof(float));
         free(rm);
@@ -64,19 +44,19 @@ static void check_case(const char *name)
     }
 
     size_t nx = pb_shape_count(s->in_shape), ny = pb_shape_count(s->out_shape);
-    float *x = fx_read(name, "x", nx), *dy = fx_read(name, "dy", ny);
-    float *y_ref = fx_read(name, "y", ny);
+    float *x = pb_fixture_read(&fx, name, "x", nx), *dy = pb_fixture_read(&fx, name, "dy", ny);
+    float *y_ref = pb_fixture_read(&fx, name, "y", ny);
     struct pb_stage_act act;
     float *y = case_forward(&r, x, c->train, &act, 0);
     pb_assert_close("y", y, y_ref, ny, RTOL, atol);
 
     if (c->train) {
         float *dx = case_backward(&r, &act, dy);
-        float *dx_ref = fx_read(name, "dx", nx);
+        float *dx_ref = pb_fixture_read(&fx, name, "dx", nx);
         pb_assert_close("dx", dx, dx_ref, nx, RTOL, atol);
         float *g = malloc((s->nparams + 1) * sizeof *g);
         be->ops->download(be, g, s->grads, s->nparams * sizeof(float));
-        off = 0;
+        size_t off = 0;
         for (int i = 0; off < s->nparams; i++) {
             char gn[64];
             snprintf(gn, sizeof gn, "%s.g%d", name, i);
@@ -106,9 +86,9 @@ static void check_case(const char *name)
             size_t ch = (size_t)l->cfg.channels;
             char bn[64];
             snprintf(bn, sizeof bn, "bn%d.running_mean", k);
-            float *rm = fx_read(name, bn, ch);
+            float *rm = pb_fixture_read(&fx, name, bn, ch);
             snprintf(bn, sizeof bn, "bn%d.running_var", k++);
-            float *rv = fx_read(name, bn, ch);
+            float *rv = pb_fixture_read(&fx, name, bn, ch);
             pb_assert_close("running_mean", buf + l->buffer_off, rm, ch, RTOL, ATOL);
             pb_assert_close("running_var", buf + l->buffer_off + ch, rv, ch, RTOL, ATOL);
             free(rm);

@@ -40,16 +40,6 @@
 
 static struct pb_safetensors fx;
 
-static float *fx_read(const char *cs, const char *what, size_t n)
-{
-    char name[128];
-    struct pb_err e;
-    snprintf(name, sizeof name, "%s.%s", cs, what);
-    float *v = malloc((n + 1) * sizeof *v);
-    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
-    return v;
-}
-
 static struct pb_layer_cfg lstm_cfg(int in_f, int hidden, int layers, bool bi, float p)
 {
     return (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
@@ -79,18 +69,7 @@ static void fill_normal(float *v, size_t n, uint64_t which)
 /* The fixture case's parameters p0, p1, ... uploaded as r's (all of them). */
 static void load_params(struct lrun *r, const char *name)
 {
-    struct pb_err e;
-    float *w = malloc((r->np + 1) * sizeof *w);
-    size_t off = 0;
-    for (int i = 0; off < r->np; i++) {
-        char pn[64];
-        snprintf(pn, sizeof pn, "%s.p%d", name, i);
-        const struct pb_st_tensor *t = pb_st_find(&fx, pn);
-        ck_assert_msg(t != NULL, "fixture has no %s", pn);
-        ck_assert(pb_st_read_f32(&fx, pn, w + off, t->count, &e) == 0);
-        off += t->count;
-    }
-    ck_assert_uint_eq(off, r->np);
+    float *w = pb_fixture_params(&fx, name, r->np);
     r->be->ops->upload(r->be, r->params, w, r->np * sizeof(float));
     free(w);
 }
@@ -104,8 +83,9 @@ static void check_parity(const struct lcase *c)
                      c->bi ? 16 : 8);
     load_params(&r, c->name);
     size_t nx = pb_shape_count(c->x), ny = pb_shape_count(r.l.out_shape);
-    float *x[1] = {fx_read(c->name, "x", nx)}, *dx[1];
-    float *dy = fx_read(c->name, "dy", ny), *y_ref = fx_read(c->name, "y", ny);
+    float *x[1] = {pb_fixture_read(&fx, c->name, "x", nx)}, *dx[1];
+    float *dy = pb_fixture_read(&fx, c->name, "dy", ny);
+    float *y_ref = pb_fixture_read(&fx, c->name, "y", ny);
     set_inputs(&r, x);
     struct pb_node_act act;
     float *ye = lforward(&r, false, &act);
@@ -114,7 +94,7 @@ static void check_parity(const struct lcase *c)
     pb_assert_close("y", y, y_ref, ny, RTOL, ATOL);
     /* the last layer's h_n: [layers·dirs, B, H], its rows 2 (bi: 2 and 3) */
     int B = c->x.n, T = c->x.c, H = 4, dirs = c->bi ? 2 : 1;
-    float *h_n = fx_read(c->name, "h_n", (size_t)2 * dirs * B * H);
+    float *h_n = pb_fixture_read(&fx, c->name, "h_n", (size_t)2 * dirs * B * H);
     for (int d = 0; d < dirs; d++)
         for (int b = 0; b < B; b++) {
             int t = d ? 0 : c->bi ? bi_len[b] - 1 : T - 1;
@@ -122,7 +102,7 @@ static void check_parity(const struct lcase *c)
             pb_assert_close("h_n", ours, h_n + ((size_t)(dirs + d) * B + b) * H, H, RTOL, ATOL);
         }
     lbackward(&r, &act, dy, dx);
-    float *dx_ref = fx_read(c->name, "dx", nx);
+    float *dx_ref = pb_fixture_read(&fx, c->name, "dx", nx);
     pb_assert_close("dx", dx[0], dx_ref, nx, RTOL, ATOL);
     float *g = malloc((r.np + 1) * sizeof *g);
     r.be->ops->download(r.be, g, r.grads, r.np * sizeof(float));
@@ -133,7 +113,7 @@ static void check_parity(const struct lcase *c)
         snprintf(full, sizeof full, "%s.%s", c->name, gn);
         const struct pb_st_tensor *gt = pb_st_find(&fx, full);
         ck_assert_msg(gt != NULL, "fixture has no %s", full);
-        float *g_ref = fx_read(c->name, gn, gt->count);
+        float *g_ref = pb_fixture_read(&fx, c->name, gn, gt->count);
         pb_assert_close(full, g + off, g_ref, gt->count, RTOL, ATOL);
         off += gt->count;
         free(g_ref);
@@ -205,8 +185,10 @@ static void check_states(const struct scase *c)
     int B = c->x.n, T = c->x.c, H = 4, dirs = c->bi ? 2 : 1, L = c->layers;
     size_t nx = pb_shape_count(c->x), ny = pb_shape_count(r.l.out_shape);
     size_t ns = (size_t)L * dirs * B * H;
-    float *x[1] = {fx_read(c->name, "x", nx)}, *y_ref = fx_read(c->name, "y", ny);
-    float *h_ref = fx_read(c->name, "h_n", ns), *c_ref = fx_read(c->name, "c_n", ns);
+    float *x[1] = {pb_fixture_read(&fx, c->name, "x", nx)};
+    float *y_ref = pb_fixture_read(&fx, c->name, "y", ny);
+    float *h_ref = pb_fixture_read(&fx, c->name, "h_n", ns);
+    float *c_ref = pb_fixture_read(&fx, c->name, "c_n", ns);
     set_inputs(&r, x);
     struct pb_node_act act;
     float *y = lforward(&r, false, &act);

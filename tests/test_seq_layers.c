@@ -105,22 +105,12 @@ static float *backward(struct run *r, struct pb_stage_act *act, const float *dy)
 
 static struct pb_safetensors fx;
 
-static float *fx_read(const char *cs, const char *what, size_t n)
-{
-    char name[128];
-    struct pb_err e;
-    snprintf(name, sizeof name, "%s.%s", cs, what);
-    float *v = malloc((n + 1) * sizeof *v);
-    ck_assert_msg(pb_st_read_f32(&fx, name, v, n, &e) == 0, "%s", e.msg);
-    return v;
-}
-
 /* The lengths of case `name` (NULL where it has none). */
 static int32_t *case_lengths(const char *name, int n)
 {
     if (strcmp(name, "mean"))
         return NULL;
-    float *f = fx_read(name, "len", (size_t)n);
+    float *f = pb_fixture_read(&fx, name, "len", (size_t)n);
     int32_t *len = malloc((size_t)n * sizeof *len);
     for (int i = 0; i < n; i++)
         len[i] = (int32_t)f[i];
@@ -131,32 +121,22 @@ static int32_t *case_lengths(const char *name, int n)
 static void check_parity(const char *name)
 {
     const struct seq_case *c = find_case(name);
-    struct pb_err e;
     pb_load_fixture(&fx, "seq.safetensors");
     int32_t *len = case_lengths(name, c->x.n);
     struct run r;
     run_init(&r, c, len);
     struct pb_stage *s = &r.stage;
-    float *w = malloc((s->nparams + 1) * sizeof *w);
-    size_t off = 0;
-    for (int i = 0; off < s->nparams; i++) {
-        char pn[64];
-        snprintf(pn, sizeof pn, "%s.p%d", name, i);
-        const struct pb_st_tensor *t = pb_st_find(&fx, pn);
-        ck_assert_msg(t != NULL, "fixture has no %s", pn);
-        ck_assert(pb_st_read_f32(&fx, pn, w + off, t->count, &e) == 0);
-        off += t->count;
-    }
-    ck_assert_uint_eq(off, s->nparams);
+    float *w = pb_fixture_params(&fx, name, s->nparams);
     r.be->ops->upload(r.be, s->params, w, s->nparams * sizeof(float));
     size_t nx = pb_shape_count(s->in_shape), ny = pb_shape_count(s->out_shape);
-    float *x = fx_read(name, "x", nx), *dy = fx_read(name, "dy", ny), *y_ref = fx_read(name, "y", ny);
+    float *x = pb_fixture_read(&fx, name, "x", nx), *dy = pb_fixture_read(&fx, name, "dy", ny);
+    float *y_ref = pb_fixture_read(&fx, name, "y", ny);
     struct pb_stage_act act;
     float *y = forward(&r, x, &act);
     pb_assert_close("y", y, y_ref, ny, RTOL, ATOL);
     float *dx = backward(&r, &act, dy);
     if (strcmp(name, "emb")) {
-        float *dx_ref = fx_read(name, "dx", nx);
+        float *dx_ref = pb_fixture_read(&fx, name, "dx", nx);
         pb_assert_close("dx", dx, dx_ref, nx, RTOL, ATOL);
         free(dx_ref);
     } else {
@@ -165,7 +145,7 @@ static void check_parity(const char *name)
     }
     float *g = malloc((s->nparams + 1) * sizeof *g);
     r.be->ops->download(r.be, g, s->grads, s->nparams * sizeof(float));
-    off = 0;
+    size_t off = 0;
     for (int i = 0; off < s->nparams; i++) {
         char gn[16];
         snprintf(gn, sizeof gn, "g%d", i);
@@ -173,7 +153,7 @@ static void check_parity(const char *name)
         snprintf(full, sizeof full, "%s.%s", name, gn);
         const struct pb_st_tensor *gt = pb_st_find(&fx, full);
         ck_assert_msg(gt != NULL, "fixture has no %s", full);
-        float *g_ref = fx_read(name, gn, gt->count);
+        float *g_ref = pb_fixture_read(&fx, name, gn, gt->count);
         pb_assert_close(full, g + off, g_ref, gt->count, RTOL, ATOL);
         off += gt->count;
         free(g_ref);
@@ -200,7 +180,7 @@ PARITY(block)
 START_TEST(embedding_rows)
 {
     pb_load_fixture(&fx, "seq.safetensors");
-    float *g = fx_read("emb", "g0", 20 * 6);
+    float *g = pb_fixture_read(&fx, "emb", "g0", 20 * 6);
     struct run r;
     run_init(&r, find_case("emb"), NULL);
     float tok[10] = {1, 7, 7, 19, 0, 1, 3, 0, 0, 0}, dy[60];

@@ -1,5 +1,5 @@
-/* tests/test_util.h — helpers shared by the Check suites: fixture paths, float
- * comparison with a stated tolerance, and a CPU backend for tests. */
+/* tests/test_util.h — helpers shared by the Check suites: fixture paths and tensors,
+ * float comparison with a stated tolerance, and a CPU backend for tests. */
 #ifndef PB_TEST_UTIL_H
 #define PB_TEST_UTIL_H
 
@@ -24,6 +24,37 @@ static inline void pb_load_fixture(struct pb_safetensors *st, const char *name)
     struct pb_err e;
     if (pb_st_load(st, pb_fixture_path(name), &e))
         ck_abort_msg("fixture %s: %s", name, e.msg);
+}
+
+/* The fixture tensor <cs>.<what> of fx, whose count must be n (a malloc'ed copy). */
+static inline float *pb_fixture_read(const struct pb_safetensors *fx, const char *cs,
+                                     const char *what, size_t n)
+{
+    char name[256];
+    struct pb_err e;
+    snprintf(name, sizeof name, "%s.%s", cs, what);
+    float *v = malloc((n + 1) * sizeof *v);
+    ck_assert_msg(pb_st_read_f32(fx, name, v, n, &e) == 0, "%s", e.msg);
+    return v;
+}
+
+/* A fixture case's parameters <cs>.p0, <cs>.p1, ... concatenated: n floats in all, as a
+ * stage's flat buffer (a malloc'ed copy). */
+static inline float *pb_fixture_params(const struct pb_safetensors *fx, const char *cs, size_t n)
+{
+    struct pb_err e;
+    float *w = malloc((n + 1) * sizeof *w);
+    size_t off = 0;
+    for (int i = 0; off < n; i++) {
+        char pn[256];
+        snprintf(pn, sizeof pn, "%s.p%d", cs, i);
+        const struct pb_st_tensor *t = pb_st_find(fx, pn);
+        ck_assert_msg(t != NULL, "fixture has no %s", pn);
+        ck_assert_msg(off + t->count <= n, "fixture %s: more parameters than %zu", pn, n);
+        ck_assert_msg(pb_st_read_f32(fx, pn, w + off, t->count, &e) == 0, "%s", e.msg);
+        off += t->count;
+    }
+    return w;
 }
 
 /* max_i |a_i - b_i| / (atol + rtol |b_i|) <= 1, reporting the worst element. */

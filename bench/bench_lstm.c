@@ -1,11 +1,13 @@
-/* bench/bench_lstm.c — the CPU backend's LSTM (oneDNN's LSTM primitive, "new") against
- * its former C kernel over the backend's sgemm (bench/lstm_c.c, "old"), measured in one
+/* bench/bench_lstm.c — the CPU backend's LSTM in training (its own C kernel over sgemm
+ * tiles, harness/compute/cpu/cpu_lstm.c, "new") against oneDNN's LSTM primitive in
+ * training (bench/lstm_dnnl.c, "old", which the backend ran before), measured in one
  * run (the machine is shared and noisy), on residual-lstm's paper shape (B 256, T 200,
- * I = H = 128) and GNMT's (B 64, T 50, H 1024, I 1024 and 2048), at 1 and 2 threads:
+ * I = H = 128) and GNMT's (B 64, T 50, H 1024, I 1024 and 2048; and B 8, the batch of
+ * bench_seq's paper-width stack), at 1 and 2 threads:
  * the training forward and the backward (dx and the weight gradients), each timed once
  * per round after one warm-up of both, old and new interleaved; the table shows the
  * wall-clock medians over the rounds and the medians of the per-round ratios new / old
- * (< 1: the primitive is faster) of wall-clock time and of the process's CPU time (all
+ * (< 1: the C kernel is faster) of wall-clock time and of the process's CPU time (all
  * threads, spinning included; at 1 thread it is what the kernel cost, whatever else
  * the machine runs). Then, per shape, how far new is from old (max |new − old| over
  * max |old| for y, dx and the weight gradients) and whether each kernel's bits are the
@@ -17,7 +19,7 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
-#include "bench/lstm_c.h"
+#include "bench/lstm_dnnl.h"
 #include "harness/compute/backend.h"
 
 #define MAX_ROUNDS 5
@@ -32,6 +34,7 @@ static const struct shape shapes[] = {
     {"residual-lstm", {256, 200, 128, 128}, 5},
     {"gnmt-i1024", {64, 50, 1024, 1024}, 3},
     {"gnmt-i2048", {64, 50, 2048, 1024}, 3},
+    {"gnmt-b8-i1024", {8, 50, 1024, 1024}, 3},
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0], NTHREADS = 2 };
 static const int threads[NTHREADS] = {1, 2};
@@ -73,7 +76,7 @@ static void run_init(struct pb_backend *be, const struct pb_lstm_desc *d, struct
     r->y = dev_zero(be, r->ny * sizeof(float));
     r->dx = dev_zero(be, r->nx * sizeof(float));
     r->dw = dev_zero(be, r->nw * sizeof(float));
-    r->ws_old = dev_zero(be, bench_lstm_c_workspace(d));
+    r->ws_old = dev_zero(be, bench_lstm_dnnl_workspace(be, d));
     r->ws_new = dev_zero(be, be->ops->lstm_workspace(be, d));
 }
 
@@ -102,9 +105,9 @@ static double op_once(struct pb_backend *be, struct run *r, bool new_kernel, boo
     else if (new_kernel)
         be->ops->lstm_bwd(be, &r->d, r->x, r->w, r->y, r->dy, r->ws_new, r->dx, r->dw);
     else if (fwd)
-        bench_lstm_c_fwd(be, &r->d, r->x, r->w, r->y, r->ws_old);
+        bench_lstm_dnnl_fwd(be, &r->d, r->x, r->w, r->y, r->ws_old, NULL);
     else
-        bench_lstm_c_bwd(be, &r->d, r->x, r->w, r->y, r->dy, r->ws_old, r->dx, r->dw);
+        bench_lstm_dnnl_bwd(be, &r->d, r->x, r->w, r->y, r->dy, r->ws_old, r->dx, r->dw);
     *cpu = cpu_now() - c0;
     return bench_now() - t0;
 }
@@ -221,8 +224,8 @@ static void bench_shape(struct pb_backend *be, int ti, int si)
 int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
-    printf("pipebench LSTM benchmark: oneDNN's LSTM primitive (new) vs the former C kernel "
-           "(old); training forward and backward, each once per round after a warm-up, old "
+    printf("pipebench LSTM benchmark: the CPU backend's C kernel (new) vs oneDNN's LSTM "
+           "primitive (old); training forward and backward, each once per round after a warm-up, old "
            "and new interleaved; medians over 5 rounds (residual-lstm) or 3 (GNMT)\n");
     printf("                                          forward: wall ms    new/old    "
            "backward: wall ms    new/old\n");

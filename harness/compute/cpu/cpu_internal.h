@@ -259,6 +259,7 @@ void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *
 void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
                        const int32_t *lengths, int batch, int steps, int f, bool reverse,
                        float *y, int y_stride);
+/* the LSTM ops (cpu_lstm.c) */
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, float *y, void *ws, const struct pb_lstm_states *st);

@@ -1,16 +1,38 @@
-/* harness/compute/cpu/cpu_lstm.c — the one-layer LSTM of the CPU backend (torch.nn.LSTM,
- * batch_first; initial and final states on request) on oneDNN's vanilla LSTM primitive. oneDNN's gates
- * i, f, c̃, o are PyTorch's i, f, g, o. x [B, T, I] and y [B, T, H] stay batch-first:
- * oneDNN reads them as tnc [T, B, C] with strides (C, T·C, 1) (format ntc), no copy.
- * The weights stay in PyTorch's [4H, I], [4H, H] (oneDNN's ldgoi [1, 1, 4, H, C]) and
- * each call reorders them into the primitive's format (the schedules may change them
- * between a forward and its backward); oneDNN's one bias is b_ih + b_hh. The backward
- * writes the weight gradients into zeroed buffers in the primitive's format and
- * reorders them back with a sum, so dw_acc accumulates; the one bias gradient goes to
- * both b_ih's and b_hh's. The training forward's workspace is oneDNN's. */
+/* harness/compute/cpu/cpu_lstm.c — the CPU backend's LSTM ops (backend.h's
+ * lstm_workspace, lstm_fwd, lstm_bwd): training in C over single-threaded oneDNN sgemm
+ * tiles with the gates vectorised; the inference forward (ws = NULL, initial states on
+ * request) is the same kernel, so that evaluation gives training's bits.
+ *
+ * Why not oneDNN's LSTM primitive (bench/lstm_dnnl.c, which the backend ran before):
+ * oneDNN 2.6 runs its reference RNN implementation for forward_training and backward on
+ * this CPU, which bench_lstm measures at 2.4–3.7× this file's time at GNMT's paper width
+ * and batch 8, and the primitive needs the weights reordered at every call (PyTorch's
+ * layout, ldgoi, is unimplemented for it), which dominates a decoder's one-step call.
+ *
+ * Shapes (backend.h's struct pb_lstm_desc; B batch, T steps, I input, H hidden, G = 4H):
+ *   x [B, T, I], y [B, T, H] batch-first, row r = b·T + t;
+ *   weights in PyTorch's layout: W_ih [G, I], W_hh [G, H], b_ih [G], b_hh [G], gates
+ *   i, f, g, o;
+ *   workspace: the activated gates [B, T, G] (i, f, g, o per row), then the cell states c
+ *   [B, T, H].
+ * Forward: A = x·W_ihᵀ for every step in one product, then per step t the rows of t gain
+ *   h_{t−1}·W_hhᵀ (t > 0, or h0 given) and the gates act: i = σ(a_i + b), f = σ(a_f + b),
+ *   g = tanh(a_g + b), o = σ(a_o + b), c_t = f·c_{t−1} + i·g, h_t = o·tanh(c_t), with
+ *   b = b_ih + b_hh, c_{−1} = c0 or 0 and σ(v) = ½·tanh(v/2) + ½ (pb_cpu_tanhf,
+ *   cpu_tanh.h).
+ * Backward, t = T−1 … 0: dh = dy_t + dA_{t+1}·W_hh,
+ *   dc = dc_{t+1}·f_{t+1} + dh·o·(1 − tanh²c_t),
+ *   dA_t = (dc·g·i(1−i), dc·c_{t−1}·f(1−f), dc·i·(1−g²), dh·tanh c_t·o(1−o)); then
+ *   dx = dA·W_ih, dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1} (all steps at once), and the bias
+ *   gradient, Σ over rows of dA, added to both b_ih's and b_hh's.
+ * Determinism: every product is cut into tiles fixed by its shape alone, each one
+ * single-threaded sgemm call (oneDNN runs a gemm called inside a parallel region on the
+ * calling thread), and the pointwise work is per element, so the bits do not depend on
+ * the thread count or the timing. */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/cpu/cpu_tanh.h"
 
 /* The four weight tensors in the flat run w (or its gradient). */
 struct lstm_w {
@@ -28,221 +50,187 @@ static struct lstm_w lstm_split(const struct pb_lstm_desc *d, const float *w)
     return s;
 }
 
-/* A sequence [B, T, C] batch-first as oneDNN's [T, B, C]. */
-static dnnl_memory_desc_t seq_md(const struct pb_lstm_desc *d, int c)
-{
-    dnnl_memory_desc_t md;
-    dnnl_dims_t dims = {d->steps, d->batch, c};
-    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 3, dims, dnnl_f32, dnnl_ntc));
-    return md;
-}
+/* ---- products in fixed tiles ---- */
 
-/* A state h or c [1, 1, B, H] (layers, directions, batch, channels). */
-static dnnl_memory_desc_t state_md(const struct pb_lstm_desc *d)
-{
-    dnnl_memory_desc_t md;
-    dnnl_dims_t dims = {1, 1, d->batch, d->hidden};
-    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_ldnc));
-    return md;
-}
-
-/* Weights [1, 1, in, 4, H] (layers, directions, input, gates, outputs) in tag. */
-static dnnl_memory_desc_t w_md(const struct pb_lstm_desc *d, int in, dnnl_format_tag_t tag)
-{
-    dnnl_memory_desc_t md;
-    dnnl_dims_t dims = {1, 1, in, 4, d->hidden};
-    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 5, dims, dnnl_f32, tag));
-    return md;
-}
-
-/* The bias [1, 1, 4, H]. */
-static dnnl_memory_desc_t b_md(const struct pb_lstm_desc *d)
-{
-    dnnl_memory_desc_t md;
-    dnnl_dims_t dims = {1, 1, 4, d->hidden};
-    PB_DNNL(dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_ldgo));
-    return md;
-}
-
-/* A reorder between PyTorch's weight layout and a primitive's, inactive when they
- * are the same; out = true: the primitive's → PyTorch's, adding to the destination. */
-struct lstm_reorder {
-    bool active;
-    struct pb_cpu_prim r;
-    size_t bytes;  /* of the primitive-side buffer */
+/* One row-major product C[m × n] = op(A)·op(B) + beta·C (op: transposed where ta, tb),
+ * k the inner size, cut into tiles of tile_m × TILE_N. */
+struct gemm {
+    bool ta, tb;
+    int m, n, k;
+    const float *a, *b;
+    int lda, ldb;
+    float beta;
+    float *c;
+    int ldc;
 };
 
-static void reorder_init(struct pb_backend *be, struct lstm_reorder *o,
-                         const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *prim, bool out)
+enum { TILE_N = 256 };
+
+/* Rows per tile: a per-step product (m = B) in a few row tiles, an all-steps one in
+ * tiles big enough that packing costs little against the multiply. */
+static int tile_m(int m)
 {
-    o->bytes = dnnl_memory_desc_get_size(prim);
-    o->active = out || !dnnl_memory_desc_equal(user, prim);
-    if (o->active)
-        pb_cpu_reorder_create(be, &o->r, out ? prim : user, out ? user : prim, out);
+    return m <= 64 ? m : m < 1024 ? 64 : 256;
 }
 
-static void reorder_run(struct pb_backend *be, const struct lstm_reorder *o, const void *from,
-                        void *to)
+static int gemm_ntiles(const struct gemm *g)
 {
-    struct pb_cpu_arg a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    pb_cpu_prim_exec(be, &o->r, 2, a);
+    if (g->m <= 0 || g->n <= 0)
+        return 0;
+    int tm = tile_m(g->m);
+    return ((g->m + tm - 1) / tm) * ((g->n + TILE_N - 1) / TILE_N);
 }
 
-static void reorder_destroy(struct pb_backend *be, struct lstm_reorder *o)
+static void gemm_tile(const struct gemm *g, int idx)
 {
-    if (o->active)
-        pb_cpu_prim_destroy(be, &o->r);
+    int tm = tile_m(g->m), cols = (g->n + TILE_N - 1) / TILE_N;
+    int i0 = idx / cols * tm, j0 = idx % cols * TILE_N;
+    int mm = g->m - i0 < tm ? g->m - i0 : tm, nn = g->n - j0 < TILE_N ? g->n - j0 : TILE_N;
+    const float *a = g->ta ? g->a + i0 : g->a + (size_t)i0 * g->lda;
+    const float *b = g->tb ? g->b + (size_t)j0 * g->ldb : g->b + j0;
+    PB_DNNL(dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', mm, nn, g->k, 1.0f, a, g->lda, b,
+                       g->ldb, g->beta, g->c + (size_t)i0 * g->ldc + j0, g->ldc));
 }
 
-/* The primitive of a forward (training or inference) with its weight reorders. */
-struct lstm_fwd {
-    struct pb_cpu_prim p;
-    struct lstm_reorder w_ih, w_hh;
-};
-
-/* The backward's primitive, its weight reorders in and its gradient reorders out. */
-struct lstm_bwd {
-    struct pb_cpu_prim p;
-    struct lstm_reorder w_ih, w_hh, dw_ih, dw_hh;
-};
-
-static void drop_fwd(struct pb_backend *be, void *val)
+/* Inside a parallel region: the tiles shared out among its threads. */
+static void gemm_in_team(const struct gemm *g)
 {
-    struct lstm_fwd *f = val;
-    reorder_destroy(be, &f->w_ih);
-    reorder_destroy(be, &f->w_hh);
-    pb_cpu_prim_destroy(be, &f->p);
-    free(f);
+    int n = gemm_ntiles(g);
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; i++)
+        gemm_tile(g, i);
 }
 
-static void drop_bwd(struct pb_backend *be, void *val)
+static void gemm_run(struct pb_backend *be, const struct gemm *g)
 {
-    struct lstm_bwd *b = val;
-    reorder_destroy(be, &b->w_ih);
-    reorder_destroy(be, &b->w_hh);
-    reorder_destroy(be, &b->dw_ih);
-    reorder_destroy(be, &b->dw_hh);
-    pb_cpu_prim_destroy(be, &b->p);
-    free(b);
+#pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
+    gemm_in_team(g);
 }
 
-/* Which states a forward reads and writes besides zeros: they make other primitives. */
-struct lstm_ends {
-    bool init, last;
-};
+/* ---- the pointwise cell, one row's columns [j0, j1) ---- */
 
-static struct lstm_ends lstm_ends(const struct pb_lstm_states *st)
+enum { CELL_COLS = 256 };
+
+static inline float sigmoidf(float v)
 {
-    if (!st)
-        return (struct lstm_ends){false, false};
-    PB_CHECK(!st->h0 == !st->c0 && !st->h_last == !st->c_last);
-    return (struct lstm_ends){st->h0 != NULL, st->h_last != NULL};
+    return PB_CPU_FMA(0.5f, pb_cpu_tanhf(0.5f * v), 0.5f);
 }
 
-static struct pb_cpu_key lstm_key(enum pb_cpu_op op, const struct pb_lstm_desc *d, bool train,
-                                  struct lstm_ends ends)
+/* Forward: a [G] pre-activations in, activations out; c_prev [H] (zeros at t = 0); c, h [H]. */
+static void cell_fwd(float *restrict a, const float *restrict bias, const float *restrict c_prev,
+                     float *restrict c, float *restrict h, int H, int j0, int j1)
 {
-    return (struct pb_cpu_key){
-        .op = op, .v = {d->batch, d->steps, d->input, d->hidden, train, ends.init, ends.last}};
+#pragma omp simd
+    for (int j = j0; j < j1; j++) {
+        float i = sigmoidf(a[j] + bias[j]);
+        float f = sigmoidf(a[H + j] + bias[H + j]);
+        float g = pb_cpu_tanhf(a[2 * H + j] + bias[2 * H + j]);
+        float o = sigmoidf(a[3 * H + j] + bias[3 * H + j]);
+        float cj = f * c_prev[j] + i * g;
+        c[j] = cj;
+        h[j] = o * pb_cpu_tanhf(cj);
+        a[j] = i;
+        a[H + j] = f;
+        a[2 * H + j] = g;
+        a[3 * H + j] = o;
+    }
 }
 
-/* The weights' descriptors of a primitive: layer [I, 4, H] and iter [H, 4, H]. */
-static void prim_w_mds(const struct pb_cpu_prim *p, dnnl_query_t q, const dnnl_memory_desc_t **wl,
-                       const dnnl_memory_desc_t **wi)
+/* Backward: act [G] the step's gates, c and c_prev [H], dy [H], dh_next [H] (dA_{t+1}·W_hh,
+ * zeros at t = T − 1), dc [H] carried in (dc_{t+1}·f_{t+1}) and out; da [G]. */
+static void cell_bwd(const float *restrict act, const float *restrict c,
+                     const float *restrict c_prev, const float *restrict dy,
+                     const float *restrict dh_next, float *restrict dc, float *restrict da, int H,
+                     int j0, int j1)
 {
-    *wl = pb_cpu_prim_md(p, q, 0);
-    *wi = pb_cpu_prim_md(p, q, 1);
+#pragma omp simd
+    for (int j = j0; j < j1; j++) {
+        float i = act[j], f = act[H + j], g = act[2 * H + j], o = act[3 * H + j];
+        float tc = pb_cpu_tanhf(c[j]);
+        float dh = dy[j] + dh_next[j];
+        float dcj = dc[j] + dh * o * (1.0f - tc * tc);
+        da[j] = dcj * g * i * (1.0f - i);
+        da[H + j] = dcj * c_prev[j] * f * (1.0f - f);
+        da[2 * H + j] = dcj * i * (1.0f - g * g);
+        da[3 * H + j] = dh * tc * o * (1.0f - o);
+        dc[j] = dcj * f;
+    }
 }
 
-static struct lstm_fwd *fwd_get(struct pb_backend *be, const struct pb_lstm_desc *d, bool train,
-                               struct lstm_ends ends)
+static int cell_chunks(const struct pb_lstm_desc *d)
 {
-    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_FWD, d, train, ends);
-    struct lstm_fwd *f = pb_cpu_cache_get(be, &k);
-    if (f)
-        return f;
-    f = pb_xcalloc(1, sizeof *f);
-    dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), b = b_md(d);
-    dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
-    dnnl_memory_desc_t wi = w_md(d, d->hidden, dnnl_format_tag_any);
-    dnnl_memory_desc_t hc = state_md(d);
-    const dnnl_memory_desc_t *init = ends.init ? &hc : NULL, *last = ends.last ? &hc : NULL;
-    dnnl_rnn_desc_t rd;
-    PB_DNNL(dnnl_lstm_forward_desc_init(&rd, train ? dnnl_forward_training : dnnl_forward_inference,
-                                        dnnl_unidirectional_left2right, &x, init, init, &wl, &wi,
-                                        &b, &y, last, last, 0));
-    pb_cpu_prim_create(be, &f->p, &rd, NULL);
-    const dnnl_memory_desc_t *pwl, *pwi;
-    prim_w_mds(&f->p, dnnl_query_weights_md, &pwl, &pwi);
-    dnnl_memory_desc_t ul = w_md(d, d->input, dnnl_ldgoi), ui = w_md(d, d->hidden, dnnl_ldgoi);
-    reorder_init(be, &f->w_ih, &ul, pwl, false);
-    reorder_init(be, &f->w_hh, &ui, pwi, false);
-    pb_cpu_cache_put(be, &k, f, drop_fwd);
-    return f;
+    return d->batch * ((d->hidden + CELL_COLS - 1) / CELL_COLS);
 }
 
-static struct lstm_bwd *bwd_get(struct pb_backend *be, const struct pb_lstm_desc *d)
+/* chunk → row b and columns [j0, j1) */
+static int chunk_cols(const struct pb_lstm_desc *d, int chunk, int *j0, int *j1)
 {
-    struct lstm_ends zero = {false, false};
-    struct pb_cpu_key k = lstm_key(PB_CPU_OP_LSTM_BWD, d, true, zero);
-    struct lstm_bwd *b = pb_cpu_cache_get(be, &k);
-    if (b)
-        return b;
-    struct lstm_fwd *f = fwd_get(be, d, true, zero);
-    b = pb_xcalloc(1, sizeof *b);
-    dnnl_memory_desc_t x = seq_md(d, d->input), y = seq_md(d, d->hidden), bias = b_md(d);
-    dnnl_memory_desc_t wl = w_md(d, d->input, dnnl_format_tag_any);
-    dnnl_memory_desc_t wi = w_md(d, d->hidden, dnnl_format_tag_any);
-    dnnl_rnn_desc_t rd;
-    PB_DNNL(dnnl_lstm_backward_desc_init(&rd, dnnl_backward, dnnl_unidirectional_left2right, &x,
-                                         NULL, NULL, &wl, &wi, &bias, &y, NULL, NULL, &x, NULL,
-                                         NULL, &wl, &wi, &bias, &y, NULL, NULL, 0));
-    pb_cpu_prim_create(be, &b->p, &rd, f->p.pd);
-    const dnnl_memory_desc_t *pwl, *pwi, *dwl, *dwi;
-    prim_w_mds(&b->p, dnnl_query_weights_md, &pwl, &pwi);
-    prim_w_mds(&b->p, dnnl_query_diff_weights_md, &dwl, &dwi);
-    dnnl_memory_desc_t ul = w_md(d, d->input, dnnl_ldgoi), ui = w_md(d, d->hidden, dnnl_ldgoi);
-    reorder_init(be, &b->w_ih, &ul, pwl, false);
-    reorder_init(be, &b->w_hh, &ui, pwi, false);
-    reorder_init(be, &b->dw_ih, &ul, dwl, true);
-    reorder_init(be, &b->dw_hh, &ui, dwi, true);
-    pb_cpu_cache_put(be, &k, b, drop_bwd);
-    return b;
+    int per = (d->hidden + CELL_COLS - 1) / CELL_COLS;
+    *j0 = chunk % per * CELL_COLS;
+    *j1 = *j0 + CELL_COLS < d->hidden ? *j0 + CELL_COLS : d->hidden;
+    return chunk / per;
+}
+
+/* ---- the ops ---- */
+
+static size_t rows(const struct pb_lstm_desc *d)
+{
+    return (size_t)d->batch * d->steps;
 }
 
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d)
 {
-    pb_cpu_begin(be);  /* the primitive is created with the instance's thread count */
-    struct lstm_fwd *f = fwd_get(be, d, true, (struct lstm_ends){false, false});
-    return dnnl_memory_desc_get_size(pb_cpu_prim_md(&f->p, dnnl_query_workspace_md, 0));
+    (void)be;
+    return rows(d) * 5 * (size_t)d->hidden * sizeof(float);
 }
 
-/* bias [4H] = b_ih + b_hh */
-static void bias_sum(const struct pb_lstm_desc *d, const struct lstm_w *p, float *bias)
+/* The forward into gates [B, T, G] and cell [B, T, H] (the workspace's layout), from
+ * st's h0 and c0 where given. */
+static void lstm_forward(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                         const float *w, float *y, float *gates, float *cell,
+                         const struct pb_lstm_states *st)
 {
-    for (int j = 0; j < 4 * d->hidden; j++)
-        bias[j] = p->b_ih[j] + p->b_hh[j];
-}
-
-/* Where the primitive reads a weight tensor: user itself or buf after the reorder. */
-static const void *weights_in(struct pb_backend *be, const struct lstm_reorder *o,
-                              const float *user, void *buf)
-{
-    if (!o->active)
-        return user;
-    reorder_run(be, o, user, buf);
-    return buf;
-}
-
-/* Bytes rounded up to 64, so that the pieces of one scratch block stay aligned. */
-static size_t al64(size_t bytes)
-{
-    return (bytes + 63) & ~(size_t)63;
-}
-
-static size_t in_bytes(const struct lstm_reorder *o)
-{
-    return o->active ? al64(o->bytes) : 0;
+    int T = d->steps, H = d->hidden, G = 4 * H;
+    struct lstm_w p = lstm_split(d, w);
+    const float *h0 = st ? st->h0 : NULL, *c0 = st ? st->c0 : NULL;
+    /* the summed bias [G], then a row of zeros [H] for c_{−1} = 0 */
+    float *bias = pb_cpu_scratch(be, (size_t)(G + H) * sizeof(float));
+    if (!bias)
+        return;
+    float *zeros = bias + G;
+    for (int j = 0; j < G; j++)
+        bias[j] = p.b_ih[j] + p.b_hh[j];
+    memset(zeros, 0, (size_t)H * sizeof(float));
+    struct gemm in = {false, true, (int)rows(d), G, d->input, x, p.w_ih, d->input, d->input,
+                      0.0f, gates, G};
+    int nchunks = cell_chunks(d);
+#pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
+    {
+        gemm_in_team(&in);
+        for (int t = 0; t < T; t++) {
+            if (t > 0 || h0) {  /* rows b·T + t += h_{t−1}·W_hhᵀ */
+                const float *hp = t ? y + (size_t)(t - 1) * H : h0;
+                struct gemm rec = {false, true, d->batch, G, H, hp, p.w_hh, t ? T * H : H, H,
+                                   1.0f, gates + (size_t)t * G, T * G};
+                gemm_in_team(&rec);
+            }
+#pragma omp for schedule(static)
+            for (int k = 0; k < nchunks; k++) {
+                int j0, j1, b = chunk_cols(d, k, &j0, &j1);
+                size_t r = (size_t)b * T + t;
+                float *c = cell + r * H;
+                const float *cp = t ? c - H : c0 ? c0 + (size_t)b * H : zeros;
+                cell_fwd(gates + r * G, bias, cp, c, y + r * H, H, j0, j1);
+            }
+        }
+    }
+    if (st && st->h_last)
+        for (int b = 0; b < d->batch; b++) {
+            size_t r = (size_t)b * T + T - 1;
+            memcpy(st->h_last + (size_t)b * H, y + r * H, (size_t)H * sizeof(float));
+            memcpy(st->c_last + (size_t)b * H, cell + r * H, (size_t)H * sizeof(float));
+        }
+    pb_cpu_scratch_free(be, bias);
 }
 
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
@@ -250,37 +238,16 @@ void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
 {
     if (!pb_cpu_begin(be))
         return;
-    struct lstm_ends ends = lstm_ends(st);
-    PB_CHECK(!(ws && ends.init));
-    struct lstm_fwd *f = fwd_get(be, d, ws != NULL, ends);
-    struct lstm_w p = lstm_split(d, w);
-    size_t bb = al64(4 * (size_t)d->hidden * sizeof(float)), lb = in_bytes(&f->w_ih);
-    /* the weights in the primitive's format, then the summed bias [4H] */
-    char *buf = pb_cpu_scratch(be, lb + in_bytes(&f->w_hh) + bb);
-    if (!buf)
+    PB_CHECK(!st || (!st->h0 == !st->c0 && !st->h_last == !st->c_last));
+    PB_CHECK(!ws || !st || !st->h0);  /* a training forward starts from zeros */
+    /* inference: the same kernel (the same bits as training's y), its gates and cells in
+     * scratch */
+    float *gates = ws ? ws : pb_cpu_scratch(be, pb_cpu_lstm_workspace(be, d));
+    if (!gates)
         return;
-    float *bias = (float *)(buf + lb + in_bytes(&f->w_hh));
-    bias_sum(d, &p, bias);
-    struct pb_cpu_arg a[10] = {
-        {DNNL_ARG_SRC_LAYER, x},
-        {DNNL_ARG_WEIGHTS_LAYER, weights_in(be, &f->w_ih, p.w_ih, buf)},
-        {DNNL_ARG_WEIGHTS_ITER, weights_in(be, &f->w_hh, p.w_hh, buf + lb)},
-        {DNNL_ARG_BIAS, bias},
-        {DNNL_ARG_DST_LAYER, y},
-    };
-    int n = 5;
-    if (ws)
-        a[n++] = (struct pb_cpu_arg){DNNL_ARG_WORKSPACE, ws};
-    if (ends.init) {
-        a[n++] = (struct pb_cpu_arg){DNNL_ARG_SRC_ITER, st->h0};
-        a[n++] = (struct pb_cpu_arg){DNNL_ARG_SRC_ITER_C, st->c0};
-    }
-    if (ends.last) {
-        a[n++] = (struct pb_cpu_arg){DNNL_ARG_DST_ITER, st->h_last};
-        a[n++] = (struct pb_cpu_arg){DNNL_ARG_DST_ITER_C, st->c_last};
-    }
-    pb_cpu_prim_exec(be, &f->p, n, a);
-    pb_cpu_scratch_free(be, buf);
+    lstm_forward(be, d, x, w, y, gates, gates + rows(d) * 4 * (size_t)d->hidden, st);
+    if (!ws)
+        pb_cpu_scratch_free(be, gates);
 }
 
 void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
@@ -289,41 +256,59 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
 {
     if (!pb_cpu_begin(be))
         return;
-    struct lstm_bwd *b = bwd_get(be, d);
-    struct lstm_w p = lstm_split(d, w), g = lstm_split(d, dw_acc);
-    size_t G = 4 * (size_t)d->hidden, bb = al64(G * sizeof(float));
-    size_t wl = in_bytes(&b->w_ih), wi = in_bytes(&b->w_hh);
-    size_t dl = al64(b->dw_ih.bytes), di = al64(b->dw_hh.bytes);
-    size_t xb = dx ? 0 : (size_t)d->batch * d->steps * (size_t)d->input * sizeof(float);
-    /* weights in, weight gradients out (primitive's formats), bias and its gradient [4H],
-     * dx when not wanted */
-    char *buf = pb_cpu_scratch(be, wl + wi + dl + di + 2 * bb + xb);
-    if (!buf)
+    int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
+    struct lstm_w p = lstm_split(d, w), gw = lstm_split(d, dw_acc);
+    const float *act = ws, *cell = act + rows(d) * G;
+    /* dA [B, T, G]; h_{t−1} per row [B, T, H]; dh_next and dc [B, H]; the bias gradient
+     * [G]; zeros [H] */
+    size_t n = rows(d) * (G + H) + 2 * (size_t)B * H + G + H;
+    float *da = pb_cpu_scratch(be, n * sizeof(float));
+    if (!da)
         return;
-    char *gl = buf + wl + wi, *gi = gl + dl;
-    float *bias = (float *)(gi + di), *dbias = (float *)(gi + di + bb);
-    memset(gl, 0, dl + di);
-    memset(dbias, 0, bb);
-    bias_sum(d, &p, bias);
-    struct pb_cpu_arg a[11] = {
-        {DNNL_ARG_SRC_LAYER, x},
-        {DNNL_ARG_WEIGHTS_LAYER, weights_in(be, &b->w_ih, p.w_ih, buf)},
-        {DNNL_ARG_WEIGHTS_ITER, weights_in(be, &b->w_hh, p.w_hh, buf + wl)},
-        {DNNL_ARG_BIAS, bias},
-        {DNNL_ARG_DST_LAYER, y},
-        {DNNL_ARG_WORKSPACE, ws},
-        {DNNL_ARG_DIFF_DST_LAYER, dy},
-        {DNNL_ARG_DIFF_SRC_LAYER, dx ? dx : (void *)(gi + di + 2 * bb)},
-        {DNNL_ARG_DIFF_WEIGHTS_LAYER, gl},
-        {DNNL_ARG_DIFF_WEIGHTS_ITER, gi},
-        {DNNL_ARG_DIFF_BIAS, dbias},
-    };
-    pb_cpu_prim_exec(be, &b->p, 11, a);
-    reorder_run(be, &b->dw_ih, gl, g.w_ih);
-    reorder_run(be, &b->dw_hh, gi, g.w_hh);
-    for (size_t j = 0; j < G; j++) {
-        g.b_ih[j] += dbias[j];
-        g.b_hh[j] += dbias[j];
+    float *hprev = da + rows(d) * G, *dh = hprev + rows(d) * H, *dc = dh + (size_t)B * H;
+    float *dbias = dc + (size_t)B * H, *zeros = dbias + G;
+    memset(dc, 0, (size_t)B * H * sizeof(float));
+    memset(dbias, 0, (size_t)(G + H) * sizeof(float));
+    int nchunks = cell_chunks(d);
+#pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
+    {
+        for (int t = T - 1; t >= 0; t--) {
+            if (t < T - 1) {  /* dh_next = dA_{t+1}·W_hh */
+                struct gemm rec = {false, false, B, H, G, da + (size_t)(t + 1) * G, p.w_hh,
+                                   T * G, H, 0.0f, dh, H};
+                gemm_in_team(&rec);
+            }
+#pragma omp for schedule(static)
+            for (int k = 0; k < nchunks; k++) {
+                int j0, j1, b = chunk_cols(d, k, &j0, &j1);
+                size_t r = (size_t)b * T + t;
+                const float *c = cell + r * H;
+                cell_bwd(act + r * G, c, t ? c - H : zeros, dy + r * H,
+                         t < T - 1 ? dh + (size_t)b * H : zeros, dc + (size_t)b * H, da + r * G,
+                         H, j0, j1);
+            }
+        }
+#pragma omp for schedule(static)
+        for (int r = 0; r < R; r++) {
+            float *hp = hprev + (size_t)r * H;
+            if (r % T)
+                memcpy(hp, y + (size_t)(r - 1) * H, (size_t)H * sizeof(float));
+            else
+                memset(hp, 0, (size_t)H * sizeof(float));
+        }
     }
-    pb_cpu_scratch_free(be, buf);
+    struct gemm dw_ih = {true, false, G, I, R, da, x, G, I, 1.0f, gw.w_ih, I};
+    struct gemm dw_hh = {true, false, G, H, R, da, hprev, G, H, 1.0f, gw.w_hh, H};
+    gemm_run(be, &dw_ih);
+    gemm_run(be, &dw_hh);
+    if (dx) {
+        struct gemm dxg = {false, false, R, I, G, da, p.w_ih, G, I, 0.0f, dx, I};
+        gemm_run(be, &dxg);
+    }
+    pb_cpu_bias_grad(be, da, dbias, R, G);
+    for (int j = 0; j < G; j++) {
+        gw.b_ih[j] += dbias[j];
+        gw.b_hh[j] += dbias[j];
+    }
+    pb_cpu_scratch_free(be, da);
 }

@@ -1,6 +1,13 @@
 /* harness/compute/cpu/cpu_concat.c — channel concatenation (Inception, GoogLeNet, DenseNet) and
  * its backward, the split, in any layouts and channel counts: oneDNN's concat primitive,
- * and reorders of channel windows (sub-memory views) of dout into the slices. */
+ * and reorders of channel windows (sub-memory views) of dout into the slices; where
+ * every tensor shares one blocked layout (nChw8c, nChw16c) but a part's channels do not
+ * fill whole blocks (DenseNet's growth of 8, GoogLeNet's branches), a copy of channel
+ * runs of this file's own, so the result stays blocked: otherwise it would be plain,
+ * and every consumer would reorder it back or run oneDNN's plain-layout batch norm
+ * (ncsp, not vectorised over channels). */
+#include <string.h>
+
 #include "harness/compute/cpu/cpu_internal.h"
 
 /* The key of a concat/split of k tensors of n, h, w with channels c[i], layouts l[i]
@@ -53,17 +60,109 @@ static struct pb_cpu_prim *concat_create(struct pb_backend *be, int k,
     return p;
 }
 
-/* Blocked output when every input shares one blocked layout on block boundaries. */
+/* ---- one blocked layout, channels at any offset ---- */
+
+/* Whether the tensors all have the blocked layout l. */
+static bool all_blocked(enum pb_layout l, int k, const struct pb_tensor *const *ts)
+{
+    if (pb_layout_block(l) == 1)
+        return false;
+    for (int i = 0; i < k; i++)
+        if (ts[i]->layout != l)
+            return false;
+    return true;
+}
+
+/* Whether every part fills whole blocks (oneDNN's primitives then view them in place). */
+static bool blocks_filled(int blk, int k, const struct pb_tensor *const *ts)
+{
+    for (int i = 0; i < k; i++)
+        if (ts[i]->shape.c % blk)
+            return false;
+    return true;
+}
+
+/* Channel block ib of a part of ci channels at channel offset c0 of the whole (shape
+ * ws), layout block blk, image n: its valid lanes l < min(blk, ci − ib·blk) are the
+ * whole's channels c0 + ib·blk + l, in one or two of the whole's blocks; each block a
+ * plane [h·w, blk]. to_whole: part → whole (concat), else whole → part (split). */
+static void copy_block(float *whole, float *part, struct pb_shape ws, int ci, int c0, int ib,
+                       int n, int blk, bool to_whole)
+{
+    size_t hw = (size_t)ws.h * ws.w, plane = hw * (size_t)blk;
+    int wcb = (ws.c + blk - 1) / blk, pcb = (ci + blk - 1) / blk;
+    int lanes = ci - ib * blk < blk ? ci - ib * blk : blk;
+    float *p = part + ((size_t)n * pcb + ib) * plane;
+    int first = c0 + ib * blk;  /* the whole's channel of lane 0 */
+    for (int l0 = 0; l0 < lanes;) {
+        int oc = first + l0, ob = oc / blk, ol = oc % blk;
+        int run = blk - ol < lanes - l0 ? blk - ol : lanes - l0;  /* lanes in block ob */
+        float *w = whole + ((size_t)n * wcb + ob) * plane + ol, *q = p + l0;
+        for (size_t x = 0; x < hw; x++)
+            for (int l = 0; l < run; l++) {
+                if (to_whole)
+                    w[x * blk + l] = q[x * blk + l];
+                else
+                    q[x * blk + l] = w[x * blk + l];
+            }
+        l0 += run;
+    }
+}
+
+/* Lanes c % blk … blk − 1 of the last block of a tensor of shape s, image n: zero, as
+ * the blocked layouts keep their padding. */
+static void zero_padding(float *t, struct pb_shape s, int blk, int n)
+{
+    int from = s.c % blk, cb = (s.c + blk - 1) / blk;
+    if (!from)
+        return;
+    size_t hw = (size_t)s.h * s.w;
+    float *b = t + ((size_t)n * cb + cb - 1) * hw * (size_t)blk;
+    for (size_t x = 0; x < hw; x++)
+        memset(b + x * blk + from, 0, (size_t)(blk - from) * sizeof(float));
+}
+
+/* The parts' blocks copied into (to_whole) or out of the whole, in parallel over the
+ * items (image, part, part block): two items may share a block of the whole, never a
+ * lane. Then the padding lanes of what was written are zeroed. */
+static void copy_parts(struct pb_backend *be, struct pb_tensor *whole, int k,
+                       struct pb_tensor *const *parts, bool to_whole)
+{
+    int blk = pb_layout_block(whole->layout), nb = 0;
+    int *start = pb_xmalloc((size_t)(k + 1) * sizeof *start);  /* part i's first item */
+    for (int i = 0; i < k; i++) {
+        start[i] = nb;
+        nb += (parts[i]->shape.c + blk - 1) / blk;
+    }
+    start[k] = nb;
+    int items = whole->shape.n * nb;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int it = 0; it < items; it++) {
+        int n = it / nb, b = it % nb, i = 0, c0 = 0;
+        while (b >= start[i + 1])
+            c0 += parts[i++]->shape.c;
+        copy_block(whole->data, parts[i]->data, whole->shape, parts[i]->shape.c, c0,
+                   b - start[i], n, blk, to_whole);
+    }
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int n = 0; n < whole->shape.n; n++) {
+        if (to_whole)
+            zero_padding(whole->data, whole->shape, blk, n);
+        else
+            for (int i = 0; i < k; i++)
+                zero_padding(parts[i]->data, parts[i]->shape, blk, n);
+    }
+    free(start);
+}
+
+/* The inputs' layout when they all share one blocked layout (at any channel counts:
+ * copy_parts places them), else plain. */
 enum pb_layout pb_cpu_concat_layout(struct pb_backend *be, int k,
                                     const struct pb_tensor *const *ins)
 {
     (void)be;
     enum pb_layout lay = ins[0]->layout;
-    int blk = pb_layout_block(lay);
-    for (int i = 0; i < k; i++)
-        if (ins[i]->layout != lay || ins[i]->shape.c % blk)
-            return PB_LAYOUT_PLAIN;
-    return lay;
+    return all_blocked(lay, k, ins) ? lay : PB_LAYOUT_PLAIN;
 }
 
 /* ins[i] [n, c_i, h, w] (any layouts) → out [n, sum c_i, h, w] (layout set) */
@@ -73,6 +172,10 @@ void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *
     if (!pb_cpu_begin(be))
         return;
     check_parts(out->shape, k, ins);
+    if (all_blocked(out->layout, k, ins) && !blocks_filled(pb_layout_block(out->layout), k, ins)) {
+        copy_parts(be, out, k, (struct pb_tensor *const *)ins, true);
+        return;
+    }
     struct pb_cpu_key key;
     bool cached = cat_key(&key, PB_CPU_OP_CONCAT, out->shape, out->layout, k, ins);
     struct pb_cpu_prim *p = cached ? pb_cpu_cache_get(be, &key) : NULL;
@@ -141,7 +244,13 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
 {
     if (!pb_cpu_begin(be))
         return;
-    check_parts(dout->shape, k, (const struct pb_tensor *const *)douts);
+    const struct pb_tensor *const *cparts = (const struct pb_tensor *const *)douts;
+    check_parts(dout->shape, k, cparts);
+    if (all_blocked(dout->layout, k, cparts) &&
+        !blocks_filled(pb_layout_block(dout->layout), k, cparts)) {
+        copy_parts(be, (struct pb_tensor *)dout, k, douts, false);
+        return;
+    }
     struct pb_cpu_key key;
     bool cached = cat_key(&key, PB_CPU_OP_SPLIT, dout->shape, dout->layout, k,
                           (const struct pb_tensor *const *)douts);

@@ -1,7 +1,8 @@
 /* harness/compute/cpu/cpu_concat.c — channel concatenation (Inception, GoogLeNet, DenseNet) and
  * its backward, the split, in any layouts and channel counts: oneDNN's concat primitive,
  * and reorders of channel windows (sub-memory views) of dout into the slices; where
- * every tensor shares one blocked layout (nChw8c, nChw16c) but a part's channels do not
+ * every tensor is plain, one copy per image and part; where every tensor shares one
+ * blocked layout (nChw8c, nChw16c) but a part's channels do not
  * fill whole blocks (DenseNet's growth of 8, GoogLeNet's branches), a copy of channel
  * runs of this file's own, so the result stays blocked: otherwise it would be plain,
  * and every consumer would reorder it back or run oneDNN's plain-layout batch norm
@@ -155,6 +156,36 @@ static void copy_parts(struct pb_backend *be, struct pb_tensor *whole, int k,
     free(start);
 }
 
+/* All plain: part i of image n is one run of c_i·h·w floats at channel c0 of the
+ * whole's image n (oneDNN's concat copies rows of h·w floats, slow when they are short:
+ * GNMT's [B·T, H] sequences with h = w = 1). to_whole: part → whole, else whole → part. */
+static void copy_plain(struct pb_backend *be, struct pb_tensor *whole, int k,
+                       struct pb_tensor *const *parts, bool to_whole)
+{
+    struct pb_shape ws = whole->shape;
+    size_t hw = (size_t)ws.h * ws.w;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int n = 0; n < ws.n; n++) {
+        size_t c0 = 0;
+        for (int i = 0; i < k; i++) {
+            size_t run = (size_t)parts[i]->shape.c * hw;
+            float *w = whole->data + ((size_t)n * ws.c + c0) * hw, *p = parts[i]->data + n * run;
+            memcpy(to_whole ? w : p, to_whole ? p : w, run * sizeof(float));
+            c0 += (size_t)parts[i]->shape.c;
+        }
+    }
+}
+
+static bool all_plain(enum pb_layout l, int k, const struct pb_tensor *const *ts)
+{
+    if (l != PB_LAYOUT_PLAIN)
+        return false;
+    for (int i = 0; i < k; i++)
+        if (ts[i]->layout != PB_LAYOUT_PLAIN)
+            return false;
+    return true;
+}
+
 /* The inputs' layout when they all share one blocked layout (at any channel counts:
  * copy_parts places them), else plain. */
 enum pb_layout pb_cpu_concat_layout(struct pb_backend *be, int k,
@@ -172,6 +203,10 @@ void pb_cpu_concat(struct pb_backend *be, int k, const struct pb_tensor *const *
     if (!pb_cpu_begin(be))
         return;
     check_parts(out->shape, k, ins);
+    if (all_plain(out->layout, k, ins)) {
+        copy_plain(be, out, k, (struct pb_tensor *const *)ins, true);
+        return;
+    }
     if (all_blocked(out->layout, k, ins) && !blocks_filled(pb_layout_block(out->layout), k, ins)) {
         copy_parts(be, out, k, (struct pb_tensor *const *)ins, true);
         return;
@@ -246,6 +281,10 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
         return;
     const struct pb_tensor *const *cparts = (const struct pb_tensor *const *)douts;
     check_parts(dout->shape, k, cparts);
+    if (all_plain(dout->layout, k, cparts)) {
+        copy_plain(be, (struct pb_tensor *)dout, k, douts, false);
+        return;
+    }
     if (all_blocked(dout->layout, k, cparts) &&
         !blocks_filled(pb_layout_block(dout->layout), k, cparts)) {
         copy_parts(be, (struct pb_tensor *)dout, k, douts, false);

@@ -3,7 +3,8 @@
  * training (bench/lstm_dnnl.c, "old", which the backend ran before), measured in one
  * run (the machine is shared and noisy), on residual-lstm's paper shape (B 256, T 200,
  * I = H = 128) and GNMT's (B 64, T 50, H 1024, I 1024 and 2048; and B 8, the batch of
- * bench_seq's paper-width stack), at 1 and 2 threads:
+ * bench_seq's paper-width stack), and the small presets' (residual-lstm B 256, T 64,
+ * I = H = 32; GNMT B 64, T 20, I = H = 64), at 1 and 2 threads:
  * the training forward and the backward (dx and the weight gradients), each timed once
  * per round after one warm-up of both, old and new interleaved; the table shows the
  * wall-clock medians over the rounds and the medians of the per-round ratios new / old
@@ -32,6 +33,8 @@ struct shape {
 
 static const struct shape shapes[] = {
     {"residual-lstm", {256, 200, 128, 128}, 5},
+    {"residual-small", {256, 64, 32, 32}, 5},
+    {"gnmt-small", {64, 20, 64, 64}, 5},
     {"gnmt-i1024", {64, 50, 1024, 1024}, 3},
     {"gnmt-i2048", {64, 50, 2048, 1024}, 3},
     {"gnmt-b8-i1024", {8, 50, 1024, 1024}, 3},
@@ -225,8 +228,9 @@ int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
     printf("pipebench LSTM benchmark: the CPU backend's C kernel (new) vs oneDNN's LSTM "
-           "primitive (old); training forward and backward, each once per round after a warm-up, old "
-           "and new interleaved; medians over 5 rounds (residual-lstm) or 3 (GNMT)\n");
+           "primitive (old); training forward and backward, each once per round after a "
+           "warm-up, old and new interleaved; medians over 3 rounds (GNMT's paper width) or 5 "
+           "(the others)\n");
     printf("                                          forward: wall ms    new/old    "
            "backward: wall ms    new/old\n");
     printf("  th  shape             B    T     I     H      old      new  wall   cpu"

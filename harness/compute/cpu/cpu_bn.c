@@ -2,7 +2,10 @@
  * training saves the batch mean and biased variance in aux ([2, C] floats, this
  * backend's format) and updates the running statistics as PyTorch, inference reads
  * the running ones, the backward accumulates dgamma and dbeta; y and dx keep x's
- * layout. */
+ * layout. The primitives always run on nChw16c (x, dy reordered in, y, dx out when
+ * they are in another layout): oneDNN's statistics sum in another order per layout, and
+ * a stage receives its input plain where one stage running the whole model would hold
+ * it blocked, so that gpipe is gradient accumulation bit for bit (semantics §4.7). */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -19,21 +22,32 @@ static struct pb_cpu_key bn_key(enum pb_cpu_op op, const struct pb_tensor *x, en
                                .v = {s.n, s.c, s.h, s.w, (int)x->layout, (int)l1, e.i, train}};
 }
 
-static void drop_prim(struct pb_backend *be, void *val)
-{
-    pb_cpu_prim_destroy(be, val);
-    free(val);
-}
+/* the layout the primitives run on */
+#define BN_LAYOUT PB_LAYOUT_NCHW16C
 
 static void fwd_desc(const struct pb_tensor *x, float eps, bool train,
                      dnnl_batch_normalization_desc_t *bd)
 {
-    dnnl_memory_desc_t md = pb_cpu_md(x->shape, x->layout);
+    dnnl_memory_desc_t md = pb_cpu_md(x->shape, BN_LAYOUT);
     unsigned flags = dnnl_use_scale | dnnl_use_shift;
     if (!train)
         flags |= dnnl_use_global_stats;
     PB_DNNL(dnnl_batch_normalization_forward_desc_init(
         bd, train ? dnnl_forward_training : dnnl_forward_inference, &md, eps, flags));
+}
+
+struct bn_fwd {
+    struct pb_cpu_prim p;
+    struct pb_cpu_xfer x, y;  /* x's layout → BN_LAYOUT, and back for y */
+};
+
+static void drop_fwd(struct pb_backend *be, void *val)
+{
+    struct bn_fwd *f = val;
+    pb_cpu_xfer_destroy(be, &f->x);
+    pb_cpu_xfer_destroy(be, &f->y);
+    pb_cpu_prim_destroy(be, &f->p);
+    free(f);
 }
 
 /* x [n, c, h, w], gamma/beta [c]; mean/var [c] written (train) or read (inference);
@@ -46,19 +60,30 @@ static void bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float
         return;
     PB_CHECK(pb_shape_eq(x->shape, y->shape) && x->layout == y->layout);
     struct pb_cpu_key k = bn_key(PB_CPU_OP_BN_FWD, x, x->layout, eps, train);
-    struct pb_cpu_prim *p = pb_cpu_cache_get(be, &k);
-    if (!p) {
-        p = pb_xcalloc(1, sizeof *p);
+    struct bn_fwd *f = pb_cpu_cache_get(be, &k);
+    if (!f) {
+        f = pb_xcalloc(1, sizeof *f);
         dnnl_batch_normalization_desc_t bd;
         fwd_desc(x, eps, train, &bd);
-        pb_cpu_prim_create(be, p, &bd, NULL);
-        pb_cpu_cache_put(be, &k, p, drop_prim);
+        pb_cpu_prim_create(be, &f->p, &bd, NULL);
+        dnnl_memory_desc_t user = pb_cpu_md(x->shape, x->layout);
+        dnnl_memory_desc_t prim = pb_cpu_md(x->shape, BN_LAYOUT);
+        pb_cpu_xfer_in_init(be, &f->x, &user, &prim);
+        pb_cpu_xfer_out_init(be, &f->y, &prim, &user);
+        pb_cpu_cache_put(be, &k, f, drop_fwd);
     }
+    if (be->failed)
+        return;
     struct pb_cpu_arg a[6] = {
-        {DNNL_ARG_SRC, x->data},   {DNNL_ARG_DST, y->data},   {DNNL_ARG_SCALE, gamma},
-        {DNNL_ARG_SHIFT, beta},    {DNNL_ARG_MEAN, mean},     {DNNL_ARG_VARIANCE, var},
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &f->x, x->data)},
+        {DNNL_ARG_DST, pb_cpu_xfer_out_ptr(&f->y, y->data)},
+        {DNNL_ARG_SCALE, gamma},
+        {DNNL_ARG_SHIFT, beta},
+        {DNNL_ARG_MEAN, mean},
+        {DNNL_ARG_VARIANCE, var},
     };
-    pb_cpu_prim_exec(be, p, 6, a);
+    pb_cpu_prim_exec(be, &f->p, 6, a);
+    pb_cpu_xfer_out(be, &f->y, y->data);
 }
 
 size_t pb_cpu_bn_aux_bytes(struct pb_backend *be, int channels)
@@ -92,7 +117,7 @@ void pb_cpu_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const
 
 struct bn_bwd {
     struct pb_cpu_prim p;
-    struct pb_cpu_xfer dy;  /* dy's layout → x's */
+    struct pb_cpu_xfer x, dy, dx;  /* x's and dy's layouts → BN_LAYOUT → dx's (x's) */
     float *dgamma, *dbeta;  /* [c] this call's gradients */
     float *shift;           /* [c] zeros: oneDNN 2.6 wants a shift argument it never reads */
 };
@@ -100,7 +125,9 @@ struct bn_bwd {
 static void drop_bwd(struct pb_backend *be, void *val)
 {
     struct bn_bwd *b = val;
+    pb_cpu_xfer_destroy(be, &b->x);
     pb_cpu_xfer_destroy(be, &b->dy);
+    pb_cpu_xfer_destroy(be, &b->dx);
     pb_cpu_scratch_free(be, b->dgamma);
     pb_cpu_scratch_free(be, b->dbeta);
     pb_cpu_scratch_free(be, b->shift);
@@ -129,13 +156,16 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
         dnnl_primitive_desc_t hint;
         PB_DNNL(dnnl_primitive_desc_create(&hint, &fd, pb_cpu_of(be)->attr, pb_cpu_of(be)->eng,
                                            NULL));
-        dnnl_memory_desc_t md = pb_cpu_md(x->shape, x->layout),
+        dnnl_memory_desc_t md = pb_cpu_md(x->shape, BN_LAYOUT),
+                           xmd = pb_cpu_md(x->shape, x->layout),
                            dymd = pb_cpu_md(dy->shape, dy->layout);
         PB_DNNL(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &md, &md, eps,
                                                             dnnl_use_scale | dnnl_use_shift));
         pb_cpu_prim_create(be, &b->p, &bd, hint);
         dnnl_primitive_desc_destroy(hint);
+        pb_cpu_xfer_in_init(be, &b->x, &xmd, &md);
         pb_cpu_xfer_in_init(be, &b->dy, &dymd, &md);
+        pb_cpu_xfer_out_init(be, &b->dx, &md, &xmd);
         b->dgamma = pb_cpu_scratch(be, (size_t)c * sizeof(float));
         b->dbeta = pb_cpu_scratch(be, (size_t)c * sizeof(float));
         b->shift = pb_cpu_scratch(be, (size_t)c * sizeof(float));
@@ -146,13 +176,18 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
     if (be->failed)
         return;
     struct pb_cpu_arg a[9] = {
-        {DNNL_ARG_SRC, x->data},          {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &b->dy, dy->data)},
-        {DNNL_ARG_MEAN, mean},            {DNNL_ARG_VARIANCE, var},
-        {DNNL_ARG_SCALE, gamma},          {DNNL_ARG_SHIFT, b->shift},
-        {DNNL_ARG_DIFF_SRC, dx->data},    {DNNL_ARG_DIFF_SCALE, b->dgamma},
+        {DNNL_ARG_SRC, pb_cpu_xfer_in(be, &b->x, x->data)},
+        {DNNL_ARG_DIFF_DST, pb_cpu_xfer_in(be, &b->dy, dy->data)},
+        {DNNL_ARG_MEAN, mean},
+        {DNNL_ARG_VARIANCE, var},
+        {DNNL_ARG_SCALE, gamma},
+        {DNNL_ARG_SHIFT, b->shift},
+        {DNNL_ARG_DIFF_SRC, pb_cpu_xfer_out_ptr(&b->dx, dx->data)},
+        {DNNL_ARG_DIFF_SCALE, b->dgamma},
         {DNNL_ARG_DIFF_SHIFT, b->dbeta},
     };
     pb_cpu_prim_exec(be, &b->p, 9, a);
+    pb_cpu_xfer_out(be, &b->dx, dx->data);
     for (int i = 0; i < c; i++) {
         dgamma_acc[i] += b->dgamma[i];
         dbeta_acc[i] += b->dbeta[i];

@@ -13,21 +13,6 @@
 
 #include "bench/lstm_dnnl.h"
 #include "harness/compute/cpu/cpu_internal.h"
-/* The four weight tensors in the flat run w (or its gradient). */
-struct lstm_w {
-    float *w_ih, *w_hh, *b_ih, *b_hh;
-};
-
-static struct lstm_w lstm_split(const struct pb_lstm_desc *d, const float *w)
-{
-    size_t g = 4 * (size_t)d->hidden;
-    struct lstm_w s;
-    s.w_ih = (float *)w;
-    s.w_hh = s.w_ih + g * (size_t)d->input;
-    s.b_ih = s.w_hh + g * (size_t)d->hidden;
-    s.b_hh = s.b_ih + g;
-    return s;
-}
 
 /* A sequence [B, T, C] batch-first as oneDNN's [T, B, C]. */
 static dnnl_memory_desc_t seq_md(const struct pb_lstm_desc *d, int c)
@@ -219,7 +204,7 @@ size_t bench_lstm_dnnl_workspace(struct pb_backend *be, const struct pb_lstm_des
 }
 
 /* bias [4H] = b_ih + b_hh */
-static void bias_sum(const struct pb_lstm_desc *d, const struct lstm_w *p, float *bias)
+static void bias_sum(const struct pb_lstm_desc *d, const struct pb_cpu_lstm_w *p, float *bias)
 {
     for (int j = 0; j < 4 * d->hidden; j++)
         bias[j] = p->b_ih[j] + p->b_hh[j];
@@ -254,7 +239,7 @@ void bench_lstm_dnnl_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, co
     struct lstm_ends ends = lstm_ends(st);
     PB_CHECK(!(ws && ends.init));
     struct lstm_fwd *f = fwd_get(be, d, ws != NULL, ends);
-    struct lstm_w p = lstm_split(d, w);
+    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w);
     size_t bb = al64(4 * (size_t)d->hidden * sizeof(float)), lb = in_bytes(&f->w_ih);
     /* the weights in the primitive's format, then the summed bias [4H] */
     char *buf = pb_cpu_scratch(be, lb + in_bytes(&f->w_hh) + bb);
@@ -291,7 +276,7 @@ void bench_lstm_dnnl_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, co
     if (!pb_cpu_begin(be))
         return;
     struct lstm_bwd *b = bwd_get(be, d);
-    struct lstm_w p = lstm_split(d, w), g = lstm_split(d, dw_acc);
+    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w), g = pb_cpu_lstm_split(d, dw_acc);
     size_t G = 4 * (size_t)d->hidden, bb = al64(G * sizeof(float));
     size_t wl = in_bytes(&b->w_ih), wi = in_bytes(&b->w_hh);
     size_t dl = al64(b->dw_ih.bytes), di = al64(b->dw_hh.bytes);

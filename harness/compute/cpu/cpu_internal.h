@@ -259,7 +259,22 @@ void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *
 void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
                        const int32_t *lengths, int batch, int steps, int f, bool reverse,
                        float *y, int y_stride);
-/* the LSTM ops (cpu_lstm.c) */
+/* the LSTM ops (cpu_lstm.c) and the four weight tensors of their flat run w (or of its
+ * gradient), backend.h's layout: W_ih [4H, I], W_hh [4H, H], b_ih [4H], b_hh [4H] */
+struct pb_cpu_lstm_w {
+    float *w_ih, *w_hh, *b_ih, *b_hh;
+};
+
+static inline struct pb_cpu_lstm_w pb_cpu_lstm_split(const struct pb_lstm_desc *d, const float *w)
+{
+    size_t g = 4 * (size_t)d->hidden;
+    struct pb_cpu_lstm_w s;
+    s.w_ih = (float *)w;
+    s.w_hh = s.w_ih + g * (size_t)d->input;
+    s.b_ih = s.w_hh + g * (size_t)d->hidden;
+    s.b_hh = s.b_ih + g;
+    return s;
+}
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, float *y, void *ws, const struct pb_lstm_states *st);

@@ -34,22 +34,6 @@
 #include "harness/compute/cpu/cpu_internal.h"
 #include "harness/compute/cpu/cpu_tanh.h"
 
-/* The four weight tensors in the flat run w (or its gradient). */
-struct lstm_w {
-    float *w_ih, *w_hh, *b_ih, *b_hh;
-};
-
-static struct lstm_w lstm_split(const struct pb_lstm_desc *d, const float *w)
-{
-    size_t g = 4 * (size_t)d->hidden;
-    struct lstm_w s;
-    s.w_ih = (float *)w;
-    s.w_hh = s.w_ih + g * (size_t)d->input;
-    s.b_ih = s.w_hh + g * (size_t)d->hidden;
-    s.b_hh = s.b_ih + g;
-    return s;
-}
-
 /* ---- products in fixed tiles ---- */
 
 /* One row-major product C[m × n] = op(A)·op(B) + beta·C (op: transposed where ta, tb),
@@ -191,7 +175,7 @@ static void lstm_forward(struct pb_backend *be, const struct pb_lstm_desc *d, co
                          const struct pb_lstm_states *st)
 {
     int T = d->steps, H = d->hidden, G = 4 * H;
-    struct lstm_w p = lstm_split(d, w);
+    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w);
     const float *h0 = st ? st->h0 : NULL, *c0 = st ? st->c0 : NULL;
     /* the summed bias [G], then a row of zeros [H] for c_{−1} = 0 */
     float *bias = pb_cpu_scratch(be, (size_t)(G + H) * sizeof(float));
@@ -257,7 +241,7 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
     if (!pb_cpu_begin(be))
         return;
     int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
-    struct lstm_w p = lstm_split(d, w), gw = lstm_split(d, dw_acc);
+    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w), gw = pb_cpu_lstm_split(d, dw_acc);
     const float *act = ws, *cell = act + rows(d) * G;
     /* dA [B, T, G]; h_{t−1} per row [B, T, H]; dh_next and dc [B, H]; the bias gradient
      * [G]; zeros [H] */

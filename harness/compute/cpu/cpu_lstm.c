@@ -5,9 +5,11 @@
  *
  * Why not oneDNN's LSTM primitive (bench/lstm_dnnl.c, which the backend ran before):
  * oneDNN 2.6 runs its reference RNN implementation for forward_training and backward on
- * this CPU, which bench_lstm measures at 2.4–3.7× this file's time at GNMT's paper width
- * and batch 8, and the primitive needs the weights reordered at every call (PyTorch's
- * layout, ldgoi, is unimplemented for it), which dominates a decoder's one-step call.
+ * this CPU, which bench_lstm measures at 1.9–2.4× this file's time in forward and
+ * 2.6–3.7× in backward at GNMT's paper width and batch 8 (at batch 64 the primitive's
+ * forward is the faster, 0.74–0.78×, its backward the slower), and the primitive needs
+ * the weights reordered at every call (PyTorch's layout, ldgoi, is unimplemented for
+ * it), which dominates a decoder's one-step call.
  *
  * Shapes (backend.h's struct pb_lstm_desc; B batch, T steps, I input, H hidden, G = 4H):
  *   x [B, T, I], y [B, T, H] batch-first, row r = b·T + t;

@@ -53,6 +53,24 @@ static pid_t other_rank(pid_t parent, pid_t not)
     return found;
 }
 
+/* The last part of trial's mpirun log, for a failure's message. */
+static const char *log_tail(int trial)
+{
+    static char tail[2048];
+    char log[128];
+    snprintf(log, sizeof log, "%s/mpirun%d.log", dir, trial);
+    tail[0] = 0;
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return tail;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0, SEEK_SET);
+    tail[fread(tail, 1, sizeof tail - 1, f)] = 0;
+    fclose(f);
+    return tail;
+}
+
 /* Starts the 1000-epoch job with its database m<trial>.db, signals rank victim with sig
  * once the first epoch is recorded, and waits for mpirun: its exit status. */
 static int signal_a_rank(int victim, int sig, int trial)
@@ -158,7 +176,7 @@ START_TEST(rank_signalled)
 {
     cli_scratch(dir, sizeof dir, "faults-mpi");
     int rc = signal_a_rank(1, SIGTERM, 9);
-    ck_assert_msg(rc == 130, "mpirun exit %d", rc);
+    ck_assert_msg(rc == 130, "mpirun exit %d; its log ends:\n%s", rc, log_tail(9));
     ck_assert_int_eq(db_int("m9.db", "SELECT count(*) FROM runs WHERE status = 'interrupted' "
                                      "AND message LIKE 'interrupted after epoch %'"), 1);
     ck_assert_int_ge(db_int("m9.db", "SELECT count(*) FROM epochs"), 1);

@@ -129,7 +129,7 @@ static void raise_sigint(void *ctx, int epoch, int epochs, double acc)
     (void)epochs;
     (void)acc;
     if (epoch == 0)
-        raise(SIGINT);
+        signal_the_run(SIGINT);
 }
 
 /* A run that diverges mid-epoch or is interrupted (at its epoch boundary) leaves no

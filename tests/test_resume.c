@@ -27,7 +27,7 @@ static void interrupt_after_first(void *ctx, int epoch, int epochs, double acc)
     (void)epochs;
     (void)acc;
     if (epoch == 0)
-        raise(SIGINT);
+        signal_the_run(SIGINT);
 }
 
 static int db_count(const char *db, const char *sql)

@@ -2,6 +2,7 @@
 #include "tests/train_util.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "harness/store/checkpoint.h"
 #include "harness/base/err.h"
+#include "harness/base/interrupt.h"
 #include "workloads/workload.h"
 
 /* The test's folder; it goes when the test's process ends (Check forks one per test). */
@@ -60,6 +62,15 @@ const char *tmp_path_kept(const char *name)
     ck_assert_int_lt(nkept, 256);
     kept[nkept] = pb_xstrdup(tmp_path(name));
     return kept[nkept++];
+}
+
+void signal_the_run(int sig)
+{
+    int before = pb_interrupt_count();
+    kill(getpid(), sig);
+    for (int i = 0; i < 10000 && pb_interrupt_count() == before; i++)
+        usleep(100);
+    ck_assert_int_gt(pb_interrupt_count(), before);
 }
 
 void small_cfg(struct pb_run_cfg *c)

@@ -19,6 +19,9 @@ const char *tmp_path_kept(const char *name);
 /* A small, fast configuration: mlp on the first 640 Fashion-MNIST samples,
  * micro-batches of 32, 2 epochs, results in tmp_path("runs.db"). */
 void small_cfg(struct pb_run_cfg *c);
+/* Sends sig to this process, as kill(1) or a terminal does, and waits until the running
+ * run's catcher thread has counted it (interrupt.h). */
+void signal_the_run(int sig);
 
 /* Runs c, saving to tmp_path(save) and failing the test unless it ends done. */
 void run_ok(struct pb_run_cfg *c, const char *save);

@@ -1,17 +1,24 @@
 /* harness/base/interrupt.c — the signal count set by SIGINT, SIGTERM and SIGHUP
- * (interrupt.h). The handler is async-signal-safe: it counts and write(2)s a fixed text. */
+ * (interrupt.h), and the catcher thread that alone receives them during a run. The
+ * handler is async-signal-safe: it counts and write(2)s a fixed text. */
 #include "harness/base/interrupt.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "harness/base/err.h"
 
 static const int signals[] = {SIGINT, SIGTERM, SIGHUP};   /* SIGHUP: a closed terminal */
 #define NSIG_HANDLED (int)(sizeof signals / sizeof signals[0])
 
-static volatile sig_atomic_t count;
+static atomic_int count;   /* lock-free: read by the run's thread, set in the catcher */
 static const char *volatile notice;
 static struct sigaction old[NSIG_HANDLED];
 static bool installed[NSIG_HANDLED];
+static pthread_t catcher;
+static sigset_t caller_mask;   /* the routing thread's mask before pb_interrupt_route */
 
 static void say(const char *text)
 {
@@ -28,13 +35,49 @@ static void say(const char *text)
 static void on_signal(int sig)
 {
     (void)sig;
-    if (count < 1000)
-        count++;
-    if (notice && count == 1)
+    int n = atomic_load(&count);
+    if (n < 1000)
+        atomic_store(&count, ++n);
+    if (notice && n == 1)
         say(notice);
-    else if (notice && count == 2)
+    else if (notice && n == 2)
         say("pipebench: a second signal: stopping now (the epoch in progress is lost; the "
             "last resume state stays)\n");
+}
+
+static void handled_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int i = 0; i < NSIG_HANDLED; i++)
+        sigaddset(set, signals[i]);
+}
+
+/* The catcher: the signals open, nothing else to do; the handler (or the default
+ * action, before pb_interrupt_install) runs here. pause() is a cancellation point. */
+static void *catcher_main(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    handled_set(&set);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+void pb_interrupt_route(void)
+{
+    sigset_t set;
+    handled_set(&set);
+    PB_CHECK(pthread_sigmask(SIG_BLOCK, &set, &caller_mask) == 0);
+    PB_CHECK(pthread_create(&catcher, NULL, catcher_main, NULL) == 0);
+}
+
+void pb_interrupt_unroute(void)
+{
+    pthread_cancel(catcher);
+    pthread_join(catcher, NULL);
+    pthread_sigmask(SIG_SETMASK, &caller_mask, NULL);
 }
 
 void pb_interrupt_install(const char *text)
@@ -42,10 +85,11 @@ void pb_interrupt_install(const char *text)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;   /* a library's system call in a thread that takes one */
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NSIG_HANDLED; i++)
         sigaddset(&sa.sa_mask, signals[i]);
-    count = 0;
+    atomic_store(&count, 0);
     notice = text;
     for (int i = 0; i < NSIG_HANDLED; i++) {
         struct sigaction cur;
@@ -66,15 +110,15 @@ void pb_interrupt_restore(void)
 
 bool pb_interrupted(void)
 {
-    return count >= 1;
+    return atomic_load(&count) >= 1;
 }
 
 bool pb_interrupted_now(void)
 {
-    return count >= 2;
+    return atomic_load(&count) >= 2;
 }
 
 int pb_interrupt_count(void)
 {
-    return count;
+    return atomic_load(&count);
 }

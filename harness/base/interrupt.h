@@ -10,6 +10,18 @@
 #include <signal.h>
 #include <stdbool.h>
 
+/* Keeps the three signals off the calling thread and every thread it starts from now on
+ * (they are blocked there) and starts a catcher thread that alone receives them, with
+ * whatever disposition they have: the default action until pb_interrupt_install, the
+ * counting handler after it. A run does this first, before any compute thread (an
+ * OpenMP team, MPI's, a stage's) exists, so that every one inherits the block:
+ * oneDNN's JIT GEMM points rsp into the heap while it runs (oneDNN issue #4845), so a
+ * signal frame pushed on a compute thread corrupts the heap. Signals are then taken
+ * asynchronously: one sent to the process (kill, a terminal's Ctrl-C) is counted by the
+ * catcher soon after; one sent to a thread that blocks it (raise) waits there. */
+void pb_interrupt_route(void);
+/* Stops the catcher and restores the calling thread's signal mask. */
+void pb_interrupt_unroute(void);
 /* Installs the handlers (saving the previous ones) and clears the count. notice, when
  * not NULL, is written to stderr by the first signal (the second writes that the run
  * stops now). */

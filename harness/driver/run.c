@@ -279,6 +279,7 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
     struct pb_dist dist;
     int status = PB_EXIT_USAGE;
     bool handlers = false;
+    pb_interrupt_route();
     if (start_dist(&r, &dist, e) || pb_run_setup(&r, e) ||
         (c->resume_run > 0 && pb_run_load_state(&r, e)))
         goto done;
@@ -305,6 +306,7 @@ done:
     pb_run_state_finish(&r);
     if (r.dist)
         pb_dist_finish(r.dist);
+    pb_interrupt_unroute();
     if (out)
         *out = sum;
     return status;

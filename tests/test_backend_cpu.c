@@ -852,7 +852,7 @@ START_TEST(test_dropout)
     float *got = host_from(be, y, n + off);
     size_t kept = 0;
     for (size_t i = 0; i < n + off; i++) {
-        bool keep = pb_rng_uniform(key, i) >= p;
+        bool keep = pb_rng_uniform4(key, i) >= p;
         kept += keep;
         ck_assert_msg(got[i] == (keep ? hx[i] * (1.0f / (1.0f - p)) : 0.0f),
                       "dropout element %zu: %g (input %g, keep %d)", i, got[i], hx[i], keep);

@@ -1,7 +1,8 @@
 /* tests/test_rng.c — the counter-based generator (harness/base/rng.h): Philox4x32-10's
  * known-answer vectors of Random123 (zero counter and key, all ones, the digits of π),
  * the vectorised run pb_rng_uniform_run against pb_rng_uniform element by element (runs
- * of several lengths, from odd counters, across the counter's 2³² carry), and
+ * of several lengths, from odd counters, across the counter's 2³² carry), the four-word
+ * stream pb_rng_uniform4 against pb_rng_words and its run against it likewise, and
  * pb_rng_fill_uniform's range mapping. */
 #include <check.h>
 #include <stdint.h>
@@ -59,6 +60,41 @@ START_TEST(uniform_run_is_elementwise)
 }
 END_TEST
 
+START_TEST(uniform4_uses_every_word)
+{
+    struct pb_rng_key key = pb_rng_key(PB_RNG_DROPOUT, 5, 1, 4, 9);
+    for (uint64_t c = 0; c < 50; c++) {
+        uint32_t w[4];
+        pb_rng_words(key, c, w);
+        for (unsigned k = 0; k < 4; k++)
+            ck_assert(pb_rng_uniform4(key, 4 * c + k) == (float)(w[k] >> 8) / 16777216.0f);
+    }
+}
+END_TEST
+
+START_TEST(uniform4_run_is_elementwise)
+{
+    struct pb_rng_key key = pb_rng_key(PB_RNG_DROPOUT, 7, 3, 2, 1);
+    /* block counter ⌊i/4⌋ across its 2³² carry, unaligned starts, the end of the range */
+    static const uint64_t firsts[] = {0, 1, 13, 64, (4ull << 32) - 70, 0xffffffffffffff00ull};
+    static const size_t lens[] = {0, 1, 3, 17, 64, 65, 131, 1000};
+    float *out = malloc(1001 * sizeof *out);
+    for (size_t a = 0; a < sizeof firsts / sizeof firsts[0]; a++)
+        for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++) {
+            size_t n = lens[b];
+            out[n] = -1.0f;
+            pb_rng_uniform4_run(key, firsts[a], out, n);
+            for (size_t j = 0; j < n; j++) {
+                float want = pb_rng_uniform4(key, firsts[a] + j);
+                ck_assert_msg(out[j] == want, "first %llu + %zu: %a, want %a",
+                              (unsigned long long)firsts[a], j, out[j], want);
+            }
+            ck_assert(out[n] == -1.0f);
+        }
+    free(out);
+}
+END_TEST
+
 START_TEST(fill_uniform_maps_the_range)
 {
     struct pb_rng_key key = pb_rng_key(PB_RNG_INIT, 11, 5, 0, 0);
@@ -78,6 +114,8 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("rng");
     TCase *tc = tcase_create("rng");
     tcase_add_test(tc, philox_known_answers);
+    tcase_add_test(tc, uniform4_uses_every_word);
+    tcase_add_test(tc, uniform4_run_is_elementwise);
     tcase_add_test(tc, uniform_run_is_elementwise);
     tcase_add_test(tc, fill_uniform_maps_the_range);
     suite_add_tcase(s, tc);

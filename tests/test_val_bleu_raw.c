@@ -46,7 +46,7 @@ static void raw_cfg(struct pb_run_cfg *c, const char *db)
     struct pb_err e;
     ck_assert(pb_optim_cfg_from_name(&c->optim, "adam", &e) == 0);
     c->optim.lr = 1e-2f;
-    c->epochs = 1;  /* BLEU 0.21 when this was written (one matching unigram or so) */
+    c->epochs = 1;
     c->limit_train = 96;
     c->limit_val = NVAL;
     c->threads = 2;
@@ -139,6 +139,11 @@ START_TEST(recorded_detokenised)
 {
     struct pb_run_cfg c;
     raw_cfg(&c, "raw.db");
+    /* trained on the 16 test pairs alone until it knows them (BLEU 60 or so, in 4 s): the
+     * scores compared below are far from 0 whatever the trajectory (one epoch of the 96
+     * gave 0.21 or 0 by the luck of its dropout masks) */
+    c.limit_train = NVAL;
+    c.epochs = 160;
     c.save = tmp_path_kept("raw.safetensors");
     struct pb_run_summary sum;
     struct pb_err e;
@@ -147,14 +152,14 @@ START_TEST(recorded_detokenised)
     snprintf(sql, sizeof sql, "SELECT bleu_scoring FROM runs WHERE id = %lld",
              (long long)sum.run_id);
     ck_assert_str_eq(query(c.db, sql, buf, sizeof buf), "detok-raw");
-    snprintf(sql, sizeof sql, "SELECT val_bleu FROM epochs WHERE run_id = %lld AND epoch = 0",
-             (long long)sum.run_id);
+    snprintf(sql, sizeof sql, "SELECT val_bleu FROM epochs WHERE run_id = %lld AND epoch = %d",
+             (long long)sum.run_id, c.epochs - 1);
     double recorded = query_double(c.db, sql);
     const char *hyp = tmp_path_kept("raw.hyp"), *ref = tmp_path_kept("raw.ref");
     double merged, lib = bleu_of_saved(c.save, hyp, ref, &merged);
     printf("detokenised val BLEU %.4f (library %.4f; BPE-merged %.4f)\n", recorded, lib, merged);
     ck_assert_msg(recorded == lib, "recorded %.17g, library %.17g", recorded, lib);
-    ck_assert_msg(recorded > 0 && recorded <= 100, "BLEU %g", recorded);
+    ck_assert_msg(recorded > 10 && recorded <= 100, "BLEU %g", recorded);
     ck_assert_msg(recorded != merged, "the BPE-merged score is the same: %g", merged);
     /* the hypotheses' file is detokenised text: no entity or aggressive-hyphen mark left */
     FILE *f = fopen(hyp, "r");

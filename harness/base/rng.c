@@ -2,6 +2,7 @@
 #include "harness/base/rng.h"
 
 #include <math.h>
+#include <string.h>
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -47,11 +48,23 @@ void pb_rng_words(struct pb_rng_key key, uint64_t i, uint32_t out[4])
     out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
 }
 
+static inline float unit(uint32_t w)
+{
+    return (float)(w >> 8) * (1.0f / 16777216.0f);
+}
+
 float pb_rng_uniform(struct pb_rng_key key, uint64_t i)
 {
     uint32_t w[4];
     pb_rng_words(key, i, w);
-    return (float)(w[0] >> 8) * (1.0f / 16777216.0f);
+    return unit(w[0]);
+}
+
+float pb_rng_uniform4(struct pb_rng_key key, uint64_t i)
+{
+    uint32_t w[4];
+    pb_rng_words(key, i >> 2, w);
+    return unit(w[i & 3]);
 }
 
 /* pb_rng_uniform of counters first … first + n − 1 in straight-line code (the compiler
@@ -78,7 +91,7 @@ static void uniform_run_scalar(struct pb_rng_key key, uint64_t first, float *res
             k0 += PHILOX_W0;
             k1 += PHILOX_W1;
         }
-        out[j] = (float)(c0 >> 8) * (1.0f / 16777216.0f);
+        out[j] = unit(c0);
     }
 }
 
@@ -93,42 +106,111 @@ static inline __m512i mul_hilo(__m512i c, __m512i m, __m512i *hi)
     return _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
+/* Philox4x32-10 of the sixteen counters i … i + 15: the four words of each, lane by lane */
+static inline void philox16(struct pb_rng_key key, uint64_t i, __m512i w[4])
 {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
+    __m512i lo = _mm512_set1_epi32((int)(uint32_t)i);
+    __m512i c0 = _mm512_add_epi32(lo, iota);
+    /* lanes whose low word wrapped carry into the high word */
+    __mmask16 carry = _mm512_cmplt_epu32_mask(c0, lo);
+    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(i >> 32)), carry,
+                                       _mm512_set1_epi32((int)(uint32_t)(i >> 32)),
+                                       _mm512_set1_epi32(1));
+    __m512i c2 = _mm512_set1_epi32((int)key.ctr_hi[0]), c3 = _mm512_set1_epi32((int)key.ctr_hi[1]);
+    uint32_t k0 = key.k[0], k1 = key.k[1];
+    for (int r = 0; r < 10; r++) {
+        __m512i h0, h1;
+        __m512i l0 = mul_hilo(c0, m0, &h0), l1 = mul_hilo(c2, m1, &h1);
+        c0 = _mm512_xor_si512(_mm512_xor_si512(h1, c1), _mm512_set1_epi32((int)k0));
+        c2 = _mm512_xor_si512(_mm512_xor_si512(h0, c3), _mm512_set1_epi32((int)k1));
+        c1 = l1;
+        c3 = l0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    w[0] = c0;
+    w[1] = c1;
+    w[2] = c2;
+    w[3] = c3;
+}
+
+static inline __m512 unit16(__m512i w)
+{
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8)),
+                         _mm512_set1_ps(1.0f / 16777216.0f));
+}
+
+void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
+{
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        uint64_t i = first + j;
-        __m512i lo = _mm512_set1_epi32((int)(uint32_t)i);
-        __m512i c0 = _mm512_add_epi32(lo, iota);
-        /* lanes whose low word wrapped carry into the high word */
-        __mmask16 carry = _mm512_cmplt_epu32_mask(c0, lo);
-        __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(i >> 32)), carry,
-                                           _mm512_set1_epi32((int)(uint32_t)(i >> 32)),
-                                           _mm512_set1_epi32(1));
-        __m512i c2 = _mm512_set1_epi32((int)key.ctr_hi[0]), c3 = _mm512_set1_epi32((int)key.ctr_hi[1]);
-        uint32_t k0 = key.k[0], k1 = key.k[1];
-        for (int r = 0; r < 10; r++) {
-            __m512i h0, h1;
-            __m512i l0 = mul_hilo(c0, m0, &h0), l1 = mul_hilo(c2, m1, &h1);
-            c0 = _mm512_xor_si512(_mm512_xor_si512(h1, c1), _mm512_set1_epi32((int)k0));
-            c2 = _mm512_xor_si512(_mm512_xor_si512(h0, c3), _mm512_set1_epi32((int)k1));
-            c1 = l1;
-            c3 = l0;
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
-        }
-        __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(c0, 8)),
-                                 _mm512_set1_ps(1.0f / 16777216.0f));
-        _mm512_storeu_ps(out + j, u);
+        __m512i w[4];
+        philox16(key, first + j, w);
+        _mm512_storeu_ps(out + j, unit16(w[0]));
     }
     uniform_run_scalar(key, first + j, out + j, n - j);
 }
+
+/* Sixteen blocks' words w[k] (lane l: word k of block l) stored block by block: the 4×4
+ * transpose of 32-bit words within each 128-bit lane, then of the 128-bit lanes. */
+static inline void store_blocks(float *out, const __m512i w[4])
+{
+    __m512i t0 = _mm512_unpacklo_epi32(w[0], w[1]), t1 = _mm512_unpackhi_epi32(w[0], w[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(w[2], w[3]), t3 = _mm512_unpackhi_epi32(w[2], w[3]);
+    /* u_q, 128-bit lane L: the four words of block 4L + q */
+    __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+    __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+    __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
+    __m512i v2 = _mm512_shuffle_i32x4(u0, u1, 0xEE), v3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+    _mm512_storeu_ps(out, unit16(_mm512_shuffle_i32x4(v0, v1, 0x88)));
+    _mm512_storeu_ps(out + 16, unit16(_mm512_shuffle_i32x4(v0, v1, 0xDD)));
+    _mm512_storeu_ps(out + 32, unit16(_mm512_shuffle_i32x4(v2, v3, 0x88)));
+    _mm512_storeu_ps(out + 48, unit16(_mm512_shuffle_i32x4(v2, v3, 0xDD)));
+}
+
+/* Elements in 64-aligned blocks of sixteen counters; a block the run covers in part is
+ * drawn whole into a buffer and its part copied. */
+void pb_rng_uniform4_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
+{
+    for (size_t j = 0; j < n;) {
+        uint64_t i = first + j, base = i & ~(uint64_t)63;
+        size_t off = (size_t)(i - base), m = 64 - off < n - j ? 64 - off : n - j;
+        __m512i w[4];
+        philox16(key, base >> 2, w);
+        if (m == 64) {
+            store_blocks(out + j, w);
+        } else {
+            float part[64];
+            store_blocks(part, w);
+            memcpy(out + j, part + off, m * sizeof(float));
+        }
+        j += m;
+    }
+}
 #else
+/* pb_rng_uniform4 of first … first + n − 1, one block of four words at a time */
+static void uniform4_run_scalar(struct pb_rng_key key, uint64_t first, float *restrict out,
+                                size_t n)
+{
+    for (size_t j = 0; j < n;) {
+        uint64_t i = first + j;
+        uint32_t w[4];
+        pb_rng_words(key, i >> 2, w);
+        for (unsigned k = (unsigned)(i & 3); k < 4 && j < n; k++)
+            out[j++] = unit(w[k]);
+    }
+}
+
 void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
 {
     uniform_run_scalar(key, first, out, n);
+}
+
+void pb_rng_uniform4_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
+{
+    uniform4_run_scalar(key, first, out, n);
 }
 #endif
 

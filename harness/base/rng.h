@@ -35,6 +35,14 @@ float pb_rng_uniform(struct pb_rng_key key, uint64_t i);
 /* out[j] = pb_rng_uniform(key, first + j) for j < n, vectorised. */
 void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *out, size_t n);
 
+/* Uniform float in [0, 1) for element i of a stream that uses all four words of each
+ * counter: word i mod 4 of counter ⌊i/4⌋ (as cuRAND's curand_uniform4 does), a quarter of
+ * the work per element of pb_rng_uniform. Dropout draws from it. */
+float pb_rng_uniform4(struct pb_rng_key key, uint64_t i);
+
+/* out[j] = pb_rng_uniform4(key, first + j) for j < n, vectorised. */
+void pb_rng_uniform4_run(struct pb_rng_key key, uint64_t first, float *out, size_t n);
+
 /* Fills out[0..n) with uniforms in [lo, hi) for elements first..first+n. */
 void pb_rng_fill_uniform(struct pb_rng_key key, uint64_t first, float *out, uint64_t n, float lo, float hi);
 

@@ -183,7 +183,7 @@ struct pb_backend_ops {
     void (*add)(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
     /* y = alpha * x + beta * y */
     void (*axpby)(struct pb_backend *be, float alpha, const float *x, float beta, float *y, size_t n);
-    /* y = x * mask / (1 - p), mask[i] = uniform(key, first + i) >= p; plain layout.
+    /* y = x * mask / (1 - p), mask[i] = pb_rng_uniform4(key, first + i) >= p; plain layout.
      * The same call with dy, dx is the backward. */
     void (*dropout)(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first);

@@ -58,7 +58,7 @@ void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta
 /* Uniforms drawn per run of elements (on the stack, 1 KiB) before they are applied. */
 #define DROPOUT_RUN 256
 
-/* y[n] = x * mask / (1 - p), mask[i] = uniform(key, first + i) >= p; dropped
+/* y[n] = x * mask / (1 - p), mask[i] = pb_rng_uniform4(key, first + i) >= p; dropped
  * elements are 0 (p = 1 drops all) and p = 0 is the identity */
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first)
@@ -70,7 +70,7 @@ void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, f
         float u[DROPOUT_RUN];  /* the uniforms of elements i0 … i0 + m − 1 */
         for (size_t i0 = lo; i0 < hi; i0 += DROPOUT_RUN) {
             size_t m = hi - i0 < DROPOUT_RUN ? hi - i0 : DROPOUT_RUN;
-            pb_rng_uniform_run(key, first + i0, u, m);
+            pb_rng_uniform4_run(key, first + i0, u, m);
             for (size_t k = 0; k < m; k++)
                 y[i0 + k] = u[k] >= p ? x[i0 + k] * scale : 0.0f;
         }

@@ -85,7 +85,10 @@ void pb_interrupt_install(const char *text)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;   /* a library's system call in a thread that takes one */
+    /* a system call that the signal interrupts on the thread taking it (the catcher's
+     * pause() aside, which always returns) resumes, whoever made it: a sweep's parent,
+     * which does not route, takes them on its own thread */
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NSIG_HANDLED; i++)
         sigaddset(&sa.sa_mask, signals[i]);

@@ -67,64 +67,123 @@ float pb_rng_uniform4(struct pb_rng_key key, uint64_t i)
     return unit(w[i & 3]);
 }
 
-/* pb_rng_uniform of counters first … first + n − 1 in straight-line code (the compiler
- * vectorises it where AVX-512 is missing), and with AVX-512 sixteen counters at a time: the
- * 32×32→64-bit products of even and odd lanes by vpmuludq, their halves put back in place
- * by shifts and a blend. Integer arithmetic throughout: the same bits as pb_rng_uniform. */
+/* pb_rng_uniform of counters first … first + n − 1 one at a time: the tails of the vector
+ * runs below, and the runs themselves on a target without AVX2. */
 static void uniform_run_scalar(struct pb_rng_key key, uint64_t first, float *restrict out,
                                size_t n)
 {
-    const uint32_t c2k = key.ctr_hi[0], c3k = key.ctr_hi[1], k0s = key.k[0], k1s = key.k[1];
-    for (size_t j = 0; j < n; j++) {
-        uint64_t i = first + j;
-        uint32_t c0 = (uint32_t)i, c1 = (uint32_t)(i >> 32), c2 = c2k, c3 = c3k;
-        uint32_t k0 = k0s, k1 = k1s;
-        for (int r = 0; r < 10; r++) {
-            uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-            uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-            c1 = (uint32_t)p1;
-            c3 = (uint32_t)p0;
-            c0 = n0;
-            c2 = n2;
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
-        }
-        out[j] = unit(c0);
-    }
+    for (size_t j = 0; j < n; j++)
+        out[j] = pb_rng_uniform(key, first + j);
 }
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* Philox4x32-10 of LANES counters at a time, one counter per 32-bit lane: the
+ * 32×32→64-bit products of even and odd lanes by vpmuludq, their halves put back in place
+ * by shifts and a blend. Integer arithmetic throughout: the same bits as pb_rng_words. */
 #include <immintrin.h>
 
-/* m · c per 32-bit lane: the high halves into *hi, the low halves returned */
-static inline __m512i mul_hilo(__m512i c, __m512i m, __m512i *hi)
+#if defined(__AVX512F__)
+enum { LANES = 16 };
+typedef __m512i vword;
+#define V_SET1(x) _mm512_set1_epi32((int)(x))
+#define V_XOR(a, b) _mm512_xor_si512((a), (b))
+
+/* m · c per lane: the high halves into *hi, the low halves returned */
+static inline vword mul_hilo(vword c, vword m, vword *hi)
 {
-    __m512i even = _mm512_mul_epu32(c, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(c, 32), m);
+    vword even = _mm512_mul_epu32(c, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(c, 32), m);
     *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
     return _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-/* Philox4x32-10 of the sixteen counters i … i + 15: the four words of each, lane by lane */
-static inline void philox16(struct pb_rng_key key, uint64_t i, __m512i w[4])
+/* the low and high words of the counters i … i + 15, carried where the low word wraps */
+static inline void counters(uint64_t i, vword *c0, vword *c1)
 {
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i m0 = _mm512_set1_epi32((int)PHILOX_M0), m1 = _mm512_set1_epi32((int)PHILOX_M1);
-    __m512i lo = _mm512_set1_epi32((int)(uint32_t)i);
-    __m512i c0 = _mm512_add_epi32(lo, iota);
-    /* lanes whose low word wrapped carry into the high word */
-    __mmask16 carry = _mm512_cmplt_epu32_mask(c0, lo);
-    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(i >> 32)), carry,
-                                       _mm512_set1_epi32((int)(uint32_t)(i >> 32)),
-                                       _mm512_set1_epi32(1));
-    __m512i c2 = _mm512_set1_epi32((int)key.ctr_hi[0]), c3 = _mm512_set1_epi32((int)key.ctr_hi[1]);
+    const vword iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    vword lo = V_SET1((uint32_t)i), hi = V_SET1((uint32_t)(i >> 32));
+    *c0 = _mm512_add_epi32(lo, iota);
+    *c1 = _mm512_mask_add_epi32(hi, _mm512_cmplt_epu32_mask(*c0, lo), hi, V_SET1(1));
+}
+
+static inline void store_unit(float *out, vword w)
+{
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8)),
+                                        _mm512_set1_ps(1.0f / 16777216.0f)));
+}
+
+/* Sixteen blocks' words w[k] (lane l: word k of block l) stored block by block: the 4×4
+ * transpose of 32-bit words within each 128-bit lane (u_q, lane L: block 4L + q), then
+ * of the 128-bit lanes. */
+static inline void store_blocks(float *out, const vword w[4])
+{
+    vword t0 = _mm512_unpacklo_epi32(w[0], w[1]), t1 = _mm512_unpackhi_epi32(w[0], w[1]);
+    vword t2 = _mm512_unpacklo_epi32(w[2], w[3]), t3 = _mm512_unpackhi_epi32(w[2], w[3]);
+    vword u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+    vword u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+    vword v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
+    vword v2 = _mm512_shuffle_i32x4(u0, u1, 0xEE), v3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+    store_unit(out, _mm512_shuffle_i32x4(v0, v1, 0x88));
+    store_unit(out + 16, _mm512_shuffle_i32x4(v0, v1, 0xDD));
+    store_unit(out + 32, _mm512_shuffle_i32x4(v2, v3, 0x88));
+    store_unit(out + 48, _mm512_shuffle_i32x4(v2, v3, 0xDD));
+}
+#else
+enum { LANES = 8 };
+typedef __m256i vword;
+#define V_SET1(x) _mm256_set1_epi32((int)(x))
+#define V_XOR(a, b) _mm256_xor_si256((a), (b))
+
+static inline vword mul_hilo(vword c, vword m, vword *hi)
+{
+    vword even = _mm256_mul_epu32(c, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m);
+    *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/* the carry: lanes where c0 < lo unsigned (a signed compare of the words with their top
+ * bits flipped) are all ones, and subtracting them adds 1 */
+static inline void counters(uint64_t i, vword *c0, vword *c1)
+{
+    const vword iota = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), top = V_SET1(0x80000000u);
+    vword lo = V_SET1((uint32_t)i), hi = V_SET1((uint32_t)(i >> 32));
+    *c0 = _mm256_add_epi32(lo, iota);
+    vword carry = _mm256_cmpgt_epi32(V_XOR(lo, top), V_XOR(*c0, top));
+    *c1 = _mm256_sub_epi32(hi, carry);
+}
+
+static inline void store_unit(float *out, vword w)
+{
+    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w, 8)),
+                                        _mm256_set1_ps(1.0f / 16777216.0f)));
+}
+
+/* Eight blocks' words stored block by block: the 4×4 transpose within each 128-bit lane
+ * (u_q, lane L: block 4L + q), then the lanes paired. */
+static inline void store_blocks(float *out, const vword w[4])
+{
+    vword t0 = _mm256_unpacklo_epi32(w[0], w[1]), t1 = _mm256_unpackhi_epi32(w[0], w[1]);
+    vword t2 = _mm256_unpacklo_epi32(w[2], w[3]), t3 = _mm256_unpackhi_epi32(w[2], w[3]);
+    vword u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    vword u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    store_unit(out, _mm256_permute2x128_si256(u0, u1, 0x20));
+    store_unit(out + 8, _mm256_permute2x128_si256(u2, u3, 0x20));
+    store_unit(out + 16, _mm256_permute2x128_si256(u0, u1, 0x31));
+    store_unit(out + 24, _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+#endif
+
+/* Philox4x32-10 of the counters i … i + LANES − 1: the four words of each, lane by lane */
+static inline void philox_lanes(struct pb_rng_key key, uint64_t i, vword w[4])
+{
+    const vword m0 = V_SET1(PHILOX_M0), m1 = V_SET1(PHILOX_M1);
+    vword c0, c1, c2 = V_SET1(key.ctr_hi[0]), c3 = V_SET1(key.ctr_hi[1]);
+    counters(i, &c0, &c1);
     uint32_t k0 = key.k[0], k1 = key.k[1];
     for (int r = 0; r < 10; r++) {
-        __m512i h0, h1;
-        __m512i l0 = mul_hilo(c0, m0, &h0), l1 = mul_hilo(c2, m1, &h1);
-        c0 = _mm512_xor_si512(_mm512_xor_si512(h1, c1), _mm512_set1_epi32((int)k0));
-        c2 = _mm512_xor_si512(_mm512_xor_si512(h0, c3), _mm512_set1_epi32((int)k1));
+        vword h0, h1;
+        vword l0 = mul_hilo(c0, m0, &h0), l1 = mul_hilo(c2, m1, &h1);
+        c0 = V_XOR(V_XOR(h1, c1), V_SET1(k0));
+        c2 = V_XOR(V_XOR(h0, c3), V_SET1(k1));
         c1 = l1;
         c3 = l0;
         k0 += PHILOX_W0;
@@ -136,53 +195,31 @@ static inline void philox16(struct pb_rng_key key, uint64_t i, __m512i w[4])
     w[3] = c3;
 }
 
-static inline __m512 unit16(__m512i w)
-{
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(w, 8)),
-                         _mm512_set1_ps(1.0f / 16777216.0f));
-}
-
 void pb_rng_uniform_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
 {
     size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512i w[4];
-        philox16(key, first + j, w);
-        _mm512_storeu_ps(out + j, unit16(w[0]));
+    for (; j + LANES <= n; j += LANES) {
+        vword w[4];
+        philox_lanes(key, first + j, w);
+        store_unit(out + j, w[0]);
     }
     uniform_run_scalar(key, first + j, out + j, n - j);
 }
 
-/* Sixteen blocks' words w[k] (lane l: word k of block l) stored block by block: the 4×4
- * transpose of 32-bit words within each 128-bit lane, then of the 128-bit lanes. */
-static inline void store_blocks(float *out, const __m512i w[4])
-{
-    __m512i t0 = _mm512_unpacklo_epi32(w[0], w[1]), t1 = _mm512_unpackhi_epi32(w[0], w[1]);
-    __m512i t2 = _mm512_unpacklo_epi32(w[2], w[3]), t3 = _mm512_unpackhi_epi32(w[2], w[3]);
-    /* u_q, 128-bit lane L: the four words of block 4L + q */
-    __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
-    __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
-    __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
-    __m512i v2 = _mm512_shuffle_i32x4(u0, u1, 0xEE), v3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
-    _mm512_storeu_ps(out, unit16(_mm512_shuffle_i32x4(v0, v1, 0x88)));
-    _mm512_storeu_ps(out + 16, unit16(_mm512_shuffle_i32x4(v0, v1, 0xDD)));
-    _mm512_storeu_ps(out + 32, unit16(_mm512_shuffle_i32x4(v2, v3, 0x88)));
-    _mm512_storeu_ps(out + 48, unit16(_mm512_shuffle_i32x4(v2, v3, 0xDD)));
-}
-
-/* Elements in 64-aligned blocks of sixteen counters; a block the run covers in part is
- * drawn whole into a buffer and its part copied. */
+/* Elements in aligned blocks of LANES counters (4·LANES elements); a block the run covers
+ * in part is drawn whole into a buffer and its part copied. */
 void pb_rng_uniform4_run(struct pb_rng_key key, uint64_t first, float *restrict out, size_t n)
 {
+    enum { ELEMS = 4 * LANES };
     for (size_t j = 0; j < n;) {
-        uint64_t i = first + j, base = i & ~(uint64_t)63;
-        size_t off = (size_t)(i - base), m = 64 - off < n - j ? 64 - off : n - j;
-        __m512i w[4];
-        philox16(key, base >> 2, w);
-        if (m == 64) {
+        uint64_t i = first + j, base = i & ~(uint64_t)(ELEMS - 1);
+        size_t off = (size_t)(i - base), m = ELEMS - off < n - j ? ELEMS - off : n - j;
+        vword w[4];
+        philox_lanes(key, base >> 2, w);
+        if (m == ELEMS) {
             store_blocks(out + j, w);
         } else {
-            float part[64];
+            float part[ELEMS];
             store_blocks(part, w);
             memcpy(out + j, part + off, m * sizeof(float));
         }
@@ -190,7 +227,7 @@ void pb_rng_uniform4_run(struct pb_rng_key key, uint64_t first, float *restrict 
     }
 }
 #else
-/* pb_rng_uniform4 of first … first + n − 1, one block of four words at a time */
+/* pb_rng_uniform4 of elements first … first + n − 1, one block of four words at a time */
 static void uniform4_run_scalar(struct pb_rng_key key, uint64_t first, float *restrict out,
                                 size_t n)
 {

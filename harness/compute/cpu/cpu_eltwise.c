@@ -58,6 +58,18 @@ void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta
 /* Uniforms drawn per run of elements (on the stack, 1 KiB) before they are applied. */
 #define DROPOUT_RUN 256
 
+/* y[k] = u[k] >= p ? x[k]·scale : 0 for k < m, both sides computed, so that it is a
+ * vector select; y may be x */
+static void dropout_apply(const float *x, float *y, const float *restrict u, size_t m, float p,
+                          float scale)
+{
+#pragma omp simd
+    for (size_t k = 0; k < m; k++) {
+        float kept = x[k] * scale;
+        y[k] = u[k] >= p ? kept : 0.0f;
+    }
+}
+
 /* y[n] = x * mask / (1 - p), mask[i] = pb_rng_uniform4(key, first + i) >= p; dropped
  * elements are 0 (p = 1 drops all) and p = 0 is the identity */
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
@@ -71,8 +83,7 @@ void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, f
         for (size_t i0 = lo; i0 < hi; i0 += DROPOUT_RUN) {
             size_t m = hi - i0 < DROPOUT_RUN ? hi - i0 : DROPOUT_RUN;
             pb_rng_uniform4_run(key, first + i0, u, m);
-            for (size_t k = 0; k < m; k++)
-                y[i0 + k] = u[k] >= p ? x[i0 + k] * scale : 0.0f;
+            dropout_apply(x + i0, y + i0, u, m, p, scale);
         }
     });
 }

@@ -44,9 +44,13 @@ static inline float pb_tanh_float(uint32_t u)
 
 static inline float pb_cpu_tanhf(float x)
 {
-    float a = fabsf(x);
-    a = a > 10.0f ? 10.0f : a;  /* NaN stays NaN */
-    float y = 2.0f * a;
+    /* y = 2|x| clamped to 20 by its bits (inf too; NaN, above inf's bits, kept): an
+     * integer select of two values both computed, which GCC if-converts at any vector
+     * width, where clamping |x| first lets it sink the doubling into a branch that only
+     * mask registers (AVX-512) vectorise */
+    float y = 2.0f * fabsf(x);
+    int32_t yb = (int32_t)pb_tanh_bits(y);
+    y = yb > 0x41a00000 && yb <= 0x7f800000 ? 20.0f : y;  /* 20.0f, inf */
     /* k = round(y / ln 2) in the low mantissa bits of 1.5·2²³ + y/ln2 (0 ≤ k ≤ 29) */
     const float shift = 12582912.0f;
     float t = PB_CPU_FMA(y, 1.44269504088896341f, shift);

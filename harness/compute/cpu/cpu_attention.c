@@ -108,12 +108,20 @@ static float attn_score(const float *restrict pq, const float *restrict pk,
     return acc[0];
 }
 
-/* pk [B·Tk, U] = k·W_kᵀ: the one GEMM every forward projects its keys with. */
+/* pk [B·Tk, U] = k·W_kᵀ, one product [Tk, Hk]·W_kᵀ per source, the sources shared out
+ * among the threads: the projection every forward and decoder uses. A source's bits
+ * depend on Tk alone, not on how many sources share the batch, so a decoder's keys,
+ * gathered as rows are dropped and duplicated, stay those a fresh projection gives
+ * (oneDNN's sgemm gives a row bits that vary with the product's row count on AVX2
+ * machines). */
 static void project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
                          const struct attn_w *p, float *pk)
 {
-    int n = d->batch * d->tk, U = d->units, Hk = d->key;
-    pb_cpu_gemm(be, false, true, n, U, Hk, 1.0f, k, Hk, p->wk, Hk, 0.0f, pk, U);
+    int B = d->batch, Tk = d->tk, U = d->units, Hk = d->key;
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int b = 0; b < B; b++)
+        PB_DNNL(dnnl_sgemm('N', 'T', Tk, U, Hk, 1.0f, k + (size_t)b * Tk * Hk, Hk, p->wk, Hk,
+                           0.0f, pk + (size_t)b * Tk * U, U));
 }
 
 /* The forward past the projections: the scores of pq [B·Tq, U] against pk [B·Tk, U], their

@@ -1,6 +1,11 @@
 /* harness/compute/cpu/cpu_pool.c — 2-D max and average pooling on oneDNN with PyTorch's output
  * sizes (ceil_mode becomes extra right padding) and divisors (windows that ceil_mode lets
- * overhang the padded input are rescaled: oneDNN divides by kh·kw). y keeps x's layout. */
+ * overhang the padded input are rescaled: oneDNN divides by kh·kw). y keeps x's layout.
+ * The primitives always run on a blocked layout, x's own or, for a plain x, the one this
+ * machine's convolutions write (nChw16c with AVX-512, else nChw8c), x and y reordered
+ * to and from it: oneDNN pools plain tensors with another implementation whose averages
+ * round otherwise, and a stage boundary hands a stage plain tensors where the unsplit
+ * model pools blocked ones, so without this the bits would depend on the partition. */
 #include <stdint.h>
 #include <string.h>
 
@@ -61,6 +66,16 @@ static void rescale(struct pb_backend *be, const struct pb_pool_desc *d, struct 
     }
 }
 
+/* The layout the primitives run on, given the caller's. */
+static enum pb_layout run_layout(enum pb_layout given)
+{
+    if (given != PB_LAYOUT_PLAIN)
+        return given;
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? PB_LAYOUT_NCHW16C
+                                                                        : PB_LAYOUT_NCHW8C;
+}
+
 static dnnl_alg_kind_t pool_alg(const struct pb_pool_desc *d)
 {
     if (d->kind == PB_POOL_MAX)
@@ -97,12 +112,16 @@ static struct pb_cpu_key pool_key(enum pb_cpu_op op, const struct pb_pool_desc *
 
 struct pool_fwd {
     struct pb_cpu_prim p;
+    struct pb_cpu_xfer x, y;  /* the caller's layouts ↔ run */
+    enum pb_layout run;
     bool train, rescale;
 };
 
 static void drop_fwd(struct pb_backend *be, void *val)
 {
     struct pool_fwd *f = val;
+    pb_cpu_xfer_destroy(be, &f->x);
+    pb_cpu_xfer_destroy(be, &f->y);
     pb_cpu_prim_destroy(be, &f->p);
     free(f);
 }
@@ -117,9 +136,14 @@ static struct pool_fwd *fwd_get(struct pb_backend *be, const struct pb_pool_desc
     if (f)
         return f;
     f = pb_xcalloc(1, sizeof *f);
+    f->run = run_layout(x->layout);
     dnnl_pooling_desc_t pd;
-    fwd_desc(d, x->shape, x->layout, y->shape, y->layout, train, &pd);
+    fwd_desc(d, x->shape, f->run, y->shape, f->run, train, &pd);
     pb_cpu_prim_create(be, &f->p, &pd, NULL);
+    dnnl_memory_desc_t xu = pb_cpu_md(x->shape, x->layout), xr = pb_cpu_md(x->shape, f->run);
+    dnnl_memory_desc_t yu = pb_cpu_md(y->shape, y->layout), yr = pb_cpu_md(y->shape, f->run);
+    pb_cpu_xfer_in_init(be, &f->x, &xu, &xr);
+    pb_cpu_xfer_out_init(be, &f->y, &yr, &yu);
     f->train = train;
     f->rescale = needs_rescale(d, x->shape, y->shape);
     pb_cpu_cache_put(be, &k, f, drop_fwd);
@@ -147,16 +171,22 @@ void pb_cpu_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d,
     PB_CHECK(y->layout == x->layout);
     bool train = d->kind == PB_POOL_MAX && workspace != NULL;
     struct pool_fwd *f = fwd_get(be, d, x, y, train);
-    struct pb_cpu_arg a[3] = {
-        {DNNL_ARG_SRC, x->data}, {DNNL_ARG_DST, y->data}, {DNNL_ARG_WORKSPACE, workspace}};
+    if (be->failed)
+        return;
+    struct pb_tensor yr = {pb_cpu_xfer_out_ptr(&f->y, y->data), y->shape, f->run};
+    struct pb_cpu_arg a[3] = {{DNNL_ARG_SRC, pb_cpu_xfer_in(be, &f->x, x->data)},
+                              {DNNL_ARG_DST, yr.data},
+                              {DNNL_ARG_WORKSPACE, workspace}};
     pb_cpu_prim_exec(be, &f->p, train ? 3 : 2, a);
     if (f->rescale)
-        rescale(be, d, x->shape, y, y->data);
+        rescale(be, d, x->shape, &yr, yr.data);
+    pb_cpu_xfer_out(be, &f->y, y->data);
 }
 
 struct pool_bwd {
     struct pb_cpu_prim p;
-    struct pb_cpu_xfer dy;  /* dy's layout → dx's */
+    struct pb_cpu_xfer dy, dx;  /* dy's layout → run, run → dx's layout */
+    enum pb_layout run;
     float *scaled;          /* dy rescaled (average pooling with overhanging windows) */
     bool rescale;
     int scatter_ur;         /* max pooling: > 0 when scatter() replaces the primitive */
@@ -273,6 +303,7 @@ static void drop_bwd(struct pb_backend *be, void *val)
 {
     struct pool_bwd *b = val;
     pb_cpu_xfer_destroy(be, &b->dy);
+    pb_cpu_xfer_destroy(be, &b->dx);
     pb_cpu_scratch_free(be, b->scaled);
     pb_cpu_prim_destroy(be, &b->p);
     free(b);
@@ -294,14 +325,16 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
     struct pool_bwd *b = pb_cpu_cache_get(be, &k);
     if (!b) {
         b = pb_xcalloc(1, sizeof *b);
+        b->run = run_layout(dx->layout);
         dnnl_pooling_desc_t fd, bd;
-        fwd_desc(d, dx->shape, dx->layout, dy->shape, dx->layout, true, &fd);
+        fwd_desc(d, dx->shape, b->run, dy->shape, b->run, true, &fd);
         dnnl_primitive_desc_t hint;
         PB_DNNL(dnnl_primitive_desc_create(&hint, &fd, pb_cpu_of(be)->attr, pb_cpu_of(be)->eng,
                                            NULL));
-        dnnl_memory_desc_t dsrc = pb_cpu_md(dx->shape, dx->layout),
-                           ddst = pb_cpu_md(dy->shape, dx->layout),
-                           dyu = pb_cpu_md(dy->shape, dy->layout);
+        dnnl_memory_desc_t dsrc = pb_cpu_md(dx->shape, b->run),
+                           ddst = pb_cpu_md(dy->shape, b->run),
+                           dyu = pb_cpu_md(dy->shape, dy->layout),
+                           dxu = pb_cpu_md(dx->shape, dx->layout);
         dnnl_dims_t strides = {d->sh, d->sw}, kernel = {d->kh, d->kw}, pl = {d->ph, d->pw};
         dnnl_dims_t pr = {pool_pad_r(dx->shape.h, dy->shape.h, d->kh, d->sh, d->ph),
                           pool_pad_r(dx->shape.w, dy->shape.w, d->kw, d->sw, d->pw)};
@@ -310,29 +343,33 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
         pb_cpu_prim_create(be, &b->p, &bd, hint);
         dnnl_primitive_desc_destroy(hint);
         pb_cpu_xfer_in_init(be, &b->dy, &dyu, &ddst);
+        pb_cpu_xfer_out_init(be, &b->dx, &dsrc, &dxu);
         b->rescale = needs_rescale(d, dx->shape, dy->shape);
         if (d->kind == PB_POOL_MAX)
             b->scatter_ur = scatter_chunk(b, pb_cpu_prim_md(&b->p, dnnl_query_workspace_md, 0),
-                                          dy->shape, dx->layout, &b->ws_s32);
+                                          dy->shape, b->run, &b->ws_s32);
         if (b->rescale)
-            b->scaled = pb_cpu_scratch(be, pb_layout_count(dy->shape, dx->layout) * sizeof(float));
+            b->scaled = pb_cpu_scratch(be, pb_layout_count(dy->shape, b->run) * sizeof(float));
         pb_cpu_cache_put(be, &k, b, drop_bwd);
     }
     if (be->failed)
         return;
     const void *g = pb_cpu_xfer_in(be, &b->dy, dy->data);
+    struct pb_tensor dxr = {pb_cpu_xfer_out_ptr(&b->dx, dx->data), dx->shape, b->run};
     if (b->scatter_ur > 0) {
-        scatter(be, d, b, g, workspace, dx, dy->shape);
+        scatter(be, d, b, g, workspace, &dxr, dy->shape);
+        pb_cpu_xfer_out(be, &b->dx, dx->data);
         return;
     }
     if (b->rescale) {
-        size_t n = pb_layout_count(dy->shape, dx->layout);
+        size_t n = pb_layout_count(dy->shape, b->run);
         memcpy(b->scaled, g, n * sizeof(float));
-        struct pb_tensor t = {(float *)g, dy->shape, dx->layout};
+        struct pb_tensor t = {(float *)g, dy->shape, b->run};
         rescale(be, d, dx->shape, &t, b->scaled);
         g = b->scaled;
     }
     struct pb_cpu_arg a[3] = {
-        {DNNL_ARG_DIFF_DST, g}, {DNNL_ARG_DIFF_SRC, dx->data}, {DNNL_ARG_WORKSPACE, workspace}};
+        {DNNL_ARG_DIFF_DST, g}, {DNNL_ARG_DIFF_SRC, dxr.data}, {DNNL_ARG_WORKSPACE, workspace}};
     pb_cpu_prim_exec(be, &b->p, d->kind == PB_POOL_MAX ? 3 : 2, a);
+    pb_cpu_xfer_out(be, &b->dx, dx->data);
 }

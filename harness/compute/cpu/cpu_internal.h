@@ -261,6 +261,18 @@ void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
                        float *y, int y_stride);
 /* the LSTM ops (cpu_lstm.c) and the four weight tensors of their flat run w (or of its
  * gradient), backend.h's layout: W_ih [4H, I], W_hh [4H, H], b_ih [4H], b_hh [4H] */
+/* Products of a few rows by a matrix packed once into panels (cpu_panels.c): usable for
+ * m rows where the machine has the kernel (AVX2 and FMA) and m ≤ PB_CPU_PANEL_ROWS_MAX;
+ * panels of op(B) [k × n] take pb_cpu_panels_floats(k, n) floats; both _in_team calls
+ * share their work out inside a parallel region and end at its barrier. */
+#define PB_CPU_PANEL_ROWS_MAX 16
+bool pb_cpu_panels_usable(int m);
+size_t pb_cpu_panels_floats(int k, int n);
+void pb_cpu_pack_panels_in_team(const float *b, int ldb, bool trans_b, int k, int n,
+                                float *panels);
+void pb_cpu_gemm_panels_in_team(int m, int n, int k, const float *a, int lda,
+                                const float *panels, bool beta, float *c, int ldc);
+
 struct pb_cpu_lstm_w {
     float *w_ih, *w_hh, *b_ih, *b_hh;
 };

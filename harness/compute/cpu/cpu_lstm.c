@@ -27,10 +27,15 @@
  *   dA_t = (dc·g·i(1−i), dc·c_{t−1}·f(1−f), dc·i·(1−g²), dh·tanh c_t·o(1−o)); then
  *   dx = dA·W_ih, dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1} (all steps at once), and the bias
  *   gradient, Σ over rows of dA, added to both b_ih's and b_hh's.
+ * The recurrent products at a batch of a few rows (pb_cpu_panels_usable: B ≤ 16 on AVX2
+ *   machines, a pipeline's micro-batch) run over W_hh packed once per call into panels
+ *   (cpu_panels.c), where a product per step is bound by reading W_hh, which oneDNN's
+ *   sgemm would pack again at every step; where a call makes fewer than two such products
+ *   (a decoder's one step), packing costs more than it saves and oneDNN runs them.
  * Determinism: every product is cut into tiles fixed by its shape alone, each one
- * single-threaded sgemm call (oneDNN runs a gemm called inside a parallel region on the
- * calling thread), and the pointwise work is per element, so the bits do not depend on
- * the thread count or the timing. */
+ *   single-threaded sgemm call (oneDNN runs a gemm called inside a parallel region on the
+ *   calling thread) or panel kernel, and the pointwise work is per element, so the bits do
+ *   not depend on the thread count or the timing. */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
@@ -157,6 +162,17 @@ static int chunk_cols(const struct pb_lstm_desc *d, int chunk, int *j0, int *j1)
     return chunk / per;
 }
 
+/* The panels of W_hh for a sequence's recurrent products (k × n, nprod of them, each of
+ * `batch` rows), in scratch, where packing pays: a few rows (cpu_panels.c) and at least two
+ * products to share the packing's cost, which is about one product's; NULL otherwise, or
+ * with the backend failed when scratch is short. */
+static float *recurrent_panels(struct pb_backend *be, int batch, int nprod, int k, int n)
+{
+    if (nprod < 2 || !pb_cpu_panels_usable(batch))
+        return NULL;
+    return pb_cpu_scratch(be, pb_cpu_panels_floats(k, n) * sizeof(float));
+}
+
 /* ---- the ops ---- */
 
 static size_t rows(const struct pb_lstm_desc *d)
@@ -189,16 +205,28 @@ static void lstm_forward(struct pb_backend *be, const struct pb_lstm_desc *d, co
     memset(zeros, 0, (size_t)H * sizeof(float));
     struct gemm in = {false, true, (int)rows(d), G, d->input, x, p.w_ih, d->input, d->input,
                       0.0f, gates, G};
+    float *panels = recurrent_panels(be, d->batch, T - 1 + (h0 != NULL), H, G);
+    if (be->failed) {
+        pb_cpu_scratch_free(be, bias);
+        return;
+    }
     int nchunks = cell_chunks(d);
 #pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
     {
         gemm_in_team(&in);
+        if (panels)  /* op(B) = W_hhᵀ [H × G] */
+            pb_cpu_pack_panels_in_team(p.w_hh, H, true, H, G, panels);
         for (int t = 0; t < T; t++) {
             if (t > 0 || h0) {  /* rows b·T + t += h_{t−1}·W_hhᵀ */
                 const float *hp = t ? y + (size_t)(t - 1) * H : h0;
-                struct gemm rec = {false, true, d->batch, G, H, hp, p.w_hh, t ? T * H : H, H,
+                int ldh = t ? T * H : H;
+                struct gemm rec = {false, true, d->batch, G, H, hp, p.w_hh, ldh, H,
                                    1.0f, gates + (size_t)t * G, T * G};
-                gemm_in_team(&rec);
+                if (panels)
+                    pb_cpu_gemm_panels_in_team(d->batch, G, H, hp, ldh, panels, true, rec.c,
+                                               rec.ldc);
+                else
+                    gemm_in_team(&rec);
             }
 #pragma omp for schedule(static)
             for (int k = 0; k < nchunks; k++) {
@@ -216,6 +244,8 @@ static void lstm_forward(struct pb_backend *be, const struct pb_lstm_desc *d, co
             memcpy(st->h_last + (size_t)b * H, y + r * H, (size_t)H * sizeof(float));
             memcpy(st->c_last + (size_t)b * H, cell + r * H, (size_t)H * sizeof(float));
         }
+    if (panels)
+        pb_cpu_scratch_free(be, panels);
     pb_cpu_scratch_free(be, bias);
 }
 
@@ -255,14 +285,24 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
     float *dbias = dc + (size_t)B * H, *zeros = dbias + G;
     memset(dc, 0, (size_t)B * H * sizeof(float));
     memset(dbias, 0, (size_t)(G + H) * sizeof(float));
+    float *panels = recurrent_panels(be, B, T - 1, G, H);
+    if (be->failed) {
+        pb_cpu_scratch_free(be, da);
+        return;
+    }
     int nchunks = cell_chunks(d);
 #pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
     {
+        if (panels)  /* op(B) = W_hh [G × H] */
+            pb_cpu_pack_panels_in_team(p.w_hh, H, false, G, H, panels);
         for (int t = T - 1; t >= 0; t--) {
             if (t < T - 1) {  /* dh_next = dA_{t+1}·W_hh */
                 struct gemm rec = {false, false, B, H, G, da + (size_t)(t + 1) * G, p.w_hh,
                                    T * G, H, 0.0f, dh, H};
-                gemm_in_team(&rec);
+                if (panels)
+                    pb_cpu_gemm_panels_in_team(B, H, G, rec.a, rec.lda, panels, false, dh, H);
+                else
+                    gemm_in_team(&rec);
             }
 #pragma omp for schedule(static)
             for (int k = 0; k < nchunks; k++) {
@@ -296,5 +336,7 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
         gw.b_ih[j] += dbias[j];
         gw.b_hh[j] += dbias[j];
     }
+    if (panels)
+        pb_cpu_scratch_free(be, panels);
     pb_cpu_scratch_free(be, da);
 }

@@ -256,7 +256,7 @@ START_TEST(against_ref)
     check_against_ref(5, 7, 19, 13);
     check_against_ref(16, 12, 64, 48);
     check_against_ref(3, 1, 8, 8);  /* one step: no recurrence */
-    /* 1200 rows: product tiles of 256 rows; two pointwise chunks per row. The weight
+    /* 1200 rows: product tiles of 512 rows; two pointwise chunks per row. The weight
      * gradients sum 1200 products in float (about 1200·2⁻²⁴ = 7e-5 of the sum of their
      * magnitudes), the gates 269, over 40 steps: 1e-3 relative, 1e-5 absolute. */
     check_against_ref_tol(30, 40, 9, 260, 1e-3, 1e-5);

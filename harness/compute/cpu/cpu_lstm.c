@@ -44,7 +44,7 @@
 /* ---- products in fixed tiles ---- */
 
 /* One row-major product C[m × n] = op(A)·op(B) + beta·C (op: transposed where ta, tb),
- * k the inner size, cut into tiles of tile_m × TILE_N. */
+ * k the inner size, cut into tiles of tile_m × tile_n. */
 struct gemm {
     bool ta, tb;
     int m, n, k;
@@ -55,28 +55,34 @@ struct gemm {
     int ldc;
 };
 
-enum { TILE_N = 256 };
-
-/* Rows per tile: a per-step product (m = B) in a few row tiles, an all-steps one in
- * tiles big enough that packing costs little against the multiply. */
+/* Tiles as large as keep the threads busy: oneDNN's sgemm (AVX2, bench_lstm's paper
+ * shapes) runs a tile of fewer than 512 rows, or one that takes part of op(B)'s columns
+ * where B is not transposed, at half its speed or less (dW and dx of GNMT's 400-row
+ * products: 108–118 against 41 ms in tiles of 256 × 256, 41 in one product), so rows are
+ * cut only from 1024 on, in 512s, and columns only of a transposed B, in 1024s. */
 static int tile_m(int m)
 {
-    return m <= 64 ? m : m < 1024 ? 64 : 256;
+    return m < 1024 ? m : 512;
+}
+
+static int tile_n(const struct gemm *g)
+{
+    return g->tb && g->n > 1024 ? 1024 : g->n;
 }
 
 static int gemm_ntiles(const struct gemm *g)
 {
     if (g->m <= 0 || g->n <= 0)
         return 0;
-    int tm = tile_m(g->m);
-    return ((g->m + tm - 1) / tm) * ((g->n + TILE_N - 1) / TILE_N);
+    int tm = tile_m(g->m), tn = tile_n(g);
+    return ((g->m + tm - 1) / tm) * ((g->n + tn - 1) / tn);
 }
 
 static void gemm_tile(const struct gemm *g, int idx)
 {
-    int tm = tile_m(g->m), cols = (g->n + TILE_N - 1) / TILE_N;
-    int i0 = idx / cols * tm, j0 = idx % cols * TILE_N;
-    int mm = g->m - i0 < tm ? g->m - i0 : tm, nn = g->n - j0 < TILE_N ? g->n - j0 : TILE_N;
+    int tm = tile_m(g->m), tn = tile_n(g), cols = (g->n + tn - 1) / tn;
+    int i0 = idx / cols * tm, j0 = idx % cols * tn;
+    int mm = g->m - i0 < tm ? g->m - i0 : tm, nn = g->n - j0 < tn ? g->n - j0 : tn;
     const float *a = g->ta ? g->a + i0 : g->a + (size_t)i0 * g->lda;
     const float *b = g->tb ? g->b + (size_t)j0 * g->ldb : g->b + j0;
     PB_DNNL(dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', mm, nn, g->k, 1.0f, a, g->lda, b,
@@ -92,10 +98,20 @@ static void gemm_in_team(const struct gemm *g)
         gemm_tile(g, i);
 }
 
-static void gemm_run(struct pb_backend *be, const struct gemm *g)
+/* Independent products (distinct outputs) as one list of tiles shared out among the
+ * threads, so that a product of one tile runs beside the others' tiles. */
+static void gemms_run(struct pb_backend *be, const struct gemm *const *g, int n)
 {
-#pragma omp parallel num_threads(pb_cpu_of(be)->nthreads)
-    gemm_in_team(g);
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        total += gemm_ntiles(g[i]);
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
+    for (int t = 0; t < total; t++) {
+        int i = 0, idx = t;
+        while (idx >= gemm_ntiles(g[i]))
+            idx -= gemm_ntiles(g[i++]);
+        gemm_tile(g[i], idx);
+    }
 }
 
 /* ---- the pointwise cell, one row's columns [j0, j1) ---- */
@@ -325,12 +341,9 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
     }
     struct gemm dw_ih = {true, false, G, I, R, da, x, G, I, 1.0f, gw.w_ih, I};
     struct gemm dw_hh = {true, false, G, H, R, da, hprev, G, H, 1.0f, gw.w_hh, H};
-    gemm_run(be, &dw_ih);
-    gemm_run(be, &dw_hh);
-    if (dx) {
-        struct gemm dxg = {false, false, R, I, G, da, p.w_ih, G, I, 0.0f, dx, I};
-        gemm_run(be, &dxg);
-    }
+    struct gemm dxg = {false, false, R, I, G, da, p.w_ih, G, I, 0.0f, dx, I};
+    const struct gemm *after[3] = {&dw_ih, &dw_hh, &dxg};
+    gemms_run(be, after, dx ? 3 : 2);
     pb_cpu_bias_grad(be, da, dbias, R, G);
     for (int j = 0; j < G; j++) {
         gw.b_ih[j] += dbias[j];

@@ -67,13 +67,16 @@ static inline __attribute__((always_inline)) void panel_kernel(int rows, int k, 
                                                                int cols)
 {
     __m256 acc[8];
+#pragma GCC unroll 8
     for (int r = 0; r < rows; r++)
         acc[r] = _mm256_setzero_ps();
     for (int l = 0; l < k; l++) {
         __m256 bv = _mm256_loadu_ps(panel + (size_t)l * PANEL);
+#pragma GCC unroll 8
         for (int r = 0; r < rows; r++)
             acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (size_t)r * lda + l), bv, acc[r]);
     }
+#pragma GCC unroll 8
     for (int r = 0; r < rows; r++) {
         float out[PANEL];
         _mm256_storeu_ps(out, acc[r]);

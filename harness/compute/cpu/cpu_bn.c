@@ -2,8 +2,9 @@
  * training saves the batch mean and biased variance in aux ([2, C] floats, this
  * backend's format) and updates the running statistics as PyTorch, inference reads
  * the running ones, the backward accumulates dgamma and dbeta; y and dx keep x's
- * layout. The primitives always run on nChw16c (x, dy reordered in, y, dx out when
- * they are in another layout): oneDNN's statistics sum in another order per layout, and
+ * layout. The primitives always run on the machine's blocked layout (pb_cpu_native_layout:
+ * nChw16c with AVX-512, else nChw8c; x, dy reordered in, y, dx out when they are in
+ * another layout): oneDNN's statistics sum in another order per layout, and
  * a stage receives its input plain where one stage running the whole model would hold
  * it blocked, so that gpipe is gradient accumulation bit for bit (semantics §4.7). */
 #include <string.h>
@@ -22,13 +23,16 @@ static struct pb_cpu_key bn_key(enum pb_cpu_op op, const struct pb_tensor *x, en
                                .v = {s.n, s.c, s.h, s.w, (int)x->layout, (int)l1, e.i, train}};
 }
 
-/* the layout the primitives run on */
-#define BN_LAYOUT PB_LAYOUT_NCHW16C
+/* the layout the primitives run on, whatever the caller's */
+static enum pb_layout bn_layout(void)
+{
+    return pb_cpu_native_layout();
+}
 
 static void fwd_desc(const struct pb_tensor *x, float eps, bool train,
                      dnnl_batch_normalization_desc_t *bd)
 {
-    dnnl_memory_desc_t md = pb_cpu_md(x->shape, BN_LAYOUT);
+    dnnl_memory_desc_t md = pb_cpu_md(x->shape, bn_layout());
     unsigned flags = dnnl_use_scale | dnnl_use_shift;
     if (!train)
         flags |= dnnl_use_global_stats;
@@ -38,7 +42,7 @@ static void fwd_desc(const struct pb_tensor *x, float eps, bool train,
 
 struct bn_fwd {
     struct pb_cpu_prim p;
-    struct pb_cpu_xfer x, y;  /* x's layout → BN_LAYOUT, and back for y */
+    struct pb_cpu_xfer x, y;  /* x's layout → the run layout, and back for y */
 };
 
 static void drop_fwd(struct pb_backend *be, void *val)
@@ -67,7 +71,7 @@ static void bn_fwd(struct pb_backend *be, const struct pb_tensor *x, const float
         fwd_desc(x, eps, train, &bd);
         pb_cpu_prim_create(be, &f->p, &bd, NULL);
         dnnl_memory_desc_t user = pb_cpu_md(x->shape, x->layout);
-        dnnl_memory_desc_t prim = pb_cpu_md(x->shape, BN_LAYOUT);
+        dnnl_memory_desc_t prim = pb_cpu_md(x->shape, bn_layout());
         pb_cpu_xfer_in_init(be, &f->x, &user, &prim);
         pb_cpu_xfer_out_init(be, &f->y, &prim, &user);
         pb_cpu_cache_put(be, &k, f, drop_fwd);
@@ -117,7 +121,7 @@ void pb_cpu_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const
 
 struct bn_bwd {
     struct pb_cpu_prim p;
-    struct pb_cpu_xfer x, dy, dx;  /* x's and dy's layouts → BN_LAYOUT → dx's (x's) */
+    struct pb_cpu_xfer x, dy, dx;  /* x's and dy's layouts → the run layout → dx's (x's) */
     float *dgamma, *dbeta;  /* [c] this call's gradients */
     float *shift;           /* [c] zeros: oneDNN 2.6 wants a shift argument it never reads */
 };
@@ -156,7 +160,7 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
         dnnl_primitive_desc_t hint;
         PB_DNNL(dnnl_primitive_desc_create(&hint, &fd, pb_cpu_of(be)->attr, pb_cpu_of(be)->eng,
                                            NULL));
-        dnnl_memory_desc_t md = pb_cpu_md(x->shape, BN_LAYOUT),
+        dnnl_memory_desc_t md = pb_cpu_md(x->shape, bn_layout()),
                            xmd = pb_cpu_md(x->shape, x->layout),
                            dymd = pb_cpu_md(dy->shape, dy->layout);
         PB_DNNL(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &md, &md, eps,

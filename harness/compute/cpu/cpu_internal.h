@@ -142,6 +142,10 @@ void pb_cpu_cache_finish(struct pb_backend *be);
 dnnl_memory_desc_t pb_cpu_md(struct pb_shape s, enum pb_layout l);
 /* A 1-D [n] descriptor; a 4-D one of a format tag (dnnl_format_tag_any included). */
 dnnl_memory_desc_t pb_cpu_md_1d(int n);
+/* The blocked layout this machine's oneDNN kernels run on: nChw16c with AVX-512, else
+ * nChw8c (oneDNN 2.6 has no AVX2 kernels for nChw16c and falls back to its reference
+ * code there: batch norm 30× slower). */
+enum pb_layout pb_cpu_native_layout(void);
 dnnl_memory_desc_t pb_cpu_md_tag(int d0, int d1, int d2, int d3, dnnl_format_tag_t tag);
 
 /* A reorder primitive src → dst; sum: onto what dst holds (dst = src + dst). */

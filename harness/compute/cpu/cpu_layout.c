@@ -29,6 +29,13 @@ dnnl_memory_desc_t pb_cpu_md(struct pb_shape s, enum pb_layout l)
     return pb_cpu_md_tag(s.n, s.c, s.h, s.w, layout_tag(l));
 }
 
+enum pb_layout pb_cpu_native_layout(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? PB_LAYOUT_NCHW16C
+                                                                        : PB_LAYOUT_NCHW8C;
+}
+
 dnnl_memory_desc_t pb_cpu_md_1d(int n)
 {
     dnnl_memory_desc_t md;

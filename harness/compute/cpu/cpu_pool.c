@@ -69,11 +69,7 @@ static void rescale(struct pb_backend *be, const struct pb_pool_desc *d, struct 
 /* The layout the primitives run on, given the caller's. */
 static enum pb_layout run_layout(enum pb_layout given)
 {
-    if (given != PB_LAYOUT_PLAIN)
-        return given;
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? PB_LAYOUT_NCHW16C
-                                                                        : PB_LAYOUT_NCHW8C;
+    return given != PB_LAYOUT_PLAIN ? given : pb_cpu_native_layout();
 }
 
 static dnnl_alg_kind_t pool_alg(const struct pb_pool_desc *d)

@@ -177,7 +177,9 @@ static const struct learner {
     double times;
 } learners[] = {
     {"alexnet", "4000", "1000", "4", 4},
-    {"inceptionv3", "2000", "500", "2", 2},
+    /* 5 epochs: measured 0.67, 1.12, 1.79, 4.02, 4.46% (chance 1%); 2 epochs reached the
+     * 2% only by the luck of a trajectory (2.23% on one machine, 1.12% on another) */
+    {"inceptionv3", "2000", "500", "5", 2},
 };
 
 START_TEST(test_small_learns)

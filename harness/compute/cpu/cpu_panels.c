@@ -4,10 +4,11 @@
  *
  * Why: an LSTM's recurrent product at a small batch (a pipeline's micro-batch: B = 8 rows
  * against W_hh [4096 × 1024] at GNMT's width) is bound by reading W_hh. oneDNN's sgemm
- * packs B at every call, so each step reads W_hh twice and writes it once, and on this
- * project's AVX2 machine runs at 20–33 GFLOP/s there, where the same product over panels
- * packed once per sequence runs at 50–58 (bench_lstm's gnmt-b8 shapes, 2.0–2.3 against
- * 1.15–1.3 ms a step); from 32 rows on oneDNN is as fast or faster.
+ * packs B at every call, so each step reads W_hh twice and writes it once. On an AVX2
+ * machine (Zen 3, one thread) that product took 2.0–3.0 ms a step in oneDNN tiles and
+ * takes 1.3–1.55 ms over panels packed once per call (about 50 GFLOP/s; the packing,
+ * once, about 2.3 ms); at 32 rows the two are even (4.6 ms), at 64 oneDNN's forward
+ * product is the faster (7.5 against 9.0 ms).
  *
  * Layout: panel p holds columns [8p, 8p + 8) of op(B) as k rows of eight floats, the
  * columns past n zero: panels [⌈n/8⌉][k][8].

@@ -55,8 +55,8 @@ struct gemm {
     int ldc;
 };
 
-/* Tiles as large as keep the threads busy: oneDNN's sgemm (AVX2, bench_lstm's paper
- * shapes) runs a tile of fewer than 512 rows, or one that takes part of op(B)'s columns
+/* Tiles as large as keep the threads busy: oneDNN's sgemm (measured on Zen 3, AVX2, one
+ * thread) runs a tile of fewer than 512 rows, or one that takes part of op(B)'s columns
  * where B is not transposed, at half its speed or less (dW and dx of GNMT's 400-row
  * products: 108–118 against 41 ms in tiles of 256 × 256, 41 in one product), so rows are
  * cut only from 1024 on, in 512s, and columns only of a transposed B, in 1024s. */

@@ -189,6 +189,36 @@ struct pool_bwd {
     bool ws_s32;            /* the workspace holds s32 window indices (else u8) */
 };
 
+/* Windows that tile, one block of blk channels at one window position i (w the argmax
+ * per lane, g the gradient, q the dx elements of the position): q[k] = 0 + g[k] where
+ * w[k] = i, else 0, and 0 on lanes past the channels. With AVX-512 a full block of 16 is
+ * one masked vector move with the same values; GCC compiles the loop below to scalar
+ * code, in which vgg16 small spent 9% of a training run's CPU samples (perf, one thread,
+ * on an AVX-512 Zen 4). */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+static inline __mmask16 argmax_is(const uint8_t *w, int i)
+{
+    __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w));
+    return _mm512_cmpeq_epi32_mask(lanes, _mm512_set1_epi32(i));
+}
+#endif
+
+static inline void window_put(float *q, const float *g, const uint8_t *w, int i, int lanes,
+                              int blk)
+{
+#if defined(__AVX512F__)
+    if (lanes == 16 && blk == 16) {
+        __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_loadu_ps(g));
+        _mm512_storeu_ps(q, _mm512_maskz_mov_ps(argmax_is(w, i), v));
+        return;
+    }
+#endif
+    for (int k = 0; k < blk; k++)
+        q[k] = k < lanes && w[k] == i ? 0.0f + g[k] : 0.0f;
+}
+
 /* Max pooling's backward from the workspace, which holds for every y element the index
  * kh·KW + kw of its argmax inside the (padded) window: dx = 0, then dx[argmax] += dy.
  * The sums (overlapping windows) are taken in the order of the oneDNN kernel it
@@ -226,9 +256,7 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
                     if (!inside && (oh * d->sh + i / d->kw >= xs.h ||
                                     ow * d->sw + i % d->kw >= xs.w))
                         continue;
-                    float *q = base + tab[i];
-                    for (int k = 0; k < blk; k++)
-                        q[k] = k < lanes && w8[at + k] == i ? 0.0f + g[at + k] : 0.0f;
+                    window_put(base + tab[i], g + at, w8 + at, i, lanes, blk);
                 }
             }
         return;

@@ -189,12 +189,15 @@ struct pool_bwd {
     bool ws_s32;            /* the workspace holds s32 window indices (else u8) */
 };
 
-/* Windows that tile, one block of blk channels at one window position i (w the argmax
- * per lane, g the gradient, q the dx elements of the position): q[k] = 0 + g[k] where
- * w[k] = i, else 0, and 0 on lanes past the channels. With AVX-512 a full block of 16 is
- * one masked vector move with the same values; GCC compiles the loop below to scalar
- * code, in which vgg16 small spent 9% of a training run's CPU samples (perf, one thread,
- * on an AVX-512 Zen 4). */
+/* One block of blk channels at one window position i (w the argmax per lane, g the
+ * gradient, q the dx elements of the position). window_put, for windows that tile:
+ * q[k] = 0 + g[k] where w[k] = i, else 0, and 0 on lanes past the channels. With AVX-512
+ * a full block of 16 is one masked vector move with the same values; GCC compiles the
+ * loop to scalar code, in which vgg16 small spent 9% of a training run's CPU samples
+ * (perf, one thread, on an AVX-512 Zen 4). window_add, for overlapping windows with
+ * AVX-512 and a full block of 16: q[k] += g[k] where w[k] = i, else q[k] unchanged, one
+ * masked vector add per position instead of a scalar add per lane (the same terms in the
+ * same order: the same bits), 10-12% faster on 64×32×32 at batches 32 and 64. */
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
@@ -217,6 +220,27 @@ static inline void window_put(float *q, const float *g, const uint8_t *w, int i,
 #endif
     for (int k = 0; k < blk; k++)
         q[k] = k < lanes && w[k] == i ? 0.0f + g[k] : 0.0f;
+}
+
+static inline bool window_add_usable(int lanes, int blk)
+{
+#if defined(__AVX512F__)
+    return lanes == 16 && blk == 16;
+#else
+    (void)lanes, (void)blk;
+    return false;
+#endif
+}
+
+static inline void window_add(float *q, const float *g, const uint8_t *w, int i)
+{
+#if defined(__AVX512F__)
+    __m512 v = _mm512_loadu_ps(q);
+    _mm512_storeu_ps(q, _mm512_mask_add_ps(v, argmax_is(w, i), v, _mm512_loadu_ps(g)));
+#else
+    (void)q, (void)g, (void)w, (void)i;
+    PB_CHECK(false);
+#endif
 }
 
 /* Max pooling's backward from the workspace, which holds for every y element the index
@@ -261,6 +285,7 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
             }
         return;
     }
+    bool vector_add = window_add_usable(lanes, blk);
     memset(o, 0, (size_t)xs.h * rowf * sizeof *o);
     for (int oh = 0; oh < ys.h; oh++) {
         int ih0 = oh * d->sh - d->ph;
@@ -272,8 +297,12 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
                 size_t at = ((size_t)oh * ys.w + ow) * blk;
                 if (rows_in && iw0 >= 0 && iw0 + d->kw <= xs.w && !b->ws_s32) {
                     float *base = o + (size_t)ih0 * rowf + (size_t)iw0 * blk;
-                    for (int k = 0; k < lanes; k++)
-                        base[tab[w8[at + k]] + k] += g[at + k];
+                    if (vector_add)
+                        for (int i = 0; i < kk; i++)
+                            window_add(base + tab[i], g + at, w8 + at, i);
+                    else
+                        for (int k = 0; k < lanes; k++)
+                            base[tab[w8[at + k]] + k] += g[at + k];
                     continue;
                 }
                 for (int k = 0; k < lanes; k++) {

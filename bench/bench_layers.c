@@ -3,8 +3,10 @@
  *   - conv fwd, bwd-data and bwd-weights (+ bias) of lenet's conv1, 1→16 5x5 pad 2 on
  *     28x28, and of a CIFAR-like stem, 3→64 3x3 pad 1 on 32x32, input plain (as the data
  *     arrives), dy in the layout the backend gives y;
- *   - max pooling fwd and bwd (from the workspace) of 2x2/2 on lenet's conv1 output
- *     [16, 28, 28] and of 3x3/2 pad 1 on the stem's output [64, 32, 32], in that layout;
+ *   - max pooling fwd and bwd (from the workspace) of 2x2/2 on lenet's conv1 output shape
+ *     [16, 28, 28] and of 3x3/2 pad 1 on the stem's [64, 32, 32], in the layout the
+ *     backend gives y, on uniform random values as PyTorch's side (the argmax pattern,
+ *     which the values decide, decides where the backward writes);
  * at 1 and 2 threads and micro-batch 32, 64 and 128;
  *   - GNMT's normalised Bahdanau attention (struct pb_attn_desc) fwd (a training forward,
  *     its workspace kept) and bwd at GNMT's size: batch 64, Tq = Tk = 50, query = key =
@@ -105,7 +107,7 @@ static const char *const torch_ops[NOPS] = {"conv fwd", "conv bwd_data", "conv b
 /* The tensors of one layer at one micro-batch. */
 struct layer_run {
     const struct layer *l;
-    struct pb_tensor x, y, dy, dx, p, dp, dpx;
+    struct pb_tensor x, y, dy, dx, pin, p, dp, dpx;
     float *w, *b, *dw, *db;
     void *ws;
     char conv_req[96], pool_req[96], pool_shape[48];
@@ -131,16 +133,17 @@ static void run_init(struct pb_backend *be, const struct layer *l, int n, struct
     r->w = dev_rand(be, nw, 3), r->b = dev_rand(be, (size_t)d->cout, 4);
     r->dw = dev_rand(be, nw, 5), r->db = dev_rand(be, (size_t)d->cout, 6);
     be->ops->conv_fwd(be, d, &r->x, r->w, r->b, &r->y);
+    r->pin = tensor_rand(be, ys, yl, 8);
     r->p = tensor(be, ps, yl);
     r->dp = tensor_rand(be, ps, yl, 7);
     r->dpx = tensor(be, ys, yl);
-    size_t wsb = be->ops->pool_workspace(be, pd, &r->y, &r->p);
+    size_t wsb = be->ops->pool_workspace(be, pd, &r->pin, &r->p);
     r->ws = pb_backend_alloc(be, wsb, PB_MEM_ACTS, &e);
     if (!r->ws) {
         fprintf(stderr, "bench_layers: %s\n", e.msg);
         exit(2);
     }
-    be->ops->pool_fwd(be, pd, &r->y, &r->p, r->ws);
+    be->ops->pool_fwd(be, pd, &r->pin, &r->p, r->ws);
     snprintf(r->conv_req, sizeof r->conv_req, "%d %d %d %d %d %d %d %d", n, d->cin, l->h, l->w,
              d->cout, d->kh, d->sh, d->ph);
     snprintf(r->pool_req, sizeof r->pool_req, "%d %d %d %d %d %d %d", n, ys.c, ys.h, ys.w,
@@ -151,7 +154,7 @@ static void run_init(struct pb_backend *be, const struct layer *l, int n, struct
 
 static void run_free(struct pb_backend *be, struct layer_run *r)
 {
-    void *bufs[] = {r->x.data, r->y.data, r->dy.data, r->dx.data, r->p.data, r->dp.data,
+    void *bufs[] = {r->x.data, r->y.data, r->dy.data, r->dx.data, r->pin.data, r->p.data, r->dp.data,
                     r->dpx.data, r->w, r->b, r->dw, r->db, r->ws};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         pb_backend_free(be, bufs[i]);
@@ -172,10 +175,10 @@ static void op_once(struct pb_backend *be, struct layer_run *r, enum op_kind op)
         be->ops->conv_bwd_weights(be, d, &r->x, &r->dy, r->dw, r->db);
         break;
     case POOL_FWD:
-        be->ops->pool_fwd(be, pd, &r->y, &r->p, r->ws);
+        be->ops->pool_fwd(be, pd, &r->pin, &r->p, r->ws);
         break;
     case POOL_BWD:
-        be->ops->pool_bwd(be, pd, &r->y, &r->p, &r->dp, r->ws, &r->dpx);
+        be->ops->pool_bwd(be, pd, &r->pin, &r->p, &r->dp, r->ws, &r->dpx);
         break;
     case NOPS:
         break;

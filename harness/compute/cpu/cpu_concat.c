@@ -8,6 +8,9 @@
  * and every consumer would reorder it back or run oneDNN's plain-layout batch norm
  * (ncsp, not vectorised over channels). */
 #include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "harness/compute/cpu/cpu_internal.h"
 
@@ -83,6 +86,24 @@ static bool blocks_filled(int blk, int k, const struct pb_tensor *const *ts)
     return true;
 }
 
+/* dst[x·blk + l] = src[x·blk + l] for x < hw, l < run (< blk): a run of lanes of every
+ * pixel of a block plane; with AVX-512 and blocks of 16 one masked move a pixel. */
+static void copy_lanes(float *restrict dst, const float *restrict src, size_t hw, int blk,
+                       int run)
+{
+#if defined(__AVX512F__)
+    if (blk == 16) {
+        __mmask16 m = (__mmask16)((1u << run) - 1);
+        for (size_t x = 0; x < hw; x++)
+            _mm512_mask_storeu_ps(dst + x * 16, m, _mm512_maskz_loadu_ps(m, src + x * 16));
+        return;
+    }
+#endif
+    for (size_t x = 0; x < hw; x++)
+        for (int l = 0; l < run; l++)
+            dst[x * blk + l] = src[x * blk + l];
+}
+
 /* Channel block ib of a part of ci channels at channel offset c0 of the whole (shape
  * ws), layout block blk, image n: its valid lanes l < min(blk, ci − ib·blk) are the
  * whole's channels c0 + ib·blk + l, in one or two of the whole's blocks; each block a
@@ -99,13 +120,12 @@ static void copy_block(float *whole, float *part, struct pb_shape ws, int ci, in
         int oc = first + l0, ob = oc / blk, ol = oc % blk;
         int run = blk - ol < lanes - l0 ? blk - ol : lanes - l0;  /* lanes in block ob */
         float *w = whole + ((size_t)n * wcb + ob) * plane + ol, *q = p + l0;
-        for (size_t x = 0; x < hw; x++)
-            for (int l = 0; l < run; l++) {
-                if (to_whole)
-                    w[x * blk + l] = q[x * blk + l];
-                else
-                    q[x * blk + l] = w[x * blk + l];
-            }
+        if (run == blk)  /* whole blocks on both sides: one plane, contiguous */
+            memcpy(to_whole ? w : q, to_whole ? q : w, plane * sizeof(float));
+        else if (to_whole)
+            copy_lanes(w, q, hw, blk, run);
+        else
+            copy_lanes(q, w, hw, blk, run);
         l0 += run;
     }
 }

@@ -8,6 +8,9 @@
  * model pools blocked ones, so without this the bits would depend on the partition. */
 #include <stdint.h>
 #include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "harness/compute/cpu/cpu_internal.h"
 
@@ -199,8 +202,6 @@ struct pool_bwd {
  * masked vector add per position instead of a scalar add per lane (the same terms in the
  * same order: the same bits), 10-12% faster on 64×32×32 at batches 32 and 64. */
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
 static inline __mmask16 argmax_is(const uint8_t *w, int i)
 {
     __m512i lanes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w));

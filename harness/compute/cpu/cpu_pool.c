@@ -223,25 +223,25 @@ static inline void window_put(float *q, const float *g, const uint8_t *w, int i,
         q[k] = k < lanes && w[k] == i ? 0.0f + g[k] : 0.0f;
 }
 
-static inline bool window_add_usable(int lanes, int blk)
+/* All kk positions of one window inside the plane (tab: position → offset from its
+ * corner), one block: base[tab[w[k]] + k] += g[k] for the lanes k < lanes. */
+static inline void window_add(float *base, const int *tab, int kk, const float *g,
+                              const uint8_t *w, int lanes, int blk)
 {
 #if defined(__AVX512F__)
-    return lanes == 16 && blk == 16;
-#else
-    (void)lanes, (void)blk;
-    return false;
+    if (lanes == 16 && blk == 16) {
+        __m512 gv = _mm512_loadu_ps(g);
+        for (int i = 0; i < kk; i++) {
+            float *q = base + tab[i];
+            __m512 v = _mm512_loadu_ps(q);
+            _mm512_storeu_ps(q, _mm512_mask_add_ps(v, argmax_is(w, i), v, gv));
+        }
+        return;
+    }
 #endif
-}
-
-static inline void window_add(float *q, const float *g, const uint8_t *w, int i)
-{
-#if defined(__AVX512F__)
-    __m512 v = _mm512_loadu_ps(q);
-    _mm512_storeu_ps(q, _mm512_mask_add_ps(v, argmax_is(w, i), v, _mm512_loadu_ps(g)));
-#else
-    (void)q, (void)g, (void)w, (void)i;
-    PB_CHECK(false);
-#endif
+    (void)kk, (void)blk;
+    for (int k = 0; k < lanes; k++)
+        base[tab[w[k]] + k] += g[k];
 }
 
 /* Max pooling's backward from the workspace, which holds for every y element the index
@@ -286,7 +286,6 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
             }
         return;
     }
-    bool vector_add = window_add_usable(lanes, blk);
     /* dx rows are zeroed just before the first window reaching them, so that the rows a
      * window row adds into are still in L1 (a whole plane, 64 KiB at 32×32×16, is not) */
     int zeroed = 0;
@@ -305,12 +304,7 @@ static void scatter_plane(const struct pb_pool_desc *d, const struct pool_bwd *b
                 size_t at = ((size_t)oh * ys.w + ow) * blk;
                 if (rows_in && iw0 >= 0 && iw0 + d->kw <= xs.w && !b->ws_s32) {
                     float *base = o + (size_t)ih0 * rowf + (size_t)iw0 * blk;
-                    if (vector_add)
-                        for (int i = 0; i < kk; i++)
-                            window_add(base + tab[i], g + at, w8 + at, i);
-                    else
-                        for (int k = 0; k < lanes; k++)
-                            base[tab[w8[at + k]] + k] += g[at + k];
+                    window_add(base, tab, kk, g + at, w8 + at, lanes, blk);
                     continue;
                 }
                 for (int k = 0; k < lanes; k++) {

@@ -238,7 +238,18 @@ static const struct conv_case conv_cases[] = {
     {3, 24, 6, 6, 32, 3, 3, 1, 1, 0, 0, false, PB_LAYOUT_NCHW16C},
     {2, 3, 26, 27, 8, 11, 11, 4, 4, 2, 2, false, PB_LAYOUT_NCHW8C},
     {1, 4, 17, 19, 16, 5, 7, 2, 3, 2, 1, true, PB_LAYOUT_PLAIN},
+    /* 3×3 "same" at stride 1 on 32 channels, but 8 output tiles of 4 × 4: direct */
+    {2, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW16C},
+    /* Winograd's shapes (cpu_conv.c's winograd_fits): 3×3 "same" at stride 1, ≥ 16
+     * channels, cin·cout ≥ 512, ≥ 32 output tiles of 4 × 4; sides not multiples of 4,
+     * channels not of 16 */
+    {2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_PLAIN},
+    {2, 24, 14, 18, 40, 3, 3, 1, 1, 1, 1, false, PB_LAYOUT_NCHW16C},
+    {32, 32, 4, 4, 48, 3, 3, 1, 1, 1, 1, false, PB_LAYOUT_NCHW8C},
 };
+
+/* The cases above from which on Winograd fits. */
+enum { FIRST_WINOGRAD_CASE = 11 };
 
 static struct pb_conv_desc conv_desc_of(const struct conv_case *cc)
 {
@@ -305,6 +316,12 @@ START_TEST(test_conv)
     double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);
     double *rdw = malloc(nw * sizeof *rdw), *rdb = malloc(nb * sizeof *rdb);
     conv_ref(cc, hx, hw, hb, hdy, ry, rdx, rdw, rdb);
+
+    /* Winograd where the shape fits and oneDNN has it for this CPU (AVX-512), else direct */
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    bool has_wino = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+    ck_assert_msg(pb_cpu_conv_winograd(be, &d, xs) == (has_wino && _i >= FIRST_WINOGRAD_CASE),
+                  "case %d: Winograd %s", _i, has_wino ? "expected where it fits only" : "unexpected");
 
     struct pb_tensor x = tensor_from(be, hx, xs, cc->xl);
     enum pb_layout yl = be->ops->conv_layout(be, &d, &x);
@@ -949,11 +966,14 @@ END_TEST
 
 /* ---- determinism ---- */
 
-/* Runs conv fwd, bwd data, bwd weights and bn fwd/bwd on be; returns the outputs
- * concatenated (plain). */
-static float *det_run(struct pb_backend *be, size_t *count)
+/* The 3×3 convolutions det_run runs: direct, and Winograd where the CPU has it. */
+static const int det_cases[] = {7, 13};
+
+/* Runs conv fwd, bwd data, bwd weights (conv_cases[ci], a 3×3 one) and bn fwd/bwd on be;
+ * returns the outputs concatenated (plain). */
+static float *det_run(struct pb_backend *be, int ci, size_t *count)
 {
-    const struct conv_case *cc = &conv_cases[7];
+    const struct conv_case *cc = &conv_cases[ci];
     struct pb_conv_desc d = conv_desc_of(cc);
     struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
     size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * 9;
@@ -1046,12 +1066,13 @@ END_TEST
 
 START_TEST(test_determinism)
 {
+    int ci = det_cases[_i];
     struct pb_backend *be = be_new();
     size_t n1, n2, n3;
-    float *a = det_run(be, &n1), *b = det_run(be, &n2);
+    float *a = det_run(be, ci, &n1), *b = det_run(be, ci, &n2);
     ck_assert(n1 == n2 && memcmp(a, b, n1 * sizeof *a) == 0);
     struct pb_backend *be2 = be_new();
-    float *c = det_run(be2, &n3);
+    float *c = det_run(be2, ci, &n3);
     ck_assert_msg(memcmp(a, c, n1 * sizeof *a) == 0, "a fresh instance gives other bits");
     free(a), free(b), free(c);
     be_done(be);
@@ -1103,7 +1124,7 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, test_softmax_xent, 0, 2);
     tcase_add_loop_test(tc, test_attn_projected, 0,
                         (int)(sizeof attn_cases / sizeof attn_cases[0]));
-    tcase_add_test(tc, test_determinism);
+    tcase_add_loop_test(tc, test_determinism, 0, (int)(sizeof det_cases / sizeof det_cases[0]));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -47,7 +47,7 @@ static size_t nw2(const struct pb_cpu_s2d *s)
 static bool plan_init(struct pb_backend *be, struct pb_cpu_s2d *s, const struct pb_conv_desc *d,
                       struct pb_shape x)
 {
-    if (!applicable(d) || pb_cpu_conv_direct_layout(be, d, x) != PB_LAYOUT_PLAIN)
+    if (!applicable(d) || pb_cpu_conv_onednn_layout(be, d, x) != PB_LAYOUT_PLAIN)
         return false;
     int oh = (x.h + 2 * d->ph - d->kh) / d->sh + 1, ow = (x.w + 2 * d->pw - d->kw) / d->sw + 1;
     int kh2 = (d->kh + d->sh - 1) / d->sh, kw2 = (d->kw + d->sw - 1) / d->sw;
@@ -55,7 +55,7 @@ static bool plan_init(struct pb_backend *be, struct pb_cpu_s2d *s, const struct 
     s->d2 = (struct pb_conv_desc){d->cin * d->sh * d->sw, d->cout, kh2, kw2, 1, 1, 0, 0, d->bias};
     s->x = x;
     s->x2 = (struct pb_shape){x.n, s->d2.cin, oh + kh2 - 1, ow + kw2 - 1};
-    s->l2 = pb_cpu_conv_direct_layout(be, &s->d2, s->x2);
+    s->l2 = pb_cpu_conv_onednn_layout(be, &s->d2, s->x2);
     if (s->l2 == PB_LAYOUT_PLAIN)
         return false;
     size_t nx2 = pb_layout_count(s->x2, s->l2);

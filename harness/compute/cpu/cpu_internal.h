@@ -198,9 +198,14 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
                              const struct pb_tensor *x, const struct pb_tensor *dy,
                              float *dw_acc, float *db_acc);
 
-/* The layout the direct convolution primitive writes y in, for x of shape x. */
-enum pb_layout pb_cpu_conv_direct_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+/* The layout the oneDNN convolution primitive (Winograd or direct) writes y in, for x of
+ * shape x. */
+enum pb_layout pb_cpu_conv_onednn_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                          struct pb_shape x);
+
+/* Whether the three passes of d on x of shape x run oneDNN's Winograd kernels (cpu_conv.c:
+ * the shape fits and this CPU has them). */
+bool pb_cpu_conv_winograd(struct pb_backend *be, const struct pb_conv_desc *d, struct pb_shape x);
 
 /* Space-to-depth form of the forward and backward data of a strided convolution on few
  * input channels (cpu_conv_s2d.c): NULL when the direct convolution is used for x of

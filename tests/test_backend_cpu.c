@@ -246,10 +246,16 @@ static const struct conv_case conv_cases[] = {
     {2, 16, 16, 16, 32, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_PLAIN},
     {2, 24, 14, 18, 40, 3, 3, 1, 1, 1, 1, false, PB_LAYOUT_NCHW16C},
     {32, 32, 4, 4, 48, 3, 3, 1, 1, 1, 1, false, PB_LAYOUT_NCHW8C},
+    /* n·oh·ow ≤ 32 and weights ≥ 32 times the activations: matrix products on the OIHW
+     * weights (cpu_conv_gemm.c); padded channels, a stride, a 5×5 kernel, no padding */
+    {1, 64, 2, 2, 40, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW16C},
+    {1, 48, 6, 6, 40, 5, 5, 2, 2, 2, 2, false, PB_LAYOUT_PLAIN},
+    {1, 96, 3, 3, 24, 3, 3, 1, 1, 0, 0, true, PB_LAYOUT_PLAIN},
+    {2, 64, 2, 2, 64, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW8C},
 };
 
-/* The cases above from which on Winograd fits. */
-enum { FIRST_WINOGRAD_CASE = 11 };
+/* The cases above from which on Winograd fits, and from which on the products run. */
+enum { FIRST_WINOGRAD_CASE = 11, FIRST_GEMM_CASE = 14 };
 
 static struct pb_conv_desc conv_desc_of(const struct conv_case *cc)
 {
@@ -320,8 +326,14 @@ START_TEST(test_conv)
     /* Winograd where the shape fits and oneDNN has it for this CPU (AVX-512), else direct */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     bool has_wino = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
-    ck_assert_msg(pb_cpu_conv_winograd(be, &d, xs) == (has_wino && _i >= FIRST_WINOGRAD_CASE),
-                  "case %d: Winograd %s", _i, has_wino ? "expected where it fits only" : "unexpected");
+    enum pb_cpu_conv_algo algo = pb_cpu_conv_algorithm(be, &d, xs);
+    if (_i >= FIRST_GEMM_CASE)
+        ck_assert_msg(algo == PB_CPU_CONV_GEMM, "case %d: algorithm %d", _i, (int)algo);
+    else if (_i >= FIRST_WINOGRAD_CASE)
+        ck_assert_msg(algo == (has_wino ? PB_CPU_CONV_WINOGRAD : PB_CPU_CONV_DIRECT),
+                      "case %d: algorithm %d", _i, (int)algo);
+    else
+        ck_assert_msg(algo != PB_CPU_CONV_WINOGRAD, "case %d: Winograd where it does not fit", _i);
 
     struct pb_tensor x = tensor_from(be, hx, xs, cc->xl);
     enum pb_layout yl = be->ops->conv_layout(be, &d, &x);
@@ -966,8 +978,8 @@ END_TEST
 
 /* ---- determinism ---- */
 
-/* The 3×3 convolutions det_run runs: direct, and Winograd where the CPU has it. */
-static const int det_cases[] = {7, 13};
+/* The 3×3 convolutions det_run runs: direct, Winograd where the CPU has it, products. */
+static const int det_cases[] = {7, 13, 17};
 
 /* Runs conv fwd, bwd data, bwd weights (conv_cases[ci], a 3×3 one) and bn fwd/bwd on be;
  * returns the outputs concatenated (plain). */
@@ -975,6 +987,7 @@ static float *det_run(struct pb_backend *be, int ci, size_t *count)
 {
     const struct conv_case *cc = &conv_cases[ci];
     struct pb_conv_desc d = conv_desc_of(cc);
+    d.bias = false;
     struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
     size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys), nw = (size_t)cc->cout * cc->cin * 9;
     float *hx = host_rand(nx, 120, -1, 1), *hw = host_rand(nw, 121, -1, 1);

@@ -190,8 +190,13 @@ enum pb_layout pb_cpu_conv_onednn_layout(struct pb_backend *be, const struct pb_
     return l;
 }
 
-bool pb_cpu_conv_winograd(struct pb_backend *be, const struct pb_conv_desc *d, struct pb_shape x)
+enum pb_cpu_conv_algo pb_cpu_conv_algorithm(struct pb_backend *be, const struct pb_conv_desc *d,
+                                            struct pb_shape x)
 {
+    if (pb_cpu_s2d_plan(be, d, x))
+        return PB_CPU_CONV_S2D;
+    if (pb_cpu_conv_gemm_plan(be, d, x))
+        return PB_CPU_CONV_GEMM;
     struct conv_shapes cs;
     conv_shapes(d, x.n, x.h, x.w, &cs);
     bool wino[3];
@@ -201,7 +206,7 @@ bool pb_cpu_conv_winograd(struct pb_backend *be, const struct pb_conv_desc *d, s
     dnnl_primitive_desc_destroy(bw);
     dnnl_primitive_desc_destroy(bd);
     dnnl_primitive_desc_destroy(hint);
-    return wino[0] && wino[1] && wino[2];
+    return wino[0] && wino[1] && wino[2] ? PB_CPU_CONV_WINOGRAD : PB_CPU_CONV_DIRECT;
 }
 
 static void onednn_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
@@ -334,8 +339,9 @@ static void onednn_bwd_weights(struct pb_backend *be, const struct pb_conv_desc 
             db_acc[i] += bw->db[i];
 }
 
-/* ---- the ops: forward and backward data in space-to-depth form when it is planned,
- * else (and backward weights always) on the oneDNN primitives ---- */
+/* ---- the ops: forward and backward data in space-to-depth form where it is planned,
+ * all three passes as matrix products on few output pixels, else on the oneDNN
+ * primitives ---- */
 
 enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                   const struct pb_tensor *x)
@@ -343,7 +349,10 @@ enum pb_layout pb_cpu_conv_layout(struct pb_backend *be, const struct pb_conv_de
     if (!pb_cpu_begin(be))
         return PB_LAYOUT_PLAIN;
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
-    return s ? pb_cpu_s2d_layout(s) : fwd_get(be, d, x)->y_layout;
+    if (s)
+        return pb_cpu_s2d_layout(s);
+    const struct pb_cpu_conv_gemm *g = pb_cpu_conv_gemm_plan(be, d, x->shape);
+    return g ? pb_cpu_conv_gemm_layout(g) : fwd_get(be, d, x)->y_layout;
 }
 
 /* x [n, cin, h, w] (any layout), w [cout, cin, kh, kw] OIHW, b [cout] or NULL,
@@ -356,8 +365,11 @@ void pb_cpu_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d,
         return;
     PB_CHECK(x->shape.c == d->cin && (!d->bias || b != NULL));
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, x->shape);
+    const struct pb_cpu_conv_gemm *g = s ? NULL : pb_cpu_conv_gemm_plan(be, d, x->shape);
     if (s)
         pb_cpu_s2d_fwd(be, s, x, w, b, y);
+    else if (g)
+        pb_cpu_conv_gemm_fwd(be, g, x, w, b, y);
     else
         onednn_fwd(be, d, x, w, b, y);
 }
@@ -371,8 +383,11 @@ void pb_cpu_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
         return;
     PB_CHECK(dx->shape.c == d->cin);
     const struct pb_cpu_s2d *s = pb_cpu_s2d_plan(be, d, dx->shape);
+    const struct pb_cpu_conv_gemm *g = s ? NULL : pb_cpu_conv_gemm_plan(be, d, dx->shape);
     if (s)
         pb_cpu_s2d_bwd_data(be, s, dy, w, dx);
+    else if (g)
+        pb_cpu_conv_gemm_bwd_data(be, g, dy, w, dx);
     else
         onednn_bwd_data(be, d, dy, w, dx);
 }
@@ -386,5 +401,10 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
     if (!pb_cpu_begin(be))
         return;
     PB_CHECK(x->shape.c == d->cin && (!d->bias || db_acc != NULL));
-    onednn_bwd_weights(be, d, x, dy, dw_acc, db_acc);
+    const struct pb_cpu_conv_gemm *g =
+        pb_cpu_s2d_plan(be, d, x->shape) ? NULL : pb_cpu_conv_gemm_plan(be, d, x->shape);
+    if (g)
+        pb_cpu_conv_gemm_bwd_weights(be, g, x, dy, dw_acc, d->bias ? db_acc : NULL);
+    else
+        onednn_bwd_weights(be, d, x, dy, dw_acc, db_acc);
 }

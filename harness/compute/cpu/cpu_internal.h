@@ -107,6 +107,7 @@ enum pb_cpu_op {
     PB_CPU_OP_CONV_BWD_DATA,
     PB_CPU_OP_CONV_BWD_WEIGHTS,
     PB_CPU_OP_CONV_S2D,
+    PB_CPU_OP_CONV_GEMM,
     PB_CPU_OP_POOL_FWD,
     PB_CPU_OP_POOL_BWD,
     PB_CPU_OP_BN_FWD,
@@ -203,9 +204,29 @@ void pb_cpu_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d
 enum pb_layout pb_cpu_conv_onednn_layout(struct pb_backend *be, const struct pb_conv_desc *d,
                                          struct pb_shape x);
 
-/* Whether the three passes of d on x of shape x run oneDNN's Winograd kernels (cpu_conv.c:
- * the shape fits and this CPU has them). */
-bool pb_cpu_conv_winograd(struct pb_backend *be, const struct pb_conv_desc *d, struct pb_shape x);
+/* How the CPU backend convolves x of shape x by d (cpu_conv.c): space to depth
+ * (cpu_conv_s2d.c, forward and backward data), as matrix products (cpu_conv_gemm.c),
+ * oneDNN's Winograd kernels (all three passes) or its direct ones. */
+enum pb_cpu_conv_algo { PB_CPU_CONV_DIRECT, PB_CPU_CONV_WINOGRAD, PB_CPU_CONV_GEMM,
+                        PB_CPU_CONV_S2D };
+enum pb_cpu_conv_algo pb_cpu_conv_algorithm(struct pb_backend *be, const struct pb_conv_desc *d,
+                                            struct pb_shape x);
+
+/* Convolutions of few output pixels as matrix products on OIHW weights (cpu_conv_gemm.c):
+ * the plan NULL where the shape has too many. */
+struct pb_cpu_conv_gemm;
+const struct pb_cpu_conv_gemm *pb_cpu_conv_gemm_plan(struct pb_backend *be,
+                                                     const struct pb_conv_desc *d,
+                                                     struct pb_shape x);
+enum pb_layout pb_cpu_conv_gemm_layout(const struct pb_cpu_conv_gemm *g);
+void pb_cpu_conv_gemm_fwd(struct pb_backend *be, const struct pb_cpu_conv_gemm *g,
+                          const struct pb_tensor *x, const float *w, const float *b,
+                          struct pb_tensor *y);
+void pb_cpu_conv_gemm_bwd_data(struct pb_backend *be, const struct pb_cpu_conv_gemm *g,
+                               const struct pb_tensor *dy, const float *w, struct pb_tensor *dx);
+void pb_cpu_conv_gemm_bwd_weights(struct pb_backend *be, const struct pb_cpu_conv_gemm *g,
+                                  const struct pb_tensor *x, const struct pb_tensor *dy,
+                                  float *dw_acc, float *db_acc);
 
 /* Space-to-depth form of the forward and backward data of a strided convolution on few
  * input channels (cpu_conv_s2d.c): NULL when the direct convolution is used for x of

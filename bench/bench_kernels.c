@@ -6,7 +6,10 @@
  *     Wout·Cin·kh·kw flops) for VGG 3x3 64→64 at 32x32 (batch 32), ResNet 1x1
  *     256→64 at 28x28 (batch 32), both with the input in the backend's blocked
  *     layout, and AlexNet conv1 11x11/4 pad 2 3→64 at 224x224 (batch 16, input
- *     plain), each with its ratio to the sgemm rate of the same run (goal ≥ 0.9).
+ *     plain), each with its ratio to the sgemm rate of the same run (goal ≥ 0.9) and the
+ *     algorithm the backend runs it with (pb_cpu_conv_algorithm): the flops are the
+ *     direct sum's, so under Winograd, which does fewer multiplications, the rate is the
+ *     direct-equivalent one and may pass the sgemm rate.
  * Each figure is the median of REPS timed repetitions after WARMUP untimed ones
  * (clock_gettime(CLOCK_MONOTONIC)); the per-pass rates come from the same reps. Each
  * convolution's reps are followed by REPS sgemm reps, and its ratio is to their median,
@@ -116,10 +119,13 @@ static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, struc
     double flops = 2.0 * cb->n * d->cout * ys.h * ys.w * (double)d->cin * d->kh * d->kw;
     double all = 3 * flops / bench_median(tt, REPS) * 1e-9;
     double sgemm = gflops_gemm(bench_median(tg, REPS));
-    printf("  %-37s %-7s %-7s %7.1f %6.2f   fwd %6.1f  bwd-data %6.1f  bwd-weights %6.1f\n",
+    static const char *const algo[] = {
+        [PB_CPU_CONV_DIRECT] = "direct", [PB_CPU_CONV_WINOGRAD] = "Winograd (direct-equivalent)",
+        [PB_CPU_CONV_GEMM] = "sgemm products", [PB_CPU_CONV_S2D] = "space to depth"};
+    printf("  %-37s %-7s %-7s %7.1f %6.2f   fwd %6.1f  bwd-data %6.1f  bwd-weights %6.1f  %s\n",
            cb->name, layout_name(xl), layout_name(yl), all, all / sgemm,
            flops / bench_median(tf, REPS) * 1e-9, flops / bench_median(td, REPS) * 1e-9,
-           flops / bench_median(tw, REPS) * 1e-9);
+           flops / bench_median(tw, REPS) * 1e-9, algo[pb_cpu_conv_algorithm(be, d, xs)]);
     pb_backend_free(be, xp.data);
     pb_backend_free(be, dyp.data);
     pb_backend_free(be, x.data);
@@ -162,7 +168,7 @@ int main(void)
         for (int r = 0; r < REPS; r++)
             sgemm_once(be, &g);
         printf("\nthreads %d:\n", pb_cpu_of(be)->nthreads);
-        printf("  %-37s %-7s %-7s %7s %6s   (GFLOP/s per pass)\n", "conv fwd+bwd", "x", "y",
+        printf("  %-37s %-7s %-7s %7s %6s   (GFLOP/s per pass; algorithm)\n", "conv fwd+bwd", "x", "y",
                "GFLOP/s", "/sgemm");
         for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
             bench_conv(be, &convs[i], &g);

@@ -109,7 +109,8 @@ static char *twin_spec(const struct pb_model *m)
                         d->sh, d->sw, d->ph, d->pw, d->bias);
                 break;
             case PB_LAYER_BATCHNORM2D:
-                fprintf(f, "bn,%d,%.9g,%.9g", c->channels, (double)c->eps, (double)c->momentum);
+                fprintf(f, "bn,%d,%.9g,%.9g,%d", c->channels, (double)c->eps,
+                        (double)c->momentum, c->relu);
                 break;
             case PB_LAYER_RELU:
                 fputs("relu", f);

@@ -41,8 +41,9 @@ def make_layer(kind, a):
     if kind == "conv":
         cin, cout, kh, kw, sh, sw, ph, pw, bias = (int(v) for v in a)
         return nn.Conv2d(cin, cout, (kh, kw), (sh, sw), (ph, pw), bias=bias == 1)
-    if kind == "bn":
-        return nn.BatchNorm2d(int(a[0]), eps=float(a[1]), momentum=float(a[2]))
+    if kind == "bn":  # a[3] == "1": its ReLU fused (batchnorm2d's relu)
+        bn = nn.BatchNorm2d(int(a[0]), eps=float(a[1]), momentum=float(a[2]))
+        return nn.Sequential(bn, nn.ReLU()) if a[3] == "1" else bn
     if kind == "relu":
         return nn.ReLU()
     if kind == "maxpool":

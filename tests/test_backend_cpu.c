@@ -580,8 +580,8 @@ START_TEST(test_bn)
     }
     struct pb_tensor x = tensor_from(be, hx, s, l), y = tensor_new(be, s, l);
     float *g = dev_from(be, hg, c), *b = dev_from(be, hb, c);
-    /* the CPU backend's aux is [2, c]: the batch mean and the biased variance */
-    ck_assert_uint_eq(be->ops->bn_aux_bytes(be, c), 2 * c * sizeof(float));
+    /* the CPU backend's aux starts with [2, c]: the batch mean and the biased variance */
+    ck_assert_uint_ge(be->ops->bn_aux_bytes(be, s, false), 2 * c * sizeof(float));
     float *aux0 = calloc(2 * c, sizeof *aux0);
     float *aux = dev_from(be, aux0, 2 * c);
     free(aux0);
@@ -590,7 +590,7 @@ START_TEST(test_bn)
         rm0[ch] = 0.05f * ch, rv0[ch] = 1.0f + 0.1f * ch;
     float *drm = dev_from(be, rm0, c), *drv = dev_from(be, rv0, c);
     const float mom = 0.1f;
-    be->ops->bn_fwd_train(be, &x, g, b, drm, drv, mom, eps, &y, aux);
+    be->ops->bn_fwd_train(be, &x, g, b, drm, drv, mom, eps, false, &y, aux);
     float *got = tensor_plain(be, &y), *want = to_float(ry, nx);
     pb_assert_close("bn fwd train", got, want, nx, BN_RTOL, BN_ATOL);
     free(got), free(want);
@@ -620,7 +620,7 @@ START_TEST(test_bn)
     for (int ch = 0; ch < c; ch++)
         imean[ch] = 0.1f * ch, ivar[ch] = 0.5f + 0.2f * ch;
     float *dim = dev_from(be, imean, c), *div = dev_from(be, ivar, c);
-    be->ops->bn_fwd_infer(be, &x, g, b, dim, div, eps, &y);
+    be->ops->bn_fwd_infer(be, &x, g, b, dim, div, eps, false, &y);
     want = malloc(nx * sizeof *want);
     for (size_t k = 0; k < nx; k++) {
         int ch = (int)(k / (s.h * s.w) % c);
@@ -632,7 +632,7 @@ START_TEST(test_bn)
 
     struct pb_tensor dy = tensor_from(be, hdy, s, l), dx = tensor_new(be, s, l);
     float *dg = dev_from(be, hdg0, c), *db = dev_from(be, hdb0, c);
-    be->ops->bn_bwd(be, &x, &dy, g, aux, eps, &dx, dg, db);
+    be->ops->bn_bwd(be, &x, &dy, g, aux, eps, false, &dx, dg, db);
     got = tensor_plain(be, &dx), want = to_float(rdx, nx);
     pb_assert_close("bn bwd dx", got, want, nx, BN_RTOL, BN_ATOL);
     free(got), free(want);
@@ -646,6 +646,71 @@ START_TEST(test_bn)
     free(got), free(want);
     free(hx), free(hdy), free(hg), free(hb), free(hdg0), free(hdb0), free(imean), free(ivar);
     free(mean), free(var), free(ry), free(rdx), free(rdg), free(rdb);
+    be_done(be);
+}
+END_TEST
+
+/* BN with the ReLU fused (relu = true) against BN then ReLU by the backend's own ops: the
+ * training forward is max(y, 0) of the plain BN's y, the inference forward too, and the
+ * backward the plain BN's backward of dy·(y > 0), dγ and dβ included (+=); all three
+ * layouts, and a shape whose mask does not fill whole bytes per channel block. */
+START_TEST(test_bn_relu)
+{
+    enum pb_layout l = all_layouts[_i % 3];
+    struct pb_backend *be = be_new();
+    static const struct pb_shape shapes[3] = {{4, 13, 5, 6}, {3, 21, 3, 5}, {2, 2, 2, 2}};
+    struct pb_shape s = shapes[_i / 3];
+    int c = s.c;
+    size_t nx = pb_shape_count(s);
+    float eps = 1e-5f, mom = 0.1f;
+    float *hx = host_rand(nx, 160, -2, 3), *hdy = host_rand(nx, 161, -1, 1);
+    float *hg = host_rand(c, 162, 0.5f, 1.5f), *hb = host_rand(c, 163, -1, 1);
+    float *hz = calloc(nx, sizeof *hz);
+    struct pb_tensor x = tensor_from(be, hx, s, l), y = tensor_new(be, s, l), yr = tensor_new(be, s, l);
+    float *g = dev_from(be, hg, c), *b = dev_from(be, hb, c);
+    float *rm = dev_from(be, hz, c), *rv = dev_from(be, hz, c);
+    float *rm2 = dev_from(be, hz, c), *rv2 = dev_from(be, hz, c);
+    void *aux = dev_alloc(be, be->ops->bn_aux_bytes(be, s, false));
+    void *auxr = dev_alloc(be, be->ops->bn_aux_bytes(be, s, true));
+    ck_assert_uint_gt(be->ops->bn_aux_bytes(be, s, true), be->ops->bn_aux_bytes(be, s, false));
+    be->ops->bn_fwd_train(be, &x, g, b, rm, rv, mom, eps, false, &y, aux);
+    be->ops->bn_fwd_train(be, &x, g, b, rm2, rv2, mom, eps, true, &yr, auxr);
+    float *py = tensor_plain(be, &y), *pyr = tensor_plain(be, &yr);
+    float *want = malloc(nx * sizeof *want), *mdy = malloc(nx * sizeof *mdy);
+    for (size_t k = 0; k < nx; k++) {
+        want[k] = py[k] > 0.0f ? py[k] : 0.0f;
+        mdy[k] = py[k] > 0.0f ? hdy[k] : 0.0f;
+    }
+    pb_assert_close("bn+relu fwd train", pyr, want, nx, 1e-6, 1e-6);
+    float *got = host_from(be, rm2, c), *ref = host_from(be, rm, c);
+    ck_assert_msg(memcmp(got, ref, (size_t)c * sizeof *got) == 0, "bn+relu running mean");
+    free(got), free(ref);
+    free(pyr);
+
+    be->ops->bn_fwd_infer(be, &x, g, b, rm, rv, eps, false, &y);
+    be->ops->bn_fwd_infer(be, &x, g, b, rm, rv, eps, true, &yr);
+    float *pi = tensor_plain(be, &y), *pir = tensor_plain(be, &yr);
+    for (size_t k = 0; k < nx; k++)
+        pi[k] = pi[k] > 0.0f ? pi[k] : 0.0f;
+    pb_assert_close("bn+relu fwd inference", pir, pi, nx, 1e-6, 1e-6);
+    free(pi), free(pir);
+
+    struct pb_tensor dy = tensor_from(be, hdy, s, l), mdyt = tensor_from(be, mdy, s, l);
+    struct pb_tensor dx = tensor_new(be, s, l), dxr = tensor_new(be, s, l);
+    float *dg = dev_from(be, hz, c), *db = dev_from(be, hz, c);
+    float *dgr = dev_from(be, hz, c), *dbr = dev_from(be, hz, c);
+    be->ops->bn_bwd(be, &x, &mdyt, g, aux, eps, false, &dx, dg, db);
+    be->ops->bn_bwd(be, &x, &dy, g, auxr, eps, true, &dxr, dgr, dbr);
+    float *pdx = tensor_plain(be, &dx), *pdxr = tensor_plain(be, &dxr);
+    pb_assert_close("bn+relu bwd dx", pdxr, pdx, nx, 1e-5, 1e-6);
+    free(pdx), free(pdxr);
+    float *a1 = host_from(be, dg, c), *a2 = host_from(be, dgr, c);
+    pb_assert_close("bn+relu dgamma", a2, a1, c, 1e-5, 1e-6);
+    free(a1), free(a2);
+    a1 = host_from(be, db, c), a2 = host_from(be, dbr, c);
+    pb_assert_close("bn+relu dbeta", a2, a1, c, 1e-5, 1e-6);
+    free(a1), free(a2);
+    free(py), free(want), free(mdy), free(hx), free(hdy), free(hg), free(hb), free(hz);
     be_done(be);
 }
 END_TEST
@@ -1005,8 +1070,8 @@ static float *det_run(struct pb_backend *be, int ci, size_t *count)
     float *aux = dev_from(be, hz, 2 * (size_t)ys.c);
     be->ops->fill(be, g, 1.0f, ys.c);
     struct pb_tensor by = tensor_new(be, ys, y.layout), bdx = tensor_new(be, ys, y.layout);
-    be->ops->bn_fwd_train(be, &y, g, bb, m, v, 0.1f, 1e-5f, &by, aux);
-    be->ops->bn_bwd(be, &y, &dy, g, aux, 1e-5f, &bdx, dg, db);
+    be->ops->bn_fwd_train(be, &y, g, bb, m, v, 0.1f, 1e-5f, false, &by, aux);
+    be->ops->bn_bwd(be, &y, &dy, g, aux, 1e-5f, false, &bdx, dg, db);
     float *parts[5] = {tensor_plain(be, &y), tensor_plain(be, &dx), host_from(be, dw, nw),
                        tensor_plain(be, &by), tensor_plain(be, &bdx)};
     size_t sizes[5] = {ny, nx, nw, ny, ny};
@@ -1128,6 +1193,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_conv_mixed_layouts);
     tcase_add_loop_test(tc, test_pool, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
     tcase_add_loop_test(tc, test_bn, 0, 3);
+    tcase_add_loop_test(tc, test_bn_relu, 0, 9);
     tcase_add_loop_test(tc, test_concat_split, 0, 3);
     tcase_add_test(tc, test_concat_many);
     tcase_add_loop_test(tc, test_concat_split_blocked, 0, 3);

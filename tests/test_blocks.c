@@ -101,26 +101,26 @@ START_TEST(test_inception_div)
 }
 END_TEST
 
-/* BasicConv2d's names: "<name>.conv", "<name>.bn", "<name>.relu", or without the prefix
+/* BasicConv2d's names: "<name>.conv", "<name>.bn" (its ReLU fused), or without the prefix
  * (a stem block named after the unit); eps as given, the conv without bias. */
 START_TEST(test_conv_bn_relu)
 {
     struct pb_model m;
     pb_model_init(&m, "stem", (struct pb_shape){1, 3, 9, 9}, 0);
     struct pb_block *b = pb_model_block(&m, "Conv2d_1a_3x3");
-    ck_assert_int_eq(pb_zoo_conv_bn_relu(&m, b, "", -1, 3, 8, 3, 3, 2, 0, 0, 1e-3f), 2);
+    ck_assert_int_eq(pb_zoo_conv_bn_relu(&m, b, "", -1, 3, 8, 3, 3, 2, 0, 0, 1e-3f), 1);
     b = pb_model_block(&m, "stem2");
     int x = pb_zoo_conv_bn_relu(&m, b, "branch7x7_2", -1, 8, 4, 1, 7, 1, 0, 3, 1e-5f);
-    ck_assert_int_eq(x, 2);
+    ck_assert_int_eq(x, 1);
     finalize(&m);
-    static const char *const names[2][3] = {{"conv", "bn", "relu"},
-                                            {"branch7x7_2.conv", "branch7x7_2.bn",
-                                             "branch7x7_2.relu"}};
+    static const char *const names[2][2] = {{"conv", "bn"},
+                                            {"branch7x7_2.conv", "branch7x7_2.bn"}};
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(m.blocks[i].nnodes, 3);
-        for (int j = 0; j < 3; j++)
+        ck_assert_int_eq(m.blocks[i].nnodes, 2);
+        for (int j = 0; j < 2; j++)
             ck_assert_str_eq(m.blocks[i].nodes[j].name, names[i][j]);
         ck_assert(!m.blocks[i].nodes[0].cfg.conv.bias);
+        ck_assert(m.blocks[i].nodes[1].cfg.relu);
     }
     ck_assert(m.blocks[0].nodes[1].cfg.eps == 1e-3f && m.blocks[1].nodes[1].cfg.eps == 1e-5f);
     expect_out(&m, 0, 8, 4, 4);

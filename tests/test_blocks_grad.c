@@ -53,7 +53,9 @@ static unsigned char *sig_room(struct probe *p, size_t n)
     return p->sig + p->len - n;
 }
 
-/* Appends the signs of every ReLU's input and every max-pool's argmax workspace. */
+/* Appends the signs of every ReLU's input (of a BN with its ReLU fused, its output's,
+ * which are positive where the normalised values are) and every max-pool's argmax
+ * workspace. */
 static void kink_pattern(struct case_run *r, const struct pb_stage_act *act, struct probe *p)
 {
     struct pb_backend *be = r->be;
@@ -62,11 +64,12 @@ static void kink_pattern(struct case_run *r, const struct pb_stage_act *act, str
     for (int i = 0; i < blk->nnodes; i++) {
         const struct pb_layer *l = &blk->nodes[i];
         const struct pb_tensor *in = l->in[0] < 0 ? &act->input : &act->nodes[l->in[0]].out;
-        if (l->cfg.kind == PB_LAYER_RELU) {
+        bool fused = l->cfg.kind == PB_LAYER_BATCHNORM2D && l->cfg.relu;
+        if (l->cfg.kind == PB_LAYER_RELU || fused) {
             struct pb_tensor tmp;
             const struct pb_tensor *plain;
             struct pb_err e;
-            ck_assert(pb_plain_view(be, in, &tmp, &plain, &e) == 0);
+            ck_assert(pb_plain_view(be, fused ? &act->nodes[i].out : in, &tmp, &plain, &e) == 0);
             size_t n = pb_shape_count(plain->shape);
             float *v = malloc(n * sizeof *v);
             be->ops->download(be, v, plain->data, n * sizeof *v);

@@ -278,16 +278,17 @@ START_TEST(test_paper_cuts)
 }
 END_TEST
 
-/* The blocks' contents where the cut names only the blocks: a ResNet stem is conv1, bn1,
- * ReLU, max-pool; the heads are the paper's. */
+/* The blocks' contents where the cut names only the blocks: a ResNet stem is conv1, bn1
+ * with its ReLU, max-pool; the heads are the paper's. */
 START_TEST(test_stage_edges)
 {
     struct pb_model m;
     const struct pb_workload *w = pb_workload_find("resnet101", NULL);
     build(w, preset_of(w, "paper"), &m);
     const struct pb_block *stem = &m.blocks[0];
-    ck_assert_int_eq(stem->nnodes, 4);
-    ck_assert_int_eq(stem->nodes[3].cfg.kind, PB_LAYER_MAXPOOL2D);
+    ck_assert_int_eq(stem->nnodes, 3);
+    ck_assert(stem->nodes[1].cfg.kind == PB_LAYER_BATCHNORM2D && stem->nodes[1].cfg.relu);
+    ck_assert_int_eq(stem->nodes[2].cfg.kind, PB_LAYER_MAXPOOL2D);
     ck_assert_int_eq(stem->out_shape.h, 56);
     const struct pb_block *fc = &m.blocks[m.nblocks - 1];
     ck_assert_int_eq(fc->in_shape.c, 2048);

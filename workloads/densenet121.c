@@ -45,8 +45,7 @@ static int densenet121_build(struct pb_model *m, const struct pb_preset *p, stru
         }
     }
     struct pb_block *b = pb_model_top_block(m, "head");
-    pb_block_bn(m, b, "bn", c);
-    pb_block_relu(m, b, "relu");
+    pb_block_bn_relu(m, b, "bn", c);
     pb_block_avgpool(m, b, "avgpool", 4, 4, 0);
     pb_block_flatten(m, b, "flatten");
     pb_block_linear(m, b, "linear", c, nclasses);

@@ -66,8 +66,7 @@ static int googlenet_build(struct pb_model *m, const struct pb_preset *p, struct
     int c = width(192, a->div);
     struct pb_block *b = pb_model_block(m, "pre_layers");
     pb_block_conv(m, b, "0", sample.c, c, 3, 3, 1, 1, 1, true);
-    pb_block_bn(m, b, "1", c);
-    pb_block_relu(m, b, "2");
+    pb_block_bn_relu(m, b, "1", c);  /* and ReLU "2" */
     int npool = 0;
     for (int i = 0; a->order[i]; i++) {
         if (!strcmp(a->order[i], "maxpool")) {

@@ -34,8 +34,7 @@ static int resnet101_build(struct pb_model *m, const struct pb_preset *p, struct
     struct pb_block *b = pb_model_top_block(m, "stem");
     pb_block_conv(m, b, "conv1", sample.c, a->width, a->stem_k, a->stem_k, a->stem_s, a->stem_p,
                   a->stem_p, false);
-    pb_block_bn(m, b, "bn1", a->width);
-    pb_block_relu(m, b, "relu");
+    pb_block_bn_relu(m, b, "bn1", a->width);
     pb_block_maxpool(m, b, "maxpool", 3, 2, 1, false);
     int cin = a->width;
     char name[32];

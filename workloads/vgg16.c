@@ -34,18 +34,16 @@ static int vgg16_build(struct pb_model *m, const struct pb_preset *p, struct pb_
                              "leave 1x1 for the classifier (got %dx%d)", sample.h, sample.w);
     pb_model_init(m, "vgg16", sample, nclasses);
     int idx = 0, cin = sample.c;
-    char block[32], conv[32], bn[32], relu[32];
+    char block[32], conv[32], bn[32];
     for (int g = 0; g < GROUPS; g++) {
         for (int i = 0; i < a->convs[g]; i++) {
             snprintf(block, sizeof block, "conv%d_%d", g + 1, i + 1);
             snprintf(conv, sizeof conv, "features.%d", idx);
             snprintf(bn, sizeof bn, "features.%d", idx + 1);
-            snprintf(relu, sizeof relu, "features.%d", idx + 2);
-            idx += 3;
+            idx += 3;  /* features.idx + 2, the ReLU, fused into the BN */
             struct pb_block *b = pb_model_top_block(m, block);
             pb_block_conv(m, b, conv, cin, a->width[g], 3, 3, 1, 1, 1, true);
-            pb_block_bn(m, b, bn, a->width[g]);
-            pb_block_relu(m, b, relu);
+            pb_block_bn_relu(m, b, bn, a->width[g]);
             cin = a->width[g];
         }
         snprintf(block, sizeof block, "pool%d", g + 1);

@@ -161,19 +161,21 @@ struct pb_backend_ops {
 
     /* batch normalisation over N, H, W per channel; y and dx keep x's layout.
      * Training normalises with the batch statistics, saves what the backward needs in
-     * aux (bn_aux_bytes for C channels, a format of the backend's), and updates the
+     * aux (bn_aux_bytes for x's shape, a format of the backend's), and updates the
      * running statistics [C] as PyTorch does: run = (1 − m)·run + m·batch with the
-     * unbiased batch variance. Inference normalises with the running statistics. */
-    size_t (*bn_aux_bytes)(struct pb_backend *be, int channels);
+     * unbiased batch variance. Inference normalises with the running statistics.
+     * relu: a ReLU fused onto the output, y = max(BN(x), 0), and the backward of both
+     * (dy taken where y > 0), as the layers BN then ReLU compute. */
+    size_t (*bn_aux_bytes)(struct pb_backend *be, struct pb_shape x, bool relu);
     void (*bn_fwd_train)(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
                          const float *beta, float *run_mean, float *run_var, float momentum,
-                         float eps, struct pb_tensor *y, void *aux);
+                         float eps, bool relu, struct pb_tensor *y, void *aux);
     void (*bn_fwd_infer)(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
                          const float *beta, const float *run_mean, const float *run_var,
-                         float eps, struct pb_tensor *y);
+                         float eps, bool relu, struct pb_tensor *y);
     void (*bn_bwd)(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
-                   const float *gamma, const void *aux, float eps, struct pb_tensor *dx,
-                   float *dgamma_acc, float *dbeta_acc);
+                   const float *gamma, const void *aux, float eps, bool relu,
+                   struct pb_tensor *dx, float *dgamma_acc, float *dbeta_acc);
 
     /* elementwise over n floats (any layout: padded channels stay zero) */
     void (*relu_fwd)(struct pb_backend *be, const float *x, float *y, size_t n);

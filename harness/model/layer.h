@@ -77,6 +77,7 @@ struct pb_layer_cfg {
     struct pb_pool_desc pool;       /* max/avg pool */
     int channels;                   /* batchnorm2d */
     float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
+    bool relu;                      /* batchnorm2d: a ReLU fused onto its output */
     float p;                        /* dropout probability; lstm: torch.nn.LSTM's dropout, on
                                        each layer's output but the last, in training */
     bool bidirectional;             /* lstm: forward ‖ reverse over each sequence's length */
@@ -138,7 +139,8 @@ struct pb_layer {
     const struct pb_layer_ops *ops;
     struct pb_layer_cfg cfg;
     char name[PB_NAME_MAX];
-    int uid;                         /* index of the layer in the whole model */
+    int uid;                         /* index of the layer in the whole model (a BN with
+                                        its ReLU fused counts as two) */
     int nin;
     int in[PB_LAYER_MAX_INPUTS];     /* node indices in the block; -1 = the block's input */
     struct pb_shape in_shape[PB_LAYER_MAX_INPUTS], out_shape;

@@ -60,6 +60,10 @@ int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
     l->cfg = *cfg;
     snprintf(l->name, sizeof l->name, "%s", name);
     l->uid = m->nlayers++;
+    /* a ReLU fused into its BN keeps the uid it had as a layer of its own, so that the
+       layers after it draw the same initial weights and dropout masks either way */
+    if (cfg->kind == PB_LAYER_BATCHNORM2D && cfg->relu)
+        m->nlayers++;
     l->nin = nin;
     for (int i = 0; i < nin; i++) {
         PB_CHECK(in[i] >= -1 && in[i] < b->nnodes);
@@ -92,6 +96,13 @@ int pb_block_bn(struct pb_model *m, struct pb_block *b, const char *name, int ch
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_BATCHNORM2D,
                                                    .channels = channels, .eps = 1e-5f,
                                                    .momentum = 0.1f});
+}
+
+int pb_block_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int channels)
+{
+    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_BATCHNORM2D,
+                                                   .channels = channels, .eps = 1e-5f,
+                                                   .momentum = 0.1f, .relu = true});
 }
 
 int pb_block_relu(struct pb_model *m, struct pb_block *b, const char *name)

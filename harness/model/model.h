@@ -57,6 +57,8 @@ int pb_block_conv(struct pb_model *m, struct pb_block *b, const char *name, int 
                   int kh, int kw, int stride, int ph, int pw, bool bias);
 int pb_block_bn(struct pb_model *m, struct pb_block *b, const char *name, int channels);
 int pb_block_relu(struct pb_model *m, struct pb_block *b, const char *name);
+/* BatchNorm2d then ReLU as one layer (batchnorm2d with relu): torch's BN, ReLU pair */
+int pb_block_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int channels);
 int pb_block_maxpool(struct pb_model *m, struct pb_block *b, const char *name, int k, int stride,
                      int pad, bool ceil_mode);
 int pb_block_avgpool(struct pb_model *m, struct pb_block *b, const char *name, int k, int stride,

@@ -16,11 +16,11 @@ int pb_zoo_conv(struct pb_model *m, struct pb_block *b, const char *name, int in
 }
 
 int pb_zoo_bn(struct pb_model *m, struct pb_block *b, const char *name, int in, int channels,
-              float eps)
+              float eps, bool relu)
 {
     PB_CHECK(channels >= 1 && eps > 0);
     struct pb_layer_cfg cfg = {.kind = PB_LAYER_BATCHNORM2D, .channels = channels, .eps = eps,
-                               .momentum = 0.1f};
+                               .momentum = 0.1f, .relu = relu};
     return pb_block_node(m, b, name, &cfg, 1, &in);
 }
 
@@ -54,13 +54,12 @@ int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, 
     return pb_block_node(m, b, name, &cfg, 2, in);
 }
 
-int pb_zoo_unit(struct pb_model *m, struct pb_block *b, const char *conv, const char *bn,
-                const char *relu, int in, int cin, int cout, int kh, int kw, int stride, int ph,
-                int pw, bool bias, float bn_eps)
+int pb_zoo_unit(struct pb_model *m, struct pb_block *b, const char *conv, const char *bn, int in,
+                int cin, int cout, int kh, int kw, int stride, int ph, int pw, bool bias,
+                float bn_eps)
 {
     int x = pb_zoo_conv(m, b, conv, in, cin, cout, kh, kw, stride, ph, pw, bias);
-    x = pb_zoo_bn(m, b, bn, x, cout, bn_eps);
-    return pb_zoo_relu(m, b, relu, x);
+    return pb_zoo_bn(m, b, bn, x, cout, bn_eps, true);
 }
 
 int pb_zoo_width(int width, int div)
@@ -69,15 +68,14 @@ int pb_zoo_width(int width, int div)
     return width / div > 1 ? width / div : 1;
 }
 
-/* BasicConv2d's attribute path `name`: layers "<name>.conv", "<name>.bn", "<name>.relu"
- * (without the dot for an empty name). */
+/* BasicConv2d's attribute path `name`: layers "<name>.conv" and "<name>.bn", its ReLU
+ * fused into the BN (without the dot for an empty name). */
 int pb_zoo_conv_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int in, int cin,
                         int cout, int kh, int kw, int stride, int ph, int pw, float bn_eps)
 {
-    char conv[PB_NAME_MAX], bn[PB_NAME_MAX], relu[PB_NAME_MAX];
+    char conv[PB_NAME_MAX], bn[PB_NAME_MAX];
     const char *dot = *name ? "." : "";
     PB_CHECK(snprintf(conv, sizeof conv, "%s%sconv", name, dot) < (int)sizeof conv);
     snprintf(bn, sizeof bn, "%s%sbn", name, dot);
-    snprintf(relu, sizeof relu, "%s%srelu", name, dot);
-    return pb_zoo_unit(m, b, conv, bn, relu, in, cin, cout, kh, kw, stride, ph, pw, false, bn_eps);
+    return pb_zoo_unit(m, b, conv, bn, in, cin, cout, kh, kw, stride, ph, pw, false, bn_eps);
 }

@@ -13,11 +13,9 @@ int pb_zoo_dense_layer(struct pb_model *m, const char *name, int cin, int growth
 {
     PB_CHECK(cin >= 1 && growth >= 1);
     struct pb_block *b = pb_model_block(m, name);
-    int x = pb_zoo_bn(m, b, "bn1", -1, cin, EPS);
-    x = pb_zoo_relu(m, b, "relu1", x);
+    int x = pb_zoo_bn(m, b, "bn1", -1, cin, EPS, true);
     x = pb_zoo_conv(m, b, "conv1", x, cin, 4 * growth, 1, 1, 1, 0, 0, false);
-    x = pb_zoo_bn(m, b, "bn2", x, 4 * growth, EPS);
-    x = pb_zoo_relu(m, b, "relu2", x);
+    x = pb_zoo_bn(m, b, "bn2", x, 4 * growth, EPS, true);
     int cat[2] = {pb_zoo_conv(m, b, "conv2", x, 4 * growth, growth, 3, 3, 1, 1, 1, false), -1};
     pb_zoo_concat(m, b, "cat", 2, cat);
     return cin + growth;
@@ -27,8 +25,7 @@ int pb_zoo_transition(struct pb_model *m, const char *name, int cin, int cout)
 {
     PB_CHECK(cin >= 1 && cout >= 1);
     struct pb_block *b = pb_model_block(m, name);
-    int x = pb_zoo_bn(m, b, "bn", -1, cin, EPS);
-    x = pb_zoo_relu(m, b, "relu", x);
+    int x = pb_zoo_bn(m, b, "bn", -1, cin, EPS, true);
     x = pb_zoo_conv(m, b, "conv", x, cin, cout, 1, 1, 1, 0, 0, false);
     pb_zoo_pool(m, b, "avg_pool", x, PB_POOL_AVG, 2, 2, 0);
     return cout;

@@ -9,15 +9,15 @@
 
 #include "workloads/blocks/nodes.h"
 
-/* Layers <seq>.<i>, <seq>.<i+1>, <seq>.<i+2>: conv k×k (padding k/2, bias) → BN → ReLU. */
+/* Layers <seq>.<i>, <seq>.<i+1>: conv k×k (padding k/2, bias) → BN with the ReLU
+ * <seq>.<i+2> fused. */
 static int seq_unit(struct pb_model *m, struct pb_block *b, const char *seq, int i, int in,
                     int cin, int cout, int k)
 {
-    char conv[PB_NAME_MAX], bn[PB_NAME_MAX], relu[PB_NAME_MAX];
+    char conv[PB_NAME_MAX], bn[PB_NAME_MAX];
     snprintf(conv, sizeof conv, "%s.%d", seq, i);
     snprintf(bn, sizeof bn, "%s.%d", seq, i + 1);
-    snprintf(relu, sizeof relu, "%s.%d", seq, i + 2);
-    return pb_zoo_unit(m, b, conv, bn, relu, in, cin, cout, k, k, 1, k / 2, k / 2, true, 1e-5f);
+    return pb_zoo_unit(m, b, conv, bn, in, cin, cout, k, k, 1, k / 2, k / 2, true, 1e-5f);
 }
 
 int pb_zoo_googlenet_inception(struct pb_model *m, const char *name, int cin, int n1, int n3r,

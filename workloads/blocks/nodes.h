@@ -10,9 +10,10 @@
 /* conv2d x [N, cin, H, W] → [N, cout, Ho, Wo], kernel kh×kw, stride, padding ph, pw */
 int pb_zoo_conv(struct pb_model *m, struct pb_block *b, const char *name, int in, int cin,
                 int cout, int kh, int kw, int stride, int ph, int pw, bool bias);
-/* BatchNorm2d over `channels`, momentum 0.1 (PyTorch's default) */
+/* BatchNorm2d over `channels`, momentum 0.1 (PyTorch's default); relu: a ReLU fused onto
+ * its output (torch's BN, ReLU pair as one layer) */
 int pb_zoo_bn(struct pb_model *m, struct pb_block *b, const char *name, int in, int channels,
-              float eps);
+              float eps, bool relu);
 int pb_zoo_relu(struct pb_model *m, struct pb_block *b, const char *name, int in);
 /* max or average pooling k×k, stride, padding pad; average pooling counts the padding
  * (PyTorch's count_include_pad = True, F.avg_pool2d's default) */
@@ -23,10 +24,11 @@ int pb_zoo_concat(struct pb_model *m, struct pb_block *b, const char *name, int 
 /* y = a + c (equal shapes) */
 int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c);
 
-/* conv → BN(eps) → ReLU with the three layer names given; returns the ReLU's node. */
-int pb_zoo_unit(struct pb_model *m, struct pb_block *b, const char *conv, const char *bn,
-                const char *relu, int in, int cin, int cout, int kh, int kw, int stride, int ph,
-                int pw, bool bias, float bn_eps);
+/* conv → BN(eps) with the ReLU fused, the two layers named as given; returns the BN's
+ * node. */
+int pb_zoo_unit(struct pb_model *m, struct pb_block *b, const char *conv, const char *bn, int in,
+                int cin, int cout, int kh, int kw, int stride, int ph, int pw, bool bias,
+                float bn_eps);
 
 /* A width of torchvision's Inception-V3 divided by div, at least 1. */
 int pb_zoo_width(int width, int div);

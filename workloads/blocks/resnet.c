@@ -12,14 +12,14 @@ int pb_zoo_bottleneck(struct pb_model *m, const char *name, int cin, int width, 
     const float eps = 1e-5f;
     int cout = 4 * width;
     struct pb_block *b = pb_model_block(m, name);
-    int x = pb_zoo_unit(m, b, "conv1", "bn1", "relu1", -1, cin, width, 1, 1, 1, 0, 0, false, eps);
-    x = pb_zoo_unit(m, b, "conv2", "bn2", "relu2", x, width, width, 3, 3, stride, 1, 1, false, eps);
+    int x = pb_zoo_unit(m, b, "conv1", "bn1", -1, cin, width, 1, 1, 1, 0, 0, false, eps);
+    x = pb_zoo_unit(m, b, "conv2", "bn2", x, width, width, 3, 3, stride, 1, 1, false, eps);
     x = pb_zoo_conv(m, b, "conv3", x, width, cout, 1, 1, 1, 0, 0, false);
-    x = pb_zoo_bn(m, b, "bn3", x, cout, eps);
+    x = pb_zoo_bn(m, b, "bn3", x, cout, eps, false);
     int skip = -1;
     if (stride != 1 || cin != cout) {
         skip = pb_zoo_conv(m, b, "downsample.0", -1, cin, cout, 1, 1, stride, 0, 0, false);
-        skip = pb_zoo_bn(m, b, "downsample.1", skip, cout, eps);
+        skip = pb_zoo_bn(m, b, "downsample.1", skip, cout, eps, false);
     }
     x = pb_zoo_add(m, b, "add", x, skip);
     pb_zoo_relu(m, b, "relu", x);

@@ -112,6 +112,7 @@ enum pb_cpu_op {
     PB_CPU_OP_POOL_BWD,
     PB_CPU_OP_BN_FWD,
     PB_CPU_OP_BN_BWD,
+    PB_CPU_OP_BN_WS,
     PB_CPU_OP_CONCAT,
     PB_CPU_OP_SPLIT,
     PB_CPU_OP_LSTM_FWD,
@@ -248,16 +249,16 @@ void pb_cpu_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d,
                      const struct pb_tensor *x, const struct pb_tensor *y,
                      const struct pb_tensor *dy, const void *workspace, struct pb_tensor *dx);
 
-size_t pb_cpu_bn_aux_bytes(struct pb_backend *be, int channels);
+size_t pb_cpu_bn_aux_bytes(struct pb_backend *be, struct pb_shape x, bool relu);
 void pb_cpu_bn_fwd_train(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
                          const float *beta, float *run_mean, float *run_var, float momentum,
-                         float eps, struct pb_tensor *y, void *aux);
+                         float eps, bool relu, struct pb_tensor *y, void *aux);
 void pb_cpu_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
                          const float *beta, const float *run_mean, const float *run_var,
-                         float eps, struct pb_tensor *y);
+                         float eps, bool relu, struct pb_tensor *y);
 void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
-                   const float *gamma, const void *aux, float eps, struct pb_tensor *dx,
-                   float *dgamma_acc, float *dbeta_acc);
+                   const float *gamma, const void *aux, float eps, bool relu,
+                   struct pb_tensor *dx, float *dgamma_acc, float *dbeta_acc);
 
 void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n);
 void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n);

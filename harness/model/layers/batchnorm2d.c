@@ -1,7 +1,9 @@
 /* harness/model/layers/batchnorm2d.c — batch normalisation over N, H, W (torch.nn.BatchNorm2d).
  * x, y [N, C, H, W] in x's layout; γ, β [C] trained; running mean and variance [C] are
  * buffers, updated by every training forward with momentum m and the unbiased batch
- * variance (semantics §1.10: also under predicted weights; never stashed or predicted). */
+ * variance (semantics §1.10: also under predicted weights; never stashed or predicted).
+ * With cfg.relu, y = max(BN(x), 0): torch's BatchNorm2d then ReLU, the two passes fused
+ * in the backend (its aux then holds the ReLU's mask too). */
 #include "harness/model/layers/layer_util.h"
 
 static int bn_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
@@ -60,17 +62,18 @@ static int bn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
         return -1;
     if (!c->train) {
         be->ops->bn_fwd_infer(be, in[0], params, params + ch, run_mean, run_var, l->cfg.eps,
-                              &act->out);
+                              l->cfg.relu, &act->out);
         return 0;
     }
-    act->aux = pb_backend_alloc(be, be->ops->bn_aux_bytes(be, ch), PB_MEM_ACTS, e);
+    act->aux = pb_backend_alloc(be, be->ops->bn_aux_bytes(be, in[0]->shape, l->cfg.relu),
+                                PB_MEM_ACTS, e);
     if (!act->aux) {
         pb_backend_free(be, act->out.data);
         act->out.data = NULL;
         return -1;
     }
     be->ops->bn_fwd_train(be, in[0], params, params + ch, run_mean, run_var, l->cfg.momentum,
-                          l->cfg.eps, &act->out, act->aux);
+                          l->cfg.eps, l->cfg.relu, &act->out, act->aux);
     return 0;
 }
 
@@ -88,15 +91,16 @@ static int bn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
             return -1;
         d = &scratch;
     }
-    be->ops->bn_bwd(be, in[0], dy, params, act->aux, l->cfg.eps, d, grads,
+    be->ops->bn_bwd(be, in[0], dy, params, act->aux, l->cfg.eps, l->cfg.relu, d, grads,
                     grads + l->cfg.channels);
     pb_backend_free(be, scratch.data);
     return 0;
 }
 
+/* 4 per element, and the ReLU's 1 (pb_layer_out_flops) when fused */
 static double bn_flops(const struct pb_layer *l)
 {
-    return 4.0 * (double)pb_shape_count(l->out_shape);
+    return (l->cfg.relu ? 5.0 : 4.0) * (double)pb_shape_count(l->out_shape);
 }
 
 const struct pb_layer_ops pb_batchnorm2d_ops = {

@@ -72,8 +72,9 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
 size_t pb_layer_act_bytes(const struct pb_layer *l)
 {
     size_t out = pb_shape_count(l->out_shape) * sizeof(float);
-    if (l->cfg.kind == PB_LAYER_BATCHNORM2D)
-        out += 2 * (size_t)l->cfg.channels * sizeof(float);
+    if (l->cfg.kind == PB_LAYER_BATCHNORM2D)  /* the statistics; a fused ReLU's bit mask */
+        out += 2 * (size_t)l->cfg.channels * sizeof(float) +
+               (l->cfg.relu ? (pb_shape_count(l->out_shape) + 7) / 8 : 0);
     if (l->cfg.kind == PB_LAYER_MAXPOOL2D)
         out += pb_shape_count(l->out_shape) * sizeof(int32_t);
     if (l->cfg.kind == PB_LAYER_LSTM) {

@@ -91,18 +91,21 @@ int pb_block_conv(struct pb_model *m, struct pb_block *b, const char *name, int 
     return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_CONV2D, .conv = d});
 }
 
+/* torch.nn.BatchNorm2d's defaults: eps 1e-5, momentum 0.1 */
+static struct pb_layer_cfg bn_cfg(int channels, bool relu)
+{
+    return (struct pb_layer_cfg){.kind = PB_LAYER_BATCHNORM2D, .channels = channels,
+                                 .eps = 1e-5f, .momentum = 0.1f, .relu = relu};
+}
+
 int pb_block_bn(struct pb_model *m, struct pb_block *b, const char *name, int channels)
 {
-    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_BATCHNORM2D,
-                                                   .channels = channels, .eps = 1e-5f,
-                                                   .momentum = 0.1f});
+    return chain(m, b, name, bn_cfg(channels, false));
 }
 
 int pb_block_bn_relu(struct pb_model *m, struct pb_block *b, const char *name, int channels)
 {
-    return chain(m, b, name, (struct pb_layer_cfg){.kind = PB_LAYER_BATCHNORM2D,
-                                                   .channels = channels, .eps = 1e-5f,
-                                                   .momentum = 0.1f, .relu = true});
+    return chain(m, b, name, bn_cfg(channels, true));
 }
 
 int pb_block_relu(struct pb_model *m, struct pb_block *b, const char *name)

@@ -66,7 +66,7 @@ static bool plan_init(struct pb_backend *be, struct pb_cpu_conv_gemm *g,
     g->y = (struct pb_shape){x.n, d->cout, oh, ow};
     g->y_layout = pb_cpu_conv_onednn_layout(be, d, x);
     g->K = d->cin * d->kh * d->kw;
-    g->P = x.n * oh * ow;
+    g->P = (int)pixels;
     g->col = pb_cpu_scratch(be, (size_t)g->K * g->P * sizeof(float));
     g->dcol = pb_cpu_scratch(be, (size_t)g->K * g->P * sizeof(float));
     g->ym = pb_cpu_scratch(be, (size_t)d->cout * g->P * sizeof(float));
@@ -223,7 +223,9 @@ void pb_cpu_conv_gemm_bwd_data(struct pb_backend *be, const struct pb_cpu_conv_g
     }
 }
 
-/* x, dy (any layouts); dw_acc [cout, K] OIHW += dL/dw, db_acc [cout] += dL/db (NULL: none) */
+/* x, dy (any layouts); dw_acc [cout, K] OIHW += dL/dw, db_acc [cout] += dL/db (NULL: none).
+ * col is gathered again from x: other micro-batches' forwards may have run since this
+ * one's (a pipeline's schedule), and it is small beside the weights. */
 void pb_cpu_conv_gemm_bwd_weights(struct pb_backend *be, const struct pb_cpu_conv_gemm *g,
                                   const struct pb_tensor *x, const struct pb_tensor *dy,
                                   float *dw_acc, float *db_acc)

@@ -12,7 +12,11 @@
  *     schedule bookkeeping or metrics; the input upload of each step is outside the timing;
  *   - the primitives: the be->ops->gemm, conv_fwd, conv_bwd_weights and conv_bwd_data calls
  *     the step makes (the layers' shapes and the layouts a real forward gave their tensors,
- *     the layers' weights), run back to back: the roofline view, step / Σ primitives;
+ *     the layers' weights), run back to back (bench_prims.h): the roofline view, step /
+ *     Σ primitives, and Σ primitives / PyTorch's step, the ratio to PyTorch these kernels
+ *     would give if nothing else took time;
+ *   - where the step goes: at micro-batch 32, steps with the stage's per-node clocks on
+ *     (stage.h, node_s), the time of each layer kind as a share of the step's;
  *   - PyTorch (`step` only): bench/torch_step.py in a child process (/usr/bin/python3),
  *     which builds the twin from the model's layer configs (a model with a layer kind it does
  *     not know has no twin: "-"), torch.set_num_threads(threads), zero_grad(set_to_none),
@@ -33,9 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_prims.h"
 #include "bench/bench_torch.h"
 #include "bench/bench_util.h"
-#include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
@@ -46,6 +50,8 @@
 #define WARMUP 2
 #define REPS 5
 #define SEED 1
+#define PROFILE_BATCH 32  /* the micro-batch whose steps the profile table breaks down */
+#define MAX_KINDS 16
 
 static const int batches[] = {32, 64, 128};
 static const int thread_counts[] = {1, 2};
@@ -156,21 +162,10 @@ static char *twin_spec(const struct pb_model *m)
 
 /* ---- pipebench's side ---- */
 
-enum op_kind { OP_GEMM, OP_CONV_FWD, OP_CONV_BWD_W, OP_CONV_BWD_DATA };
-
-/* One GEMM or convolution primitive call of the step. */
-struct prim {
-    enum op_kind kind;
-    bool ta, tb;                    /* gemm: c = op(a) op(b) + beta c */
-    int m, n, k, lda, ldb, ldc;
-    float beta;
-    const float *a, *b;
-    float *c;
-    const struct pb_conv_desc *d;   /* conv: x → y (fwd); x, dy → dw, db; dy, w → dx */
-    const float *w, *bias;
-    float *dw, *db;
-    struct pb_tensor *x, *y;        /* fwd and bwd-weights: x, y/dy; bwd-data: dy, dx */
-    double flops;
+/* The seconds a kind of layer took in profiled steps (forward and backward). */
+struct kind_time {
+    const char *kind;
+    double s;
 };
 
 /* One model at one micro-batch and thread count, and what its runs measured. */
@@ -184,112 +179,15 @@ struct config {
     const float *host_x;            /* the first `batch` samples of the dataset */
     int32_t *labels;                /* device [batch] */
     int64_t mb;                     /* micro-batches run so far (dropout keys) */
-    struct prim *prims;
-    int nprims;
-    struct pb_tensor *tensors;      /* the primitives' tensors */
-    int ntensors;
-    void **mem;                     /* every device buffer the primitives own */
-    int nmem;
-    double prim_flops;
+    struct bench_prims prims;
+    double prim_flops;              /* of one run of the primitives */
     char key[64];
     bool twin;
     double t_step[ROUNDS], t_prims[ROUNDS], t_torch[2][ROUNDS];
+    struct kind_time kinds[MAX_KINDS];  /* the profiled steps by layer kind, longest first */
+    int nkinds;
+    double t_profiled;              /* the profiled steps' time (0: not profiled) */
 };
-
-static float *dev_buf(struct config *c, size_t n, bool random, uint64_t tag)
-{
-    struct pb_backend *be = c->be;
-    struct pb_err e;
-    float *d = pb_backend_alloc(be, n * sizeof *d, PB_MEM_SCRATCH, &e);
-    if (!d)
-        die("device memory", &e);
-    float *h = pb_xcalloc(n, sizeof *h);
-    if (random)
-        pb_rng_fill_uniform(pb_rng_key(PB_RNG_DATA, 7, tag, 0, 0), 0, h, n, -1.0f, 1.0f);
-    be->ops->upload(be, d, h, n * sizeof *d);
-    be->ops->sync(be);
-    free(h);
-    c->mem[c->nmem++] = d;
-    return d;
-}
-
-/* A tensor of shape s in layout l, random (through a plain copy) or zero. */
-static struct pb_tensor *prim_tensor(struct config *c, struct pb_shape s, enum pb_layout l,
-                                     bool random)
-{
-    struct pb_backend *be = c->be;
-    struct pb_err e;
-    struct pb_tensor *t = &c->tensors[c->ntensors++];
-    if (pb_tensor_alloc(be, t, s, l, PB_MEM_SCRATCH, &e))
-        die("device memory", &e);
-    c->mem[c->nmem++] = t->data;
-    be->ops->fill(be, t->data, 0.0f, be->ops->layout_floats(be, s, l));
-    if (random) {
-        struct pb_tensor p = {dev_buf(c, pb_shape_count(s), true, (uint64_t)c->ntensors), s,
-                              PB_LAYOUT_PLAIN};
-        if (l == PB_LAYOUT_PLAIN)
-            be->ops->copy(be, t->data, p.data, pb_shape_count(s) * sizeof(float));
-        else
-            be->ops->reorder(be, &p, t);
-    }
-    return t;
-}
-
-static struct prim *add_prim(struct config *c, enum op_kind kind, double flops)
-{
-    struct prim *p = &c->prims[c->nprims++];
-    memset(p, 0, sizeof *p);
-    p->kind = kind;
-    p->flops = flops;
-    c->prim_flops += flops;
-    return p;
-}
-
-static void add_gemm(struct config *c, bool ta, bool tb, int m, int n, int k, const float *a,
-                     int lda, const float *b, int ldb, float beta, float *out, int ldc)
-{
-    struct prim *p = add_prim(c, OP_GEMM, 2.0 * m * (double)n * k);
-    p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->a = a, p->lda = lda, p->b = b;
-    p->ldb = ldb, p->beta = beta, p->c = out, p->ldc = ldc;
-}
-
-/* The primitives of a linear layer (linear.c): y = x·Wᵀ, dW += dyᵀ·x, dx = dy·W. */
-static void linear_prims(struct config *c, const struct pb_layer *l, const float *w, bool want_dx)
-{
-    int n = l->out_shape.n, fi = l->cfg.in_features, fo = l->cfg.out_features;
-    const float *x = prim_tensor(c, l->in_shape[0], PB_LAYOUT_PLAIN, true)->data;
-    float *y = prim_tensor(c, l->out_shape, PB_LAYOUT_PLAIN, false)->data;
-    const float *dy = prim_tensor(c, l->out_shape, PB_LAYOUT_PLAIN, true)->data;
-    float *dw = dev_buf(c, (size_t)fo * fi, false, 0);
-    add_gemm(c, false, true, n, fo, fi, x, fi, w, fi, 0.0f, y, fo);
-    add_gemm(c, true, false, fo, fi, n, dy, fo, x, fi, 1.0f, dw, fi);
-    if (want_dx)
-        add_gemm(c, false, false, n, fi, fo, dy, fo, w, fi, 0.0f,
-                 prim_tensor(c, l->in_shape[0], PB_LAYOUT_PLAIN, false)->data, fi);
-}
-
-/* The primitives of a convolution (conv2d.c) whose input and output the forward gave the
- * layouts of x and y. */
-static void conv_prims(struct config *c, const struct pb_layer *l, const float *w,
-                       const struct pb_tensor *x_real, const struct pb_tensor *y_real,
-                       bool want_dx)
-{
-    const struct pb_conv_desc *d = &l->cfg.conv;
-    size_t nw = (size_t)d->cout * d->cin * d->kh * d->kw;
-    double flops = 2.0 * (double)pb_shape_count(l->out_shape) * d->cin * d->kh * d->kw;
-    struct pb_tensor *x = prim_tensor(c, x_real->shape, x_real->layout, true);
-    struct pb_tensor *y = prim_tensor(c, y_real->shape, y_real->layout, false);
-    struct pb_tensor *dy = prim_tensor(c, y_real->shape, y_real->layout, true);
-    struct prim *p = add_prim(c, OP_CONV_FWD, flops);
-    p->d = d, p->x = x, p->y = y, p->w = w, p->bias = d->bias ? w + nw : NULL;
-    p = add_prim(c, OP_CONV_BWD_W, flops);
-    p->d = d, p->x = x, p->y = dy, p->dw = dev_buf(c, nw, false, 0);
-    p->db = d->bias ? dev_buf(c, (size_t)d->cout, false, 0) : NULL;
-    if (want_dx) {
-        p = add_prim(c, OP_CONV_BWD_DATA, flops);
-        p->d = d, p->x = dy, p->y = prim_tensor(c, x_real->shape, x_real->layout, false), p->w = w;
-    }
-}
 
 static struct pb_tensor step_input(struct config *c)
 {
@@ -320,68 +218,19 @@ static void train_step(struct config *c, struct pb_tensor x, struct pb_stage_act
         die("update", &e);
 }
 
-/* A first step whose forward is also read for the primitives: the tensors each GEMM and
- * convolution of the stage meets, in the layouts the backend gave them. A layer computes
- * dx unless it reads the input of the first block (stage.c: the pipeline's input). */
+/* A first step whose forward is also read for the primitives (bench_prims.h). */
 static void build_prims(struct config *c)
 {
-    struct pb_stage *s = &c->stage;
     struct pb_err e;
     struct pb_stage_act act;
     struct pb_tensor none = {0};
     struct pb_step_ctx sc = {true, SEED, c->mb, NULL, NULL};
-    int nodes = 0;
-    for (int b = s->first; b < s->last; b++)
-        nodes += c->model.blocks[b].nnodes;
-    c->prims = pb_xcalloc((size_t)nodes * 3, sizeof *c->prims);
-    c->tensors = pb_xcalloc((size_t)nodes * 5, sizeof *c->tensors);
-    c->mem = pb_xcalloc((size_t)nodes * 12, sizeof *c->mem);
-    if (pb_stage_forward(s, &sc, s->params, step_input(c), c->labels, &act, &none, &e))
+    if (pb_stage_forward(&c->stage, &sc, c->stage.params, step_input(c), c->labels, &act, &none,
+                         &e))
         die("forward", &e);
-    int idx = 0;
-    for (int b = s->first; b < s->last; b++) {
-        const struct pb_block *blk = &c->model.blocks[b];
-        int base = idx;
-        for (int i = 0; i < blk->nnodes; i++, idx++) {
-            const struct pb_layer *l = &blk->nodes[i];
-            if (l->cfg.kind != PB_LAYER_LINEAR && l->cfg.kind != PB_LAYER_CONV2D)
-                continue;
-            const struct pb_tensor *in = l->in[0] >= 0 ? &act.nodes[base + l->in[0]].out
-                                         : b == s->first ? &act.input
-                                                         : &act.nodes[base - 1].out;
-            bool want_dx = !(l->in[0] < 0 && b == s->first && s->index == 0);
-            const float *w = s->params + s->param_off[b - s->first] + l->param_off;
-            if (l->cfg.kind == PB_LAYER_LINEAR)
-                linear_prims(c, l, w, want_dx);
-            else
-                conv_prims(c, l, w, in, &act.nodes[idx].out, want_dx);
-        }
-    }
+    bench_prims_build(&c->prims, &c->stage, &act);
+    c->prim_flops = c->prims.flops;
     train_step(c, (struct pb_tensor){0}, &act);
-}
-
-static void run_prims(struct config *c)
-{
-    struct pb_backend *be = c->be;
-    for (int i = 0; i < c->nprims; i++) {
-        const struct prim *p = &c->prims[i];
-        switch (p->kind) {
-        case OP_GEMM:
-            be->ops->gemm(be, p->ta, p->tb, p->m, p->n, p->k, 1.0f, p->a, p->lda, p->b, p->ldb,
-                          p->beta, p->c, p->ldc);
-            break;
-        case OP_CONV_FWD:
-            be->ops->conv_fwd(be, p->d, p->x, p->w, p->bias, p->y);
-            break;
-        case OP_CONV_BWD_W:
-            be->ops->conv_bwd_weights(be, p->d, p->x, p->y, p->dw, p->db);
-            break;
-        case OP_CONV_BWD_DATA:
-            be->ops->conv_bwd_data(be, p->d, p->x, p->w, p->y);
-            break;
-        }
-    }
-    be->ops->sync(be);
 }
 
 static double time_step(struct config *c)
@@ -403,7 +252,7 @@ static double time_prims(struct config *c)
     double t[REPS];
     for (int i = 0; i < WARMUP + REPS; i++) {
         double t0 = bench_now();
-        run_prims(c);
+        bench_prims_run(&c->prims);
         if (i >= WARMUP)
             t[i - WARMUP] = bench_now() - t0;
     }
@@ -439,15 +288,58 @@ static void config_init(struct config *c, const struct pb_workload *wl, const st
 
 static void config_finish(struct config *c)
 {
-    for (int i = 0; i < c->nmem; i++)
-        pb_backend_free(c->be, c->mem[i]);
+    bench_prims_free(&c->prims);
     pb_backend_free(c->be, c->labels);
     pb_optim_finish(&c->optim, c->be);
     pb_stage_finish(&c->stage);
     pb_model_finish(&c->model);
-    free(c->prims);
-    free(c->tensors);
-    free(c->mem);
+}
+
+static int cmp_kind_time(const void *a, const void *b)
+{
+    double x = ((const struct kind_time *)a)->s, y = ((const struct kind_time *)b)->s;
+    return (x < y) - (x > y);
+}
+
+/* Where the step's time goes: REPS steps after WARMUP with the stage's per-node clocks on
+ * (stage.h, node_s), each node's forward and backward summed by its layer's kind. What no
+ * node ran (the loss, the update, the backward's sums of fanned-out gradients, the frees)
+ * is the profiled time less the kinds' sum. The clocks sync the backend around every node,
+ * so these steps are not the timed ones. */
+static void profile(struct config *c)
+{
+    struct pb_stage *s = &c->stage;
+    int nodes = 0;
+    for (int b = s->first; b < s->last; b++)
+        nodes += c->model.blocks[b].nnodes;
+    s->node_s = pb_xcalloc((size_t)nodes * 2, sizeof *s->node_s);
+    c->t_profiled = 0.0;
+    for (int i = 0; i < WARMUP + REPS; i++) {
+        if (i == WARMUP)
+            memset(s->node_s, 0, (size_t)nodes * 2 * sizeof *s->node_s);
+        struct pb_stage_act act = {0};
+        struct pb_tensor x = step_input(c);
+        double t0 = bench_now();
+        train_step(c, x, &act);
+        if (i >= WARMUP)
+            c->t_profiled += bench_now() - t0;
+    }
+    c->nkinds = 0;
+    int idx = 0;
+    for (int b = s->first; b < s->last; b++)
+        for (int i = 0; i < c->model.blocks[b].nnodes; i++, idx++) {
+            const char *kind = c->model.blocks[b].nodes[i].ops->kind;
+            int k = 0;
+            while (k < c->nkinds && strcmp(c->kinds[k].kind, kind))
+                k++;
+            if (k == c->nkinds && c->nkinds < MAX_KINDS)
+                c->kinds[c->nkinds++] = (struct kind_time){kind, 0.0};
+            if (k < c->nkinds)
+                c->kinds[k].s += s->node_s[2 * idx] + s->node_s[2 * idx + 1];
+        }
+    qsort(c->kinds, (size_t)c->nkinds, sizeof *c->kinds, cmp_kind_time);
+    free(s->node_s);
+    s->node_s = NULL;
 }
 
 /* The rounds of one model's configurations: its step and primitives against the PyTorch
@@ -473,6 +365,9 @@ static void measure(struct config *cfgs, int ncfg, struct bench_torch *tp, const
             }
         }
     }
+    for (int i = 0; i < ncfg; i++)
+        if (cfgs[i].batch == PROFILE_BATCH)
+            profile(&cfgs[i]);
 }
 
 static void usage(void)
@@ -567,26 +462,29 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char r1[32], r2[32];
+    char r1[32], r2[32], r3[32];
     if (with_torch) {
         printf("training step per sample, D = 1, SGD momentum; pipebench (CPU backend, oneDNN) vs "
                "PyTorch; each the median of %d steps after %d (as installed: 3 after 1), %d "
                "interleaved rounds\n", REPS, WARMUP, ROUNDS);
         for (int k = 0; k < 2; k++)
             printf("  %s: %s\n", tname[k], tp[k].req ? tp[k].version : "(not run)");
-        printf("  %-9s th   mb   pb us  +OpenBLAS us  pb/+OpenBLAS [range]  installed us  "
-               "pb/installed [range]\n", "model");
+        printf("  %-9s th   mb   pb us  +OpenBLAS us  pb/+OpenBLAS [range]  prims/+OpenBLAS [range]"
+               "  installed us  pb/installed [range]\n", "model");
         for (int i = 0; i < ncfg; i++) {
             struct config *c = &cfgs[i];
             double n = c->batch;
-            printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %12.1f  %20s\n", c->wl->name, c->threads,
-                   c->batch, 1e6 * bench_median(c->t_step, ROUNDS) / n,
+            printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %24s  %12.1f  %20s\n", c->wl->name,
+                   c->threads, c->batch, 1e6 * bench_median(c->t_step, ROUNDS) / n,
                    1e6 * bench_median(c->t_torch[0], ROUNDS) / n,
                    bench_ratio_str(c->t_step, c->t_torch[0], ROUNDS, r1, sizeof r1),
+                   bench_ratio_str(c->t_prims, c->t_torch[0], ROUNDS, r3, sizeof r3),
                    1e6 * bench_median(c->t_torch[1], ROUNDS) / n,
                    bench_ratio_str(c->t_step, c->t_torch[1], ROUNDS, r2, sizeof r2));
         }
-        printf("  goal: pb/+OpenBLAS <= 0.70 on every row\n\n");
+        printf("  goal: pb/+OpenBLAS <= 0.70 on every row. prims/+OpenBLAS: pipebench's GEMMs and "
+               "convolutions alone (the roofline's prims)\n  against PyTorch's whole step: where "
+               "it passes 0.70, no step built on these kernels meets the goal\n\n");
     }
     printf("roofline: the step against the sum of its GEMM and convolution primitives at the "
            "same shapes, same run\n");
@@ -600,7 +498,23 @@ int main(int argc, char **argv)
                bench_ratio_str(c->t_step, c->t_prims, ROUNDS, r1, sizeof r1),
                1e-9 * c->prim_flops / ts, 1e-9 * c->prim_flops / tpr);
     }
-    printf("  goal: step/prims <= 1.15 on every row\n");
+    printf("  goal: step/prims <= 1.15 on every row\n\n");
+    printf("where the step goes at micro-batch %d: %d steps with a clock around every layer, "
+           "%% of their time by layer kind\n(forward + backward; other: the loss, the update, "
+           "the sums of fanned-out gradients, the frees)\n", PROFILE_BATCH, REPS);
+    for (int i = 0; i < ncfg; i++) {
+        const struct config *c = &cfgs[i];
+        if (!(c->t_profiled > 0))
+            continue;
+        double rest = c->t_profiled;
+        printf("  %-11s %dt ", c->wl->name, c->threads);
+        for (int k = 0; k < c->nkinds; k++) {
+            rest -= c->kinds[k].s;
+            if (100.0 * c->kinds[k].s / c->t_profiled >= 0.05)
+                printf(" %s %.1f", c->kinds[k].kind, 100.0 * c->kinds[k].s / c->t_profiled);
+        }
+        printf("  other %.1f\n", 100.0 * rest / c->t_profiled);
+    }
 
     for (int t = 0; t < NTHREADS; t++)
         pb_backend_destroy(be[t]);

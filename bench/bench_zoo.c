@@ -14,6 +14,9 @@
  *     torch.set_num_threads(threads), zero_grad(set_to_none), forward, cross_entropy,
  *     backward, SGD(lr 0.01, momentum 0.9).step(). Both parameter counts are printed and a
  *     model whose counts differ is not timed (it is not the same network);
+ *   - the step's GEMMs and convolutions alone (bench_prims.h: the same calls at the shapes
+ *     and layouts of a real forward, run back to back) against PyTorch's whole step: the
+ *     ratio these kernels would give if everything else took no time;
  *   - the loader: samples/s of pb_dataset_gather on one thread with the training transform of
  *     the preset's dataset stand-in at its input side (bench/bench_loader.h), against the
  *     step's samples/s (loader/step > 1: the loader thread keeps up).
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "bench/bench_loader.h"
+#include "bench/bench_prims.h"
 #include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/compute/backend.h"
@@ -62,6 +66,7 @@ struct row {
     size_t pb_params, torch_params;
     bool timed;
     double t_pb[NTHREADS][ROUNDS], t_torch[NTHREADS][ROUNDS];
+    double t_prims[NTHREADS][ROUNDS];  /* the step's GEMMs and convolutions (bench_prims.h) */
     double loader;            /* samples/s */
 };
 
@@ -73,6 +78,7 @@ struct side {
     struct pb_optim optim;
     int32_t *labels;          /* device [batch] */
     int64_t mb;               /* micro-batches run so far (dropout keys) */
+    struct bench_prims prims;
 };
 
 static _Noreturn void die(const char *what, const struct pb_err *e)
@@ -129,8 +135,39 @@ static void side_init(struct side *s, struct pb_backend *be, const struct row *r
     be->ops->sync(be);
 }
 
+/* The step's primitives, from a training forward on the batch host_x (then released). */
+static void side_prims(struct side *s, const float *host_x)
+{
+    struct pb_backend *be = s->be;
+    struct pb_err e;
+    struct pb_tensor x, none = {0};
+    struct pb_stage_act act = {0};
+    struct pb_step_ctx sc = {true, SEED, s->mb++, NULL, NULL};
+    if (pb_tensor_alloc(be, &x, s->stage.in_shape, PB_LAYOUT_PLAIN, PB_MEM_COMM, &e))
+        die("device memory", &e);
+    be->ops->upload(be, x.data, host_x, pb_shape_count(x.shape) * sizeof(float));
+    if (pb_stage_forward(&s->stage, &sc, s->stage.params, x, s->labels, &act, &none, &e))
+        die("forward", &e);
+    bench_prims_build(&s->prims, &s->stage, &act);
+    pb_stage_act_release(&s->stage, &act);
+}
+
+/* The median seconds of the step's primitives run back to back, reps after warmup. */
+static double prims_time(const struct side *s, int warmup, int reps)
+{
+    double t[64];
+    for (int i = 0; i < warmup + reps; i++) {
+        double t0 = bench_now();
+        bench_prims_run(&s->prims);
+        if (i >= warmup)
+            t[i - warmup] = bench_now() - t0;
+    }
+    return bench_median(t, reps);
+}
+
 static void side_finish(struct side *s)
 {
+    bench_prims_free(&s->prims);
     pb_backend_free(s->be, s->labels);
     pb_optim_finish(&s->optim, s->be);
     pb_stage_finish(&s->stage);
@@ -185,8 +222,10 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
     pb_dataset_gather(&ds, (struct pb_data_key){SEED, 0, true}, NULL, 0, bc->batch, x, y);
 
     struct side sd[NTHREADS];
-    for (int t = 0; t < NTHREADS; t++)
+    for (int t = 0; t < NTHREADS; t++) {
         side_init(&sd[t], be[t], r, y);
+        side_prims(&sd[t], x);
+    }
     r->pb_params = sd[0].stage.nparams;
     char key[64];
     snprintf(key, sizeof key, "%s/%s", r->wl->name, r->p->name);
@@ -198,11 +237,13 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
     for (int k = 0; r->timed && k < ROUNDS; k++)
         for (int t = 0; t < NTHREADS; t++)
             for (int first = 0; first < 2; first++) {
-                if ((first == 0) == ((k + t) % 2 == 0))
+                if ((first == 0) == ((k + t) % 2 == 0)) {
                     r->t_pb[t][k] = side_time(&sd[t], x, bc->warmup, bc->reps);
-                else
+                    r->t_prims[t][k] = prims_time(&sd[t], bc->warmup, bc->reps);
+                } else {
                     r->t_torch[t][k] = bench_torch_time(tp, key, thread_counts[t], bc->warmup,
                                                   bc->reps);
+                }
             }
     bench_torch_drop(tp, key);
     for (int t = 0; t < NTHREADS; t++)
@@ -226,10 +267,10 @@ static void print_table(const struct row *rows, int nrows, const struct bench_to
            ROUNDS, cases[0].reps, cases[0].warmup, cases[1].reps, cases[1].warmup, LOADER_REPS);
     printf("  PyTorch: %s%s%s\n", tp->version, openblas ? "" : " (no --openblas: ",
            openblas ? "" : "the BLAS as installed, not a fair peer)");
-    printf("  %-11s %-6s %3s %3s %2s %11s %11s %10s %10s  %-18s %9s %9s %7s\n", "model", "preset",
-           "S", "mb", "th", "pb params", "pt params", "pb us", "pt us", "pb/pt [range]",
-           "step sa/s", "load sa/s", "load/st");
-    char buf[32];
+    printf("  %-11s %-6s %3s %3s %2s %11s %11s %10s %10s  %-18s %-18s %9s %9s %7s\n", "model",
+           "preset", "S", "mb", "th", "pb params", "pt params", "pb us", "pt us",
+           "pb/pt [range]", "prims/pt [range]", "step sa/s", "load sa/s", "load/st");
+    char buf[32], buf2[32];
     for (int i = 0; i < nrows; i++) {
         const struct row *r = &rows[i];
         for (int t = 0; t < NTHREADS; t++) {
@@ -242,12 +283,16 @@ static void print_table(const struct row *rows, int nrows, const struct bench_to
             }
             double n = r->bc->batch, pb = bench_median(r->t_pb[t], ROUNDS);
             double pt = bench_median(r->t_torch[t], ROUNDS);
-            printf(" %10.1f %10.1f  %-18s %9.1f %9.1f %7.2f\n", 1e6 * pb / n, 1e6 * pt / n,
-                   bench_ratio_str(r->t_pb[t], r->t_torch[t], ROUNDS, buf, sizeof buf), n / pb,
-                   r->loader, r->loader * pb / n);
+            printf(" %10.1f %10.1f  %-18s %-18s %9.1f %9.1f %7.2f\n", 1e6 * pb / n,
+                   1e6 * pt / n, bench_ratio_str(r->t_pb[t], r->t_torch[t], ROUNDS, buf, sizeof buf),
+                   bench_ratio_str(r->t_prims[t], r->t_torch[t], ROUNDS, buf2, sizeof buf2),
+                   n / pb, r->loader, r->loader * pb / n);
         }
     }
-    printf("  goal of the issue: pb/pt <= 0.5, never > 1; load/st > 1: the loader keeps up\n");
+    printf("  goal of the issue: pb/pt <= 0.5, never > 1; load/st > 1: the loader keeps up\n"
+           "  prims/pt: pipebench's GEMMs and convolutions of the step alone, run back to back "
+           "(bench_prims.h), against PyTorch's\n  whole step: where it passes 0.5, no step built "
+           "on these kernels meets the goal\n");
 }
 
 int main(int argc, char **argv)

@@ -2,10 +2,12 @@
  * backend.h): the registry refuses unknown and unbuilt backends with what to use instead;
  * a stage needing an op its backend lacks is refused naming the op and the backend;
  * the block cache makes a stage's steady state call the device allocator never; a
+ * stage's per-node clocks sync the backend and change no bit; a
  * hand-off between instances moves the accounting and the block returns to its home
  * cache; a copy between instances that share no memory goes through host memory. The
  * wrapped backends below reuse the CPU backend's kernels with some ops changed. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/compute/backend.h"
@@ -151,6 +153,94 @@ START_TEST(test_steady_state_allocates_nothing)
 }
 END_TEST
 
+static int syncs;
+
+static void counting_sync(struct pb_backend *be)
+{
+    syncs++;
+    cpu_table->sync(be);
+}
+
+/* One training forward and backward of a micro-batch of 4 (0.5 everywhere) on s, from
+ * zeroed gradients; the gradients downloaded into g [s->nparams]. */
+static void train_pass(struct pb_stage *s, const int32_t *labels, float *g)
+{
+    struct pb_backend *be = s->be;
+    struct pb_err e;
+    struct pb_tensor x;
+    be->ops->fill(be, s->grads, 0.0f, s->nparams);
+    ck_assert(pb_tensor_alloc(be, &x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+    be->ops->fill(be, x.data, 0.5f, pb_shape_count(s->in_shape));
+    struct pb_step_ctx c = {true, 1, 0, NULL, NULL};
+    struct pb_stage_act act;
+    ck_assert_msg(pb_stage_forward(s, &c, s->params, x, labels, &act, NULL, &e) == 0, "%s",
+                  e.msg);
+    ck_assert_msg(pb_stage_backward(s, &c, s->params, &act, NULL, NULL, &e) == 0, "%s", e.msg);
+    be->ops->download(be, g, s->grads, s->nparams * sizeof *g);
+    be->ops->sync(be);
+}
+
+/* The stage's per-node clocks (stage.h, node_s): with them on, every node's forward and
+ * backward gets a time, the backend is synced around each, and the gradients keep their
+ * bits; an evaluation forward adds no time. */
+START_TEST(test_node_clocks)
+{
+    struct pb_model m;
+    lenet(&m, 4);
+    struct pb_backend *be = wrap(cpu());
+    wrapped.sync = counting_sync;
+    struct pb_stage s;
+    struct pb_err e;
+    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e) == 0, "%s", e.msg);
+    ck_assert(pb_stage_init_params(&s, 1, &e) == 0);
+    int32_t labels_host[4] = {1, 2, 3, 4};
+    int32_t *labels = pb_backend_alloc(be, sizeof labels_host, PB_MEM_COMM, &e);
+    be->ops->upload(be, labels, labels_host, sizeof labels_host);
+    int nodes = 0;
+    for (int b = 0; b < m.nblocks; b++)
+        nodes += m.blocks[b].nnodes;
+    float *g_plain = calloc(s.nparams, sizeof *g_plain);
+    float *g_timed = calloc(s.nparams, sizeof *g_timed);
+    syncs = 0;
+    train_pass(&s, labels, g_plain);
+    int plain_syncs = syncs;
+    s.node_s = calloc((size_t)nodes * 2, sizeof *s.node_s);
+    syncs = 0;
+    train_pass(&s, labels, g_timed);
+    ck_assert_msg(syncs >= plain_syncs + 4 * nodes, "%d syncs with the clocks on, %d without, "
+                  "%d nodes", syncs, plain_syncs, nodes);
+    for (int i = 0; i < nodes; i++)
+        ck_assert_msg(s.node_s[2 * i] > 0.0 && s.node_s[2 * i + 1] > 0.0,
+                      "node %d: forward %g s, backward %g s", i, s.node_s[2 * i],
+                      s.node_s[2 * i + 1]);
+    ck_assert_msg(memcmp(g_plain, g_timed, s.nparams * sizeof *g_plain) == 0,
+                  "the clocks changed the gradients");
+
+    double *before = malloc((size_t)nodes * 2 * sizeof *before);
+    memcpy(before, s.node_s, (size_t)nodes * 2 * sizeof *before);
+    struct pb_tensor x;
+    ck_assert(pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+    be->ops->fill(be, x.data, 0.5f, pb_shape_count(s.in_shape));
+    struct pb_step_ctx eval = {false, 1, 0, NULL, NULL};
+    struct pb_stage_act act;
+    ck_assert_msg(pb_stage_forward(&s, &eval, s.params, x, labels, &act, NULL, &e) == 0, "%s",
+                  e.msg);
+    ck_assert_msg(memcmp(before, s.node_s, (size_t)nodes * 2 * sizeof *before) == 0,
+                  "an evaluation forward added time");
+
+    free(before);
+    free(s.node_s);
+    s.node_s = NULL;
+    free(g_plain);
+    free(g_timed);
+    pb_backend_free(be, labels);
+    pb_stage_finish(&s);
+    be->ops = cpu_table;
+    pb_backend_destroy(be);
+    pb_model_finish(&m);
+}
+END_TEST
+
 /* A message of stage A taken by stage B: A's communication memory falls, B's
  * activations rise; freed by B, the block returns to A's cache. */
 START_TEST(test_take_moves_accounting)
@@ -279,6 +369,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_run_backend_flag);
     tcase_add_test(tc, test_supports_op);
     tcase_add_test(tc, test_steady_state_allocates_nothing);
+    tcase_add_test(tc, test_node_clocks);
     tcase_add_test(tc, test_take_moves_accounting);
     tcase_add_test(tc, test_copy_across_without_shared_memory);
     tcase_add_test(tc, test_out_of_memory_everywhere);

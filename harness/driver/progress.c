@@ -9,14 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BAR_WIDTH 20
+#include "harness/base/clock.h"
 
-double pb_progress_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#define BAR_WIDTH 20
 
 void pb_progress_init(struct pb_progress *p, const char *what, int runs, long epochs)
 {
@@ -25,13 +20,13 @@ void pb_progress_init(struct pb_progress *p, const char *what, int runs, long ep
     p->tty = isatty(STDOUT_FILENO);
     p->runs = runs;
     p->epochs = epochs;
-    p->t0 = pb_progress_now();
+    p->t0 = pb_now_s();
 }
 
 void pb_progress_epochs(struct pb_progress *p, long n)
 {
     p->epochs_finished += n;
-    p->t_last = pb_progress_now();
+    p->t_last = pb_now_s();
 }
 
 static void clear(struct pb_progress *p)
@@ -69,7 +64,7 @@ static void format_eta(const struct pb_progress *p, char *buf, size_t cap)
         return;
     }
     double per_epoch = (p->t_last - p->t0) / (double)p->epochs_finished;
-    double since = pb_progress_now() - p->t_last;
+    double since = pb_now_s() - p->t_last;
     long left = (long)(per_epoch * (double)(p->epochs - p->epochs_finished) - since + 0.5);
     if (left < 0)
         left = 0;

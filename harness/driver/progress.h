@@ -28,7 +28,5 @@ void pb_progress_epochs(struct pb_progress *p, long n);
 void pb_progress_draw(struct pb_progress *p, const char *running);
 /* Clears the bar. */
 void pb_progress_finish(struct pb_progress *p);
-/* Monotonic seconds. */
-double pb_progress_now(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/clock.h"
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_internal.h"
@@ -160,7 +161,7 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
 {
     const struct pb_run_cfg *c = r->cfg;
     int32_t *order = pb_xmalloc((size_t)r->ntrain * sizeof *order + 1);
-    double t0 = pb_run_now_s();
+    double t0 = pb_now_s();
     int rc = 0;
     bool diverged = false;
     for (int epoch = r->start_epoch; epoch < c->epochs && !rc; epoch++) {
@@ -193,7 +194,7 @@ static int train(struct run_state *r, struct pb_run_summary *sum, struct pb_err 
     pb_run_state_path(c->db, r->run_id, state, sizeof state);
     if (!rc && run_writer(r))
         unlink(state);   /* done: nothing left to resume */
-    sum->seconds = pb_run_now_s() - t0;
+    sum->seconds = pb_now_s() - t0;
     if (!rc && c->save)
         rc = pb_run_save(r, c->save, e);
     if (!rc)

@@ -7,18 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/base/clock.h"
 #include "harness/store/checkpoint.h"
 #include "harness/exec/executor.h"
 #include "harness/exec/sim_periodic.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_internal.h"
-
-double pb_run_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int last_rank(const struct run_state *r)
 {
@@ -229,10 +223,10 @@ int pb_run_epoch(struct run_state *r, int epoch, int32_t *order, struct pb_run_s
     }
     if (pb_dist_any(r->dist, rc != 0))
         return -1;
-    double t0 = pb_run_now_s();
+    double t0 = pb_now_s();
     rc = execute(r, r->progs, e);
     pb_dist_barrier(r->dist);
-    double wall = pb_run_now_s() - t0;
+    double wall = pb_now_s() - t0;
     int div = r->hi == d && r->workers[d - 1].diverged;
     pb_dist_bcast(r->dist, &div, sizeof div, last_rank(r));
     *diverged = div;

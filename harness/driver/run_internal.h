@@ -137,7 +137,6 @@ int pb_run_bleu_prepare(struct run_state *r, struct pb_err *e);
 /* Saves every stage's weights (gathered to rank 0 with MPI). */
 int pb_run_save(struct run_state *r, const char *path, struct pb_err *e);
 
-double pb_run_now_s(void);
 /* The shortest decimal that reads back as f (what the user typed: 0.01, not
  * 0.00999999977648258). */
 double pb_run_decimal(float f);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/base/clock.h"
 #include "harness/exec/dist.h"
 #include "harness/base/err.h"
 #include "harness/exec/worker.h"
@@ -123,13 +124,6 @@ void pb_dist_abort(const struct pb_dist *d, int status)
     exit(status);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Sends in flight: their requests and messages, freed once complete. A message stays
  * the sending stage's communication memory until then; a backend whose memory MPI
  * cannot read (not host-visible) sends a host copy. */
@@ -233,9 +227,9 @@ int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_pr
         }
         int rc = 0;
         if (from >= 0) {
-            double t0 = now_s();
+            double t0 = pb_now_s();
             rc = recv_msg(s->be, &in, from, tag, e);
-            w->st.wait_s += now_s() - t0;
+            w->st.wait_s += pb_now_s() - t0;
         }
         if (!rc)
             rc = pb_worker_exec(w, op, &in, &out, e);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/base/clock.h"
 #include "harness/exec/executor.h"
 #include "harness/exec/msgq.h"
 
@@ -32,13 +33,6 @@ struct device {
     int k, ndev;
     int rc;
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static bool stopped(struct shared *sh)
 {
@@ -71,7 +65,7 @@ static void stop_all(struct shared *sh, int ndev, int device, const struct pb_er
 /* Blocking send; false when the run was stopped (the message is freed). */
 static bool chan_send(struct shared *sh, struct channel *c, struct pb_msg m, double *wait)
 {
-    double t0 = now_s();
+    double t0 = pb_now_s();
     pthread_mutex_lock(&c->mu);
     while (c->q.count >= c->capacity && !stopped(sh))
         pthread_cond_wait(&c->cv, &c->mu);
@@ -83,14 +77,14 @@ static bool chan_send(struct shared *sh, struct channel *c, struct pb_msg m, dou
     pthread_mutex_unlock(&c->mu);
     if (!ok)
         pb_msg_free(&m);
-    *wait += now_s() - t0;
+    *wait += pb_now_s() - t0;
     return ok;
 }
 
 /* Blocking receive; false when the run was stopped. */
 static bool chan_recv(struct shared *sh, struct channel *c, struct pb_msg *m, double *wait)
 {
-    double t0 = now_s();
+    double t0 = pb_now_s();
     pthread_mutex_lock(&c->mu);
     while (c->q.count == 0 && !stopped(sh))
         pthread_cond_wait(&c->cv, &c->mu);
@@ -100,7 +94,7 @@ static bool chan_recv(struct shared *sh, struct channel *c, struct pb_msg *m, do
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
-    *wait += now_s() - t0;
+    *wait += pb_now_s() - t0;
     return ok;
 }
 

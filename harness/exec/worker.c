@@ -3,6 +3,7 @@
  * of semantics §6.2 and §6.3. */
 #include "harness/exec/worker.h"
 
+#include "harness/base/clock.h"
 #include "harness/base/interrupt.h"
 #include "predictors/predictor.h"
 
@@ -17,16 +18,9 @@
  * Fashion-MNIST epoch of micro-batches of 64. */
 #define PROBE_EVERY 32
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 double pb_worker_clock(const struct pb_worker *w)
 {
-    return now_s() - ((double)w->epoch_t0.tv_sec + 1e-9 * (double)w->epoch_t0.tv_nsec);
+    return pb_now_s() - ((double)w->epoch_t0.tv_sec + 1e-9 * (double)w->epoch_t0.tv_nsec);
 }
 
 static bool is_first(const struct pb_worker *w) { return w->stage->index == 0; }
@@ -311,7 +305,7 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
                          struct pb_tensor *t, struct pb_err *e)
 {
     struct pb_backend *be = w->stage->be;
-    double t0 = now_s();
+    double t0 = pb_now_s();
     int rc = 0;
     if (m->be->ops->shares_memory(m->be, be)) {
         pb_backend_take(be, m->be, m->data, kind);
@@ -324,7 +318,7 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
         pb_backend_free(m->be, m->data);
     }
     m->data = NULL;
-    w->st.comm_s += now_s() - t0;
+    w->st.comm_s += pb_now_s() - t0;
     return rc;
 }
 
@@ -418,7 +412,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
     const int32_t *lengths = stage_side(w, op->mb);
-    double t0 = now_s();
+    double t0 = pb_now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
     if (!wts) {
@@ -433,7 +427,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
         return -1;
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
     s->be->ops->sync(s->be);
-    double t1 = now_s();
+    double t1 = pb_now_s();
     w->st.busy_s += t1 - t0;
     note_staleness(w, op, v);
     note_event(w, op, v, t0, t1);
@@ -456,7 +450,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     struct pb_tensor dy = {0}, dx = {0};
     if (!is_last(w) && msg_to_tensor(w, in, PB_MEM_COMM, &dy, e))
         return -1;
-    double t0 = now_s();
+    double t0 = pb_now_s();
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL,
@@ -472,7 +466,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     w->nacc++;
     w->last_b_mb = op->mb;
     s->be->ops->sync(s->be);
-    double t1 = now_s();
+    double t1 = pb_now_s();
     w->st.busy_s += t1 - t0;
     note_staleness(w, op, v);
     note_event(w, op, v, t0, t1);
@@ -486,7 +480,7 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     struct pb_stage *s = w->stage;
     struct pb_backend *be = s->be;
     PB_CHECK(w->nacc > 0);
-    double t0 = now_s();
+    double t0 = pb_now_s();
     /* the mean of the accumulated micro-batch gradients (semantics §1.2) */
     if (w->nacc > 1)
         be->ops->axpby(be, 0.0f, s->grads, 1.0f / (float)w->nacc, s->grads, s->nparams);
@@ -499,7 +493,7 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     be->ops->sync(be);
     if (pb_backend_status(be, e))
         return -1;
-    double t1 = now_s();
+    double t1 = pb_now_s();
     w->st.busy_s += t1 - t0;
     const struct pb_op_version *v = version_of(w, op);
     PB_CHECK(w->u_epoch + v->base == w->u);

@@ -8,15 +8,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "harness/base/clock.h"
 #include "harness/model/partition.h"
 #include "harness/model/stage.h"
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -105,13 +99,13 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
     be->ops->sync(be);
     struct pb_step_ctx c = {true, 1, mb, NULL, NULL};
     struct pb_stage_act act;
-    double t0 = now_ms();
+    double t0 = (1e3 * pb_now_s());
     if (pb_stage_forward(s, &c, s->params, x, p->labels, &act, &y, e))
         return -1;
     bool last = s->index == s->nstages - 1;
     int rc = pb_stage_backward(s, &c, s->params, &act, last ? NULL : &p->dy, &dx, e);
     be->ops->sync(be);
-    *ms = now_ms() - t0;
+    *ms = (1e3 * pb_now_s()) - t0;
     if (out && !rc)
         *out = y;
     else

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/base/clock.h"
 #include "harness/model/layers/layer_util.h"
 
 static int stage_nodes(const struct pb_stage *s)
@@ -188,6 +189,13 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
     return 0;
 }
 
+/* The clock of a node's time (stage.h, node_s): after the backend's queued work. */
+static double node_clock(struct pb_backend *be)
+{
+    be->ops->sync(be);
+    return pb_now_s();
+}
+
 int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
                      struct pb_tensor input, const int32_t *labels, struct pb_stage_act *act,
                      struct pb_tensor *out, struct pb_err *e)
@@ -212,8 +220,12 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
                 ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
             const float *p = w + s->param_off[b - s->first] + l->param_off;
             float *buf = s->buffers + s->buffer_off[b - s->first] + l->buffer_off;
-            if (l->ops->forward(l, &fc, ins, p, buf, &act->nodes[idx], e) ||
-                pb_backend_status(be, e)) {
+            bool timed = s->node_s && c->train;
+            double t0 = timed ? node_clock(be) : 0.0;
+            int rc = l->ops->forward(l, &fc, ins, p, buf, &act->nodes[idx], e);
+            if (timed)
+                s->node_s[2 * idx] += node_clock(be) - t0;
+            if (rc || pb_backend_status(be, e)) {
                 pb_stage_act_release(s, act);
                 return -1;
             }
@@ -329,8 +341,12 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
         const struct pb_block *blk = &s->model->blocks[b];
         int base = idx - blk->nnodes;
         for (int i = blk->nnodes - 1; i >= 0 && !rc; i--) {
-            if (gs.g[base + i].data)
+            if (gs.g[base + i].data) {
+                double t0 = s->node_s ? node_clock(be) : 0.0;
                 rc = node_backward(s, &fc, act, &gs, b, base, i, w, e);
+                if (s->node_s)
+                    s->node_s[2 * (base + i) + 1] += node_clock(be) - t0;
+            }
             pb_backend_free(be, gs.g[base + i].data);
             gs.g[base + i].data = NULL;
             pb_backend_free(be, act->nodes[base + i].out.data);

@@ -27,6 +27,10 @@ struct pb_stage {
                             LSTM, the attention, the masked mean): its forward takes them */
     int nlabels;         /* last stage: the labels of a micro-batch (batch, or batch·T for
                             a loss per token); 0 elsewhere */
+    double *node_s;      /* NULL, or [2 × the stage's nodes] set by the caller: every training
+                            forward adds each node's seconds to [2i], every backward to
+                            [2i + 1], the backend synced around each node (for profiling:
+                            the syncs cost where the backend is asynchronous) */
 };
 
 /* What one micro-batch's forward leaves for its backward. */

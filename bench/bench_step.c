@@ -139,7 +139,7 @@ static char *twin_spec(const struct pb_model *m)
                 fputs("flatten", f);
                 break;
             case PB_LAYER_ADD:
-                fputs("add", f);
+                fprintf(f, "add,%d", c->relu);
                 break;
             case PB_LAYER_CONCAT:
                 fputs("concat", f);

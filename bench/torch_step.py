@@ -25,8 +25,13 @@ class Linear(nn.Linear):
 
 
 class Add(nn.Module):
+    def __init__(self, relu):
+        super().__init__()
+        self.relu = relu
+
     def forward(self, *xs):
-        return sum(xs[1:], xs[0])
+        y = sum(xs[1:], xs[0])
+        return torch.relu(y) if self.relu else y
 
 
 class Concat(nn.Module):
@@ -59,8 +64,8 @@ def make_layer(kind, a):
         return nn.Dropout(float(a[0]))
     if kind == "flatten":
         return nn.Flatten()
-    if kind == "add":
-        return Add()
+    if kind == "add":  # a[0] == "1": its ReLU fused (add's relu)
+        return Add(a[0] == "1")
     if kind == "concat":
         return Concat()
     raise ValueError("no torch layer for pipebench layer kind '%s'" % kind)

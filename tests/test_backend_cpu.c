@@ -919,6 +919,13 @@ START_TEST(test_eltwise)
     assert_same("add", got, want, n);
     free(got);
 
+    be->ops->add_relu(be, da, db, dy, n);
+    got = host_from(be, dy, n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = a[i] + b[i] > 0 ? a[i] + b[i] : 0.0f;
+    assert_same("add_relu", got, want, n);
+    free(got);
+
     be->ops->upload(be, dy, b, n * sizeof(float));
     be->ops->axpby(be, 0.75f, da, -1.5f, dy, n);
     got = host_from(be, dy, n);

@@ -148,7 +148,10 @@ START_TEST(test_bottleneck)
         ck_assert_uint_eq(m.blocks[i].nparams, counts[i]);
     /* the identity block has no downsample layers, the projections do */
     ck_assert_int_eq(m.blocks[1].nnodes, m.blocks[0].nnodes - 2);
-    ck_assert_str_eq(m.blocks[2].nodes[m.blocks[2].nnodes - 3].name, "downsample.1");
+    ck_assert_str_eq(m.blocks[2].nodes[m.blocks[2].nnodes - 2].name, "downsample.1");
+    /* the join: the add with the block's ReLU fused */
+    const struct pb_layer *join = &m.blocks[2].nodes[m.blocks[2].nnodes - 1];
+    ck_assert(join->cfg.kind == PB_LAYER_ADD && join->cfg.relu);
     pb_model_finish(&m);
 
     pb_model_init(&m, "layer4", (struct pb_shape){1, 2048, 7, 7}, 0);

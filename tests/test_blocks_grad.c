@@ -53,9 +53,9 @@ static unsigned char *sig_room(struct probe *p, size_t n)
     return p->sig + p->len - n;
 }
 
-/* Appends the signs of every ReLU's input (of a BN with its ReLU fused, its output's,
- * which are positive where the normalised values are) and every max-pool's argmax
- * workspace. */
+/* Appends the signs of every ReLU's input (of a BN or an add with its ReLU fused, its
+ * output's, which are positive where the normalised values or the sums are) and every
+ * max-pool's argmax workspace. */
 static void kink_pattern(struct case_run *r, const struct pb_stage_act *act, struct probe *p)
 {
     struct pb_backend *be = r->be;
@@ -64,7 +64,7 @@ static void kink_pattern(struct case_run *r, const struct pb_stage_act *act, str
     for (int i = 0; i < blk->nnodes; i++) {
         const struct pb_layer *l = &blk->nodes[i];
         const struct pb_tensor *in = l->in[0] < 0 ? &act->input : &act->nodes[l->in[0]].out;
-        bool fused = l->cfg.kind == PB_LAYER_BATCHNORM2D && l->cfg.relu;
+        bool fused = l->cfg.relu;  /* a BN or residual add with its ReLU fused */
         if (l->cfg.kind == PB_LAYER_RELU || fused) {
             struct pb_tensor tmp;
             const struct pb_tensor *plain;

@@ -183,6 +183,8 @@ struct pb_backend_ops {
     void (*relu_bwd)(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n);
     /* y = a + b */
     void (*add)(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
+    /* y = max(a + b, 0): add then relu_fwd in one pass, the same bits (a residual join) */
+    void (*add_relu)(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
     /* y = alpha * x + beta * y */
     void (*axpby)(struct pb_backend *be, float alpha, const float *x, float beta, float *y, size_t n);
     /* y = x * mask / (1 - p), mask[i] = pb_rng_uniform4(key, first + i) >= p; plain layout.

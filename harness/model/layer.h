@@ -77,7 +77,7 @@ struct pb_layer_cfg {
     struct pb_pool_desc pool;       /* max/avg pool */
     int channels;                   /* batchnorm2d */
     float eps, momentum;            /* batchnorm2d (PyTorch: 1e-5, 0.1) */
-    bool relu;                      /* batchnorm2d: a ReLU fused onto its output */
+    bool relu;                      /* batchnorm2d, add: a ReLU fused onto its output */
     float p;                        /* dropout probability; lstm: torch.nn.LSTM's dropout, on
                                        each layer's output but the last, in training */
     bool bidirectional;             /* lstm: forward ‖ reverse over each sequence's length */

@@ -60,9 +60,9 @@ int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
     l->cfg = *cfg;
     snprintf(l->name, sizeof l->name, "%s", name);
     l->uid = m->nlayers++;
-    /* a ReLU fused into its BN keeps the uid it had as a layer of its own, so that the
-       layers after it draw the same initial weights and dropout masks either way */
-    if (cfg->kind == PB_LAYER_BATCHNORM2D && cfg->relu)
+    /* a ReLU fused into its BN or residual add keeps the uid it had as a layer of its own,
+       so that the layers after it draw the same initial weights and dropout masks either way */
+    if ((cfg->kind == PB_LAYER_BATCHNORM2D || cfg->kind == PB_LAYER_ADD) && cfg->relu)
         m->nlayers++;
     l->nin = nin;
     for (int i = 0; i < nin; i++) {

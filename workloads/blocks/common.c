@@ -24,12 +24,6 @@ int pb_zoo_bn(struct pb_model *m, struct pb_block *b, const char *name, int in, 
     return pb_block_node(m, b, name, &cfg, 1, &in);
 }
 
-int pb_zoo_relu(struct pb_model *m, struct pb_block *b, const char *name, int in)
-{
-    struct pb_layer_cfg cfg = {.kind = PB_LAYER_RELU};
-    return pb_block_node(m, b, name, &cfg, 1, &in);
-}
-
 int pb_zoo_pool(struct pb_model *m, struct pb_block *b, const char *name, int in,
                 enum pb_pool_kind kind, int k, int stride, int pad)
 {
@@ -47,9 +41,9 @@ int pb_zoo_concat(struct pb_model *m, struct pb_block *b, const char *name, int 
     return pb_block_node(m, b, name, &cfg, n, in);
 }
 
-int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c)
+int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c, bool relu)
 {
-    struct pb_layer_cfg cfg = {.kind = PB_LAYER_ADD};
+    struct pb_layer_cfg cfg = {.kind = PB_LAYER_ADD, .relu = relu};
     int in[2] = {a, c};
     return pb_block_node(m, b, name, &cfg, 2, in);
 }

@@ -14,15 +14,14 @@ int pb_zoo_conv(struct pb_model *m, struct pb_block *b, const char *name, int in
  * its output (torch's BN, ReLU pair as one layer) */
 int pb_zoo_bn(struct pb_model *m, struct pb_block *b, const char *name, int in, int channels,
               float eps, bool relu);
-int pb_zoo_relu(struct pb_model *m, struct pb_block *b, const char *name, int in);
 /* max or average pooling k×k, stride, padding pad; average pooling counts the padding
  * (PyTorch's count_include_pad = True, F.avg_pool2d's default) */
 int pb_zoo_pool(struct pb_model *m, struct pb_block *b, const char *name, int in,
                 enum pb_pool_kind kind, int k, int stride, int pad);
 /* channel concatenation [in[0], in[1], ...] of n ≥ 2 nodes */
 int pb_zoo_concat(struct pb_model *m, struct pb_block *b, const char *name, int n, const int *in);
-/* y = a + c (equal shapes) */
-int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c);
+/* y = a + c (equal shapes); with relu, max(a + c, 0): the add and its ReLU as one layer */
+int pb_zoo_add(struct pb_model *m, struct pb_block *b, const char *name, int a, int c, bool relu);
 
 /* conv → BN(eps) with the ReLU fused, the two layers named as given; returns the BN's
  * node. */

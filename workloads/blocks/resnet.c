@@ -1,7 +1,8 @@
 /* workloads/blocks/resnet.c — torchvision's ResNet Bottleneck (v1.5: the stride on the
  * 3×3 conv) as one block: x [N, cin, H, W] → [N, 4·width, ⌈H/stride⌉, ⌈W/stride⌉].
  * Layers conv1, bn1, conv2, bn2, conv3, bn3 (and downsample.0, downsample.1) as the
- * module's state_dict; BN eps 1e-5. */
+ * module's state_dict; BN eps 1e-5; bn1 and bn2 with their ReLUs fused, and the join
+ * add with the block's last ReLU. */
 #include "workloads/blocks.h"
 
 #include "workloads/blocks/nodes.h"
@@ -21,7 +22,6 @@ int pb_zoo_bottleneck(struct pb_model *m, const char *name, int cin, int width, 
         skip = pb_zoo_conv(m, b, "downsample.0", -1, cin, cout, 1, 1, stride, 0, 0, false);
         skip = pb_zoo_bn(m, b, "downsample.1", skip, cout, eps, false);
     }
-    x = pb_zoo_add(m, b, "add", x, skip);
-    pb_zoo_relu(m, b, "relu", x);
+    pb_zoo_add(m, b, "add", x, skip, true);  /* and its ReLU "relu" */
     return cout;
 }

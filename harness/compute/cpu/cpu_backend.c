@@ -152,6 +152,7 @@ static const struct pb_backend_ops cpu_ops = {
     .relu_fwd = pb_cpu_relu_fwd,
     .relu_bwd = pb_cpu_relu_bwd,
     .add = pb_cpu_add,
+    .add_relu = pb_cpu_add_relu,
     .axpby = pb_cpu_axpby,
     .dropout = pb_cpu_dropout,
     .concat_layout = pb_cpu_concat_layout,

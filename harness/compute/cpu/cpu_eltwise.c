@@ -36,6 +36,19 @@ void pb_cpu_add(struct pb_backend *be, const float *a, const float *b, float *y,
     });
 }
 
+/* y[n] = max(a + b, 0), NaN kept (relu_fwd of add's sum, in one pass) */
+void pb_cpu_add_relu(struct pb_backend *be, const float *a, const float *b, float *y, size_t n)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    PB_CPU_CHUNKED(be, n, lo, hi, {
+        for (size_t i = lo; i < hi; i++) {
+            float s = a[i] + b[i];
+            y[i] = (s > 0.0f || s != s) ? s : 0.0f;
+        }
+    });
+}
+
 /* y[n] = alpha * x + beta * y; beta = 0 does not read y (as BLAS) */
 void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta, float *y,
                   size_t n)

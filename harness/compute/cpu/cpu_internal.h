@@ -263,6 +263,7 @@ void pb_cpu_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struc
 void pb_cpu_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n);
 void pb_cpu_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n);
 void pb_cpu_add(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
+void pb_cpu_add_relu(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
 void pb_cpu_axpby(struct pb_backend *be, float alpha, const float *x, float beta, float *y,
                   size_t n);
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,

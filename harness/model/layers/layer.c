@@ -48,7 +48,11 @@ int pb_layer_backend_ops(const struct pb_layer *l, enum pb_backend_op *ops)
     case PB_LAYER_GLOBAL_AVGPOOL: ops[n++] = PB_BOP_POOL_AVG; break;
     case PB_LAYER_DROPOUT: ops[n++] = PB_BOP_DROPOUT; break;
     case PB_LAYER_FLATTEN: break;  /* a reorder to plain, which every backend has */
-    case PB_LAYER_ADD: ops[n++] = PB_BOP_ADD; break;
+    case PB_LAYER_ADD:
+        ops[n++] = PB_BOP_ADD;
+        if (l->cfg.relu)
+            ops[n++] = PB_BOP_RELU;
+        break;
     case PB_LAYER_CONCAT: ops[n++] = PB_BOP_CONCAT; break;
     case PB_LAYER_EMBEDDING: ops[n++] = PB_BOP_EMBEDDING; break;
     case PB_LAYER_LSTM:

@@ -1,6 +1,8 @@
 /* harness/model/layers/merge.c — the layers that join branches of a block: the residual
- * add (y = a + b, equal shapes) and the channel concatenation of Inception and
- * DenseNet (y = [x0, x1, ...] along C, equal N, H, W). */
+ * add (y = a + b, equal shapes; with cfg.relu y = max(a + b, 0), the ReLU after ResNet's
+ * join fused into it: one pass each way instead of the add's and the ReLU's) and the
+ * channel concatenation of Inception and DenseNet (y = [x0, x1, ...] along C, equal
+ * N, H, W). */
 #include "harness/model/layers/layer_util.h"
 
 static int add_infer(const struct pb_layer *l, const struct pb_shape *in, int nin,
@@ -36,32 +38,50 @@ static int add_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
         }
         b = &tmp;
     }
-    be->ops->add(be, in[0]->data, b->data, act->out.data, pb_tensor_floats(be, &act->out));
+    size_t n = pb_tensor_floats(be, &act->out);
+    if (l->cfg.relu)
+        be->ops->add_relu(be, in[0]->data, b->data, act->out.data, n);
+    else
+        be->ops->add(be, in[0]->data, b->data, act->out.data, n);
     pb_backend_free(be, tmp.data);
     return 0;
 }
 
+/* dx[i] = dy for both inputs (× (y > 0) with the fused ReLU: written once, into the
+ * first dx in dy's layout, and copied from there). */
 static int add_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                         const struct pb_tensor *const *in, const struct pb_node_act *act,
                         const struct pb_tensor *dy, const float *params, float *grads,
                         struct pb_tensor *const *dx, struct pb_err *e)
 {
-    (void)l;
     (void)in;
-    (void)act;
     (void)params;
     (void)grads;
-    (void)e;
     struct pb_backend *be = c->be;
-    for (int i = 0; i < 2; i++) {
-        if (!dx[i])
-            continue;
-        if (dx[i]->layout == dy->layout)
-            be->ops->copy(be, dx[i]->data, dy->data,
-                          pb_tensor_floats(c->be, dy) * sizeof(float));
-        else
-            be->ops->reorder(be, dy, dx[i]);
+    size_t n = pb_tensor_floats(be, dy);
+    struct pb_tensor masked = {0};
+    const struct pb_tensor *g = dy;
+    if (l->cfg.relu && (dx[0] || dx[1])) {
+        int j = dx[0] && dx[0]->layout == dy->layout ? 0 : 1;
+        if (dx[j] && dx[j]->layout == dy->layout) {
+            be->ops->relu_bwd(be, act->out.data, dy->data, dx[j]->data, n);
+            g = dx[j];
+        } else if (pb_tensor_alloc(be, &masked, dy->shape, dy->layout, PB_MEM_SCRATCH, e)) {
+            return -1;
+        } else {
+            be->ops->relu_bwd(be, act->out.data, dy->data, masked.data, n);
+            g = &masked;
+        }
     }
+    for (int i = 0; i < 2; i++) {
+        if (!dx[i] || dx[i] == g)
+            continue;
+        if (dx[i]->layout == g->layout)
+            be->ops->copy(be, dx[i]->data, g->data, n * sizeof(float));
+        else
+            be->ops->reorder(be, g, dx[i]);
+    }
+    pb_backend_free(be, masked.data);
     return 0;
 }
 

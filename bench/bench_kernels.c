@@ -121,6 +121,7 @@ static void bench_conv(struct pb_backend *be, const struct conv_bench *cb, struc
     double sgemm = gflops_gemm(bench_median(tg, REPS));
     static const char *const algo[] = {
         [PB_CPU_CONV_DIRECT] = "direct", [PB_CPU_CONV_WINOGRAD] = "Winograd (direct-equivalent)",
+        [PB_CPU_CONV_THIN] = "direct on nChw8c",
         [PB_CPU_CONV_GEMM] = "sgemm products", [PB_CPU_CONV_S2D] = "space to depth"};
     printf("  %-37s %-7s %-7s %7.1f %6.2f   fwd %6.1f  bwd-data %6.1f  bwd-weights %6.1f  %s\n",
            cb->name, layout_name(xl), layout_name(yl), all, all / sgemm,

@@ -252,10 +252,20 @@ static const struct conv_case conv_cases[] = {
     {1, 48, 6, 6, 40, 5, 5, 2, 2, 2, 2, false, PB_LAYOUT_PLAIN},
     {1, 96, 3, 3, 24, 3, 3, 1, 1, 0, 0, true, PB_LAYOUT_PLAIN},
     {2, 64, 2, 2, 64, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW8C},
+    /* thin outputs (cpu_conv.c's thin_fits): ≥ 9 kernel taps, ≤ 8 channels out, ≥ 8 in,
+     * ≥ 4 × 4 outputs per image; the backward passes on 8-channel blocks where the
+     * machine's are 16 wide: channels out not a multiple of 8, odd sides, a 5×5 kernel,
+     * a stride, 4 × 4 outputs */
+    {2, 16, 16, 16, 8, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW16C},
+    {2, 12, 17, 18, 6, 3, 3, 1, 1, 1, 1, false, PB_LAYOUT_PLAIN},
+    {1, 8, 20, 16, 5, 5, 5, 1, 1, 2, 2, true, PB_LAYOUT_NCHW8C},
+    {1, 24, 33, 32, 8, 3, 3, 2, 2, 1, 1, false, PB_LAYOUT_NCHW16C},
+    {3, 32, 4, 4, 8, 3, 3, 1, 1, 1, 1, true, PB_LAYOUT_NCHW8C},
 };
 
-/* The cases above from which on Winograd fits, and from which on the products run. */
-enum { FIRST_WINOGRAD_CASE = 11, FIRST_GEMM_CASE = 14 };
+/* The cases above from which on Winograd fits, from which on the products run, and from
+ * which on the output is thin. */
+enum { FIRST_WINOGRAD_CASE = 11, FIRST_GEMM_CASE = 14, FIRST_THIN_CASE = 18 };
 
 static struct pb_conv_desc conv_desc_of(const struct conv_case *cc)
 {
@@ -323,14 +333,18 @@ START_TEST(test_conv)
     double *rdw = malloc(nw * sizeof *rdw), *rdb = malloc(nb * sizeof *rdb);
     conv_ref(cc, hx, hw, hb, hdy, ry, rdx, rdw, rdb);
 
-    /* Winograd where the shape fits and oneDNN has it for this CPU (AVX-512), else direct */
+    /* Winograd where the shape fits and oneDNN has it for this CPU (AVX-512), else direct;
+     * thin outputs on 8-channel blocks where the machine's (AVX-512) are 16 wide */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    bool has_wino = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+    bool avx512 = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
     enum pb_cpu_conv_algo algo = pb_cpu_conv_algorithm(be, &d, xs);
-    if (_i >= FIRST_GEMM_CASE)
+    if (_i >= FIRST_THIN_CASE)
+        ck_assert_msg(algo == (avx512 ? PB_CPU_CONV_THIN : PB_CPU_CONV_DIRECT),
+                      "case %d: algorithm %d", _i, (int)algo);
+    else if (_i >= FIRST_GEMM_CASE)
         ck_assert_msg(algo == PB_CPU_CONV_GEMM, "case %d: algorithm %d", _i, (int)algo);
     else if (_i >= FIRST_WINOGRAD_CASE)
-        ck_assert_msg(algo == (has_wino ? PB_CPU_CONV_WINOGRAD : PB_CPU_CONV_DIRECT),
+        ck_assert_msg(algo == (avx512 ? PB_CPU_CONV_WINOGRAD : PB_CPU_CONV_DIRECT),
                       "case %d: algorithm %d", _i, (int)algo);
     else
         ck_assert_msg(algo != PB_CPU_CONV_WINOGRAD, "case %d: Winograd where it does not fit", _i);
@@ -1050,8 +1064,9 @@ END_TEST
 
 /* ---- determinism ---- */
 
-/* The 3×3 convolutions det_run runs: direct, Winograd where the CPU has it, products. */
-static const int det_cases[] = {7, 13, 17};
+/* The 3×3 convolutions det_run runs: direct, Winograd where the CPU has it, products, a
+ * thin output. */
+static const int det_cases[] = {7, 13, 17, FIRST_THIN_CASE};
 
 /* Runs conv fwd, bwd data, bwd weights (conv_cases[ci], a 3×3 one) and bn fwd/bwd on be;
  * returns the outputs concatenated (plain). */

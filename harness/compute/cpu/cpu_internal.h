@@ -207,9 +207,10 @@ enum pb_layout pb_cpu_conv_onednn_layout(struct pb_backend *be, const struct pb_
 
 /* How the CPU backend convolves x of shape x by d (cpu_conv.c): space to depth
  * (cpu_conv_s2d.c, forward and backward data), as matrix products (cpu_conv_gemm.c),
- * oneDNN's Winograd kernels (all three passes) or its direct ones. */
+ * oneDNN's Winograd kernels (all three passes), its direct ones with both backward passes
+ * on 8-channel blocks for a thin output, or its direct ones. */
 enum pb_cpu_conv_algo { PB_CPU_CONV_DIRECT, PB_CPU_CONV_WINOGRAD, PB_CPU_CONV_GEMM,
-                        PB_CPU_CONV_S2D };
+                        PB_CPU_CONV_S2D, PB_CPU_CONV_THIN };
 enum pb_cpu_conv_algo pb_cpu_conv_algorithm(struct pb_backend *be, const struct pb_conv_desc *d,
                                             struct pb_shape x);
 

@@ -9,15 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/base/clock.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 
 /* Seconds on the monotonic clock. */
 static inline double bench_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return pb_now_s();
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -91,6 +91,20 @@ static void lenet(struct pb_model *m, int batch)
     ck_assert_msg(pb_model_finalize(m, batch, &e) == 0, "%s", e.msg);
 }
 
+/* A stage of all of m on be with initialised weights, and labels 1 … 4 on be for a
+ * micro-batch of 4. */
+static int32_t *lenet_stage(struct pb_model *m, struct pb_backend *be, struct pb_stage *s)
+{
+    struct pb_err e;
+    ck_assert_msg(pb_stage_init(s, be, m, 0, 1, 0, m->nblocks, &e) == 0, "%s", e.msg);
+    ck_assert(pb_stage_init_params(s, 1, &e) == 0);
+    int32_t labels_host[4] = {1, 2, 3, 4};
+    int32_t *labels = pb_backend_alloc(be, sizeof labels_host, PB_MEM_COMM, &e);
+    ck_assert(labels != NULL);
+    be->ops->upload(be, labels, labels_host, sizeof labels_host);
+    return labels;
+}
+
 START_TEST(test_supports_op)
 {
     struct pb_model m;
@@ -119,11 +133,7 @@ START_TEST(test_steady_state_allocates_nothing)
     wrapped.alloc = counting_alloc;
     struct pb_stage s;
     struct pb_err e;
-    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e) == 0, "%s", e.msg);
-    ck_assert(pb_stage_init_params(&s, 1, &e) == 0);
-    int32_t labels_host[4] = {1, 2, 3, 4};
-    int32_t *labels = pb_backend_alloc(be, sizeof labels_host, PB_MEM_COMM, &e);
-    be->ops->upload(be, labels, labels_host, sizeof labels_host);
+    int32_t *labels = lenet_stage(&m, be, &s);
     int calls[4];
     for (int pass = 0; pass < 4; pass++) {
         calls[pass] = device_allocs;
@@ -191,11 +201,7 @@ START_TEST(test_node_clocks)
     wrapped.sync = counting_sync;
     struct pb_stage s;
     struct pb_err e;
-    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e) == 0, "%s", e.msg);
-    ck_assert(pb_stage_init_params(&s, 1, &e) == 0);
-    int32_t labels_host[4] = {1, 2, 3, 4};
-    int32_t *labels = pb_backend_alloc(be, sizeof labels_host, PB_MEM_COMM, &e);
-    be->ops->upload(be, labels, labels_host, sizeof labels_host);
+    int32_t *labels = lenet_stage(&m, be, &s);
     int nodes = 0;
     for (int b = 0; b < m.nblocks; b++)
         nodes += m.blocks[b].nnodes;

@@ -24,9 +24,10 @@
  * weights with those reorders over the 16-channel kernels' time, standalone: 3×3 32 → 8
  * @ 32 0.57, @ 16 0.61, @ 8 0.75, @ 4 0.65; in densenet121 small's step (its per-layer
  * clocks), the layer's backward from 5.8 to 4.0 ms @ 32, 1.31 to 0.88 @ 16, 0.31 to 0.25
- * @ 8, 0.080 to 0.068 @ 4. The forward stays on 16-channel blocks: on 8 it was as fast
- * standalone but up to 1.5 times slower in the step. Below 8 input channels oneDNN has no
- * such kernel (only its reference loops, 100 times slower). */
+ * @ 8, 0.080 to 0.068 @ 4. The forward stays on 16-channel blocks: on 8 it took 0.8 of
+ * their time standalone @ 32 but 1.25–2 times @ 16 and below, and in the step it was
+ * slower @ 32 too (4.0 against 3.6 ms). Below 8 input channels oneDNN has no such kernel
+ * (only its reference loops, 100 times slower). */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"

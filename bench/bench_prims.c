@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_util.h"
 #include "harness/base/rng.h"
 
 enum prim_kind { PRIM_GEMM, PRIM_CONV_FWD, PRIM_CONV_BWD_W, PRIM_CONV_BWD_DATA };
@@ -182,6 +183,18 @@ void bench_prims_run(const struct bench_prims *bp)
         }
     }
     be->ops->sync(be);
+}
+
+double bench_prims_time(const struct bench_prims *bp, int warmup, int reps)
+{
+    double t[64];
+    for (int i = 0; i < warmup + reps; i++) {
+        double t0 = bench_now();
+        bench_prims_run(bp);
+        if (i >= warmup)
+            t[i - warmup] = bench_now() - t0;
+    }
+    return bench_median(t, reps);
 }
 
 void bench_prims_free(struct bench_prims *bp)

@@ -33,6 +33,9 @@ void bench_prims_build(struct bench_prims *bp, const struct pb_stage *s,
 /* Every primitive once, in the step's order, then sync. */
 void bench_prims_run(const struct bench_prims *bp);
 
+/* The median seconds of bench_prims_run, of reps runs (1 to 64) after warmup. */
+double bench_prims_time(const struct bench_prims *bp, int warmup, int reps);
+
 void bench_prims_free(struct bench_prims *bp);
 
 #endif

@@ -247,18 +247,6 @@ static double time_step(struct config *c)
     return bench_median(t, REPS);
 }
 
-static double time_prims(struct config *c)
-{
-    double t[REPS];
-    for (int i = 0; i < WARMUP + REPS; i++) {
-        double t0 = bench_now();
-        bench_prims_run(&c->prims);
-        if (i >= WARMUP)
-            t[i - WARMUP] = bench_now() - t0;
-    }
-    return bench_median(t, REPS);
-}
-
 static void config_init(struct config *c, const struct pb_workload *wl, const struct pb_dataset *ds,
                         int batch, int threads, struct pb_backend *be)
 {
@@ -355,7 +343,7 @@ static void measure(struct config *cfgs, int ncfg, struct bench_torch *tp, const
             for (int side = 0; side < 2; side++) {
                 if ((side == 0) == (r % 2 == 0)) {
                     c->t_step[r] = time_step(c);
-                    c->t_prims[r] = time_prims(c);
+                    c->t_prims[r] = bench_prims_time(&c->prims, WARMUP, REPS);
                     continue;
                 }
                 for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */

@@ -152,19 +152,6 @@ static void side_prims(struct side *s, const float *host_x)
     pb_stage_act_release(&s->stage, &act);
 }
 
-/* The median seconds of the step's primitives run back to back, reps after warmup. */
-static double prims_time(const struct side *s, int warmup, int reps)
-{
-    double t[64];
-    for (int i = 0; i < warmup + reps; i++) {
-        double t0 = bench_now();
-        bench_prims_run(&s->prims);
-        if (i >= warmup)
-            t[i - warmup] = bench_now() - t0;
-    }
-    return bench_median(t, reps);
-}
-
 static void side_finish(struct side *s)
 {
     bench_prims_free(&s->prims);
@@ -239,7 +226,7 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
             for (int first = 0; first < 2; first++) {
                 if ((first == 0) == ((k + t) % 2 == 0)) {
                     r->t_pb[t][k] = side_time(&sd[t], x, bc->warmup, bc->reps);
-                    r->t_prims[t][k] = prims_time(&sd[t], bc->warmup, bc->reps);
+                    r->t_prims[t][k] = bench_prims_time(&sd[t].prims, bc->warmup, bc->reps);
                 } else {
                     r->t_torch[t][k] = bench_torch_time(tp, key, thread_counts[t], bc->warmup,
                                                   bc->reps);

@@ -105,6 +105,24 @@ static int32_t *lenet_stage(struct pb_model *m, struct pb_backend *be, struct pb
     return labels;
 }
 
+/* One forward of a micro-batch (0.5 everywhere) on s, global micro-batch mb, and with
+ * train its backward. */
+static void stage_pass(struct pb_stage *s, const int32_t *labels, bool train, int64_t mb)
+{
+    struct pb_backend *be = s->be;
+    struct pb_err e;
+    struct pb_tensor x;
+    ck_assert(pb_tensor_alloc(be, &x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+    be->ops->fill(be, x.data, 0.5f, pb_shape_count(s->in_shape));
+    struct pb_step_ctx c = {train, 1, mb, NULL, NULL};
+    struct pb_stage_act act;
+    ck_assert_msg(pb_stage_forward(s, &c, s->params, x, labels, &act, NULL, &e) == 0, "%s",
+                  e.msg);
+    if (train)
+        ck_assert_msg(pb_stage_backward(s, &c, s->params, &act, NULL, NULL, &e) == 0, "%s",
+                      e.msg);
+}
+
 START_TEST(test_supports_op)
 {
     struct pb_model m;
@@ -132,19 +150,11 @@ START_TEST(test_steady_state_allocates_nothing)
     struct pb_backend *be = wrap(cpu());
     wrapped.alloc = counting_alloc;
     struct pb_stage s;
-    struct pb_err e;
     int32_t *labels = lenet_stage(&m, be, &s);
     int calls[4];
     for (int pass = 0; pass < 4; pass++) {
         calls[pass] = device_allocs;
-        struct pb_tensor x;
-        ck_assert(pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
-        be->ops->fill(be, x.data, 0.5f, pb_shape_count(s.in_shape));
-        struct pb_step_ctx c = {true, 1, pass, NULL, NULL};
-        struct pb_stage_act act;
-        ck_assert_msg(pb_stage_forward(&s, &c, s.params, x, labels, &act, NULL, &e) == 0, "%s",
-                      e.msg);
-        ck_assert_msg(pb_stage_backward(&s, &c, s.params, &act, NULL, NULL, &e) == 0, "%s", e.msg);
+        stage_pass(&s, labels, true, pass);
         calls[pass] = device_allocs - calls[pass];
     }
     ck_assert_msg(calls[0] > 0 && calls[2] == 0 && calls[3] == 0,
@@ -176,16 +186,8 @@ static void counting_sync(struct pb_backend *be)
 static void train_pass(struct pb_stage *s, const int32_t *labels, float *g)
 {
     struct pb_backend *be = s->be;
-    struct pb_err e;
-    struct pb_tensor x;
     be->ops->fill(be, s->grads, 0.0f, s->nparams);
-    ck_assert(pb_tensor_alloc(be, &x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
-    be->ops->fill(be, x.data, 0.5f, pb_shape_count(s->in_shape));
-    struct pb_step_ctx c = {true, 1, 0, NULL, NULL};
-    struct pb_stage_act act;
-    ck_assert_msg(pb_stage_forward(s, &c, s->params, x, labels, &act, NULL, &e) == 0, "%s",
-                  e.msg);
-    ck_assert_msg(pb_stage_backward(s, &c, s->params, &act, NULL, NULL, &e) == 0, "%s", e.msg);
+    stage_pass(s, labels, true, 0);
     be->ops->download(be, g, s->grads, s->nparams * sizeof *g);
     be->ops->sync(be);
 }
@@ -200,7 +202,6 @@ START_TEST(test_node_clocks)
     struct pb_backend *be = wrap(cpu());
     wrapped.sync = counting_sync;
     struct pb_stage s;
-    struct pb_err e;
     int32_t *labels = lenet_stage(&m, be, &s);
     int nodes = 0;
     for (int b = 0; b < m.nblocks; b++)
@@ -224,13 +225,7 @@ START_TEST(test_node_clocks)
 
     double *before = malloc((size_t)nodes * 2 * sizeof *before);
     memcpy(before, s.node_s, (size_t)nodes * 2 * sizeof *before);
-    struct pb_tensor x;
-    ck_assert(pb_tensor_alloc(be, &x, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
-    be->ops->fill(be, x.data, 0.5f, pb_shape_count(s.in_shape));
-    struct pb_step_ctx eval = {false, 1, 0, NULL, NULL};
-    struct pb_stage_act act;
-    ck_assert_msg(pb_stage_forward(&s, &eval, s.params, x, labels, &act, NULL, &e) == 0, "%s",
-                  e.msg);
+    stage_pass(&s, labels, false, 0);
     ck_assert_msg(memcmp(before, s.node_s, (size_t)nodes * 2 * sizeof *before) == 0,
                   "an evaluation forward added time");
 

@@ -406,7 +406,7 @@ int64_t pb_results_run_begin(struct pb_results *r, const struct pb_run_info *inf
     char now[32], cpu[256], libs[256], host[256];
     now_iso(now);
     pb_env_cpu_model(cpu, sizeof cpu);
-    pb_env_library_versions(libs, sizeof libs);
+    pb_env_library_versions(info->backend_libraries, libs, sizeof libs);
     pb_env_host(host, sizeof host);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)

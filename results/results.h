@@ -53,6 +53,9 @@ struct pb_run_info {
     int repeat;
     /* how the validation BLEU is scored: "detok-raw", "bpe-merged", NULL (no BLEU) */
     const char *bleu_scoring;
+    /* the libraries the run's backend computes with ("oneDNN 2.6.3"; NULL: none, as a
+     * simulation), recorded first in library_versions */
+    const char *backend_libraries;
 };
 
 /* One epoch: its row, one stage record per stage and optional events. NaN losses
@@ -147,7 +150,7 @@ extern const char pb_results_schema_sql[];
 /* Environment facts (results/results_env.c). Each fills buf (always terminated). */
 const char *pb_env_git_revision(void);   /* 'unknown' outside a git checkout */
 void pb_env_cpu_model(char *buf, size_t cap);
-void pb_env_library_versions(char *buf, size_t cap);
+void pb_env_library_versions(const char *backend_libraries, char *buf, size_t cap);
 void pb_env_host(char *buf, size_t cap);
 
 #endif

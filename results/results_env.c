@@ -1,7 +1,6 @@
 /* results/results_env.c — the environment facts stored with each run (results.h):
  * git revision (meson's vcs_tag at build time), CPU model, library versions, host. */
 #include <cjson/cJSON.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,13 +36,11 @@ void pb_env_cpu_model(char *buf, size_t cap)
     fclose(f);
 }
 
-void pb_env_library_versions(char *buf, size_t cap)
+void pb_env_library_versions(const char *backend_libraries, char *buf, size_t cap)
 {
-    const dnnl_version_t *d = dnnl_version();
-    int hash = d->hash && *d->hash && strcmp(d->hash, "N/A");
-    snprintf(buf, cap, "oneDNN %d.%d.%d%s%s; SQLite %s; zlib %s; cJSON %s", d->major, d->minor,
-             d->patch, hash ? " " : "", hash ? d->hash : "", sqlite3_libversion(),
-             zlibVersion(), cJSON_Version());
+    snprintf(buf, cap, "%s%sSQLite %s; zlib %s; cJSON %s",
+             backend_libraries ? backend_libraries : "", backend_libraries ? "; " : "",
+             sqlite3_libversion(), zlibVersion(), cJSON_Version());
 }
 
 void pb_env_host(char *buf, size_t cap)

@@ -3,8 +3,9 @@
  * down the layers base ← compute ← model ← optim ← predictors ← ir ← schedules ←
  * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
  * this order). Besides: a backend's folder is private to it (and the tests), results/
- * and plots/ read exec's metric records and never the compute or model layers, and
- * nothing outside harness/cli/ includes it. Each violation is named with file:line. */
+ * and plots/ read exec's metric records and never the compute or model layers, nothing
+ * outside harness/cli/ includes it, and a backend's libraries (oneDNN, CUDA, cuBLAS,
+ * cuDNN, NCCL) are included only in its folder. Each violation is named with file:line. */
 #include <check.h>
 #include <dirent.h>
 #include <stdbool.h>
@@ -84,6 +85,26 @@ static const char *violation(const char *file, const char *inc)
     return NULL;
 }
 
+/* The system headers of a backend's libraries, and the folder they belong to. */
+static const struct {
+    const char *prefix, *folder;
+} backend_headers[] = {
+    {"oneapi/dnnl/", "harness/compute/cpu/"}, {"cuda", "harness/compute/cuda/"},
+    {"cublas", "harness/compute/cuda/"},      {"cudnn", "harness/compute/cuda/"},
+    {"nccl", "harness/compute/cuda/"},
+};
+
+/* Why `file` may not include the system header `inc`, or NULL when it may. */
+static const char *system_violation(const char *file, const char *inc)
+{
+    if (starts(file, "tests/") || starts(file, "bench/"))
+        return NULL;
+    for (size_t i = 0; i < sizeof backend_headers / sizeof *backend_headers; i++)
+        if (starts(inc, backend_headers[i].prefix) && !starts(file, backend_headers[i].folder))
+            return "calls a backend's library outside the backend's folder";
+    return NULL;
+}
+
 static void scan_file(const char *rel, char *report, size_t cap, int *count)
 {
     char path[4096], line[1024];
@@ -92,9 +113,13 @@ static void scan_file(const char *rel, char *report, size_t cap, int *count)
     ck_assert_msg(f != NULL, "cannot read %s", path);
     for (int ln = 1; fgets(line, sizeof line, f); ln++) {
         char inc[512];
-        if (sscanf(line, " #include \"%511[^\"]\"", inc) != 1)
+        const char *why;
+        if (sscanf(line, " #include \"%511[^\"]\"", inc) == 1)
+            why = violation(rel, inc);
+        else if (sscanf(line, " #include <%511[^>]>", inc) == 1)
+            why = system_violation(rel, inc);
+        else
             continue;
-        const char *why = violation(rel, inc);
         if (!why)
             continue;
         (*count)++;
@@ -156,6 +181,10 @@ START_TEST(test_rule_catches_upward)
     ck_assert_ptr_nonnull(violation("harness/model/stage.c", "harness/compute/cpu/cpu_internal.h"));
     ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/model/stage.h"));
     ck_assert_ptr_null(violation("plots/report.c", "results/results.h"));
+    ck_assert_ptr_nonnull(system_violation("results/results_env.c", "oneapi/dnnl/dnnl.h"));
+    ck_assert_ptr_nonnull(system_violation("harness/exec/worker.c", "cuda_runtime.h"));
+    ck_assert_ptr_null(system_violation("harness/compute/cpu/cpu_backend.c", "oneapi/dnnl/dnnl.h"));
+    ck_assert_ptr_null(system_violation("harness/compute/cuda/cuda_backend.c", "cudnn.h"));
 }
 END_TEST
 

@@ -147,6 +147,7 @@ static const struct pb_run_info info = {
     .schedule = "pipeoptim",
     .variant = "paper",
     .optimizer = "sgdm",
+    .backend_libraries = "oneDNN 2.6.3",
     .executor = "threads",
     .stages = 4,
     .microbatch_size = 32,

@@ -27,13 +27,14 @@ static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_e
 }
 
 const struct pb_backend_reg pb_backends[] = {
-    {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL},
+    {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL,
+     pb_backend_cpu_libraries},
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
-     "the CUDA backend is not part of pipebench yet; run with --backend cpu"},
-    {NULL, NULL, NULL, NULL},
+     "the CUDA backend is not part of pipebench yet; run with --backend cpu", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
-static const struct pb_backend_reg *find_backend(const char *name, struct pb_err *e)
+const struct pb_backend_reg *pb_backend_find(const char *name, struct pb_err *e)
 {
     for (const struct pb_backend_reg *r = pb_backends; r->name; r++) {
         if (strcmp(r->name, name))
@@ -50,15 +51,25 @@ static const struct pb_backend_reg *find_backend(const char *name, struct pb_err
     return NULL;
 }
 
+void pb_backend_libraries(const char *name, char *buf, size_t cap)
+{
+    struct pb_err e;
+    const struct pb_backend_reg *r = pb_backend_find(name, &e);
+    if (r && r->libraries)
+        r->libraries(buf, cap);
+    else if (cap)
+        buf[0] = '\0';
+}
+
 int pb_backend_check_name(const char *name, struct pb_err *e)
 {
-    return find_backend(name, e) ? 0 : -1;
+    return pb_backend_find(name, e) ? 0 : -1;
 }
 
 struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_cfg *c,
                                      struct pb_err *e)
 {
-    const struct pb_backend_reg *r = find_backend(name, e);
+    const struct pb_backend_reg *r = pb_backend_find(name, e);
     return r ? r->create(c, e) : NULL;
 }
 
@@ -82,6 +93,12 @@ int pb_backend_status(struct pb_backend *be, struct pb_err *e)
     return -1;
 }
 
+void pb_backend_bind(struct pb_backend *be)
+{
+    if (be->ops->bind)
+        be->ops->bind(be);
+}
+
 void pb_backend_destroy(struct pb_backend *be)
 {
     if (be)
@@ -99,6 +116,7 @@ struct block {
                            of 0 bytes gets a block of 4 and counts 0) */
     int kind;
     struct pb_backend *home;
+    void *fence;        /* cached: the fence of the other instance that freed it, or NULL */
 };
 
 /* Open-addressing map from device pointer to block, and the free lists per size. */
@@ -196,6 +214,14 @@ void pb_backend_finish_common(struct pb_backend *be)
     struct pb_allocator *a = be->allocator;
     if (!a)
         return;
+    bool fenced = false;
+    for (size_t i = 0; i < a->ncached; i++)
+        if (a->cached[i].fence) {
+            be->ops->fence_wait(be, a->cached[i].fence);
+            fenced = true;
+        }
+    if (fenced)
+        be->ops->sync(be);
     for (size_t i = 0; i < a->ncached; i++)
         be->ops->free(be, a->cached[i].p);
     pthread_mutex_destroy(&a->mu);
@@ -205,12 +231,13 @@ void pb_backend_finish_common(struct pb_backend *be)
     be->allocator = NULL;
 }
 
-/* A cached block of exactly this size, or NULL. */
-static void *cache_take(struct pb_allocator *a, size_t bytes)
+/* A cached block of exactly this size, or NULL; *fence: the fence it carries. */
+static void *cache_take(struct pb_allocator *a, size_t bytes, void **fence)
 {
     for (size_t i = a->ncached; i-- > 0;)
         if (a->cached[i].bytes == bytes) {
             void *p = a->cached[i].p;
+            *fence = a->cached[i].fence;
             a->cached[i] = a->cached[--a->ncached];
             return p;
         }
@@ -222,16 +249,19 @@ void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kin
     PB_CHECK(kind >= 0 && kind < PB_MEM_NKINDS);
     struct pb_allocator *a = be->allocator;
     size_t size = bytes ? bytes : 4;
+    void *fence = NULL;
     pthread_mutex_lock(&a->mu);
-    void *p = cache_take(a, size);
+    void *p = cache_take(a, size, &fence);
     if (!p)
         p = be->ops->alloc(be, size);
     if (p) {
-        map_insert(a, (struct block){p, size, bytes, (int)kind, be});
+        map_insert(a, (struct block){p, size, bytes, (int)kind, be, NULL});
         count(be, kind, bytes, true);
     }
     size_t in_use = be->mem_cur[kind];
     pthread_mutex_unlock(&a->mu);
+    if (fence)
+        be->ops->fence_wait(be, fence);  /* the freeing instance's reads come first */
     if (!p)
         pb_err_set(e, "out of %s memory: could not allocate %zu bytes for %s (%zu bytes of that "
                       "kind in use); use a smaller micro-batch, fewer stages per device or a "
@@ -240,8 +270,8 @@ void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kin
     return p;
 }
 
-/* Returns a block to its home instance's cache. */
-static void cache_put(struct pb_backend *home, void *p, size_t bytes)
+/* Returns a block to its home instance's cache, with the fence its reuse waits for. */
+static void cache_put(struct pb_backend *home, void *p, size_t bytes, void *fence)
 {
     struct pb_allocator *a = home->allocator;
     pthread_mutex_lock(&a->mu);
@@ -250,7 +280,7 @@ static void cache_put(struct pb_backend *home, void *p, size_t bytes)
         a->cached = realloc(a->cached, a->capcached * sizeof *a->cached);
         PB_CHECK(a->cached != NULL);
     }
-    a->cached[a->ncached++] = (struct block){p, bytes, 0, -1, home};
+    a->cached[a->ncached++] = (struct block){p, bytes, 0, -1, home, fence};
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -263,7 +293,9 @@ void pb_backend_free(struct pb_backend *be, void *p)
     struct block b = map_remove(a, p);
     count(be, b.kind, b.requested, false);
     pthread_mutex_unlock(&a->mu);
-    cache_put(b.home, p, b.bytes);
+    /* ops of be still enqueued may read the block: another stream must wait for them */
+    void *fence = b.home != be && be->ops->fence_record ? be->ops->fence_record(be) : NULL;
+    cache_put(b.home, p, b.bytes, fence);
 }
 
 void pb_backend_account(struct pb_backend *be, enum pb_mem_kind kind, size_t bytes, bool add)

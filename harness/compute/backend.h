@@ -7,7 +7,15 @@
  * - Ops, uploads and downloads are enqueued in order on the instance's stream and may
  *   run asynchronously: a host buffer handed to upload/download, a timer, or a value
  *   downloaded may be used only after `sync` returns (on the CPU every op completes
- *   before it returns and sync is free).
+ *   before it returns and sync is free). An upload reads its source when it runs, so
+ *   the source stays untouched until that sync too.
+ * - A thread calls `bind` before its first op on an instance (the current device is per
+ *   thread on a GPU); an instance is used by one thread at a time.
+ * - Errors a device detects while an op runs (a token out of range) surface at `sync`:
+ *   read pb_backend_status after the sync that ends the ops, never between them.
+ * - A block freed by an instance other than the one that allocated it is fenced: the
+ *   allocator records the freeing instance's fence and the home instance's later ops
+ *   wait for it before reusing the block (pb_backend_free), so frees need no sync.
  * - Layouts belong to the backend: the core knows PB_LAYOUT_PLAIN and the layouts a
  *   backend hands back (conv_layout), which it passes along without reading them.
  * - Gradient outputs named *_acc are accumulated (+=), never overwritten, so a stage's
@@ -100,6 +108,14 @@ struct pb_backend_ops {
     void (*destroy)(struct pb_backend *be);
     /* Waits until every op enqueued on the instance's stream is done. */
     void (*sync)(struct pb_backend *be);
+    /* Makes the calling thread's current device the instance's; NULL: nothing to bind. */
+    void (*bind)(struct pb_backend *be);
+    /* fence_record: a fence after every op enqueued on be so far (an event on a GPU);
+     * NULL as an op, or a NULL result, where ops complete before they return.
+     * fence_wait: be's later ops wait for a fence of another instance of the same
+     * address space, which it then releases (a stream wait on a GPU, not a host wait). */
+    void *(*fence_record)(struct pb_backend *be);
+    void (*fence_wait)(struct pb_backend *be, void *fence);
     bool (*supports_op)(struct pb_backend *be, enum pb_backend_op op);
 
     /* memory: raw device allocations (accounting and caching are pb_backend_alloc's) */
@@ -114,7 +130,9 @@ struct pb_backend_ops {
     void (*upload)(struct pb_backend *be, void *dst, const void *src_host, size_t bytes);
     /* Writing device memory from the host without an extra copy where possible:
      * write_begin returns host memory to fill for dst (dst itself on the CPU, a staging
-     * buffer elsewhere) and write_end makes it dst's content (an upload, or nothing). */
+     * buffer of a pool elsewhere) and write_end makes it dst's content (an upload, or
+     * nothing). Several may be open before one sync: each staging buffer is released at
+     * the sync after its write_end, never earlier. */
     void *(*write_begin)(struct pb_backend *be, void *dst, size_t bytes);
     void (*write_end)(struct pb_backend *be, void *dst, void *host, size_t bytes);
     void (*download)(struct pb_backend *be, void *dst_host, const void *src, size_t bytes);
@@ -319,6 +337,9 @@ struct pb_backend_reg {
     /* NULL when this build does not have it: creating it is refused with `missing` */
     struct pb_backend *(*create)(const struct pb_backend_cfg *c, struct pb_err *e);
     const char *missing;
+    /* The versions of the libraries it computes with ("oneDNN 2.6.3"), for a run's
+     * record; NULL when not built. */
+    void (*libraries)(char *buf, size_t cap);
 };
 extern const struct pb_backend_reg pb_backends[];   /* {NULL}-terminated */
 
@@ -328,17 +349,29 @@ struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_c
                                      struct pb_err *e);
 /* Whether the registry has a backend of this name built (else e says why not). */
 int pb_backend_check_name(const char *name, struct pb_err *e);
+/* The registry entry of a backend this build has, NULL (e says why) for any other. */
+const struct pb_backend_reg *pb_backend_find(const char *name, struct pb_err *e);
+/* The libraries backend `name` computes with (its registry's libraries), "" if none. */
+void pb_backend_libraries(const char *name, char *buf, size_t cap);
 void pb_backend_destroy(struct pb_backend *be);
 
 /* The CPU backend with nthreads threads (0 = all cores); harness/compute/cpu/. */
 struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e);
+/* "oneDNN 2.6.3 <hash>": the library the CPU backend computes with. */
+void pb_backend_cpu_libraries(char *buf, size_t cap);
+
+/* The calling thread binds be before its first op on it (ops->bind, where it has one). */
+void pb_backend_bind(struct pb_backend *be);
 
 /* Accounted allocations from the instance's block cache (the device allocator is
  * called only when no cached block of that size is free, so a steady state allocates
  * nothing): NULL and an error naming the kind and size when out of memory. */
 void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kind, struct pb_err *e);
 /* Frees into the cache of the instance that allocated the block (also from another
- * thread after pb_backend_take). */
+ * thread after pb_backend_take). A block freed by an instance other than its home
+ * carries the freeing instance's fence (ops->fence_record) into the home's cache; the
+ * home waits for it (ops->fence_wait) when it hands the block out again, so ops of the
+ * freeing instance still enqueued may keep reading it. */
 void pb_backend_free(struct pb_backend *be, void *p);
 /* Allocates a tensor of the given shape and layout. */
 int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape s,

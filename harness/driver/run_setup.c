@@ -501,6 +501,8 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
         }
         char *json = rc ? NULL : pb_run_cfg_json(c);
         char *cut = pb_partition_text(r->bounds, c->stages);
+        char libs[128];
+        pb_backend_libraries(c->backend, libs, sizeof libs);
         struct pb_run_info info = {
             .config_json = json,
             .model = c->model,
@@ -521,6 +523,7 @@ int pb_run_begin(struct run_state *r, struct pb_err *e)
             .partition_cut = cut,
             .repeat = c->repeat,
             .bleu_scoring = r->bleu_scoring,
+            .backend_libraries = libs,
         };
         pb_run_machine(c, &info);
         if (info.oversubscribed && !c->quiet)

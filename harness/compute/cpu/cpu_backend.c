@@ -177,6 +177,14 @@ static const struct pb_backend_ops cpu_ops = {
     .predict = pb_cpu_predict,
 };
 
+void pb_backend_cpu_libraries(char *buf, size_t cap)
+{
+    const dnnl_version_t *d = dnnl_version();
+    int hash = d->hash && *d->hash && strcmp(d->hash, "N/A");
+    snprintf(buf, cap, "oneDNN %d.%d.%d%s%s", d->major, d->minor, d->patch, hash ? " " : "",
+             hash ? d->hash : "");
+}
+
 struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e)
 {
     if (nthreads <= 0)

@@ -329,6 +329,8 @@ struct pb_backend {
 struct pb_backend_cfg {
     int device;
     int threads;
+    bool tf32;           /* a GPU's TF32 tensor cores allowed for FP32 GEMM and convolution */
+    bool deterministic;  /* deterministic kernels only (a GPU's cuDNN algorithms) */
 };
 
 /* The registry of backends (backend.c): every one this project knows, built or not. */
@@ -359,6 +361,10 @@ void pb_backend_destroy(struct pb_backend *be);
 struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e);
 /* "oneDNN 2.6.3 <hash>": the library the CPU backend computes with. */
 void pb_backend_cpu_libraries(char *buf, size_t cap);
+/* The CUDA backend on device c->device (harness/compute/cuda/; built with PB_HAVE_CUDA). */
+struct pb_backend *pb_backend_cuda_create(const struct pb_backend_cfg *c, struct pb_err *e);
+/* "CUDA 13.0; cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9" (runtime versions) */
+void pb_backend_cuda_libraries(char *buf, size_t cap);
 
 /* The calling thread binds be before its first op on it (ops->bind, where it has one). */
 void pb_backend_bind(struct pb_backend *be);

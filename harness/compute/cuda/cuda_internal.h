@@ -1,0 +1,179 @@
+/* harness/compute/cuda/cuda_internal.h — internals shared by the files of the CUDA
+ * backend (cuBLAS, cuDNN, kernels of its own): the instance, status checks that fail the
+ * instance with a message, and the launch helpers of the kernels in the .cu files, each
+ * named after the backend op it serves. Included from .c files (gcc) and .cu files (nvcc). */
+#ifndef PB_CUDA_INTERNAL_H
+#define PB_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/compute/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A pinned host buffer behind write_begin, released at the sync after its write_end. */
+struct pb_cuda_staging {
+    void *host;
+    size_t bytes;
+    bool busy;
+};
+
+struct pb_cuda_algo_cache;   /* cuda_conv.c: convolution algorithms chosen per shape */
+
+struct pb_cuda {
+    int device;
+    cudaStream_t stream;       /* every op of the instance, in order */
+    cudaStream_t copy_stream;  /* host-device copies, ordered against `stream` by events */
+    cublasHandle_t blas;       /* on `stream` */
+    cudnnHandle_t dnn;         /* on `stream` */
+    bool tf32;                 /* TF32 tensor cores allowed (--tf32) */
+    bool deterministic;        /* deterministic cuDNN algorithms only (--deterministic) */
+    struct pb_cuda_staging *staging;
+    int nstaging, capstaging;
+    void *workspace;           /* cuDNN's workspace (PB_MEM_SCRATCH), grown on demand */
+    size_t workspace_bytes;
+    struct pb_cuda_algo_cache *algos;
+    /* a fixed-size scratch for reductions of the kernels (softmax-xent's results) */
+    void *scratch;
+    size_t scratch_bytes;
+};
+
+static inline struct pb_cuda *pb_cuda_of(struct pb_backend *be)
+{
+    return (struct pb_cuda *)be->impl;
+}
+
+/* Every op starts with `if (!pb_cuda_begin(be)) return;`: whether the instance still
+ * runs ops (not failed). */
+bool pb_cuda_begin(struct pb_backend *be);
+
+/* A failed CUDA, cuBLAS or cuDNN call fails the instance with what was called, where and
+ * the library's message (pb_backend_fail), and returns false. */
+bool pb_cuda_ok(struct pb_backend *be, cudaError_t st, const char *what, const char *file, int line);
+bool pb_cublas_ok(struct pb_backend *be, cublasStatus_t st, const char *what, const char *file,
+                  int line);
+bool pb_cudnn_ok(struct pb_backend *be, cudnnStatus_t st, const char *what, const char *file,
+                 int line);
+#define PB_CUDA(be, call) pb_cuda_ok((be), (call), #call, __FILE__, __LINE__)
+#define PB_CUBLAS(be, call) pb_cublas_ok((be), (call), #call, __FILE__, __LINE__)
+#define PB_CUDNN(be, call) pb_cudnn_ok((be), (call), #call, __FILE__, __LINE__)
+
+/* cuDNN's workspace of at least `bytes` (NULL and the instance failed when out of
+ * memory; NULL for 0 bytes). */
+void *pb_cuda_workspace(struct pb_backend *be, size_t bytes);
+
+/* ---- the ops, by file (their contracts: backend.h) ---- */
+
+/* cuda_gemm.c: cuBLAS (FP32; TF32 math only with tf32) and the bias kernels */
+void pb_cuda_gemm(struct pb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                  float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                  float *c, int ldc);
+void pb_cuda_bias_add(struct pb_backend *be, float *y, const float *b, int n, int c);
+void pb_cuda_bias_grad(struct pb_backend *be, const float *dy, float *db_acc, int n, int c);
+
+/* cuda_conv.c: cuDNN convolutions, algorithms chosen once per shape and cached */
+enum pb_layout pb_cuda_conv_layout(struct pb_backend *be, const struct pb_conv_desc *d,
+                                   const struct pb_tensor *x);
+void pb_cuda_conv_fwd(struct pb_backend *be, const struct pb_conv_desc *d, const struct pb_tensor *x,
+                      const float *w, const float *b, struct pb_tensor *y);
+void pb_cuda_conv_bwd_data(struct pb_backend *be, const struct pb_conv_desc *d,
+                           const struct pb_tensor *dy, const float *w, struct pb_tensor *dx);
+void pb_cuda_conv_bwd_weights(struct pb_backend *be, const struct pb_conv_desc *d,
+                              const struct pb_tensor *x, const struct pb_tensor *dy, float *dw_acc,
+                              float *db_acc);
+void pb_cuda_algo_cache_destroy(struct pb_cuda_algo_cache *c);
+
+/* cuda_pool.c: cuDNN pooling */
+size_t pb_cuda_pool_workspace(struct pb_backend *be, const struct pb_pool_desc *d,
+                              const struct pb_tensor *x, const struct pb_tensor *y);
+void pb_cuda_pool_fwd(struct pb_backend *be, const struct pb_pool_desc *d, const struct pb_tensor *x,
+                      struct pb_tensor *y, void *workspace);
+void pb_cuda_pool_bwd(struct pb_backend *be, const struct pb_pool_desc *d, const struct pb_tensor *x,
+                      const struct pb_tensor *y, const struct pb_tensor *dy, const void *workspace,
+                      struct pb_tensor *dx);
+
+/* cuda_bn.c (+ cuda_bn.cu): batch normalisation with the fused ReLU */
+size_t pb_cuda_bn_aux_bytes(struct pb_backend *be, struct pb_shape x, bool relu);
+void pb_cuda_bn_fwd_train(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                          const float *beta, float *run_mean, float *run_var, float momentum,
+                          float eps, bool relu, struct pb_tensor *y, void *aux);
+void pb_cuda_bn_fwd_infer(struct pb_backend *be, const struct pb_tensor *x, const float *gamma,
+                          const float *beta, const float *run_mean, const float *run_var, float eps,
+                          bool relu, struct pb_tensor *y);
+void pb_cuda_bn_bwd(struct pb_backend *be, const struct pb_tensor *x, const struct pb_tensor *dy,
+                    const float *gamma, const void *aux, float eps, bool relu, struct pb_tensor *dx,
+                    float *dgamma_acc, float *dbeta_acc);
+
+/* cuda_eltwise.cu: elementwise ops, dropout, fill */
+void pb_cuda_fill(struct pb_backend *be, float *dst, float value, size_t n);
+void pb_cuda_relu_fwd(struct pb_backend *be, const float *x, float *y, size_t n);
+void pb_cuda_relu_bwd(struct pb_backend *be, const float *y, const float *dy, float *dx, size_t n);
+void pb_cuda_add(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
+void pb_cuda_add_relu(struct pb_backend *be, const float *a, const float *b, float *y, size_t n);
+void pb_cuda_axpby(struct pb_backend *be, float alpha, const float *x, float beta, float *y,
+                   size_t n);
+void pb_cuda_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
+                     struct pb_rng_key key, uint64_t first);
+
+/* cuda_concat.cu: channel concatenation and its backward (plain NCHW) */
+enum pb_layout pb_cuda_concat_layout(struct pb_backend *be, int k, const struct pb_tensor *const *ins);
+void pb_cuda_concat(struct pb_backend *be, int k, const struct pb_tensor *const *ins,
+                    struct pb_tensor *out);
+void pb_cuda_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
+                   struct pb_tensor *const *douts);
+
+/* cuda_loss.cu: softmax cross-entropy */
+void pb_cuda_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels, int n,
+                          int c, float eps_ls, int ignore, struct pb_xent_out *out, float *dlogits);
+
+/* cuda_seq.cu: embedding and the sequence ops */
+void pb_cuda_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,
+                           int vocab, int dim, float *y);
+void pb_cuda_embedding_bwd(struct pb_backend *be, const float *tok, size_t n, const float *dy,
+                           int vocab, int dim, int padding, float *dtable_acc);
+void pb_cuda_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *lengths, int batch,
+                          int steps, int f, float *y);
+void pb_cuda_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *lengths, int batch,
+                          int steps, int f, float *dx);
+void pb_cuda_seq_gather(struct pb_backend *be, const float *x, int x_stride, const int32_t *lengths,
+                        int batch, int steps, int f, bool reverse, float *y, int y_stride);
+
+/* cuda_optim.cu: the optimizer steps and predictions, one kernel per flat buffer */
+void pb_cuda_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);
+void pb_cuda_predict(struct pb_backend *be, const struct pb_predict_args *a);
+
+/* cuda_lstm.c (+ cuda_lstm.cu) */
+size_t pb_cuda_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
+void pb_cuda_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                      const float *w, float *y, void *ws, const struct pb_lstm_states *st);
+void pb_cuda_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
+                      float *dw_acc);
+
+/* cuda_attention.c (+ cuda_attention.cu) */
+size_t pb_cuda_attn_workspace(struct pb_backend *be, const struct pb_attn_desc *d);
+void pb_cuda_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                      const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
+void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                      const float *k, const int32_t *lengths, const float *w, const void *ws,
+                      const float *dctx, float *dq, float *dk, float *dw_acc);
+void pb_cuda_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
+                          float *a);
+void pb_cuda_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                               const float *w, float *pk);
+void pb_cuda_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                                const float *k, const float *pk, const int32_t *lengths,
+                                const float *w, float *ctx, float *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -34,19 +34,36 @@ const struct pb_backend_reg pb_backends[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Backends registered at run time (pb_backend_register), after the table's. */
+static const struct pb_backend_reg *registered[4];
+static int nregistered;
+
+void pb_backend_register(const struct pb_backend_reg *r)
+{
+    for (int i = 0; i < nregistered; i++)
+        if (registered[i] == r)
+            return;
+    PB_CHECK(nregistered < (int)(sizeof registered / sizeof *registered));
+    registered[nregistered++] = r;
+}
+
 const struct pb_backend_reg *pb_backend_find(const char *name, struct pb_err *e)
 {
-    for (const struct pb_backend_reg *r = pb_backends; r->name; r++) {
-        if (strcmp(r->name, name))
-            continue;
-        if (!r->create)
-            return pb_err_set(e, "--backend %s: %s", name, r->missing), NULL;
+    const struct pb_backend_reg *r = NULL;
+    for (const struct pb_backend_reg *t = pb_backends; t->name && !r; t++)
+        if (!strcmp(t->name, name))
+            r = t;
+    for (int i = 0; i < nregistered && !r; i++)
+        if (!strcmp(registered[i]->name, name))
+            r = registered[i];
+    if (r && !r->create)
+        return pb_err_set(e, "--backend %s: %s", name, r->missing), NULL;
+    if (r)
         return r;
-    }
     char names[256] = "";
-    for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
+    for (const struct pb_backend_reg *t = pb_backends; t->name; t++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                 r == pb_backends ? "" : ", ", r->name);
+                 t == pb_backends ? "" : ", ", t->name);
     pb_err_set(e, "unknown backend '%s'; valid backends: %s", name, names);
     return NULL;
 }
@@ -296,6 +313,20 @@ void pb_backend_free(struct pb_backend *be, void *p)
     /* ops of be still enqueued may read the block: another stream must wait for them */
     void *fence = b.home != be && be->ops->fence_record ? be->ops->fence_record(be) : NULL;
     cache_put(b.home, p, b.bytes, fence);
+}
+
+enum pb_block_state pb_backend_block_state(struct pb_backend *be, const void *p)
+{
+    struct pb_allocator *a = be->allocator;
+    enum pb_block_state st = PB_BLOCK_NONE;
+    pthread_mutex_lock(&a->mu);
+    if (map_find(a, p))
+        st = PB_BLOCK_LIVE;
+    for (size_t i = 0; i < a->ncached && st == PB_BLOCK_NONE; i++)
+        if (a->cached[i].p == p)
+            st = PB_BLOCK_CACHED;
+    pthread_mutex_unlock(&a->mu);
+    return st;
 }
 
 void pb_backend_account(struct pb_backend *be, enum pb_mem_kind kind, size_t bytes, bool add)

@@ -345,6 +345,10 @@ struct pb_backend_reg {
 };
 extern const struct pb_backend_reg pb_backends[];   /* {NULL}-terminated */
 
+/* Adds a backend built outside the library to the registry (a test's checking
+ * backend); at most 4. */
+void pb_backend_register(const struct pb_backend_reg *r);
+
 /* Creates a backend by name ("cpu"); an unknown or unbuilt name is an error that
  * says what to use instead. */
 struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_cfg *c,
@@ -387,6 +391,12 @@ void pb_backend_fail(struct pb_backend *be, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* 0, or -1 with the instance's error when an op failed. */
 int pb_backend_status(struct pb_backend *be, struct pb_err *e);
+
+/* Where block p stands in be's allocator: PB_BLOCK_LIVE (allocated by or handed to be),
+ * PB_BLOCK_CACHED (free in be's cache), PB_BLOCK_NONE (neither: another instance's, or
+ * not a block's start). For backends that check the core's side of the contract. */
+enum pb_block_state { PB_BLOCK_NONE, PB_BLOCK_LIVE, PB_BLOCK_CACHED };
+enum pb_block_state pb_backend_block_state(struct pb_backend *be, const void *p);
 
 /* Floats t occupies in its layout. */
 size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t);

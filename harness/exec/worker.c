@@ -31,6 +31,7 @@ int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_opti
 {
     memset(w, 0, sizeof *w);
     w->stage = s;
+    pb_backend_bind(s->be);  /* the thread that sets a worker up binds its instance */
     w->pipe = *pipe;
     w->seed = seed;
     w->probe_target = -1;
@@ -399,6 +400,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
         w->eval.counted += act.count;
         w->eval.batches++;
     } else {
+        s->be->ops->sync(s->be);  /* y is complete before another stage reads it */
         tensor_to_msg(w, &y, out);
     }
     return 0;
@@ -506,6 +508,7 @@ int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *i
                    struct pb_msg *out, struct pb_err *e)
 {
     int rc;
+    pb_backend_bind(w->stage->be);  /* the executor's thread may run several stages */
     if (w->evaluating) {
         rc = exec_eval(w, op, in, out, e);
         if (rc)

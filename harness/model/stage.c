@@ -92,6 +92,7 @@ int pb_stage_init(struct pb_stage *s, struct pb_backend *be, const struct pb_mod
         return -1;
     }
     s->be = be;
+    pb_backend_bind(be);  /* the thread that builds a stage binds its instance */
     s->params = pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_PARAMS, e);
     s->grads = s->params ? pb_backend_alloc(be, s->nparams * sizeof(float), PB_MEM_GRADS, e) : NULL;
     s->buffers = s->grads ? pb_backend_alloc(be, s->nbuffers * sizeof(float), PB_MEM_BNSTATS, e)
@@ -133,8 +134,10 @@ int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e)
                          buf + s->buffer_off[b - s->first] + l->buffer_off, seed);
         }
     }
+    pb_backend_bind(s->be);
     s->be->ops->upload(s->be, s->params, p, s->nparams * sizeof(float));
     s->be->ops->upload(s->be, s->buffers, buf, s->nbuffers * sizeof(float));
+    s->be->ops->sync(s->be);  /* the uploads read p and buf until here */
     free(p);
     free(buf);
     return 0;
@@ -175,13 +178,14 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
     }
     be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing,
                           s->model->ignore_label, s->xent, act->dlogits);
+    struct pb_xent_out res;
+    be->ops->download(be, &res, s->xent, sizeof res);
+    be->ops->sync(be);
+    /* errors the device found in this pass (a token out of range) surface at the sync */
     if (pb_backend_status(be, e)) {
         pb_plain_release(be, &tmp);
         return -1;
     }
-    struct pb_xent_out res;
-    be->ops->download(be, &res, s->xent, sizeof res);
-    be->ops->sync(be);
     act->loss = res.loss;
     act->correct = res.correct;
     act->count = res.count;

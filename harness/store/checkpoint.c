@@ -51,12 +51,15 @@ static void add_tensor(void *ctx, const char *name, int is_buffer, size_t off, s
     pb_st_add(c->st, name, PB_ST_F32, nd, shape, (is_buffer ? c->h->buffers : c->h->params) + off);
 }
 
+/* The stage's weights into host memory, valid once this returns (the download synced). */
 static void download_stage(struct pb_stage *s, struct host_copy *h)
 {
     h->params = pb_xmalloc(s->nparams * sizeof(float) + 1);
     h->buffers = pb_xmalloc(s->nbuffers * sizeof(float) + 1);
+    pb_backend_bind(s->be);
     s->be->ops->download(s->be, h->params, s->params, s->nparams * sizeof(float));
     s->be->ops->download(s->be, h->buffers, s->buffers, s->nbuffers * sizeof(float));
+    s->be->ops->sync(s->be);
 }
 
 int pb_checkpoint_save_host(const struct pb_stage *stages, int nstages, float *const *params,
@@ -158,8 +161,10 @@ int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, s
     for (int k = 0; k < nstages; k++) {
         if (!rc) {
             struct pb_stage *s = &stages[k];
+            pb_backend_bind(s->be);
             s->be->ops->upload(s->be, s->params, h[k].params, s->nparams * sizeof(float));
             s->be->ops->upload(s->be, s->buffers, h[k].buffers, s->nbuffers * sizeof(float));
+            s->be->ops->sync(s->be);  /* the uploads read the host copies until here */
         }
         free(h[k].params);
         free(h[k].buffers);
@@ -259,12 +264,14 @@ int pb_checkpoint_save_state(struct pb_stage *stages, struct pb_optim *const *op
         struct pb_stage *s = &stages[k];
         struct pb_optim *o = optims[k];
         state_alloc(s, o, &h[k]);
+        pb_backend_bind(s->be);
         s->be->ops->download(s->be, h[k].w.params, s->params, s->nparams * sizeof(float));
         s->be->ops->download(s->be, h[k].w.buffers, s->buffers, s->nbuffers * sizeof(float));
         for (int i = 0; i < NSLOTS; i++)
             if (h[k].slot[i])
                 s->be->ops->download(s->be, h[k].slot[i], *slot_ptr(o, i),
                                      o->n * sizeof(float));
+        s->be->ops->sync(s->be);  /* the host copies hold the state from here */
         c.in = &h[k];
         pb_stage_tensors(s, state_tensor, &c);
     }
@@ -300,12 +307,14 @@ int pb_checkpoint_load_state(struct pb_stage *stages, struct pb_optim *const *op
         struct pb_stage *s = &stages[k];
         struct pb_optim *o = optims[k];
         if (!c.rc) {
+            pb_backend_bind(s->be);
             s->be->ops->upload(s->be, s->params, h[k].w.params, s->nparams * sizeof(float));
             s->be->ops->upload(s->be, s->buffers, h[k].w.buffers, s->nbuffers * sizeof(float));
             for (int i = 0; i < NSLOTS; i++)
                 if (h[k].slot[i])
                     s->be->ops->upload(s->be, *slot_ptr(o, i), h[k].slot[i],
                                        o->n * sizeof(float));
+            s->be->ops->sync(s->be);  /* the uploads read the host copies until here */
         }
         state_free(&h[k]);
     }

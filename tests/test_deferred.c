@@ -1,0 +1,221 @@
+/* tests/test_deferred.c — the core keeps backend.h's device contract (CUDA.md §6): runs on
+ * the deferred backend (tests/deferred_backend.h: ops run at sync, uploads read then,
+ * downloads poisoned until then, binding and fences checked) must report nothing and
+ * give the CPU backend's bits — the executors, a checkpoint and a resume, a comparison
+ * of two schedules, zoo models at D = 2 and 4 with stages spread over devices — and a
+ * block freed by one instance and reused by another waits for the first one's reads. */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/base/interrupt.h"
+#include "harness/compute/backend.h"
+#include "tests/deferred_backend.h"
+#include "tests/train_util.h"
+
+static void expect_no_violations(const char *what)
+{
+    static char buf[1 << 14];
+    int n = pb_deferred_violations(buf, sizeof buf);
+    ck_assert_msg(n == 0, "%s: %d violation(s) of the device contract:\n%s", what, n, buf);
+}
+
+static void expect_same_file(const char *a, const char *b, const char *what)
+{
+    size_t la, lb;
+    unsigned char *x = read_file(a, &la), *y = read_file(b, &lb);
+    ck_assert_msg(la == lb && !memcmp(x, y, la), "%s: %s and %s differ", what, a, b);
+    free(x);
+    free(y);
+}
+
+/* c on the cpu backend, then on the deferred one: the same bits, nothing reported. */
+static void same_as_cpu(struct pb_run_cfg *c, const char *what)
+{
+    char cpu[128], dfr[128];
+    snprintf(cpu, sizeof cpu, "%s-cpu.safetensors", what);
+    snprintf(dfr, sizeof dfr, "%s-deferred.safetensors", what);
+    pb_deferred_register();
+    pb_deferred_reset();
+    c->backend = "cpu";
+    run_ok(c, cpu);
+    c->backend = "deferred";
+    run_ok(c, dfr);
+    expect_no_violations(what);
+    expect_same_file(tmp_path(cpu), tmp_path(dfr), what);
+}
+
+START_TEST(test_executors_seq_threads)
+{
+    const char *executors[] = {"seq", "threads"};
+    for (int i = 0; i < 2; i++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.stages = 2;
+        c.limit_train = 256;
+        c.limit_val = 64;
+        c.executor = executors[i];
+        same_as_cpu(&c, executors[i]);
+    }
+}
+END_TEST
+
+static void stop_after_first(void *ctx, int epoch, int epochs, double acc)
+{
+    (void)ctx, (void)epochs, (void)acc;
+    if (epoch == 0)
+        signal_the_run(SIGINT);
+}
+
+START_TEST(test_checkpoint_and_resume)
+{
+    struct pb_run_cfg c;
+    small_cfg(&c);
+    c.stages = 2;
+    c.epochs = 2;
+    c.limit_train = 256;
+    c.limit_val = 64;
+    c.executor = "threads";
+    same_as_cpu(&c, "straight");
+    /* interrupted after the first epoch on the deferred backend, then resumed on it */
+    c.db = tmp_path_kept("resume.db");
+    c.on_epoch = stop_after_first;
+    struct pb_run_summary sum;
+    struct pb_err e;
+    c.save = tmp_path_kept("resumed.safetensors");
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    c.on_epoch = NULL;
+    c.resume_run = 1;
+    int rc = pb_run(&c, &sum, &e);
+    ck_assert_msg(rc == PB_EXIT_OK, "resume: %s", e.msg);
+    expect_no_violations("checkpoint and resume");
+    expect_same_file(tmp_path("straight-cpu.safetensors"), tmp_path("resumed.safetensors"),
+                     "resumed on the deferred backend");
+}
+END_TEST
+
+START_TEST(test_two_schedules)
+{
+    const char *schedules[] = {"gpipe", "pipedream"};
+    for (int i = 0; i < 2; i++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.stages = 4;
+        c.limit_train = 256;
+        c.limit_val = 64;
+        c.schedule = schedules[i];
+        c.executor = "threads";
+        same_as_cpu(&c, schedules[i]);
+    }
+}
+END_TEST
+
+/* Zoo models on synthetic data of their preset's shape: a convolutional one with
+ * batch norm and an LSTM one, at D = 2 and 4. */
+static void zoo_case(const char *model, int stages)
+{
+    struct pb_run_cfg c;
+    small_cfg(&c);
+    c.model = model;
+    c.preset = "small";
+    c.dataset = "synthetic";
+    c.stages = stages;
+    c.threads = 1;
+    c.limit_train = 64;
+    c.limit_val = 32;
+    c.microbatch_size = 16;
+    c.epochs = 1;
+    c.executor = "threads";
+    char what[64];
+    snprintf(what, sizeof what, "%s-d%d", model, stages);
+    same_as_cpu(&c, what);
+}
+
+START_TEST(test_zoo_resnet) { zoo_case("resnet101", 2); zoo_case("resnet101", 4); }
+END_TEST
+START_TEST(test_zoo_lstm) { zoo_case("residual-lstm", 2); zoo_case("residual-lstm", 4); }
+END_TEST
+
+/* ---- fences: a block stage B reads, freed into stage A's cache, reused by A ---- */
+
+struct reader {
+    struct pb_backend *b;
+    float *block, *seen;
+    size_t n;
+};
+
+static void *reader_main(void *arg)
+{
+    struct reader *r = arg;
+    pb_backend_bind(r->b);
+    usleep(200 * 1000);  /* A reuses the block meanwhile */
+    r->b->ops->sync(r->b);
+    return NULL;
+}
+
+START_TEST(test_fenced_block_waits)
+{
+    pb_deferred_register();
+    pb_deferred_reset();
+    struct pb_err e;
+    struct pb_backend_cfg bc = {.device = 0, .threads = 1};
+    struct pb_backend *a = pb_backend_create("deferred", &bc, &e);
+    struct pb_backend *b = pb_backend_create("deferred", &bc, &e);
+    ck_assert(a && b);
+    size_t n = 1024;
+    float host[1024], seen[1024];
+    for (size_t i = 0; i < n; i++)
+        host[i] = (float)i;
+    pb_backend_bind(a);
+    float *block = pb_backend_alloc(a, n * sizeof(float), PB_MEM_COMM, &e);
+    a->ops->upload(a, block, host, n * sizeof(float));
+    a->ops->sync(a);
+    /* B takes the block over, queues a read of it, and frees it before its sync */
+    pb_backend_bind(b);
+    pb_backend_take(b, a, block, PB_MEM_COMM);
+    float *copy = pb_backend_alloc(b, n * sizeof(float), PB_MEM_ACTS, &e);
+    b->ops->copy(b, copy, block, n * sizeof(float));
+    pb_backend_free(b, block);
+    /* A, on its own thread from here, gets the same block back and overwrites it */
+    pthread_t t;
+    struct reader r = {b, block, seen, n};
+    pthread_create(&t, NULL, reader_main, &r);
+    pb_backend_bind(a);
+    float *again = pb_backend_alloc(a, n * sizeof(float), PB_MEM_COMM, &e);
+    ck_assert_ptr_eq(again, block);
+    a->ops->fill(a, again, -1.0f, n);
+    a->ops->sync(a);
+    pthread_join(t, NULL);
+    pb_backend_bind(b);
+    b->ops->download(b, seen, copy, n * sizeof(float));
+    b->ops->sync(b);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(seen[i] == (float)i, "B read %g at %zu: A reused the block before B's "
+                      "queued read of it ran", seen[i], i);
+    expect_no_violations("fenced block");
+    pb_backend_free(b, copy);
+    pb_backend_bind(a);
+    pb_backend_free(a, again);
+    pb_backend_destroy(a);
+    pb_backend_destroy(b);
+}
+END_TEST
+
+Suite *pb_test_suite(void)
+{
+    Suite *s = suite_create("deferred");
+    TCase *f = tcase_create("fast");
+    tcase_add_test(f, test_fenced_block_waits);
+    tcase_add_test(f, test_executors_seq_threads);
+    tcase_add_test(f, test_checkpoint_and_resume);
+    tcase_add_test(f, test_two_schedules);
+    tcase_set_tags(f, "fast");
+    suite_add_tcase(s, f);
+    TCase *z = tcase_create("zoo");
+    tcase_add_test(z, test_zoo_resnet);
+    tcase_add_test(z, test_zoo_lstm);
+    suite_add_tcase(s, z);
+    return s;
+}

@@ -12,8 +12,10 @@
 
 #include "harness/base/interrupt.h"
 #include "harness/compute/backend.h"
+#include "harness/model/stage.h"
 #include "tests/deferred_backend.h"
 #include "tests/train_util.h"
+#include "workloads/workload.h"
 
 static void expect_no_violations(const char *what)
 {
@@ -203,11 +205,59 @@ START_TEST(test_fenced_block_waits)
 }
 END_TEST
 
+/* A token outside the vocabulary, found by the device while the forward runs, fails the
+ * forward that read it: the loss's status is read after the sync, not before. */
+START_TEST(test_device_error_at_sync)
+{
+    pb_deferred_register();
+    pb_deferred_reset();
+    struct pb_err e;
+    const struct pb_workload *w = pb_workload_find("gnmt8", &e);
+    const struct pb_preset *p;
+    ck_assert(w && pb_workload_preset(w, "small", &p, &e) == 0);
+    int rows = 4;
+    struct pb_model m;
+    ck_assert_msg(w->build(&m, p, (struct pb_shape){1, 2 * p->steps, 1, 1}, p->classes, &e) == 0,
+                  "%s", e.msg);
+    ck_assert_msg(pb_model_finalize(&m, rows, &e) == 0, "%s", e.msg);
+    struct pb_backend_cfg bc = {.device = 0, .threads = 1};
+    struct pb_backend *be = pb_backend_create("deferred", &bc, &e);
+    struct pb_stage s;
+    ck_assert_msg(pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e) == 0, "%s", e.msg);
+    ck_assert(pb_stage_init_params(&s, 5, &e) == 0);
+    size_t n = pb_shape_count(s.in_shape);
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 7 + 1);
+    x[1] = (float)(p->vocab + 3);  /* outside [0, vocab) */
+    int32_t *labels = calloc((size_t)s.nlabels, sizeof *labels);
+    struct pb_tensor in;
+    ck_assert(pb_tensor_alloc(be, &in, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+    int32_t *dlabels = pb_backend_alloc(be, (size_t)s.nlabels * sizeof *labels, PB_MEM_COMM, &e);
+    be->ops->upload(be, in.data, x, n * sizeof *x);
+    be->ops->upload(be, dlabels, labels, (size_t)s.nlabels * sizeof *labels);
+    be->ops->sync(be);
+    struct pb_step_ctx c = {.train = false};
+    struct pb_stage_act act;
+    struct pb_tensor out = {0};
+    int rc = pb_stage_forward(&s, &c, s.params, in, dlabels, &act, &out, &e);
+    ck_assert_msg(rc == -1, "a forward reading a token outside the vocabulary succeeded");
+    ck_assert_msg(strstr(e.msg, "vocab") || strstr(e.msg, "token"), "%s", e.msg);
+    pb_backend_free(be, dlabels);
+    pb_stage_finish(&s);
+    pb_backend_destroy(be);
+    pb_model_finish(&m);
+    free(x);
+    free(labels);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("deferred");
     TCase *f = tcase_create("fast");
     tcase_add_test(f, test_fenced_block_waits);
+    tcase_add_test(f, test_device_error_at_sync);
     tcase_add_test(f, test_executors_seq_threads);
     tcase_add_test(f, test_checkpoint_and_resume);
     tcase_add_test(f, test_two_schedules);

@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "pb_config.h"
+
 const char *const pb_mem_kind_names[PB_MEM_NKINDS] = {
     "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats", "host",
 };
@@ -29,8 +31,13 @@ static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_e
 const struct pb_backend_reg pb_backends[] = {
     {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL,
      pb_backend_cpu_libraries},
+#if PB_HAVE_CUDA
+    {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", pb_backend_cuda_create, NULL,
+     pb_backend_cuda_libraries},
+#else
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
      "the CUDA backend is not part of pipebench yet; run with --backend cpu", NULL},
+#endif
     {NULL, NULL, NULL, NULL, NULL},
 };
 

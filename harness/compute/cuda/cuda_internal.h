@@ -23,14 +23,15 @@ struct pb_cuda_staging {
     void *host;
     size_t bytes;
     bool busy;
+    bool queued;   /* write_end enqueued its copy: free again at the next sync */
+    bool pinned;   /* false: cudaHostAlloc failed (the instance failed), a malloc to write into */
 };
 
 struct pb_cuda_algo_cache;   /* cuda_conv.c: convolution algorithms chosen per shape */
 
 struct pb_cuda {
     int device;
-    cudaStream_t stream;       /* every op of the instance, in order */
-    cudaStream_t copy_stream;  /* host-device copies, ordered against `stream` by events */
+    cudaStream_t stream;       /* every op, upload, download and copy of the instance, in order */
     cublasHandle_t blas;       /* on `stream` */
     cudnnHandle_t dnn;         /* on `stream` */
     bool tf32;                 /* TF32 tensor cores allowed (--tf32) */
@@ -43,6 +44,11 @@ struct pb_cuda {
     /* a fixed-size scratch for reductions of the kernels (softmax-xent's results) */
     void *scratch;
     size_t scratch_bytes;
+    /* ---- cuda-core (cuda_backend.c, cuda_memory.c, cuda_gemm.c) ---- */
+    void *blas_workspace;      /* cuBLAS's workspace (PB_MEM_SCRATCH), set on `blas` once */
+    size_t blas_workspace_bytes;
+    float *ones;               /* nones 1.0f (PB_MEM_SCRATCH): bias_add's and bias_grad's vector */
+    size_t nones;
 };
 
 static inline struct pb_cuda *pb_cuda_of(struct pb_backend *be)
@@ -69,9 +75,38 @@ bool pb_cudnn_ok(struct pb_backend *be, cudnnStatus_t st, const char *what, cons
  * memory; NULL for 0 bytes). */
 void *pb_cuda_workspace(struct pb_backend *be, size_t bytes);
 
+/* ---- cuda-core: the instance's device, memory and staging (cuda_backend.c, cuda_memory.c) ---- */
+
+/* Makes the calling thread's current device the instance's (cudaSetDevice, skipped when
+ * the thread's last bind was to that device); false and the instance failed if it fails.
+ * pb_cuda_begin binds too, so every op runs on its instance's device whatever thread
+ * calls it. Every cudaSetDevice of the backend goes through here (the cache trusts it). */
+bool pb_cuda_bind(struct pb_backend *be);
+
+/* The ops of cuda_memory.c (contracts: backend.h). */
+void *pb_cuda_alloc(struct pb_backend *be, size_t bytes);
+void pb_cuda_free(struct pb_backend *be, void *p);
+bool pb_cuda_shares_memory(const struct pb_backend *be, const struct pb_backend *other);
+void pb_cuda_upload(struct pb_backend *be, void *dst, const void *src_host, size_t bytes);
+void pb_cuda_download(struct pb_backend *be, void *dst_host, const void *src, size_t bytes);
+void pb_cuda_copy(struct pb_backend *be, void *dst, const void *src, size_t bytes);
+void *pb_cuda_write_begin(struct pb_backend *be, void *dst, size_t bytes);
+void pb_cuda_write_end(struct pb_backend *be, void *dst, void *host, size_t bytes);
+/* At sync, once the stream is idle: the staging buffers whose write_end was enqueued
+ * become free again (a malloc'd stand-in is freed). */
+void pb_cuda_staging_release(struct pb_backend *be);
+/* At destroy: every staging buffer back to the system. */
+void pb_cuda_staging_destroy(struct pb_backend *be);
+
+/* Tests only: the next n cudaMalloc and cudaHostAlloc calls of the process (alloc,
+ * staging buffers, cuBLAS's workspace at creation) fail as out of memory, as if the
+ * device or the pinned host memory were full. */
+void pb_cuda_test_fail_allocs(int n);
+
 /* ---- the ops, by file (their contracts: backend.h) ---- */
 
-/* cuda_gemm.c: cuBLAS (FP32; TF32 math only with tf32) and the bias kernels */
+/* cuda_gemm.c: cuBLAS (FP32; TF32 math only with tf32); the bias ops as cuBLAS rank-1
+ * update and matrix-vector product against the instance's ones */
 void pb_cuda_gemm(struct pb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                   float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                   float *c, int ldc);

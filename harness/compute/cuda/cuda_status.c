@@ -1,14 +1,15 @@
 /* harness/compute/cuda/cuda_status.c — how the CUDA backend's calls fail: a CUDA,
  * cuBLAS or cuDNN status other than success fails the instance (pb_backend_fail) with
  * the call, its place and the library's own message, as a device stream fails; later
- * ops see pb_cuda_begin false and do nothing. Also cuDNN's shared workspace. */
+ * ops see pb_cuda_begin false and do nothing; pb_cuda_begin also binds the instance's
+ * device to the calling thread. Also cuDNN's shared workspace. */
 #include "harness/compute/cuda/cuda_internal.h"
 
 #include <stdlib.h>
 
 bool pb_cuda_begin(struct pb_backend *be)
 {
-    return !be->failed;
+    return !be->failed && pb_cuda_bind(be);
 }
 
 bool pb_cuda_ok(struct pb_backend *be, cudaError_t st, const char *what, const char *file, int line)

@@ -3,9 +3,13 @@
  * descriptor calls need no device, shared/CUDA.md §3): for every convolution, pooling
  * and batch norm of every zoo model at both presets and of lenet, cuDNN's output shape
  * is pipebench's own shape inference; pooling with ceil_mode takes the padded copy
- * exactly where PyTorch's size exceeds cuDNN's; and a wrong output shape is refused. */
+ * exactly where PyTorch's size exceeds cuDNN's, and the plans' descriptors, read back from
+ * cuDNN and computed as cuDNN documents, give PyTorch's pooling (values on the host: the
+ * kernels themselves run only on a GPU); a wrong output shape is refused. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/compute/cuda/cuda_plan.h"
@@ -196,6 +200,151 @@ START_TEST(test_ceil_mode)
 }
 END_TEST
 
+/* ---- the pooling plans' arithmetic, on the host ----
+ * What cuDNN documents its pooling to compute, run here on the plan's own descriptors read
+ * back from cuDNN (mode, window, padding, stride; xp's dims), with the fill and the
+ * rescale cuda_pool.c and cuda_pool.cu apply, against PyTorch's pooling computed
+ * directly: the padded copy, the mode and the divisors together give PyTorch's results. */
+
+/* PyTorch's max or average pooling of plane x [h, w] at (oh, ow) */
+static float torch_pool(const struct pb_pool_desc *d, const float *x, int h, int w, int oh, int ow)
+{
+    int hs = oh * d->sh - d->ph, ws = ow * d->sw - d->pw;
+    int he = hs + d->kh < h + d->ph ? hs + d->kh : h + d->ph;
+    int we = ws + d->kw < w + d->pw ? ws + d->kw : w + d->pw;
+    int size = (he - hs) * (we - ws);
+    hs = hs > 0 ? hs : 0, ws = ws > 0 ? ws : 0, he = he < h ? he : h, we = we < w ? we : w;
+    float m = -INFINITY;
+    double sum = 0;
+    for (int i = hs; i < he; i++)
+        for (int j = ws; j < we; j++) {
+            m = x[i * w + j] > m ? x[i * w + j] : m;
+            sum += x[i * w + j];
+        }
+    if (d->kind == PB_POOL_MAX)
+        return m;
+    return (float)(sum / (d->exclude_pad ? (he - hs) * (we - ws) : size));
+}
+
+/* cuDNN's pooling (mode, window k, padding p, stride s) of plane x [h, w] at (oh, ow):
+ * the padding is skipped by max and by the exclude-padding average, counted by the other */
+static float cudnn_pool(cudnnPoolingMode_t mode, const int *k, const int *p, const int *s,
+                        const float *x, int h, int w, int oh, int ow)
+{
+    int hs = oh * s[0] - p[0], ws = ow * s[1] - p[1];
+    ck_assert_msg(hs + k[0] <= h + p[0] && ws + k[1] <= w + p[1], "window past the padding");
+    float m = -INFINITY;
+    double sum = 0;
+    int inside = 0;
+    for (int i = hs; i < hs + k[0]; i++)
+        for (int j = ws; j < ws + k[1]; j++)
+            if (i >= 0 && i < h && j >= 0 && j < w) {
+                m = x[i * w + j] > m ? x[i * w + j] : m;
+                sum += x[i * w + j];
+                inside++;
+            }
+    if (mode == CUDNN_POOLING_MAX || mode == CUDNN_POOLING_MAX_DETERMINISTIC)
+        return m;
+    return (float)(sum / (mode == CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING ? inside
+                                                                               : k[0] * k[1]));
+}
+
+/* cuda_pool.cu's divisor along one axis */
+static int torch_divisor(int o, int in, int k, int s, int p, bool exclude)
+{
+    int start = o * s - p, end = start + k;
+    if (exclude)
+        return (end < in ? end : in) - (start > 0 ? start : 0);
+    return (end < in + p ? end : in + p) - start;
+}
+
+/* One plane of h × w pooled by d both ways: the largest relative difference; *padded
+ * whether the plan takes the padded copy. */
+static double plan_vs_torch(const struct pb_pool_desc *d, int h, int w, bool *padded)
+{
+    struct pb_shape xs = {1, 1, h, w};
+    int oh = 0, ow = 0;
+    {
+        /* PyTorch's sizes: pipebench's inference (one pool layer of a model) */
+        struct pb_model m;
+        struct pb_err e;
+        pb_model_init(&m, "pool", xs, 0);
+        struct pb_layer_cfg cfg = {.kind = d->kind == PB_POOL_MAX ? PB_LAYER_MAXPOOL2D
+                                                                  : PB_LAYER_AVGPOOL2D,
+                                   .pool = *d};
+        int in = -1;
+        pb_block_node(&m, pb_model_block(&m, "pool"), "pool", &cfg, 1, &in);
+        ck_assert_msg(pb_model_finalize(&m, 1, &e) == 0, "%s", e.msg);
+        oh = m.blocks[0].out_shape.h, ow = m.blocks[0].out_shape.w;
+        pb_model_finish(&m);
+    }
+    struct pb_cuda_pool_plan p;
+    ck_assert(pb_cuda_pool_plan(&p, d, xs, (struct pb_shape){1, 1, oh, ow}, false) ==
+              CUDNN_STATUS_SUCCESS);
+    cudnnPoolingMode_t mode;
+    cudnnNanPropagation_t nan;
+    int k[2], pad[2], str[2];
+    ck_assert(cudnnGetPooling2dDescriptor(p.pool, &mode, &nan, &k[0], &k[1], &pad[0], &pad[1],
+                                          &str[0], &str[1]) == CUDNN_STATUS_SUCCESS);
+    /* the plane cuDNN pools: x, or xp with x at its top left and the fill elsewhere */
+    int ph = h, pw = w;
+    if (p.padded) {
+        cudnnDataType_t t;
+        int n, c, sn, sc, sh, sw;
+        ck_assert(cudnnGetTensor4dDescriptor(p.xp, &t, &n, &c, &ph, &pw, &sn, &sc, &sh, &sw) ==
+                  CUDNN_STATUS_SUCCESS);
+        ck_assert(ph >= h && pw >= w);
+    }
+    float *x = malloc(sizeof(float) * (size_t)h * w), *xp = malloc(sizeof(float) * (size_t)ph * pw);
+    for (int i = 0; i < h * w; i++)
+        x[i] = (float)((i * 7919) % 257) / 128.0f - 1.0f;  /* negative and positive */
+    for (int i = 0; i < ph; i++)
+        for (int j = 0; j < pw; j++)
+            xp[i * pw + j] = i < h && j < w ? x[i * w + j]
+                             : d->kind == PB_POOL_MAX ? -INFINITY : 0.0f;
+    double worst = 0;
+    for (int i = 0; i < oh; i++)
+        for (int j = 0; j < ow; j++) {
+            float got = cudnn_pool(mode, k, pad, str, xp, ph, pw, i, j);
+            if (p.rescale)
+                got *= (float)(d->kh * d->kw) /
+                       (float)(torch_divisor(i, h, d->kh, d->sh, d->ph, d->exclude_pad) *
+                               torch_divisor(j, w, d->kw, d->sw, d->pw, d->exclude_pad));
+            float want = torch_pool(d, x, h, w, i, j);
+            double rel = fabs((double)got - want) / (fabs(want) > 1e-3 ? fabs(want) : 1e-3);
+            worst = rel > worst ? rel : worst;
+        }
+    free(x);
+    free(xp);
+    *padded = p.padded;
+    pb_cuda_pool_plan_destroy(&p);
+    return worst;
+}
+
+START_TEST(test_pool_arithmetic)
+{
+    static const int geo[][3] = {{2, 2, 0}, {3, 2, 0}, {3, 2, 1}, {3, 1, 1}, {3, 3, 1},
+                                 {2, 2, 1}, {5, 3, 2}, {4, 4, 0}};
+    int padded = 0, runs = 0;
+    for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++)
+        for (int side = geo[g][0]; side <= 13; side++)
+            for (int v = 0; v < 6; v++) {
+                struct pb_pool_desc d = {v < 2 ? PB_POOL_MAX : PB_POOL_AVG, geo[g][0], geo[g][0],
+                                         geo[g][1], geo[g][1], geo[g][2], geo[g][2], v % 2 == 1,
+                                         v >= 4};
+                bool pad;
+                double worst = plan_vs_torch(&d, side, side + 2, &pad);
+                ck_assert_msg(worst < 1e-6, "pool %d/%d pad %d%s%s on %dx%d: off by %g",
+                              d.kh, d.sh, d.ph, d.ceil_mode ? " ceil" : "",
+                              d.kind == PB_POOL_MAX ? " max" : d.exclude_pad ? " avg excl" : " avg",
+                              side, side + 2, worst);
+                runs++;
+                padded += pad;
+            }
+    ck_assert_msg(runs > 300 && padded > 50, "%d cases, %d padded", runs, padded);
+}
+END_TEST
+
 /* A shape that does not fit is refused, and cuDNN's own is reported. */
 START_TEST(test_wrong_shapes)
 {
@@ -232,6 +381,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_zoo_shapes);
     tcase_add_test(tc, test_ceil_mode);
+    tcase_add_test(tc, test_pool_arithmetic);
     tcase_add_test(tc, test_wrong_shapes);
     suite_add_tcase(s, tc);
     return s;

@@ -14,7 +14,7 @@
  *   - accumulation: every *_acc output starts from random values and its op runs twice
  *     (the references add two gradients), so an op that overwrites fails.
  * Ops a backend's supports_op denies are reported (a failure with --require-all).
- * Usage: test_backend_ops [--backend NAME] [--op NAME] [--bench] [--json FILE]
+ * Usage: test_backend_ops [--backend NAME] [--op NAME,...] [--bench] [--json FILE]
  *        [--require-all] [--list]; prints "N passed, N failed" and exits 1 on a failure. */
 #include <math.h>
 #include <stdarg.h>
@@ -1665,7 +1665,17 @@ static bool selected(const struct ocase *k, const struct opts *op)
 {
     if (k->bench_only && !op->bench)
         return false;
-    return !op->op || strstr(k->op, op->op) != NULL;
+    if (!op->op)
+        return true;
+    /* a comma-separated list of names; an op is selected when its name contains one */
+    for (const char *p = op->op; *p;) {
+        size_t len = strcspn(p, ",");
+        for (const char *q = k->op; len && *q; q++)
+            if (!strncmp(q, p, len))
+                return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
 }
 
 /* The CPU backend's outputs and times of every selected case, in plain layout: what
@@ -1763,7 +1773,7 @@ static int usage(const char *argv0)
             "usage: %s [--backend NAME] [--op NAME] [--bench] [--json FILE] [--require-all] "
             "[--list]\n"
             "  --backend NAME  only this backend (the cpu backend runs as the reference too)\n"
-            "  --op NAME       only the ops whose name contains NAME\n"
+            "  --op NAMES      only the ops whose name contains one of NAMES (comma-separated)\n"
             "  --bench         time each op (fastest of several runs), with larger shapes\n"
             "  --json FILE     a per-case summary: status, max abs/rel error, bits equal, NMSE, time\n"
             "  --require-all   an op a backend does not support is a failure\n"

@@ -5,8 +5,9 @@
  * as plain floats. Checked, per backend:
  *   - the CPU backend against naive references written in tests/op_refs.c (double
  *     precision, or the same float expression where the op is per element);
- *   - any other backend against the CPU backend: bit-identical where CUDA.md §5 says it
- *     can be (per-element ops, optimizer steps, predictions, dropout, gathers, copies),
+ *   - any other backend against the CPU backend: bit-identical where the CUDA numerics
+ *     rules say it can be (per-element ops, optimizer steps, predictions, dropout,
+ *     gathers, copies),
  *     else within twice the case's tolerance against the exact result (each backend is
  *     within it, so their difference is within twice it), with ggml's normalised MSE
  *     NMSE = Σ(a − b)² / Σb² as the summary;

@@ -1649,6 +1649,51 @@ static int find_layouts(struct pb_backend *be, enum pb_layout *out, int cap)
     return n;
 }
 
+/* Whether the table has every entry of op kind bop (supports_op says yes only then). */
+static bool table_has(const struct pb_backend_ops *o, int bop)
+{
+    switch (bop) {
+    case PB_BOP_GEMM:
+        return o->gemm;
+    case PB_BOP_BIAS:
+        return o->bias_add && o->bias_grad;
+    case PB_BOP_CONV:
+        return o->conv_layout && o->conv_fwd && o->conv_bwd_data && o->conv_bwd_weights;
+    case PB_BOP_POOL_MAX:
+    case PB_BOP_POOL_AVG:
+        return o->pool_workspace && o->pool_fwd && o->pool_bwd;
+    case PB_BOP_BATCHNORM:
+        return o->bn_aux_bytes && o->bn_fwd_train && o->bn_fwd_infer && o->bn_bwd;
+    case PB_BOP_RELU:
+        return o->relu_fwd && o->relu_bwd;
+    case PB_BOP_ADD:
+        return o->add && o->add_relu;
+    case PB_BOP_DROPOUT:
+        return o->dropout;
+    case PB_BOP_CONCAT:
+        return o->concat_layout && o->concat && o->split;
+    case PB_BOP_SOFTMAX_XENT:
+        return o->softmax_xent;
+    case PB_BOP_OPTIM_STEP:
+        return o->optim_step;
+    case PB_BOP_PREDICT:
+        return o->predict;
+    case PB_BOP_EMBEDDING:
+        return o->embedding_fwd && o->embedding_bwd;
+    case PB_BOP_LSTM:
+        return o->lstm_workspace && o->lstm_fwd && o->lstm_bwd;
+    case PB_BOP_SEQ_MEAN:
+        return o->seq_mean_fwd && o->seq_mean_bwd;
+    case PB_BOP_SEQ_GATHER:
+        return o->seq_gather;
+    case PB_BOP_ATTENTION:
+        return o->attn_workspace && o->attn_fwd && o->attn_bwd && o->attn_weights &&
+               o->attn_project_keys && o->attn_fwd_projected;
+    default:
+        return true;
+    }
+}
+
 static bool op_has(const struct pb_backend_ops *o, const struct ocase *k)
 {
     if (!strcmp(k->op, "reorder"))
@@ -1702,6 +1747,12 @@ static void run_backend(const char *name, struct pb_backend *be, struct pb_backe
         if (!selected(k, op))
             continue;
         bool sup = op_has(be->ops, k) && (k->bop < 0 || be->ops->supports_op(be, k->bop));
+        if (sup && k->bop >= 0 && !table_has(be->ops, k->bop)) {
+            record(name, k, 0, "", "FAIL", NULL, 0, 0,
+                   "supports_op says yes, but the ops table lacks an entry of this op");
+            tally.failed++;
+            continue;
+        }
         if (!sup) {
             bool fatal = op->require_all;
             record(name, k, 0, "", fatal ? "FAIL" : "unsupported", NULL, 0, 0,

@@ -11,6 +11,7 @@
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
+#include "tests/op_refs.h"
 #include "tests/test_util.h"
 
 /* ---- helpers ---- */
@@ -279,37 +280,13 @@ static struct pb_shape conv_yshape(const struct conv_case *cc)
                              (cc->w + 2 * cc->pw - cc->kw) / cc->sw + 1};
 }
 
-/* Naive convolution in double: y = conv(x, w) + b; dx = conv^T(dy, w); dw, db the
- * weight and bias gradients (all outputs zeroed first). */
+/* Naive convolution in double (tests/op_refs.c): y = conv(x, w) + b; dx = conv^T(dy, w);
+ * dw, db the weight and bias gradients. */
 static void conv_ref(const struct conv_case *cc, const float *x, const float *w, const float *b,
                      const float *dy, double *y, double *dx, double *dw, double *db)
 {
-    struct pb_shape xs = {cc->n, cc->cin, cc->h, cc->w}, ys = conv_yshape(cc);
-    struct pb_shape ws = {cc->cout, cc->cin, cc->kh, cc->kw};
-    memset(y, 0, pb_shape_count(ys) * sizeof *y);
-    memset(dx, 0, pb_shape_count(xs) * sizeof *dx);
-    memset(dw, 0, pb_shape_count(ws) * sizeof *dw);
-    memset(db, 0, (size_t)cc->cout * sizeof *db);
-    for (int n = 0; n < ys.n; n++)
-        for (int o = 0; o < ys.c; o++)
-            for (int oh = 0; oh < ys.h; oh++)
-                for (int ow = 0; ow < ys.w; ow++) {
-                    size_t yi = idx4(ys, n, o, oh, ow);
-                    double g = dy[yi], s = cc->bias ? b[o] : 0.0;
-                    db[o] += g;
-                    for (int c = 0; c < cc->cin; c++)
-                        for (int i = 0; i < cc->kh; i++)
-                            for (int j = 0; j < cc->kw; j++) {
-                                int ih = oh * cc->sh - cc->ph + i, iw = ow * cc->sw - cc->pw + j;
-                                if (ih < 0 || ih >= cc->h || iw < 0 || iw >= cc->w)
-                                    continue;
-                                size_t xi = idx4(xs, n, c, ih, iw), wi = idx4(ws, o, c, i, j);
-                                s += (double)x[xi] * w[wi];
-                                dx[xi] += g * w[wi];
-                                dw[wi] += g * x[xi];
-                            }
-                    y[yi] = s;
-                }
+    struct pb_conv_desc d = conv_desc_of(cc);
+    pb_ref_conv(&d, (struct pb_shape){cc->n, cc->cin, cc->h, cc->w}, x, w, b, dy, y, dx, dw, db);
 }
 
 /* Convolutions of K = cin·kh·kw ≤ 363 (and weight gradients over n·oh·ow ≤ 200)
@@ -452,53 +429,11 @@ static const struct pool_case pool_cases[] = {
     {{2, 32, 10, 10}, {PB_POOL_MAX, 3, 3, 2, 2, 0, 0, false, false}, PB_LAYOUT_NCHW16C},
 };
 
-/* PyTorch's pooling output size (pooling_output_shape, dilation 1). */
-static int torch_pool_out(int in, int k, int s, int p, bool ceil_mode)
-{
-    int out = (in + 2 * p - k + (ceil_mode ? s - 1 : 0)) / s + 1;
-    if (ceil_mode && (out - 1) * s >= in + p)
-        out--;
-    return out;
-}
-
-/* PyTorch's max_pool2d / avg_pool2d and their backwards, in double. */
+/* PyTorch's max_pool2d / avg_pool2d and their backwards, in double (tests/op_refs.c). */
 static void pool_ref(const struct pool_case *pc, struct pb_shape ys, const float *x,
                      const float *dy, double *y, double *dx)
 {
-    const struct pb_pool_desc *d = &pc->d;
-    struct pb_shape xs = pc->x;
-    memset(dx, 0, pb_shape_count(xs) * sizeof *dx);
-    for (int n = 0; n < ys.n; n++)
-        for (int c = 0; c < ys.c; c++)
-            for (int oh = 0; oh < ys.h; oh++)
-                for (int ow = 0; ow < ys.w; ow++) {
-                    int hs = oh * d->sh - d->ph, ws = ow * d->sw - d->pw;
-                    int he = hs + d->kh < xs.h + d->ph ? hs + d->kh : xs.h + d->ph;
-                    int we = ws + d->kw < xs.w + d->pw ? ws + d->kw : xs.w + d->pw;
-                    int pool_size = (he - hs) * (we - ws);
-                    hs = hs > 0 ? hs : 0, ws = ws > 0 ? ws : 0;
-                    he = he < xs.h ? he : xs.h, we = we < xs.w ? we : xs.w;
-                    size_t yi = idx4(ys, n, c, oh, ow), am = 0;
-                    double acc = d->kind == PB_POOL_MAX ? -INFINITY : 0.0;
-                    for (int ih = hs; ih < he; ih++)
-                        for (int iw = ws; iw < we; iw++) {
-                            size_t xi = idx4(xs, n, c, ih, iw);
-                            if (d->kind == PB_POOL_AVG)
-                                acc += x[xi];
-                            else if (x[xi] > acc)
-                                acc = x[xi], am = xi;
-                        }
-                    if (d->kind == PB_POOL_MAX) {
-                        y[yi] = acc;
-                        dx[am] += dy[yi];
-                        continue;
-                    }
-                    int div = d->exclude_pad ? (he - hs) * (we - ws) : pool_size;
-                    y[yi] = acc / div;
-                    for (int ih = hs; ih < he; ih++)
-                        for (int iw = ws; iw < we; iw++)
-                            dx[idx4(xs, n, c, ih, iw)] += dy[yi] / div;
-                }
+    pb_ref_pool(&pc->d, pc->x, ys, x, dy, y, dx);
 }
 
 /* Max pooling selects (exact forward); backwards sum at most 4 overlapping window
@@ -510,8 +445,7 @@ START_TEST(test_pool)
     const struct pb_pool_desc *d = &pc->d;
     struct pb_backend *be = be_new();
     struct pb_shape xs = pc->x;
-    struct pb_shape ys = {xs.n, xs.c, torch_pool_out(xs.h, d->kh, d->sh, d->ph, d->ceil_mode),
-                          torch_pool_out(xs.w, d->kw, d->sw, d->pw, d->ceil_mode)};
+    struct pb_shape ys = pb_ref_pool_shape(d, xs);
     size_t nx = pb_shape_count(xs), ny = pb_shape_count(ys);
     float *hx = host_rand(nx, 50, -1, 1), *hdy = host_rand(ny, 51, -1, 1);
     double *ry = malloc(ny * sizeof *ry), *rdx = malloc(nx * sizeof *rdx);

@@ -128,6 +128,7 @@ static void cuda_destroy(struct pb_backend *be)
         pb_cuda_bind(be);
         cudaStreamSynchronize(cu->stream);
     }
+    pb_cuda_algo_cache_destroy(cu->algos);
     if (cu->dnn)
         cudnnDestroy(cu->dnn);
     if (cu->blas)
@@ -166,6 +167,17 @@ static const struct pb_backend_ops cuda_ops = {
     .gemm = pb_cuda_gemm,
     .bias_add = pb_cuda_bias_add,
     .bias_grad = pb_cuda_bias_grad,
+    .conv_layout = pb_cuda_conv_layout,
+    .conv_fwd = pb_cuda_conv_fwd,
+    .conv_bwd_data = pb_cuda_conv_bwd_data,
+    .conv_bwd_weights = pb_cuda_conv_bwd_weights,
+    .pool_workspace = pb_cuda_pool_workspace,
+    .pool_fwd = pb_cuda_pool_fwd,
+    .pool_bwd = pb_cuda_pool_bwd,
+    .bn_aux_bytes = pb_cuda_bn_aux_bytes,
+    .bn_fwd_train = pb_cuda_bn_fwd_train,
+    .bn_fwd_infer = pb_cuda_bn_fwd_infer,
+    .bn_bwd = pb_cuda_bn_bwd,
 };
 
 /* "CUDA 13.0 (driver 13.0); cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9": the libraries the

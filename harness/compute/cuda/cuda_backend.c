@@ -178,6 +178,15 @@ static const struct pb_backend_ops cuda_ops = {
     .bn_fwd_train = pb_cuda_bn_fwd_train,
     .bn_fwd_infer = pb_cuda_bn_fwd_infer,
     .bn_bwd = pb_cuda_bn_bwd,
+    .lstm_workspace = pb_cuda_lstm_workspace,
+    .lstm_fwd = pb_cuda_lstm_fwd,
+    .lstm_bwd = pb_cuda_lstm_bwd,
+    .attn_workspace = pb_cuda_attn_workspace,
+    .attn_fwd = pb_cuda_attn_fwd,
+    .attn_bwd = pb_cuda_attn_bwd,
+    .attn_weights = pb_cuda_attn_weights,
+    .attn_project_keys = pb_cuda_attn_project_keys,
+    .attn_fwd_projected = pb_cuda_attn_fwd_projected,
 };
 
 /* "CUDA 13.0 (driver 13.0); cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9": the libraries the

@@ -105,7 +105,7 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
         free(ms);
         return rc;
     }
-    return pb_run_partition(c, &st->model, paper, false, st->bounds, e);
+    return pb_run_partition(c, &st->model, paper, false, 0, st->bounds, e);
 }
 
 /* "0 conv1" or "1-2 relu1..pool1": the first and last block of a stage. */

@@ -2,8 +2,6 @@
  * the configuration and resolve its names, place the stages on their devices, load the
  * data, build and partition the model, build and validate the schedule's programs.
  * Everything the user can get wrong here fails before the run row exists. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +73,7 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
         return -1;
     if (pb_backend_check_name(c->backend, e))
         return -1;
+    /* its registry entry (there: pb_backend_check_name found it) */
     for (p->backend = pb_backends; strcmp(p->backend->name, c->backend); p->backend++)
         continue;
     if (c->data_dir && c->dataset && !strcmp(c->dataset, "synthetic"))
@@ -321,7 +320,7 @@ static int build_model(struct pb_plan *r, struct pb_err *e)
     r->bounds = pb_xcalloc((size_t)c->stages + 1, sizeof *r->bounds);
     /* under MPI rank 0 measures the blocks for --partition time; the others take its cut */
     return pb_run_partition(c, &r->model, r->paper_cut ? r->preset : NULL, pb_plan_writer(r),
-                            r->bounds, e);
+                            r->devices[0], r->bounds, e);
 }
 
 int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
@@ -355,12 +354,9 @@ int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
 }
 
 int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
-                     const struct pb_preset *paper, bool measure, int *bounds, struct pb_err *e)
+                     const struct pb_preset *paper, bool measure, int device, int *bounds,
+                     struct pb_err *e)
 {
-    /* --partition time measures the blocks on stage 0's device (the first listed) */
-    int device = 0;
-    if (c->devices)
-        device = (int)strtol(c->devices, NULL, 10);
     if (paper)
         return pb_partition_paper(m, paper, bounds, e);
     enum pb_partition_by by = PB_PARTITION_DEFAULT;

@@ -97,10 +97,11 @@ int pb_run_stage_threads(const struct pb_run_cfg *c);
 #define PB_RUN_PROFILE_REPS 5
 /* The stages' bounds[D + 1] of c's finalised model m: the paper cut of preset `paper`
  * when not NULL, else c->partition's method or hand-set bounds (the default method when
- * NULL). --partition time measures the blocks only when `measure` (else bounds are left
- * for the caller to fill). */
+ * NULL). --partition time measures the blocks only when `measure`, on device `device`
+ * (stage 0's; else bounds are left for the caller to fill). */
 int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
-                     const struct pb_preset *paper, bool measure, int *bounds, struct pb_err *e);
+                     const struct pb_preset *paper, bool measure, int device, int *bounds,
+                     struct pb_err *e);
 /* The partition as the run's configuration records it (free() it): its method, the
  * FLOPs one as "balanced" (its name before the other methods), or its bounds "0,3,5,9". */
 char *pb_run_partition_name(const struct pb_run_cfg *c, bool paper_cut);

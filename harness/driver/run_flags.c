@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness/base/args.h"
+#include "harness/exec/executor.h"
 #include "workloads/workload.h"
 
 enum {
@@ -325,7 +326,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
-    if (!rc && c->repeats > 1 && !strcmp(c->executor, "mpi"))   /* before MPI starts */
+    const struct pb_executor *ex = rc ? NULL : pb_executor_find(c->executor, NULL);
+    if (ex && c->repeats > 1 && ex->one_rank_per_stage)   /* before MPI starts */
         rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!rc && val[O_BATCH]) {
         int mb;

@@ -12,8 +12,8 @@
 -- config_id is the configuration's identity: every recorded option that can change its
 -- numbers except the seed (seeds are what a cell averages) and the schedule and variant
 -- (a table's columns), so a cell never mixes configurations; how a run was timed
--- (executor, threads) and where its files are (data folder, checkpoints, traces) are not
--- part of it. The partition is its cut (the stages' block bounds, whichever method chose
+-- (executor, threads, the stages' devices) and where its files are (data folder,
+-- checkpoints, traces) are not part of it. The partition is its cut (the stages' block bounds, whichever method chose
 -- them: a measured --partition time may choose another cut on another run); runs
 -- recorded before the cut was (schema version 3) keep the method's name instead. With
 -- --batch the configuration holds the batch, not the micro-batch size (which follows
@@ -41,11 +41,11 @@ SELECT id AS run_id, status, created, optimizer, model, dataset, stages, seed, s
                 WHEN partition_cut IS NULL THEN json_remove(config, '$.schedule', '$.variant',
                     '$.seed', '$.executor', '$.threads', '$.data_dir', '$.init', '$.save',
                     '$.trace_epochs', '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment',
-                    '$.checkpoint_every')
+                    '$.checkpoint_every', '$.devices')
                 ELSE json_set(json_remove(config, '$.schedule', '$.variant', '$.seed',
                     '$.executor', '$.threads', '$.data_dir', '$.init', '$.save', '$.trace_epochs',
                     '$.trace_mb_lo', '$.trace_mb_hi', '$.experiment', '$.checkpoint_every',
-                    '$.partition'), '$.cut', partition_cut) END,
+                    '$.devices', '$.partition'), '$.cut', partition_cut) END,
            CASE WHEN bleu_scoring IS NULL THEN '{}'
                 ELSE json_object('bleu_scoring', bleu_scoring) END)
            AS config_id,

@@ -54,6 +54,13 @@ static const struct bad_input cases[] = {
     {RUN "--schedule gpipe --batch 2 --microbatches 4", "--batch 2 is less than the 4",
      "give --batch 4 or more"},
     {RUN "--batch 64 --microbatch-size 32", "disagree", "give only one of the two"},
+    {RUN "--stages 2 --devices 0,0,x", "'x' is not a device index", "--devices 0"},
+    {RUN "--stages 2 --devices 0,,0", "an empty entry", "--devices 0"},
+    {RUN "--stages 2 --devices -1", "device -1 is negative", "--devices 0"},
+    {RUN "--stages 2 --devices 0,1,2", "more devices than stages", "give at most 2"},
+    {RUN "--stages 2 --devices 0,1", "the cpu backend has one device, 0", "--devices 0"},
+    {"compare --quiet --stages 2 --devices 0,0,0" DB, "more devices than stages",
+     "give at most 2"},
     {RUN "--frobnicate", "unknown option", "pipebench run --help"},
     {"frobnicate", "unknown command 'frobnicate'", "valid commands: run"},
     {"list foo", "unexpected argument 'foo'", NULL},
@@ -161,6 +168,7 @@ static const struct bad_input cases[] = {
     {"sweep mpi.ini" DB, "mpi.ini:4: executor = mpi cannot be swept", "executor = threads"},
     {"sweep repeat.ini" DB, "repeat.ini:3: --repeat counts trainings", "fix the sweep file"},
     {"sweep repeats.ini" DB, "differ only in repeat", "give repeat one value"},
+    {"sweep devices.ini" DB, "--devices 0:0:0: more devices than stages", "give at most 2"},
     {"sweep unknown.ini --jobs 0" DB, "--jobs must be at least 1", NULL},
     /* program and simulate */
     {"program --schedule x --stages 4", "unknown schedule 'x'", "valid schedules"},
@@ -274,6 +282,7 @@ static void setup(void)
     cli_write(dir, "mpi.ini", "[grid]\nschedule = gpipe\n[run]\nexecutor = mpi\n");
     cli_write(dir, "repeat.ini", "[grid]\nschedule = gpipe\nrepeat = 1, -1\n");
     cli_write(dir, "repeats.ini", "[grid]\nschedule = gpipe\nrepeat = 1, 2\n");
+    cli_write(dir, "devices.ini", "[grid]\ndevices = 0, 0:0:0\n[run]\nstages = 2\n");
     write_truncated_dataset();
 }
 

@@ -4,8 +4,9 @@
  * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
  * this order). Besides: a backend's folder is private to it (and the tests), results/
  * and plots/ read exec's metric records and never the compute or model layers, nothing
- * outside harness/cli/ includes it, and a backend's libraries (oneDNN, CUDA, cuBLAS,
- * cuDNN, NCCL) are included only in its folder. Each violation is named with file:line. */
+ * outside harness/cli/ includes it, a backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN,
+ * NCCL) are included only in its folder, and what runs after a run's plan is built looks
+ * no name up. Each violation is named with file:line. */
 #include <check.h>
 #include <dirent.h>
 #include <stdbool.h>
@@ -188,12 +189,45 @@ START_TEST(test_rule_catches_upward)
 }
 END_TEST
 
+/* A run decides once (docs/design.md §3.2): the files that run after its plan is built —
+ * the story of a run, its epochs, its resume state, the worker and the data feed — look
+ * nothing up by name and compare no names; they read the plan's entries. */
+START_TEST(test_no_lookup_after_setup)
+{
+    static const char *const files[] = {
+        "harness/driver/run.c", "harness/driver/run_epoch.c", "harness/driver/run_resume.c",
+        "harness/exec/worker.c", "harness/exec/feed.c",
+    };
+    static const char *const lookups[] = {"strcmp(", "_find(", "pb_backend_create("};
+    static char report[1 << 14];
+    report[0] = 0;
+    int count = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[4096], line[1024];
+        snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, files[i]);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "cannot read %s", path);
+        for (int ln = 1; fgets(line, sizeof line, f); ln++)
+            for (size_t k = 0; k < sizeof lookups / sizeof *lookups; k++)
+                if (strstr(line, lookups[k])) {
+                    count++;
+                    size_t used = strlen(report);
+                    snprintf(report + used, sizeof report - used, "\n  %s:%d: %s", files[i], ln,
+                             lookups[k]);
+                }
+        fclose(f);
+    }
+    ck_assert_msg(count == 0, "%d name lookup(s) after the plan is built:%s", count, report);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("layering");
     TCase *tc = tcase_create("includes");
     tcase_add_test(tc, test_includes_point_down);
     tcase_add_test(tc, test_rule_catches_upward);
+    tcase_add_test(tc, test_no_lookup_after_setup);
     suite_add_tcase(s, tc);
     return s;
 }

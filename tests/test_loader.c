@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "harness/compute/backend.h"
-#include "harness/driver/run_internal.h"
+#include "harness/driver/plan.h"
 #include "harness/exec/prefetch.h"
 #include "tests/train_util.h"
 
@@ -167,21 +167,21 @@ START_TEST(stand_in_choice)
     struct pb_run_cfg c;
     pb_run_cfg_defaults(&c);
     c.dataset = "synthetic";
-    struct run_state r = {.cfg = &c, .workload = &cifar_model, .input_side = 24, .no_flip = true};
+    struct pb_plan r = {.cfg = &c, .workload = &cifar_model, .input_side = 24, .no_flip = true};
     struct pb_dataset_opts o;
-    ck_assert_str_eq(pb_run_data_opts(&r, &o), "synthetic");
+    ck_assert_str_eq(pb_plan_data_opts(&r, &o), "synthetic");
     ck_assert(o.like && !strcmp(o.like, "cifar100") && o.crop == 24 && o.no_flip);
     c.synthetic.h = 16;
-    pb_run_data_opts(&r, &o);
+    pb_plan_data_opts(&r, &o);
     ck_assert(o.like == NULL && o.h == 16);
     c.synthetic.h = 0;
     c.dataset = NULL;
-    ck_assert_str_eq(pb_run_data_opts(&r, &o), "cifar100");
+    ck_assert_str_eq(pb_plan_data_opts(&r, &o), "cifar100");
     ck_assert(o.like == NULL);
     struct pb_err e;
     r.workload = pb_workload_find("lenet", &e);
     c.dataset = "synthetic";
-    pb_run_data_opts(&r, &o);
+    pb_plan_data_opts(&r, &o);
     ck_assert(o.like == NULL);
 }
 END_TEST

@@ -189,6 +189,21 @@ START_TEST(test_presets)
 }
 END_TEST
 
+/* --devices: a list that does not parse, or places more devices than stages, or names a
+ * device the backend lacks (the cpu backend has device 0 only). */
+START_TEST(test_bad_devices)
+{
+    EXPECT("--stages 2 --devices 0,0,x", "--devices 0,0,x", "'x' is not a device index",
+           "--devices 0");
+    EXPECT("--stages 2 --devices 0,,1", "an empty entry", "--devices 0");
+    EXPECT("--stages 2 --devices ,0", "an empty entry");
+    EXPECT("--stages 2 --devices -1", "device -1 is negative", "--devices 0");
+    EXPECT("--stages 2 --devices 0,1,2", "more devices than stages", "at most 2");
+    EXPECT("--stages 2 --devices 0,1", "the cpu backend has one device, 0", "--devices 0");
+    EXPECT("--stages 2 --devices 1", "the cpu backend has one device, 0", "--devices 0");
+}
+END_TEST
+
 START_TEST(test_schedule_preconditions)
 {
     EXPECT("--schedule spectrain --optimizer adam", "spectrain", "SGD");
@@ -290,6 +305,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_unknown_variant);
     tcase_add_test(tc, test_impossible_numbers);
     tcase_add_test(tc, test_presets);
+    tcase_add_test(tc, test_bad_devices);
     tcase_add_test(tc, test_schedule_preconditions);
     tcase_add_test(tc, test_missing_dataset);
     tcase_add_test(tc, test_corrupt_idx_header);

@@ -280,7 +280,10 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
         "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
         "updates_per_epoch, partition_cut, epochs, seed, repeat, executor, lr, bleu_scoring, "
-        "git_revision, cpu_model, library_versions, host, pid, config FROM runs WHERE id = ?";
+        "git_revision, cpu_model, library_versions, host, pid, "
+        /* a run recorded before --devices ran every stage on device 0 */
+        "CASE WHEN json_valid(config) AND json_type(config, '$.devices') IS NULL "
+        "THEN json_set(config, '$.devices', '0') ELSE config END FROM runs WHERE id = ?";
     static const char *const names[] = {
         "status", "created", "started", "ended", "message", "model", "dataset", "schedule",
         "variant", "optimizer", "stages", "microbatch size", "microbatches",

@@ -23,13 +23,15 @@
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/claim.h"
+#include "harness/driver/plan.h"
 #include "harness/driver/progress.h"
 #include "harness/ir/program.h"
 
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
 {
     *unsupported = false;
-    if (!strcmp(c->executor, "mpi"))
+    const struct pb_executor *ex = pb_plan_executor(c);
+    if (ex && ex->one_rank_per_stage)
         return pb_err_set(e, "--executor mpi cannot be batched: compare and sweep run each "
                              "configuration in a process of their own, and mpi needs mpirun to "
                              "start one rank per stage; use --executor threads, or start each mpi "

@@ -6,6 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A configuration x recorded before --devices, with every stage on device 0 as it ran:
+ * "devices" appended last, one 0 per stage, as pb_run_cfg_json writes it. */
+#define WITH_DEVICES(x)                                                                  \
+    "CASE WHEN json_type(" x ", '$.devices') IS NULL THEN json_insert(" x ", '$.devices', " \
+    "substr(replace(hex(zeroblob(json_extract(" x ", '$.stages'))), '00', '0,'), 1, "        \
+    "2 * json_extract(" x ", '$.stages') - 1)) ELSE " x " END"
+
 /* A finished run: its configuration without the thread count, then a newline and its
  * repeat index (the key), and its id. */
 struct fin {
@@ -25,9 +32,9 @@ static struct fin *finished(sqlite3 *db, int *n, struct pb_err *e)
 {
     sqlite3_stmt *q;
     *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT json_remove(config, '$.threads') || char(10) || repeat, id FROM runs WHERE "
-                           "status IN ('done', 'diverged') AND config IS NOT NULL", -1, &q,
-                           NULL)) {
+    if (sqlite3_prepare_v2(db, "SELECT json_remove(" WITH_DEVICES("config") ", '$.threads') || "
+                           "char(10) || repeat, id FROM runs WHERE status IN ('done', 'diverged') "
+                           "AND config IS NOT NULL", -1, &q, NULL)) {
         pb_err_set(e, "reading the results database: %s", sqlite3_errmsg(db));
         return NULL;
     }

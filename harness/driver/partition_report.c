@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/driver/run_internal.h"
+#include "harness/driver/plan.h"
 
 #define KIB 1024.0
 
@@ -77,7 +77,7 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
     if (d > nb)
         return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
                           "(got --stages %d)", st->model.name, nb, nb, d);
-    if (pb_partition_profile(&st->model, c->backend, st->threads, reps, st->ms, e))
+    if (pb_partition_profile(&st->model, c->backend, 0, st->threads, reps, st->ms, e))
         return -1;
     double *cost = pb_xcalloc((size_t)nb, sizeof *cost);
     int *tmp = pb_xcalloc((size_t)d + 1, sizeof *tmp);
@@ -105,7 +105,7 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
         free(ms);
         return rc;
     }
-    return pb_run_partition(c, &st->model, paper, false, st->bounds, e);
+    return pb_run_partition(c, &st->model, paper, false, 0, st->bounds, e);
 }
 
 /* "0 conv1" or "1-2 relu1..pool1": the first and last block of a stage. */

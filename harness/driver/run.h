@@ -37,6 +37,9 @@ struct pb_run_cfg {
     const char *schedule, *variant;
     const char *executor;         /* "seq" */
     const char *backend;          /* "cpu" (harness/compute/backend.h's registry) */
+    /* --devices: each stage's device, k comma-separated indices for D stages placing
+     * stage i on entry i·k/D (harness/driver/placement.h); NULL: "0" */
+    const char *devices;
     const char *db;               /* results database */
     const char *init, *save;      /* safetensors checkpoints, NULL for none */
     const char *experiment;       /* --experiment: a name grouping runs, NULL for none */

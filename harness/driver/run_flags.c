@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness/base/args.h"
+#include "harness/exec/executor.h"
 #include "workloads/workload.h"
 
 enum {
@@ -14,7 +15,7 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -56,6 +57,7 @@ static const struct option run_options[] = {
     {"trace-epochs", required_argument, 0, O_TRACE_EPOCHS},
     {"trace-window", required_argument, 0, O_TRACE_WINDOW},
     {"backend", required_argument, 0, O_BACKEND},
+    {"devices", required_argument, 0, O_DEVICES},
     {"experiment", required_argument, 0, O_EXPERIMENT},
     {"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
     {"beam", required_argument, 0, O_BEAM},
@@ -162,6 +164,13 @@ void pb_run_flags_usage(FILE *f)
         "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
         "                          pipebench run --executor mpi ...) (default seq)\n"
         "  --backend NAME          cpu (oneDNN; default) | cuda (not part of pipebench yet)\n"
+        "  --devices LIST          the stages' devices: k comma-separated device indices\n"
+        "                          (0-based, k <= D) place consecutive stages in k contiguous\n"
+        "                          groups, stage i on LIST[i*k/D] (k = D: stage i on LIST[i];\n"
+        "                          k = 1: every stage on that device; stages may share one);\n"
+        "                          recorded one entry per stage, so 0 and 0,0 at D = 2 are\n"
+        "                          one configuration; 0:1 in a sweep file's [grid] (default\n"
+        "                          0; the cpu backend has device 0 only)\n"
         "  --experiment NAME       record the run under this experiment (report, plot and runs\n"
         "                          select it with --experiment NAME)\n"
         "  --checkpoint-every N    write the resume state every N >= 1 epochs beside the database\n"
@@ -246,6 +255,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     STR(O_SAVE, save);
     STR(O_TRACE_EPOCHS, trace_epochs);
     STR(O_BACKEND, backend);
+    STR(O_DEVICES, devices);
     STR(O_EXPERIMENT, experiment);
 #undef STR
     /* the optimizer named, else the preset's own recipe where it has one; the rate and
@@ -316,7 +326,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
-    if (!rc && c->repeats > 1 && !strcmp(c->executor, "mpi"))   /* before MPI starts */
+    const struct pb_executor *ex = rc ? NULL : pb_executor_find(c->executor, NULL);
+    if (ex && c->repeats > 1 && ex->one_rank_per_stage)   /* before MPI starts */
         rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (!rc && val[O_BATCH]) {
         int mb;

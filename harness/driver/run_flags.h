@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "harness/driver/run.h"
+#include "harness/driver/run_json.h"
 
 /* Room for every run option (indexed by the table's internal ids). */
 #define PB_RUN_FLAGS_MAX 48
@@ -53,14 +54,6 @@ typedef int (*pb_run_flags_extra_fn)(void *ctx, int opt, const char *arg, struct
  * unknown option, a missing value, a positional argument or the handler's error. */
 int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
                        pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e);
-
-/* A run's recorded configuration (pb_run_cfg_json) applied over c (defaults first) as the
- * flags it came from; *keep owns the strings c then points to (pb_run_json_finish after
- * the last use of c, also on error). */
-struct pb_run_json;
-int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_json **keep,
-                         struct pb_err *e);
-void pb_run_json_finish(struct pb_run_json *keep);
 
 /* The option lines of `pipebench run --help`. */
 void pb_run_flags_usage(FILE *f);

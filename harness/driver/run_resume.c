@@ -1,4 +1,4 @@
-/* harness/driver/run_resume.c — a run's resume state (run_internal.h, semantics §1.10):
+/* harness/driver/run_resume.c — a run's resume state (run_resume.h, semantics §1.10):
  * at an epoch boundary everything the next epochs depend on is the stages' weights and
  * BatchNorm statistics, their optimizers' state and step counts, and the updates each
  * worker has applied; the data order, augmentation, dropout and learning rate are pure
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/driver/run_internal.h"
+#include "harness/driver/run_resume.h"
 #include "harness/store/checkpoint.h"
 
 void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap)
@@ -22,42 +22,37 @@ void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap)
     snprintf(buf, cap, "%s.run%lld.state", db, (long long)run_id);
 }
 
-int pb_run_checkpoint_every(const struct pb_run_cfg *c)
-{
-    if (c->checkpoint_every >= 0)
-        return c->checkpoint_every;
-    return strcmp(c->executor, "mpi") ? 1 : 0;
-}
-
 /* "a,b,c" of the local workers' updates (u) or optimizer steps (t). */
-static void join_counts(const struct run_state *r, bool steps, char *buf, size_t cap)
+static void join_counts(const struct pb_local_stages *ls, int d, bool steps, char *buf,
+                        size_t cap)
 {
     size_t len = 0;
     buf[0] = 0;
-    for (int k = 0; k < r->cfg->stages && len < cap; k++) {
-        long v = steps ? r->workers[k].optim.t : r->workers[k].u;
+    for (int k = 0; k < d && len < cap; k++) {
+        long v = steps ? ls->workers[k].optim.t : ls->workers[k].u;
         len += (size_t)snprintf(buf + len, cap - len, "%s%ld", k ? "," : "", v);
     }
 }
 
-int pb_run_save_state(struct run_state *r, int epochs_done, struct pb_err *e)
+int pb_run_save_state(const struct pb_plan *p, struct pb_local_stages *ls, int64_t run_id,
+                      int epochs_done, struct pb_err *e)
 {
-    const struct pb_run_cfg *c = r->cfg;
-    PB_CHECK(!r->dist);
+    const struct pb_run_cfg *c = p->cfg;
+    PB_CHECK(!p->dist);
     int d = c->stages;
     char path[4096], updates[8192], steps[8192], meta[20000];
-    pb_run_state_path(c->db, r->run_id, path, sizeof path);
-    join_counts(r, false, updates, sizeof updates);
-    join_counts(r, true, steps, sizeof steps);
+    pb_run_state_path(c->db, run_id, path, sizeof path);
+    join_counts(ls, d, false, updates, sizeof updates);
+    join_counts(ls, d, true, steps, sizeof steps);
     snprintf(meta, sizeof meta, "{\"pipebench_state\":\"1\",\"run_id\":\"%lld\",\"model\":\"%s\","
              "\"stages\":\"%d\",\"epochs_done\":\"%d\",\"updates\":\"%s\",\"steps\":\"%s\"}",
-             (long long)r->run_id, c->model, d, epochs_done, updates, steps);
+             (long long)run_id, c->model, d, epochs_done, updates, steps);
     struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
     for (int k = 0; k < d; k++)
-        optims[k] = &r->workers[k].optim;
-    int rc = pb_checkpoint_save_state(r->stages, optims, d, path, meta, e);
+        optims[k] = &ls->workers[k].optim;
+    int rc = pb_checkpoint_save_state(ls->stages, optims, d, path, meta, e);
     free(optims);
-    return rc ? pb_err_prefix(e, "writing the resume state of run %lld: ", (long long)r->run_id)
+    return rc ? pb_err_prefix(e, "writing the resume state of run %lld: ", (long long)run_id)
               : 0;
 }
 
@@ -104,9 +99,10 @@ static void remove_stale_tmp(const char *state)
         closedir(d);
 }
 
-int pb_run_load_state(struct run_state *r, struct pb_err *e)
+int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *start_epoch,
+                      struct pb_err *e)
 {
-    const struct pb_run_cfg *c = r->cfg;
+    const struct pb_run_cfg *c = p->cfg;
     int d = c->stages;
     char path[4096];
     pb_run_state_path(c->db, c->resume_run, path, sizeof path);
@@ -118,14 +114,14 @@ int pb_run_load_state(struct run_state *r, struct pb_err *e)
         if (!c->quiet)
             fprintf(stderr, "pipebench: run %lld has no resume state (%s): training it again "
                     "from its first epoch\n", (long long)c->resume_run, path);
-        r->start_epoch = 0;
+        *start_epoch = 0;
         return 0;
     }
     struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
     for (int k = 0; k < d; k++)
-        optims[k] = &r->workers[k].optim;
+        optims[k] = &ls->workers[k].optim;
     char *meta_text = NULL;
-    int rc = pb_checkpoint_load_state(r->stages, optims, d, path, &meta_text, e);
+    int rc = pb_checkpoint_load_state(ls->stages, optims, d, path, &meta_text, e);
     free(optims);
     if (rc)
         return -1;
@@ -142,11 +138,11 @@ int pb_run_load_state(struct run_state *r, struct pb_err *e)
                         "does not match); start the run again with pipebench run", path,
                         (long long)c->resume_run, d);
     for (int k = 0; !rc && k < d; k++) {
-        r->workers[k].u = u[k];
-        r->workers[k].optim.t = t[k];
+        ls->workers[k].u = u[k];
+        ls->workers[k].optim.t = t[k];
     }
     if (!rc)
-        r->start_epoch = epochs_done;
+        *start_epoch = epochs_done;
     free(u);
     free(t);
     cJSON_Delete(meta);

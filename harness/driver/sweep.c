@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness/driver/finished.h"
+#include "harness/driver/plan.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "workloads/workload.h"
@@ -151,7 +152,8 @@ static void check_value(struct pb_sweep *s, const char *key, const char *value, 
         rc = !pb_workload_find(value, &e);
     else if (!rc && !strcmp(key, "dataset") && !pb_dataset_summary(value))
         rc = pb_err_set(&e, "unknown dataset '%s'; `pipebench list` shows the datasets", value);
-    else if (!rc && !strcmp(key, "executor") && !strcmp(value, "mpi"))
+    else if (!rc && !strcmp(key, "executor") && pb_plan_executor(&c) &&
+             pb_plan_executor(&c)->one_rank_per_stage)
         rc = pb_err_set(&e, "executor = mpi cannot be swept: a sweep runs each configuration "
                             "in a process of its own, and mpi needs mpirun to start one rank per "
                             "stage; use executor = threads (one thread per stage), or start each "

@@ -1,9 +1,12 @@
 /* harness/exec/executor.h — executors run every device's program of an epoch on the
  * workers. They differ only in where devices run and how messages travel; the ops
- * themselves are pb_worker_exec, so all executors produce bit-identical weights. */
+ * themselves are pb_worker_exec, so all executors produce bit-identical weights. A run
+ * picks one from the table pb_executors once, when its plan is built, and calls it
+ * through the entry's `run` every pass. */
 #ifndef PB_EXECUTOR_H
 #define PB_EXECUTOR_H
 
+#include "harness/exec/dist.h"
 #include "harness/exec/worker.h"
 
 /* The sequential reference: all devices in one thread, each op run as soon as its
@@ -15,5 +18,23 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
  * validated program runs without deadlock with capacity 1). */
 int pb_exec_threads(struct pb_worker *workers, int ndev, const struct pb_program *progs,
                     int capacity, struct pb_err *e);
+
+/* One executor of the table: how a run's passes go. */
+struct pb_executor {
+    const char *name;             /* as --executor names it */
+    bool one_rank_per_stage;      /* mpi: each process holds one stage (dist.h) */
+    bool stages_in_turn;          /* seq: the stages share one thread, so its timings are
+                                     not a pipeline's */
+    /* Runs the programs progs[ndev] of the stages this process holds on workers[ndev]
+     * (one process: all of them; one rank per stage: index dist->rank only). */
+    int (*run)(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
+               const struct pb_program *progs, struct pb_err *e);
+};
+
+/* seq, threads, mpi; {NULL}-terminated. */
+extern const struct pb_executor *const pb_executors[];
+
+/* The executor named name; NULL with a message listing the valid ones. */
+const struct pb_executor *pb_executor_find(const char *name, struct pb_err *e);
 
 #endif

@@ -331,51 +331,39 @@ static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, struct pb_ms
     t->data = NULL;
 }
 
+/* The input of micro-batch mb: stage 0 asks the feed for the host inputs (and the labels
+ * too when it is also the last stage) and uploads them; another stage takes the message. */
 static int stage_input(struct pb_worker *w, int mb, struct pb_msg *in, struct pb_tensor *x,
                        struct pb_err *e)
 {
     struct pb_stage *s = w->stage;
-    int b = w->data.batch;
     if (!is_first(w))
         return msg_to_tensor(w, in, PB_MEM_ACTS, x, e);
     if (pb_tensor_alloc(s->be, x, s->in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
         return -1;
     size_t bytes = pb_shape_count(s->in_shape) * sizeof(float);
     float *host = s->be->ops->write_begin(s->be, x->data, bytes);
-    if (w->data.prefetch) {
-        pb_prefetch_take(w->data.prefetch, mb, host);
-        if (is_last(w))
-            pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
-    } else {
-        pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, host, w->host_y);
-    }
+    pb_feed_inputs(&w->data, mb, host, is_last(w) ? w->host_y : NULL);
     s->be->ops->write_end(s->be, x->data, host, bytes);
     return 0;
 }
 
-/* The per-sample data a stage reads beside its input, from the dataset as the labels
- * are (so every executor sees the same): the last stage's labels of micro-batch mb into
- * the device buffer (stage 0, when it is also the last, gathered a label per sample
- * with its inputs; a loss per token reads the next target tokens), and a sequence
- * dataset's lengths (a translation dataset's source lengths) on the stages whose
- * layers read them. Returns the device lengths for the forward, NULL where there are
- * none. */
+/* The per-sample data a stage reads beside its input, asked of the feed and uploaded:
+ * the last stage's labels of micro-batch mb into the device buffer (stage 0, when it is
+ * also the last, had a label per sample with its inputs; a loss per token reads the next
+ * target tokens), and a sequence dataset's lengths (a translation dataset's source
+ * lengths) on the stages whose layers read them. Returns the device lengths for the
+ * forward, NULL where there are none. */
 static const int32_t *stage_side(struct pb_worker *w, int mb)
 {
     struct pb_stage *s = w->stage;
     int b = w->data.batch;
     if (is_last(w)) {
-        if (s->model->label_steps) {
-            PB_CHECK(w->data.ds->tgt_steps == s->model->label_steps);
-            pb_dataset_gather_next_tokens(w->data.ds, w->data.order, mb * b, b, w->host_y);
-        } else if (!is_first(w)) {
-            pb_dataset_gather(w->data.ds, w->data.key, w->data.order, mb * b, b, NULL, w->host_y);
-        }
+        pb_feed_labels(&w->data, mb, s->model->label_steps, is_first(w), w->host_y);
         s->be->ops->upload(s->be, w->labels, w->host_y, (size_t)s->nlabels * sizeof(int32_t));
     }
-    if (!s->needs_lengths || !w->data.ds->len)
+    if (!s->needs_lengths || !pb_feed_lengths(&w->data, mb, w->host_len))
         return NULL;
-    pb_dataset_gather_lengths(w->data.ds, w->data.order, mb * b, b, w->host_len);
     s->be->ops->upload(s->be, w->lengths, w->host_len, (size_t)b * sizeof(int32_t));
     return w->lengths;
 }

@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "workloads/datasets/dataset.h"
+#include "harness/exec/feed.h"
 #include "harness/exec/metrics.h"
-#include "harness/exec/prefetch.h"
 #include "harness/ir/program.h"
 #include "harness/model/stage.h"
 #include "harness/store/wstore.h"
@@ -53,17 +53,6 @@ struct pb_worker_trace {
     int mb_lo, mb_hi;
 };
 
-/* The data a stage reads: stage 0 the inputs, the last stage the labels, a stage whose
- * layers read the sequences' lengths those. */
-struct pb_data_view {
-    const struct pb_dataset *ds;
-    const int32_t *order;   /* the epoch's sample order */
-    int batch;              /* b */
-    struct pb_data_key key; /* what the transforms are keyed by (training or validation) */
-    struct pb_prefetch *prefetch; /* stage 0: the loader thread holding its inputs (the
-                                     pass was queued), NULL: gather them here */
-};
-
 struct pb_worker {
     struct pb_stage *stage;
     struct pb_optim optim;
@@ -78,7 +67,7 @@ struct pb_worker {
     int nacc;                       /* backwards accumulated since the last update */
     int last_b_mb;                  /* micro-batch of the last backward */
     struct pb_stage_act *acts;      /* [N] in flight, by micro-batch */
-    struct pb_data_view data;
+    struct pb_data_view data;       /* this pass's micro-batches (feed.h) */
     int32_t *host_y, *labels;       /* last stage: host and device labels [nlabels] */
     int32_t *host_len, *lengths;    /* stages that read lengths: host and device [b] */
     float *probe;                   /* a prediction kept (host) and its target version */

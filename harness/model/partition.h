@@ -60,13 +60,14 @@ int pb_partition_min_max(const double *cost, int nblocks, int stages, int *bound
 int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e);
 
 /* Each block's forward + backward milliseconds for one micro-batch of the finalised
- * model, on a fresh instance of backend `backend` with `threads` cores: block i runs as
+ * model, on a fresh instance of backend `backend` on device `device` with `threads` cores
+ * (--devices: stage 0's): block i runs as
  * stage i of a pipeline of one block per stage (the first computes no input gradient,
  * the last its loss), block 0 on a generated input and every later block on the output
  * of the one before it (harness/model/profile.c), `reps` timed repetitions after one
  * untimed, the median. ms[nblocks]. */
-int pb_partition_profile(const struct pb_model *m, const char *backend, int threads, int reps,
-                         double *ms, struct pb_err *e);
+int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
+                         int reps, double *ms, struct pb_err *e);
 
 /* "0,3,5,9"; free() it. */
 char *pb_partition_text(const int *bounds, int stages);

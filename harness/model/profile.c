@@ -141,11 +141,11 @@ static int profile_block(struct pb_backend *be, const struct pb_model *m, int i,
     return rc ? pb_err_prefix(e, "profiling block %d ('%s'): ", i, m->blocks[i].name) : 0;
 }
 
-int pb_partition_profile(const struct pb_model *m, const char *backend, int threads, int reps,
-                         double *ms, struct pb_err *e)
+int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
+                         int reps, double *ms, struct pb_err *e)
 {
     PB_CHECK(reps >= 1 && m->batch > 0);
-    struct pb_backend_cfg bc = {.device = 0, .threads = threads};
+    struct pb_backend_cfg bc = {.device = device, .threads = threads};
     struct pb_backend *be = pb_backend_create(backend, &bc, e);
     if (!be)
         return -1;

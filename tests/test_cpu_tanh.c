@@ -1,4 +1,4 @@
-/* tests/test_cpu_tanh.c — the CPU backend's vectorised tanh (harness/compute/cpu/cpu_tanh.h,
+/* tests/test_cpu_tanh.c — the CPU backend's vectorised tanh (harness/compute/kernels/tanh.h,
  * what the attention's score runs) against libm: within TANH_ULP ulp of the correctly
  * rounded tanh (libm's double tanh, rounded) over every 61st float from the least
  * denormal to 20 and every float of [2⁻⁸, 2⁻⁶] (where its error peaks), within TANH_LIBM_ULP ulp of
@@ -12,7 +12,7 @@
 
 #include "harness/compute/cpu/cpu_tanh.h"
 
-/* the bound cpu_tanh.h states (measured over every float in (0, 20]: 2.42 ulp, at
+/* the bound kernels/tanh.h states (measured over every float in (0, 20]: 2.42 ulp, at
  * x = 0x1.fd0794p-8) */
 #define TANH_ULP 3.0
 /* against glibc 2.36's tanhf, itself up to 2.19 ulp off the correctly rounded tanh
@@ -120,7 +120,7 @@ START_TEST(tanh_lanes_match_scalar)
     pb_cpu_tanh_array(x + 1, y + 1, N - 1);  /* off the alignment too */
     for (int i = 1; i < N; i++) {
         volatile float xi = x[i];
-        float s = pb_cpu_tanhf(xi);
+        float s = pb_k_tanhf(xi);
         ck_assert_msg(to_bits(s) == to_bits(y[i]), "lane %d: %a, scalar %a", i, (double)y[i],
                       (double)s);
     }

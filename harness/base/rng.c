@@ -1,13 +1,9 @@
-/* harness/base/rng.c — Philox4x32-10 counter-based generator (rng.h). */
+/* harness/base/rng.c — the counter-based generator of rng.h on philox.h's block function, with
+ * vector runs of it (AVX-512 or AVX2) that give the same bits. */
 #include "harness/base/rng.h"
 
 #include <math.h>
 #include <string.h>
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
 
 static uint64_t splitmix64(uint64_t x)
 {
@@ -32,39 +28,19 @@ struct pb_rng_key pb_rng_key(enum pb_rng_domain d, uint64_t seed, uint64_t a, ui
 
 void pb_rng_words(struct pb_rng_key key, uint64_t i, uint32_t out[4])
 {
-    uint32_t c0 = (uint32_t)i, c1 = (uint32_t)(i >> 32), c2 = key.ctr_hi[0], c3 = key.ctr_hi[1];
-    uint32_t k0 = key.k[0], k1 = key.k[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n1 = (uint32_t)p1;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        uint32_t n3 = (uint32_t)p0;
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
-}
-
-static inline float unit(uint32_t w)
-{
-    return (float)(w >> 8) * (1.0f / 16777216.0f);
+    pb_philox_block(key, i, out);
 }
 
 float pb_rng_uniform(struct pb_rng_key key, uint64_t i)
 {
     uint32_t w[4];
     pb_rng_words(key, i, w);
-    return unit(w[0]);
+    return pb_philox_unit(w[0]);
 }
 
 float pb_rng_uniform4(struct pb_rng_key key, uint64_t i)
 {
-    uint32_t w[4];
-    pb_rng_words(key, i >> 2, w);
-    return unit(w[i & 3]);
+    return pb_philox_uniform4(key, i);
 }
 
 /* pb_rng_uniform of counters first … first + n − 1 one at a time: the tails of the vector
@@ -175,7 +151,7 @@ static inline void store_blocks(float *out, const vword w[4])
 /* Philox4x32-10 of the counters i … i + LANES − 1: the four words of each, lane by lane */
 static inline void philox_lanes(struct pb_rng_key key, uint64_t i, vword w[4])
 {
-    const vword m0 = V_SET1(PHILOX_M0), m1 = V_SET1(PHILOX_M1);
+    const vword m0 = V_SET1(PB_PHILOX_M0), m1 = V_SET1(PB_PHILOX_M1);
     vword c0, c1, c2 = V_SET1(key.ctr_hi[0]), c3 = V_SET1(key.ctr_hi[1]);
     counters(i, &c0, &c1);
     uint32_t k0 = key.k[0], k1 = key.k[1];
@@ -186,8 +162,8 @@ static inline void philox_lanes(struct pb_rng_key key, uint64_t i, vword w[4])
         c2 = V_XOR(V_XOR(h0, c3), V_SET1(k1));
         c1 = l1;
         c3 = l0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
+        k0 += PB_PHILOX_W0;
+        k1 += PB_PHILOX_W1;
     }
     w[0] = c0;
     w[1] = c1;
@@ -236,7 +212,7 @@ static void uniform4_run_scalar(struct pb_rng_key key, uint64_t first, float *re
         uint32_t w[4];
         pb_rng_words(key, i >> 2, w);
         for (unsigned k = (unsigned)(i & 3); k < 4 && j < n; k++)
-            out[j++] = unit(w[k]);
+            out[j++] = pb_philox_unit(w[k]);
     }
 }
 

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/philox.h"  /* struct pb_rng_key, the block function */
+
 /* Domains keep keys of different purposes apart. */
 enum pb_rng_domain {
     PB_RNG_INIT = 1,     /* parameter initialisation: (seed, stage-independent layer id) */
@@ -16,11 +18,6 @@ enum pb_rng_domain {
     PB_RNG_DROPOUT = 3,  /* dropout masks: (seed, global micro-batch, layer) */
     PB_RNG_DATA = 4,     /* synthetic datasets: (seed, sample) */
     PB_RNG_AUGMENT = 5,  /* training transforms of image samples: (seed, epoch, sample) */
-};
-
-struct pb_rng_key {
-    uint32_t k[2];       /* Philox key */
-    uint32_t ctr_hi[2];  /* the upper half of the counter: fixes the stream */
 };
 
 /* Key from a domain, a seed and up to three position coordinates. */

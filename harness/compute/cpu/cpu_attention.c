@@ -1,6 +1,6 @@
 /* harness/compute/cpu/cpu_attention.c — GNMT's normalised Bahdanau attention on the CPU
  * (struct pb_attn_desc, backend.h): the projections and the context are sgemms, the
- * additive score Σ_n v̂_n tanh(pq + pk + bias) vectorised over n (cpu_tanh.h's tanh in
+ * additive score Σ_n v̂_n tanh(pq + pk + bias) vectorised over n (kernels/tanh.h's tanh in
  * ATTN_LANES lanes of partial sums, added in a fixed tree). The forward keeps pq [B·Tq, U],
  * pk [B·Tk, U] and the weights a [B·Tq, Tk] in its workspace; the backward forms tanh
  * again (once per (query, key, unit), as the forward) instead of keeping the
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
-#include "harness/compute/cpu/cpu_tanh.h"
+#include "harness/compute/kernels/tanh.h"
 
 /* The score's partial sums: lane l adds the units n ≡ l (mod ATTN_LANES) (a multiple of
  * the widest vector, AVX-512's 16 floats). */
@@ -97,11 +97,11 @@ static float attn_score(const float *restrict pq, const float *restrict pk,
 #pragma omp simd
         for (int l = 0; l < ATTN_LANES; l++) {
             int n = n0 + l;
-            acc[l] = PB_CPU_FMA(vh[n], pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]), acc[l]);
+            acc[l] = PB_K_FMA(vh[n], pb_k_tanhf((pq[n] + pk[n]) + bias[n]), acc[l]);
         }
     }
     for (int n = full; n < U; n++)
-        acc[n - full] = PB_CPU_FMA(vh[n], pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]), acc[n - full]);
+        acc[n - full] = PB_K_FMA(vh[n], pb_k_tanhf((pq[n] + pk[n]) + bias[n]), acc[n - full]);
     for (int w = ATTN_LANES / 2; w > 0; w /= 2)
         for (int l = 0; l < w; l++)
             acc[l] += acc[l + w];
@@ -249,11 +249,11 @@ static void attn_bwd_task(const struct pb_attn_desc *d, const struct attn_ws *s,
             float dsv = dsr[j], *gkj = gk + (size_t)j * U;
 #pragma omp simd
             for (int n = 0; n < U; n++) {
-                float t = pb_cpu_tanhf((pq[n] + pk[n]) + bias[n]);
-                float g = dsv * vh[n] * PB_CPU_FMA(-t, t, 1.0f);
+                float t = pb_k_tanhf((pq[n] + pk[n]) + bias[n]);
+                float g = dsv * vh[n] * PB_K_FMA(-t, t, 1.0f);
                 gq[n] += g;
                 gkj[n] += g;
-                gv[n] = PB_CPU_FMA(dsv, t, gv[n]);
+                gv[n] = PB_K_FMA(dsv, t, gv[n]);
             }
         }
     }

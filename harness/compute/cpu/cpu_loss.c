@@ -4,10 +4,9 @@
  * ignore index (padding tokens) the rows of that label are left out and the mean is over
  * the others: CrossEntropyLoss(ignore_index, label_smoothing), which is the MLPerf GNMT
  * LabelSmoothing's (1 − eps)·nll + eps·mean(−log p) summed over non-padding tokens, per
- * token. */
-#include <math.h>
-
+ * token. Each row by harness/compute/kernels/xent.h. */
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/kernels/xent.h"
 
 /* logits [N,C] plain, labels [N] in [0, C); loss, correct and count to out (device
  * memory); M = the rows whose label is not `ignore` (< 0: all N);
@@ -38,24 +37,14 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
                 dlogits[(size_t)r * (size_t)c + j] = 0.0f;
             continue;
         }
-        int am = 0;
-        for (int j = 1; j < c; j++)
-            if (z[j] > z[am])
-                am = j;
+        int am = pb_k_xent_argmax(z, c);
         correct += am == y;
-        double m = z[am], sum = 0, zsum = 0;
-        for (int j = 0; j < c; j++) {
-            sum += exp((double)z[j] - m);
-            zsum += z[j];
-        }
-        double lse = m + log(sum);
-        row_loss[r] = lse - (1.0 - eps) * z[y] - off * zsum;
+        double zsum, lse = pb_k_xent_lse(z, c, z[am], &zsum);
+        row_loss[r] = pb_k_xent_row_loss(lse, z[y], zsum, eps, off);
         if (dlogits) {
             float *d = dlogits + (size_t)r * (size_t)c;
-            for (int j = 0; j < c; j++) {
-                double t = off + (j == y ? 1.0 - eps : 0.0);
-                d[j] = (float)((exp((double)z[j] - lse) - t) / counted);
-            }
+            for (int j = 0; j < c; j++)
+                d[j] = pb_k_xent_dlogit(z[j], lse, j == y, eps, off, counted);
         }
     }
     double total = 0;

@@ -20,8 +20,8 @@
  * Forward: A = x·W_ihᵀ for every step in one product, then per step t the rows of t gain
  *   h_{t−1}·W_hhᵀ (t > 0, or h0 given) and the gates act: i = σ(a_i + b), f = σ(a_f + b),
  *   g = tanh(a_g + b), o = σ(a_o + b), c_t = f·c_{t−1} + i·g, h_t = o·tanh(c_t), with
- *   b = b_ih + b_hh, c_{−1} = c0 or 0 and σ(v) = ½·tanh(v/2) + ½ (pb_cpu_tanhf,
- *   cpu_tanh.h).
+ *   b = b_ih + b_hh, c_{−1} = c0 or 0 and σ(v) = ½·tanh(v/2) + ½ (pb_k_sigmoidf,
+ *   harness/compute/kernels/tanh.h).
  * Backward, t = T−1 … 0: dh = dy_t + dA_{t+1}·W_hh,
  *   dc = dc_{t+1}·f_{t+1} + dh·o·(1 − tanh²c_t),
  *   dA_t = (dc·g·i(1−i), dc·c_{t−1}·f(1−f), dc·i·(1−g²), dh·tanh c_t·o(1−o)); then
@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
-#include "harness/compute/cpu/cpu_tanh.h"
+#include "harness/compute/kernels/tanh.h"
 
 /* ---- products in fixed tiles ---- */
 
@@ -118,24 +118,19 @@ static void gemms_run(struct pb_backend *be, const struct gemm *const *g, int n)
 
 enum { CELL_COLS = 256 };
 
-static inline float sigmoidf(float v)
-{
-    return PB_CPU_FMA(0.5f, pb_cpu_tanhf(0.5f * v), 0.5f);
-}
-
 /* Forward: a [G] pre-activations in, activations out; c_prev [H] (zeros at t = 0); c, h [H]. */
 static void cell_fwd(float *restrict a, const float *restrict bias, const float *restrict c_prev,
                      float *restrict c, float *restrict h, int H, int j0, int j1)
 {
 #pragma omp simd
     for (int j = j0; j < j1; j++) {
-        float i = sigmoidf(a[j] + bias[j]);
-        float f = sigmoidf(a[H + j] + bias[H + j]);
-        float g = pb_cpu_tanhf(a[2 * H + j] + bias[2 * H + j]);
-        float o = sigmoidf(a[3 * H + j] + bias[3 * H + j]);
+        float i = pb_k_sigmoidf(a[j] + bias[j]);
+        float f = pb_k_sigmoidf(a[H + j] + bias[H + j]);
+        float g = pb_k_tanhf(a[2 * H + j] + bias[2 * H + j]);
+        float o = pb_k_sigmoidf(a[3 * H + j] + bias[3 * H + j]);
         float cj = f * c_prev[j] + i * g;
         c[j] = cj;
-        h[j] = o * pb_cpu_tanhf(cj);
+        h[j] = o * pb_k_tanhf(cj);
         a[j] = i;
         a[H + j] = f;
         a[2 * H + j] = g;
@@ -153,7 +148,7 @@ static void cell_bwd(const float *restrict act, const float *restrict c,
 #pragma omp simd
     for (int j = j0; j < j1; j++) {
         float i = act[j], f = act[H + j], g = act[2 * H + j], o = act[3 * H + j];
-        float tc = pb_cpu_tanhf(c[j]);
+        float tc = pb_k_tanhf(c[j]);
         float dh = dy[j] + dh_next[j];
         float dcj = dc[j] + dh * o * (1.0f - tc * tc);
         da[j] = dcj * g * i * (1.0f - i);

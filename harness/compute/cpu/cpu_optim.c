@@ -1,17 +1,14 @@
 /* harness/compute/cpu/cpu_optim.c — the optimizer step kernel (semantics §2) of the CPU backend
- * over a stage's flat buffer, in torch 1.13's single-tensor op order, fused with the
- * zeroing of the gradient: one vectorised loop per optimizer and option set, on the
- * instance's threads in chunks (elementwise, so the bits never depend on the thread
- * count). */
-#include <math.h>
-
+ * over a stage's flat buffer, each element by harness/compute/kernels/optim.h (torch 1.13's
+ * single-tensor op order), fused with the zeroing of the gradient: one vectorised loop per
+ * optimizer and option set, on the instance's threads in chunks (elementwise, so the bits
+ * never depend on the thread count). */
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/kernels/optim.h"
 
-/* The loops below follow torch 1.13's CPU kernels: add(x, alpha) is fmaf(alpha, x, a),
- * addcmul(t1, t2, value) is fmaf(value·t1, t2, a), addcdiv(t1, t2, value) is
- * a + (value·t1)/t2, division by a Python scalar is a true division. Each runs over
- * elements [lo, hi) of the arrays of a step's arguments a ([a->n] each, none overlapping
- * another, hence restrict; those an option set does not use may be NULL).
+/* Each loop below runs over elements [lo, hi) of the arrays of a step's arguments a
+ * ([a->n] each, none overlapping another, hence restrict; those an option set does not
+ * use may be NULL), with a copy of the scalars that no store can alias.
  *
  * Each family has one loop (a static inline function) whose options are bool
  * arguments; the step functions call it with constant options for every option set of
@@ -28,23 +25,20 @@ static inline void sgd_loop(const struct pb_optim_coef *c, size_t lo, size_t hi,
                             float *restrict d_last, float *restrict g_last, bool wd, bool buf,
                             bool first, bool nesterov, bool dl, bool gl, bool zero)
 {
-    float lam = c->wd, mom = c->mom, one_minus_damp = c->one_minus_damp, neg_lr = c->neg_lr;
+    const struct pb_optim_coef k = *c;
     for (size_t i = lo; i < hi; i++) {
         float gi = g[i];
-        float d = wd ? fmaf(lam, w[i], gi) : gi;
+        float wi = w[i], bi = buf ? b[i] : 0.0f;
+        float d = pb_k_sgd_step(&k, wd, buf, first, nesterov, &wi, gi, &bi);
+        w[i] = wi;
+        if (buf)
+            b[i] = bi;
         if (dl)
             d_last[i] = d;
         if (gl)
             g_last[i] = gi;
         if (zero)
             g[i] = 0.0f;
-        float step = d;
-        if (buf) {
-            float bi = first ? d : fmaf(one_minus_damp, d, b[i] * mom);
-            b[i] = bi;
-            step = nesterov ? fmaf(mom, bi, d) : bi;
-        }
-        w[i] = fmaf(neg_lr, step, w[i]);
     }
 }
 
@@ -76,25 +70,20 @@ static inline void adam_loop(const struct pb_optim_coef *c, size_t lo, size_t hi
                              float *restrict v, float *restrict d_last, float *restrict g_last,
                              bool adamw, bool l2, bool dl, bool gl, bool zero)
 {
-    float lam = c->wd, decay = c->decay, beta1 = c->beta1, beta2 = c->beta2;
-    float one_minus_beta1 = c->one_minus_beta1, one_minus_beta2 = c->one_minus_beta2;
-    float bc2_sqrt = c->bc2_sqrt, eps = c->eps, neg_step_size = c->neg_step_size;
+    const struct pb_optim_coef k = *c;
     for (size_t i = lo; i < hi; i++) {
         float gi = g[i];
-        float wi = adamw ? w[i] * decay : w[i];
-        float d = l2 ? fmaf(lam, wi, gi) : gi;
+        float wi = w[i], mi = m[i], vi = v[i];
+        float d = pb_k_adam_step(&k, adamw, l2, &wi, gi, &mi, &vi);
+        w[i] = wi;
+        m[i] = mi;
+        v[i] = vi;
         if (dl)
             d_last[i] = d;
         if (gl)
             g_last[i] = gi;
         if (zero)
             g[i] = 0.0f;
-        float mi = fmaf(one_minus_beta1, d, m[i] * beta1);
-        float vi = fmaf(one_minus_beta2 * d, d, v[i] * beta2);
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / bc2_sqrt + eps;
-        w[i] = wi + (neg_step_size * mi) / denom;
     }
 }
 
@@ -126,27 +115,21 @@ static inline void rmsprop_loop(const struct pb_optim_coef *c, size_t lo, size_t
                                 float *restrict g_last, bool wd, bool buf, bool dl, bool gl,
                                 bool zero)
 {
-    float lam = c->wd, mom = c->mom, alpha = c->alpha, one_minus_alpha = c->one_minus_alpha;
-    float eps = c->eps, neg_lr = c->neg_lr;
+    const struct pb_optim_coef k = *c;
     for (size_t i = lo; i < hi; i++) {
         float gi = g[i];
-        float d = wd ? fmaf(lam, w[i], gi) : gi;
+        float wi = w[i], si = sq[i], bi = buf ? b[i] : 0.0f;
+        float d = pb_k_rmsprop_step(&k, wd, buf, &wi, gi, &si, &bi);
+        w[i] = wi;
+        sq[i] = si;
+        if (buf)
+            b[i] = bi;
         if (dl)
             d_last[i] = d;
         if (gl)
             g_last[i] = gi;
         if (zero)
             g[i] = 0.0f;
-        float s = fmaf(one_minus_alpha * d, d, sq[i] * alpha);
-        sq[i] = s;
-        float avg = sqrtf(s) + eps;
-        if (buf) {
-            float bi = b[i] * mom + d / avg;
-            b[i] = bi;
-            w[i] = fmaf(neg_lr, bi, w[i]);
-        } else {
-            w[i] = w[i] + (neg_lr * d) / avg;
-        }
     }
 }
 

@@ -1,11 +1,12 @@
 /* harness/compute/cpu/cpu_predict.c — the weight prediction kernel Ŵ = W − lr·s·ΔW
- * (semantics §3.1) of the CPU backend: ΔW by the formula the predictors described, one
- * vectorised loop per formula, on the instance's threads in chunks (elementwise, so the
- * bits never depend on the thread count). */
-#include <math.h>
+ * (semantics §3.1) of the CPU backend: ΔW by the formula the predictors described, each
+ * element by harness/compute/kernels/predict.h, one vectorised loop per formula, on the
+ * instance's threads in chunks (elementwise, so the bits never depend on the thread
+ * count). */
 #include <string.h>
 
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/kernels/predict.h"
 
 /* w_hat[i] = fmaf(scale, ΔW_i, w[i]) for i in [lo, hi) with ΔW of formula kind (not
  * ZERO; has_y: LINEAR's y is there) from the arrays of a (every one [a->n]); inplace:
@@ -24,15 +25,13 @@ static inline void predict_loop(const struct pb_predict_args *a, size_t lo, size
     float scale = a->scale;
     for (size_t i = lo; i < hi; i++) {
         float dw;
-        if (kind == PB_DW_LINEAR) {
-            dw = has_y ? ca * x[i] + cb * y[i] : ca * x[i];
-        } else if (kind == PB_DW_ADAM) {
-            float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-            dw = (m[i] / bc1) / denom;
-        } else {
-            dw = x[i] / (sqrtf(sq[i]) + eps);
-        }
-        w_hat[i] = fmaf(scale, dw, inplace ? w_hat[i] : w_in[i]);
+        if (kind == PB_DW_LINEAR)
+            dw = has_y ? pb_k_dw_linear2(ca, x[i], cb, y[i]) : pb_k_dw_linear1(ca, x[i]);
+        else if (kind == PB_DW_ADAM)
+            dw = pb_k_dw_adam(m[i], v[i], bc1, bc2_sqrt, eps);
+        else
+            dw = pb_k_dw_rms(x[i], sq[i], eps);
+        w_hat[i] = pb_k_predict(scale, dw, inplace ? w_hat[i] : w_in[i]);
     }
 }
 

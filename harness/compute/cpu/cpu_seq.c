@@ -2,14 +2,16 @@
  * embedding lookup and its row-sparse backward, the mean over time masked by each
  * sequence's length, and the strided gather of each sequence's steps in or against
  * time order (the reverse direction of a bidirectional LSTM). The backward sums go over tokens (or steps) in order, each output
- * column owned by one thread, so the bits never depend on the thread count. */
+ * column owned by one thread, so the bits never depend on the thread count. The index
+ * math and each element by harness/compute/kernels/seq.h. */
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/kernels/seq.h"
 
 /* The token tok as a row index, or -1 (and the instance failed) outside [0, vocab). */
 static long token_row(struct pb_backend *be, float tok, int vocab)
 {
-    long r = (long)tok;
-    if (tok != (float)r || r < 0 || r >= vocab) {
+    long r = pb_k_token_row(tok, vocab);
+    if (r < 0) {
         pb_backend_fail(be, "embedding: token %g is not a whole number in [0, %d) (the "
                             "dataset's vocabulary is larger than the model's?)", (double)tok, vocab);
         return -1;
@@ -28,10 +30,7 @@ void pb_cpu_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, con
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (size_t i = 0; i < n; i++) {
-        const float *row = table + (size_t)tok[i] * (size_t)dim;
-        float *out = y + i * (size_t)dim;
-        for (int j = 0; j < dim; j++)
-            out[j] = row[j];
+        pb_k_gather_row(table + (size_t)tok[i] * (size_t)dim, y + i * (size_t)dim, dim);
     }
 }
 
@@ -54,10 +53,8 @@ void pb_cpu_embedding_bwd(struct pb_backend *be, const float *tok, size_t n, con
             long r = (long)tok[i];
             if (r == padding)
                 continue;
-            float *g = dtable_acc + (size_t)r * (size_t)dim;
-            const float *d = dy + i * (size_t)dim;
-            for (int j = j0; j < j1; j++)
-                g[j] += d[j];
+            pb_k_scatter_add_row(dtable_acc + (size_t)r * (size_t)dim, dy + i * (size_t)dim,
+                                 j0, j1);
         }
     }
 }
@@ -87,12 +84,12 @@ void pb_cpu_seq_mean_fwd(struct pb_backend *be, const float *x, const int32_t *l
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int b = 0; b < batch; b++) {
-        int len = lengths ? lengths[b] : steps;
+        int len = pb_k_seq_len(lengths, b, steps);
         for (int j = 0; j < f; j++) {
             double s = 0;
             for (int t = 0; t < len; t++)
-                s += x[((size_t)b * steps + t) * f + j];
-            y[(size_t)b * f + j] = (float)(s / len);
+                s += x[pb_k_seq_row(b, steps, t) * f + j];
+            y[(size_t)b * f + j] = pb_k_seq_mean(s, len);
         }
     }
 }
@@ -108,11 +105,11 @@ void pb_cpu_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t *
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int b = 0; b < batch; b++) {
-        int len = lengths ? lengths[b] : steps;
+        int len = pb_k_seq_len(lengths, b, steps);
         for (int t = 0; t < steps; t++)
             for (int j = 0; j < f; j++)
-                dx[((size_t)b * steps + t) * f + j] =
-                    t < len ? (float)((double)dy[(size_t)b * f + j] / len) : 0.0f;
+                dx[pb_k_seq_row(b, steps, t) * f + j] =
+                    pb_k_seq_mean_bwd(dy[(size_t)b * f + j], t, len);
     }
 }
 
@@ -129,13 +126,13 @@ void pb_cpu_seq_gather(struct pb_backend *be, const float *x, int x_stride,
             return;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
     for (int b = 0; b < batch; b++) {
-        int len = lengths ? lengths[b] : steps;
+        int len = pb_k_seq_len(lengths, b, steps);
         for (int t = 0; t < steps; t++) {
-            float *dst = y + ((size_t)b * steps + t) * (size_t)y_stride;
-            int src_t = reverse ? len - 1 - t : t;
-            const float *src = x + ((size_t)b * steps + src_t) * (size_t)x_stride;
+            float *dst = y + pb_k_seq_row(b, steps, t) * (size_t)y_stride;
+            int src_t = pb_k_seq_src_step(t, len, reverse);
+            const float *src = x + pb_k_seq_row(b, steps, src_t) * (size_t)x_stride;
             for (int j = 0; j < f; j++)
-                dst[j] = t < len ? src[j] : 0.0f;
+                dst[j] = pb_k_seq_gather(src, j, t, len);
         }
     }
 }

@@ -6,5 +6,5 @@ void pb_cpu_tanh_array(const float *x, float *y, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
-        y[i] = pb_cpu_tanhf(x[i]);
+        y[i] = pb_k_tanhf(x[i]);
 }

@@ -3,22 +3,24 @@
  * with nvcc -ptx and the project's own CUDA flags (PB_NVCC, PB_CUDA_PTX_ARGS: tests/meson.build
  * passes the cuda_args of the top meson.build), and the PTX must show
  *   1. no .approx and no .ftz on any instruction, save rcp.approx.ftz.f64: the seed libdevice's
- *      double log and division refine by Newton steps (fma.rn.f64) to full accuracy;
+ *      double log and division refine by Newton steps (fma.rn.f64) to full accuracy. This
+ *      also catches the fast intrinsics (__expf, __fdividef), which ignore the flags;
  *   2. f32 division only as div.rn.f32, square root only sqrt.rn.f32, reciprocal only
  *      rcp.rn.f32 (IEEE, correctly rounded);
  *   3. no add, sub or mul of f32 or f64 without a rounding mode: ptxas may fuse a bare
  *      mul.f32 and add.f32 into an FMA, .rn forbids it (nvcc writes .rn under -fmad=false);
- *   4. in each kernel (.entry, plus the .func it calls), as many f32 FMAs (fma.*.f32) as its
- *      source makes explicitly.
+ *   4. in each kernel (its .entry, plus each .func it calls, once per call site), as many
+ *      f32 FMAs (fma.*.f32, mad.*.f32) as its source makes explicitly.
  * Rule 4's count from the source: the calls of fmaf and PB_K_FMA (fmaf on a CUDA device,
  * harness/compute/kernels/kernel.h) in the kernel's body, plus, for every call in that body
  * of a function defined in the .cu or in a project header it includes (directly or not),
  * that function's own count, each call site once. Comments and preprocessor lines are left
- * out. This is the count of the inlined code when every such call sits outside loops, which
- * the checked kernels keep to: one thread per element, their loops (Philox rounds, row and
- * tile walks, reductions) have no fmaf, so unrolling cannot multiply a count. Conditional
- * calls count too: a branch taken at run time is still in the code.
- * Needs nvcc, no GPU: it runs wherever the CUDA backend is built. A last case compiles the
+ * out. Conditional calls count too: a branch not taken at run time is still in the code.
+ * This is the count of the compiled code as long as no fmaf sits in a loop the compiler
+ * unrolls, so that is the rule for the checked kernels: one thread per element, and a loop
+ * with an fmaf in it written `#pragma unroll 1` (an unrolled copy fails the check). The
+ * kernels checked today have no fmaf in any loop (Philox rounds, row and tile walks, trees).
+ * Needs nvcc, no GPU: it runs wherever the CUDA backend is built. A second case compiles the
  * same files with -fmad=true and with -use_fast_math and requires the checks to fail. */
 #include <check.h>
 #include <ctype.h>
@@ -33,7 +35,7 @@
 #include "pb_config.h"
 
 #define MAX_ARGS 64
-#define MAX_FUNCS 512
+#define MAX_FUNCS 256
 
 static char *read_text(const char *path)
 {
@@ -135,10 +137,10 @@ static void ptx_plain_name(const char *mangled, char *name, size_t cap)
 }
 
 struct ptx_func {
-    char name[128], mangled[512];
+    char name[128], mangled[256];
     bool entry;
     int fma;           /* fma.*.f32 and mad.*.f32 in its own body */
-    char calls[8][512]; /* mangled names it calls */
+    char calls[32][256];  /* mangled names it calls, a call site each */
     int ncalls;
 };
 
@@ -149,6 +151,7 @@ static int ptx_scan(const char *ptx, const char *file, struct ptx_func *fs, int 
 {
     int nf = 0, depth = 0;
     struct ptx_func *cur = NULL;
+    bool callee_next = false;  /* a call's callee stands on the next line */
     for (const char *line = ptx; *line;) {
         const char *eol = strchr(line, '\n');
         size_t len = eol ? (size_t)(eol - line) : strlen(line);
@@ -191,6 +194,12 @@ static int ptx_scan(const char *ptx, const char *file, struct ptx_func *fs, int 
         }
         char opc[64];
         snprintf(opc, sizeof opc, "%.*s", (int)strcspn(op, " \t;"), op);
+        if (callee_next && *op) {
+            snprintf(cur->calls[cur->ncalls++], sizeof cur->calls[0], "%.*s",
+                     (int)strcspn(op, ", \t;"), op);
+            callee_next = false;
+            continue;
+        }
         if (!*opc || *opc == '.' || *opc == '$' || *opc == '{' || *opc == '}')
             continue;
         size_t ol = strlen(opc);
@@ -217,17 +226,21 @@ static int ptx_scan(const char *ptx, const char *file, struct ptx_func *fs, int 
             continue;
         if (f32 && (!strncmp(opc, "fma.", 4) || !strncmp(opc, "mad.", 4)))
             cur->fma++;
-        if (!strncmp(opc, "call", 4) && cur->ncalls < 8) {
-            /* call.uni (retval), name, (args); or call.uni name, (args); */
+        if (!strncmp(opc, "call", 4) && cur->ncalls < 32) {
+            /* call.uni (retval), name, (args); or call.uni name, (args); the name and the
+             * arguments may stand on lines of their own */
             const char *p = op + strlen(opc);
             while (*p == ' ' || *p == '\t')
                 p++;
             if (*p == '(')
-                p = strchr(p, ',') ? strchr(p, ',') + 1 : p;
-            while (*p == ' ')
+                p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p);
+            while (*p == ' ' || *p == '\t')
                 p++;
-            snprintf(cur->calls[cur->ncalls++], sizeof cur->calls[0], "%.*s",
-                     (int)strcspn(p, ", \t;"), p);
+            if (*p)
+                snprintf(cur->calls[cur->ncalls++], sizeof cur->calls[0], "%.*s",
+                         (int)strcspn(p, ", \t;"), p);
+            else
+                callee_next = true;
         }
     }
     return nf;

@@ -123,15 +123,27 @@ static char *compile_ptx(const char *src, const char *const *extra, const char *
     return ptx;
 }
 
-/* The name of a PTX function: its mangled C++ name's identifier (_Z<len><name>...). */
+/* The name of a PTX function: its mangled C++ name's identifier, _Z<len><name>... or, in a
+ * namespace (nvcc's _INTERNAL_ one for some static functions), _ZN<len><ns>...<len><name>E...:
+ * the last component. */
 static void ptx_plain_name(const char *mangled, char *name, size_t cap)
 {
     const char *p = mangled;
     size_t n = strcspn(p, "( \t\n");
-    if (p[0] == '_' && p[1] == 'Z' && isdigit((unsigned char)p[2])) {
-        char *end;
-        n = strtoul(p + 2, &end, 10);
-        p = end;
+    if (p[0] == '_' && p[1] == 'Z') {
+        bool nested = p[2] == 'N';
+        const char *q = p + 2 + nested;
+        while (isdigit((unsigned char)*q)) {
+            char *end;
+            size_t len = strtoul(q, &end, 10);
+            if (strnlen(end, len) < len)
+                break;
+            p = end;
+            n = len;
+            q = end + len;
+            if (!nested)
+                break;
+        }
     }
     snprintf(name, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
 }

@@ -35,7 +35,8 @@ static void cuda_bind(struct pb_backend *be)
  * were enqueued are free again afterwards. */
 static void cuda_sync(struct pb_backend *be)
 {
-    PB_CUDA(be, cudaStreamSynchronize(pb_cuda_of(be)->stream));
+    if (PB_CUDA(be, cudaStreamSynchronize(pb_cuda_of(be)->stream)))
+        pb_cuda_check_flags(be);  /* bad inputs the kernels found surface here */
     pb_cuda_staging_release(be);
 }
 
@@ -137,6 +138,7 @@ static void cuda_destroy(struct pb_backend *be)
     pb_backend_free(be, cu->scratch);
     pb_backend_free(be, cu->ones);
     pb_backend_free(be, cu->blas_workspace);
+    pb_cuda_flags_release(be);
     pb_backend_finish_common(be);
     pb_cuda_staging_destroy(be);
     if (cu->stream)
@@ -162,6 +164,7 @@ static const struct pb_backend_ops cuda_ops = {
     .write_end = pb_cuda_write_end,
     .download = pb_cuda_download,
     .copy = pb_cuda_copy,
+    .fill = pb_cuda_fill,
     .layout_floats = cuda_layout_floats,
     .reorder = cuda_reorder,
     .gemm = pb_cuda_gemm,
@@ -178,6 +181,18 @@ static const struct pb_backend_ops cuda_ops = {
     .bn_fwd_train = pb_cuda_bn_fwd_train,
     .bn_fwd_infer = pb_cuda_bn_fwd_infer,
     .bn_bwd = pb_cuda_bn_bwd,
+    .relu_fwd = pb_cuda_relu_fwd,
+    .relu_bwd = pb_cuda_relu_bwd,
+    .add = pb_cuda_add,
+    .add_relu = pb_cuda_add_relu,
+    .axpby = pb_cuda_axpby,
+    .dropout = pb_cuda_dropout,
+    .concat_layout = pb_cuda_concat_layout,
+    .concat = pb_cuda_concat,
+    .split = pb_cuda_split,
+    .softmax_xent = pb_cuda_softmax_xent,
+    .embedding_fwd = pb_cuda_embedding_fwd,
+    .embedding_bwd = pb_cuda_embedding_bwd,
     .lstm_workspace = pb_cuda_lstm_workspace,
     .lstm_fwd = pb_cuda_lstm_fwd,
     .lstm_bwd = pb_cuda_lstm_bwd,
@@ -187,6 +202,11 @@ static const struct pb_backend_ops cuda_ops = {
     .attn_weights = pb_cuda_attn_weights,
     .attn_project_keys = pb_cuda_attn_project_keys,
     .attn_fwd_projected = pb_cuda_attn_fwd_projected,
+    .seq_mean_fwd = pb_cuda_seq_mean_fwd,
+    .seq_mean_bwd = pb_cuda_seq_mean_bwd,
+    .seq_gather = pb_cuda_seq_gather,
+    .optim_step = pb_cuda_optim_step,
+    .predict = pb_cuda_predict,
 };
 
 /* "CUDA 13.0 (driver 13.0); cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9": the libraries the

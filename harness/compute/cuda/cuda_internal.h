@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/kernel_fn.h"
 #include "harness/compute/backend.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,15 @@ struct pb_cuda {
     void *workspace;           /* cuDNN's workspace (PB_MEM_SCRATCH), grown on demand */
     size_t workspace_bytes;
     struct pb_cuda_algo_cache *algos;
+    /* ---- device-detected errors (cuda_flags.c; raised by the kernels of cuda_seq.cu and
+     * cuda_loss.cu, read by pb_cuda_check_flags after the sync): error_flag is
+     * PB_CUDA_FLAG_INTS ints of device memory (PB_MEM_SCRATCH), allocated at the first
+     * kernel that may raise it; flag_seq numbers those kernels since the last check, so
+     * that the first one to fail in stream order is the one reported; flag_armed: such a
+     * kernel was enqueued since the last check. */
+    int *error_flag;
+    unsigned flag_seq;
+    bool flag_armed;
     /* a fixed-size scratch for reductions of the kernels (softmax-xent's results) */
     void *scratch;
     size_t scratch_bytes;
@@ -179,6 +189,47 @@ void pb_cuda_seq_mean_bwd(struct pb_backend *be, const float *dy, const int32_t 
                           int steps, int f, float *dx);
 void pb_cuda_seq_gather(struct pb_backend *be, const float *x, int x_stride, const int32_t *lengths,
                         int batch, int steps, int f, bool reverse, float *y, int y_stride);
+
+/* ---- device-detected errors (cuda_flags.c) ----
+ * A kernel that finds a bad input (a token outside the vocabulary, a length outside
+ * [1, steps], a label outside [0, C)) cannot fail the instance itself: it raises the
+ * instance's flag (cuda_kernels.cuh's pb_cu_raise), and the backend's sync calls
+ * pb_cuda_check_flags, which reads it and fails the instance with the message the CPU
+ * backend gives, naming the first bad element of the first failing op. */
+#define PB_CUDA_FLAG_INTS 8
+enum pb_cuda_flag_code {
+    PB_CUDA_FLAG_NONE,
+    PB_CUDA_FLAG_TOKEN,       /* embedding: value = the token's float bits, limit = vocab */
+    PB_CUDA_FLAG_SEQ_MEAN,    /* seq_mean: value = the length, limit = steps */
+    PB_CUDA_FLAG_SEQ_GATHER,  /* seq_gather: value = the length, limit = steps */
+    PB_CUDA_FLAG_LABEL,       /* softmax_xent: value = the label, limit = C */
+};
+/* What a kernel that may raise the flag is launched with. */
+struct pb_cuda_flag_ref {
+    int *flag;      /* the instance's error_flag */
+    unsigned seq;   /* this launch's number (never 0) */
+};
+/* The flag's ints: [0] the seq of the first launch that raised it (0: none), [1] its code,
+ * [2] its limit, [4..5] the largest key of its raises (64 bits). A raise at element `index`
+ * with `value` (32 bits) has the key below: the largest is the lowest index's, so the
+ * report does not depend on which thread ran first. */
+PB_KERNEL uint64_t pb_cuda_flag_key(unsigned index, uint32_t value)
+{
+    return ~(((uint64_t)index << 32) | value);
+}
+/* The message a raised flag f [PB_CUDA_FLAG_INTS] (downloaded) stands for, the CPU
+ * backend's for the same input ("embedding: token 7 (position 3) is not ..."); false
+ * when f is not raised. */
+bool pb_cuda_flag_message(const int *f, char *msg, size_t cap);
+/* The flag for the next launch (allocated on first use); false, the instance failed,
+ * when it cannot be allocated. */
+bool pb_cuda_flag_arm(struct pb_backend *be, struct pb_cuda_flag_ref *ref);
+/* Called by the backend's sync once the stream is idle: whether no kernel raised the
+ * flag since the last check; when one did, fails the instance ("embedding: token 7 ..."),
+ * clears the flag and returns false. Returns !failed at once when nothing was armed. */
+bool pb_cuda_check_flags(struct pb_backend *be);
+/* Frees the flag (the backend's destroy, before pb_backend_finish_common). */
+void pb_cuda_flags_release(struct pb_backend *be);
 
 /* cuda_optim.cu: the optimizer steps and predictions, one kernel per flat buffer */
 void pb_cuda_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);

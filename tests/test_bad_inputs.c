@@ -29,7 +29,7 @@ struct bad_input {
 #if PB_HAVE_CUDA
 #define CUDA_REFUSED "no NVIDIA GPU or driver is usable here"
 #else
-#define CUDA_REFUSED "not part of pipebench yet"
+#define CUDA_REFUSED "built without CUDA"
 #endif
 
 static const struct bad_input cases[] = {

@@ -142,6 +142,6 @@ int pb_cmd_list(int argc, char **argv)
     printf("  %-14s %s\n", "rmsprop", "RMSprop (torch.optim.RMSprop; --alpha, --momentum)");
     printf("backends:\n");
     for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
-        printf("  %-14s %s%s\n", r->name, r->summary, r->create ? "" : " (not part of pipebench yet)");
+        printf("  %-14s %s%s\n", r->name, r->summary, r->create ? "" : " (not in this build)");
     return PB_EXIT_OK;
 }

@@ -36,7 +36,8 @@ const struct pb_backend_reg pb_backends[] = {
      pb_backend_cuda_libraries},
 #else
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
-     "the CUDA backend is not part of pipebench yet; run with --backend cpu", NULL},
+     "this pipebench was built without CUDA (no nvcc when it was configured, or -Dcuda=disabled); "
+     "rebuild with the CUDA toolkit on the PATH, or run with --backend cpu", NULL},
 #endif
     {NULL, NULL, NULL, NULL, NULL},
 };

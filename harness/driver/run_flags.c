@@ -163,7 +163,7 @@ void pb_run_flags_usage(FILE *f)
         "  --executor E            seq (one thread runs every stage) | threads (one thread\n"
         "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
         "                          pipebench run --executor mpi ...) (default seq)\n"
-        "  --backend NAME          cpu (oneDNN; default) | cuda (not part of pipebench yet)\n"
+        "  --backend NAME          cpu (oneDNN; default) | cuda (cuBLAS, cuDNN; a CUDA build)\n"
         "  --devices LIST          the stages' devices: k comma-separated device indices\n"
         "                          (0-based, k <= D) place consecutive stages in k contiguous\n"
         "                          groups, stage i on LIST[i*k/D] (k = D: stage i on LIST[i];\n"

@@ -114,6 +114,35 @@ START_TEST(test_two_schedules)
 }
 END_TEST
 
+/* Stages on two devices (no shared memory: a tensor crosses through host memory, each
+ * thread using only its own instance) give the bits of one device, under both executors
+ * of one process. */
+START_TEST(test_two_devices)
+{
+    const char *executors[] = {"seq", "threads"};
+    for (int i = 0; i < 2; i++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.stages = 2;
+        c.limit_train = 256;
+        c.limit_val = 64;
+        c.executor = executors[i];
+        pb_deferred_register();
+        pb_deferred_reset();
+        char one[64], two[64];
+        snprintf(one, sizeof one, "%s-one-device.safetensors", executors[i]);
+        snprintf(two, sizeof two, "%s-two-devices.safetensors", executors[i]);
+        c.backend = "deferred";
+        c.devices = "0";
+        run_ok(&c, one);
+        c.devices = "0,1";
+        run_ok(&c, two);
+        expect_no_violations("two devices");
+        expect_same_file(tmp_path(one), tmp_path(two), "stages on devices 0 and 1");
+    }
+}
+END_TEST
+
 /* Zoo models on synthetic data of their preset's shape: a convolutional one with
  * batch norm and an LSTM one, at D = 2 and 4. */
 static void zoo_case(const char *model, int stages)
@@ -261,6 +290,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(f, test_executors_seq_threads);
     tcase_add_test(f, test_checkpoint_and_resume);
     tcase_add_test(f, test_two_schedules);
+    tcase_add_test(f, test_two_devices);
     tcase_set_tags(f, "fast");
     suite_add_tcase(s, f);
     TCase *z = tcase_create("zoo");

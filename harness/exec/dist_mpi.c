@@ -234,7 +234,7 @@ int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_pr
         if (!rc)
             rc = pb_worker_exec(w, op, &in, &out, e);
         pb_msg_free(&in);
-        if (!rc && out.data)
+        if (!rc && pb_msg_present(&out))
             rc = pending_send(&p, out, op->kind == PB_OP_F ? k + 1 : k - 1,
                               op->kind == PB_OP_F ? PB_TAG_FWD : PB_TAG_BWD, e);
         if (rc) {

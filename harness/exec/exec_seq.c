@@ -18,6 +18,7 @@ static bool ready(const struct pb_op *op, int k, int ndev, const struct pb_msgq 
 int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *progs,
                 struct pb_err *e)
 {
+    pb_workers_link(workers, ndev);
     /* fwd[k]: stage k → k+1 activations; bwd[k]: stage k+1 → k gradients */
     struct pb_msgq *fwd = pb_xcalloc((size_t)ndev, sizeof *fwd);
     struct pb_msgq *bwd = pb_xcalloc((size_t)ndev, sizeof *bwd);
@@ -39,7 +40,7 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
                     in = pb_msgq_pop(&bwd[k]);
                 rc = pb_worker_exec(&workers[k], op, &in, &out, e);
                 pb_msg_free(&in);
-                if (!rc && out.data)
+                if (!rc && pb_msg_present(&out))
                     pb_msgq_push(op->kind == PB_OP_F ? &fwd[k] : &bwd[k - 1], out);
                 if (!rc)
                     rc = pb_worker_should_stop(&workers[k], op, e);

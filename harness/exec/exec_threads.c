@@ -123,7 +123,7 @@ static void *device_main(void *arg)
             stop_all(sh, d->ndev, d->k, &e);
             return NULL;
         }
-        if (out.data) {
+        if (pb_msg_present(&out)) {
             struct channel *c = op->kind == PB_OP_F ? &sh->fwd[d->k] : &sh->bwd[d->k - 1];
             if (!chan_send(sh, c, out, &w->st.wait_s))
                 return NULL;
@@ -136,6 +136,7 @@ int pb_exec_threads(struct pb_worker *workers, int ndev, const struct pb_program
                     int capacity, struct pb_err *e)
 {
     PB_CHECK(capacity >= 1);
+    pb_workers_link(workers, ndev);
     struct shared sh = {0};
     pthread_mutex_init(&sh.stop_mu, NULL);
     sh.fwd = pb_xcalloc((size_t)ndev, sizeof *sh.fwd);

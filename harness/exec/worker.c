@@ -299,16 +299,33 @@ static void note_event(struct pb_worker *w, const struct pb_op *op, const struct
     w->st.nevents++;
 }
 
+void pb_workers_link(struct pb_worker *workers, int n)
+{
+    for (int k = 0; k < n; k++) {
+        workers[k].prev_be = k > 0 ? workers[k - 1].stage->be : NULL;
+        workers[k].next_be = k < n - 1 ? workers[k + 1].stage->be : NULL;
+    }
+}
+
 /* Moves a message into a tensor of this stage's backend: a buffer of an instance that
  * shares memory with it is taken over without a copy (it stops counting as the
- * sender's communication memory now), another is copied across and freed. */
+ * sender's communication memory now), one staged in host memory is uploaded, another
+ * is copied across and freed. */
 static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
                          struct pb_tensor *t, struct pb_err *e)
 {
     struct pb_backend *be = w->stage->be;
     double t0 = pb_now_s();
     int rc = 0;
-    if (m->be->ops->shares_memory(m->be, be)) {
+    if (m->host) {
+        rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
+        if (!rc) {
+            be->ops->upload(be, t->data, m->host, pb_shape_count(m->shape) * sizeof(float));
+            be->ops->sync(be);  /* the upload reads the host copy until here */
+        }
+        free(m->host);
+        m->host = NULL;
+    } else if (m->be->ops->shares_memory(m->be, be)) {
         pb_backend_take(be, m->be, m->data, kind);
         *t = (struct pb_tensor){m->data, m->shape, PB_LAYOUT_PLAIN};
     } else {
@@ -323,11 +340,24 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
     return rc;
 }
 
-/* The other way: the tensor (plain, PB_MEM_COMM of this stage) becomes the message
- * and stays this stage's memory until the receiver takes it. */
-static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, struct pb_msg *m)
+/* The other way, to the stage before (up) or after: the tensor (plain, PB_MEM_COMM of
+ * this stage) becomes the message and stays this stage's memory until the receiver
+ * takes it; for a receiver that shares no memory with this stage, it is downloaded here
+ * and the message holds the host copy. */
+static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, struct pb_msg *m)
 {
-    *m = (struct pb_msg){w->stage->be, t->data, t->shape};
+    struct pb_backend *be = w->stage->be, *to = up ? w->prev_be : w->next_be;
+    *m = (struct pb_msg){be, t->data, t->shape, NULL};
+    if (to && !be->ops->shares_memory(be, to)) {
+        double t0 = pb_now_s();
+        size_t bytes = pb_shape_count(t->shape) * sizeof(float);
+        m->host = pb_xmalloc(bytes ? bytes : 1);
+        be->ops->download(be, m->host, t->data, bytes);
+        be->ops->sync(be);
+        pb_backend_free(be, t->data);
+        m->data = NULL;
+        w->st.comm_s += pb_now_s() - t0;
+    }
     t->data = NULL;
 }
 
@@ -389,7 +419,7 @@ static int exec_eval(struct pb_worker *w, const struct pb_op *op, struct pb_msg 
         w->eval.batches++;
     } else {
         s->be->ops->sync(s->be);  /* y is complete before another stage reads it */
-        tensor_to_msg(w, &y, out);
+        tensor_to_msg(w, &y, false, out);
     }
     return 0;
 }
@@ -428,7 +458,7 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
         w->st.loss_sum += loss;
         w->st.loss_count++;
     } else {
-        tensor_to_msg(w, &y, out);
+        tensor_to_msg(w, &y, false, out);
     }
     return 0;
 }
@@ -461,7 +491,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     note_staleness(w, op, v);
     note_event(w, op, v, t0, t1);
     if (!is_first(w))
-        tensor_to_msg(w, &dx, out);
+        tensor_to_msg(w, &dx, true, out);
     return 0;
 }
 

@@ -18,12 +18,21 @@
 
 /* A tensor between stages: plain float32 in the memory of the backend that sent it
  * (device memory on a GPU), counted as that stage's communication memory until the
- * receiver takes it (pb_backend_take) or copies and frees it. */
+ * receiver takes it (pb_backend_take) — or, for a receiver that shares no memory with
+ * the sender (another device), in host memory the sender downloaded it to on its own
+ * thread, which the receiver uploads on its own: no thread uses another's instance. */
 struct pb_msg {
     struct pb_backend *be;   /* owner of data */
     float *data;
     struct pb_shape shape;
+    float *host;             /* instead of data: the tensor in host memory (malloc) */
 };
+
+/* Whether an op produced a message. */
+static inline bool pb_msg_present(const struct pb_msg *m)
+{
+    return m->data || m->host;
+}
 
 /* Frees a message's buffer, if any, to its owner. */
 static inline void pb_msg_free(struct pb_msg *m)
@@ -31,6 +40,8 @@ static inline void pb_msg_free(struct pb_msg *m)
     if (m->data)
         pb_backend_free(m->be, m->data);
     m->data = NULL;
+    free(m->host);
+    m->host = NULL;
 }
 
 struct pb_worker_stats {
@@ -55,6 +66,9 @@ struct pb_worker_trace {
 
 struct pb_worker {
     struct pb_stage *stage;
+    /* the neighbours' instances in this process (pb_workers_link; NULL: none, or another
+     * process's, reached through the executor's transport) */
+    struct pb_backend *prev_be, *next_be;
     struct pb_optim optim;
     struct pb_wstore ws;
     struct pb_pipe pipe;            /* D, N, M, variant of the schedule */
@@ -94,6 +108,9 @@ struct pb_worker {
 int pb_worker_init(struct pb_worker *w, struct pb_stage *s, const struct pb_optim_cfg *oc,
                    const struct pb_pipe *pipe, uint64_t seed, struct pb_err *e);
 void pb_worker_finish(struct pb_worker *w);
+/* Tells the n workers of one process their neighbours, so that a message to a stage on
+ * another device is staged through host memory by its sender (struct pb_msg). */
+void pb_workers_link(struct pb_worker *workers, int n);
 
 /* Prepares an epoch: the program and its version plan (the weight store sized for
  * it), data order, stats. */

@@ -143,6 +143,37 @@ START_TEST(test_two_devices)
 }
 END_TEST
 
+/* `pipebench run --executor mpi` of prog (the CLI, or the one with the deferred backend)
+ * with two ranks, saving to tmp_path(save); the log must hold no violation. */
+static void mpi_run(const char *prog, const char *backend, const char *save)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "mpirun --oversubscribe %s -np 2 %s run --executor mpi --backend %s --quiet "
+             "--stages 2 --limit-train 256 --limit-val 64 --microbatch-size 32 --epochs 2 "
+             "--threads 1 --db %s --save %s >%s 2>&1",
+             geteuid() == 0 ? "--allow-run-as-root" : "", prog, backend,
+             tmp_path_kept("mpi.db"), tmp_path(save), tmp_path("mpirun.log"));
+    int st = system(cmd);
+    size_t n;
+    unsigned char *log = read_file(tmp_path("mpirun.log"), &n);
+    size_t keep = n < 2000 ? n : 2000;
+    ck_assert_msg(st == 0, "mpirun %s failed (%d): %.*s", backend, st, (int)keep,
+                  (const char *)log + (n - keep));
+    ck_assert_msg(!memmem(log, n, "deferred backend:", 17), "%.*s", (int)keep,
+                  (const char *)log + (n - keep));
+    free(log);
+}
+
+START_TEST(test_mpi)
+{
+    mpi_run(getenv("PB_PIPEBENCH"), "cpu", "mpi-cpu.safetensors");
+    mpi_run(getenv("PB_PIPEBENCH_DEFERRED"), "deferred", "mpi-deferred.safetensors");
+    expect_same_file(tmp_path("mpi-cpu.safetensors"), tmp_path("mpi-deferred.safetensors"),
+                     "the mpi executor on the deferred backend");
+}
+END_TEST
+
 /* Zoo models on synthetic data of their preset's shape: a convolutional one with
  * batch norm and an LSTM one, at D = 2 and 4. */
 static void zoo_case(const char *model, int stages)
@@ -291,6 +322,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(f, test_checkpoint_and_resume);
     tcase_add_test(f, test_two_schedules);
     tcase_add_test(f, test_two_devices);
+    tcase_add_test(f, test_mpi);
     tcase_set_tags(f, "fast");
     suite_add_tcase(s, f);
     TCase *z = tcase_create("zoo");

@@ -52,5 +52,7 @@ int pb_cli_select_flag(const char *flag, const char *value, struct pb_report_sel
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);
+/* `pipebench COMMAND ...` (cli_main.c): the program's whole behaviour, its exit status. */
+int pb_cli_main(int argc, char **argv);
 
 #endif

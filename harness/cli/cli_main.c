@@ -1,4 +1,6 @@
-/* harness/cli/cli_main.c — `pipebench COMMAND ...`: dispatches to the subcommands. */
+/* harness/cli/cli_main.c — `pipebench COMMAND ...`: dispatches to the subcommands
+ * (pb_cli_main; harness/cli/main.c is the program's main, a test's program may add a
+ * backend to the registry first). */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,7 +50,7 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 }
 
-int main(int argc, char **argv)
+int pb_cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);

@@ -1098,7 +1098,7 @@ static struct pb_backend *dfr_create(const struct pb_backend_cfg *c, struct pb_e
 
 static const struct pb_backend_reg deferred_reg = {
     "deferred", "the CPU backend behind a queue run at sync (tests: the core's device contract)",
-    dfr_create, NULL, pb_backend_cpu_libraries,
+    dfr_create, NULL, pb_backend_cpu_libraries, false,
 };
 
 void pb_deferred_register(void)

@@ -42,6 +42,7 @@ static const struct bad_input cases[] = {
     {RUN "--executor gpu", "unknown executor 'gpu'", "valid executors: seq"},
     {RUN "--backend foo", "unknown backend 'foo'", "valid backends: cpu"},
     {RUN "--backend cuda", CUDA_REFUSED, "--backend cpu"},
+    {RUN "--tf32", "--tf32: the cpu backend computes in FP32 only", "--backend cuda"},
     {RUN "--model alexnet --preset huge", "no preset 'huge'", "its presets: paper, small"},
     {RUN "--model mlp --preset paper", "has no presets", "drop --preset paper"},
     {RUN "--model lenet --partition paper", "no paper partition", "--partition flops"},

@@ -21,11 +21,16 @@ START_TEST(test_round_trip)
     c.optim.lr_steps[0] = 3;
     c.optim.lr_steps[1] = 7;
     c.optim.n_lr_steps = 2;
+    c.tf32 = true;
+    c.deterministic = true;
     char *json = pb_run_cfg_json(&c);
+    ck_assert_msg(strstr(json, "\"tf32\":true") && strstr(json, "\"deterministic\":true"), "%s",
+                  json);
     struct pb_run_json *keep;
     struct pb_err e;
     pb_run_cfg_defaults(&back);
     ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep, &e) == 0, "%s", e.msg);
+    ck_assert(back.tf32 && back.deterministic);
     char *again = pb_run_cfg_json(&back);
     ck_assert_str_eq(json, again);
     free(again);

@@ -30,16 +30,16 @@ static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_e
 
 const struct pb_backend_reg pb_backends[] = {
     {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL,
-     pb_backend_cpu_libraries},
+     pb_backend_cpu_libraries, false},
 #if PB_HAVE_CUDA
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", pb_backend_cuda_create, NULL,
-     pb_backend_cuda_libraries},
+     pb_backend_cuda_libraries, true},
 #else
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
      "this pipebench was built without CUDA (no nvcc when it was configured, or -Dcuda=disabled); "
-     "rebuild with the CUDA toolkit on the PATH, or run with --backend cpu", NULL},
+     "rebuild with the CUDA toolkit on the PATH, or run with --backend cpu", NULL, true},
 #endif
-    {NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, false},
 };
 
 /* Backends registered at run time (pb_backend_register), after the table's. */

@@ -342,6 +342,8 @@ struct pb_backend_reg {
     /* The versions of the libraries it computes with ("oneDNN 2.6.3"), for a run's
      * record; NULL when not built. */
     void (*libraries)(char *buf, size_t cap);
+    /* whether pb_backend_cfg's tf32 means anything to it (TF32 tensor cores) */
+    bool has_tf32;
 };
 extern const struct pb_backend_reg pb_backends[];   /* {NULL}-terminated */
 

@@ -26,7 +26,8 @@ static void account_data(struct pb_local_stages *ls, const struct pb_plan *p)
 /* Stage k's backend, on its device. */
 static struct pb_backend *create_backend(const struct pb_plan *p, int k, struct pb_err *e)
 {
-    struct pb_backend_cfg bc = {.device = p->devices[k], .threads = p->stage_threads};
+    struct pb_backend_cfg bc = {.device = p->devices[k], .threads = p->stage_threads,
+                                .tf32 = p->cfg->tf32, .deterministic = p->cfg->deterministic};
     struct pb_backend *be = p->backend->create(&bc, e);
     if (!be && bc.device != 0)
         pb_err_prefix(e, "--devices %s: stage %d's device %d: ",

@@ -74,6 +74,9 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
     p->backend = pb_backend_find(c->backend, e);
     if (!p->backend)
         return -1;
+    if (c->tf32 && !p->backend->has_tf32)
+        return pb_err_set(e, "--tf32: the %s backend computes in FP32 only; drop --tf32, or use "
+                             "--backend cuda", c->backend);
     if (c->data_dir && c->dataset && !strcmp(c->dataset, "synthetic"))
         return pb_err_set(e, "--data-dir %s: the synthetic dataset is generated, not read; drop "
                              "--data-dir or pick a dataset of files", c->data_dir);

@@ -66,6 +66,8 @@ struct pb_run_cfg {
      * differ from the first finished one's fails (results.h: pb_results_repeat_check) */
     int repeats, repeat;
     bool shuffle, quiet;
+    /* --tf32, --deterministic: a GPU backend's math (harness/compute/backend.h) */
+    bool tf32, deterministic;
     float label_smoothing;
     /* events kept: "first,last" (NULL: the default), "all", "none", or 1-based epoch
      * numbers and first/last, comma-separated; micro-batches [trace_mb_lo, trace_mb_hi)

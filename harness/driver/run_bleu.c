@@ -76,7 +76,8 @@ static int decode(void *ctx, struct pb_stage *lay, float *const *ps, float *cons
     if (!rc)
         rc = pb_model_finalize(&m, c->microbatch_size * K, e);
     if (!rc) {
-        struct pb_backend_cfg bc = {.device = r->devices[0], .threads = r->stage_threads};
+        struct pb_backend_cfg bc = {.device = r->devices[0], .threads = r->stage_threads,
+                                    .tf32 = r->cfg->tf32, .deterministic = r->cfg->deterministic};
         be = r->backend->create(&bc, e);
         rc = be ? 0 : -1;
     }

@@ -15,7 +15,8 @@ enum {
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
-    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_HELP,
+    O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
+    O_HELP,
     O_COUNT
 };
 _Static_assert(O_COUNT <= PB_RUN_FLAGS_MAX, "raise PB_RUN_FLAGS_MAX");
@@ -52,6 +53,8 @@ static const struct option run_options[] = {
     {"init", required_argument, 0, O_INIT},
     {"save", required_argument, 0, O_SAVE},
     {"quiet", no_argument, 0, O_QUIET},
+    {"tf32", no_argument, 0, O_TF32},
+    {"deterministic", no_argument, 0, O_DETERMINISTIC},
     {"threads", required_argument, 0, O_THREADS},
     {"label-smoothing", required_argument, 0, O_LABEL_SMOOTHING},
     {"trace-epochs", required_argument, 0, O_TRACE_EPOCHS},
@@ -171,6 +174,10 @@ void pb_run_flags_usage(FILE *f)
         "                          recorded one entry per stage, so 0 and 0,0 at D = 2 are\n"
         "                          one configuration; 0:1 in a sweep file's [grid] (default\n"
         "                          0; the cpu backend has device 0 only)\n"
+        "  --tf32                  let a GPU's FP32 GEMMs and convolutions run on TF32 tensor\n"
+        "                          cores (cuda; off: FP32 math, as the CPU)\n"
+        "  --deterministic         deterministic GPU kernels only (cuda: cuDNN algorithms\n"
+        "                          reported deterministic; the cpu backend always is)\n"
         "  --experiment NAME       record the run under this experiment (report, plot and runs\n"
         "                          select it with --experiment NAME)\n"
         "  --checkpoint-every N    write the resume state every N >= 1 epochs beside the database\n"
@@ -296,6 +303,10 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         o->nesterov = true;
     if (!rc && val[O_QUIET])
         c->quiet = true;
+    if (!rc && val[O_TF32])
+        c->tf32 = true;
+    if (!rc && val[O_DETERMINISTIC])
+        c->deterministic = true;
     if (!rc && val[O_BETAS]) {
         float b[2];
         rc = pb_arg_floats("--betas", val[O_BETAS], b, 2, e);

@@ -75,6 +75,10 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     cJSON_AddNumberToObject(o, "limit_val", c->limit_val);
     if (c->beam > 0)   /* beside greedy decoding only: older runs keep their identity */
         cJSON_AddNumberToObject(o, "beam", c->beam);
+    if (c->tf32)       /* only when on, likewise */
+        cJSON_AddBoolToObject(o, "tf32", true);
+    if (c->deterministic)
+        cJSON_AddBoolToObject(o, "deterministic", true);
     cJSON_AddNumberToObject(o, "threads", c->threads);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
@@ -304,6 +308,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"save", 's', false, &c->save},           {"trace_epochs", 's', false, &c->trace_epochs},
         {"experiment", 's', false, &c->experiment}, {"devices", 's', false, &c->devices},
         {"seed", 'u', false, &c->seed},           {"shuffle", 'b', false, &c->shuffle},
+        {"tf32", 'b', false, &c->tf32},           {"deterministic", 'b', false, &c->deterministic},
         {"stages", 'i', false, &c->stages},       {"batch", 'i', false, &c->batch},
         {"microbatch_size", 'i', false, &c->microbatch_size},
         {"microbatches", 'i', false, &microbatches},

@@ -388,6 +388,26 @@ int pb_tensor_alloc(struct pb_backend *be, struct pb_tensor *t, struct pb_shape 
     return t->data ? 0 : -1;
 }
 
+void pb_predict_args_check(const struct pb_predict_args *a)
+{
+    const struct pb_dw_desc *d = &a->dw;
+    switch (d->kind) {
+    case PB_DW_ZERO:
+        break;
+    case PB_DW_LINEAR:
+        PB_CHECK(d->x != NULL);
+        break;
+    case PB_DW_ADAM:
+        PB_CHECK(d->m && d->v);
+        break;
+    case PB_DW_RMS:
+        PB_CHECK(d->x && d->sq);
+        break;
+    default:
+        PB_CHECK(!"unknown ΔW formula");
+    }
+}
+
 size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t)
 {
     return be->ops->layout_floats(be, t->shape, t->layout);

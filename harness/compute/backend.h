@@ -35,6 +35,10 @@
 #include "harness/compute/optim_kernels.h"
 #include "harness/compute/tensor.h"
 
+#ifdef __cplusplus   /* the CUDA backend's .cu files call these */
+extern "C" {
+#endif
+
 /* 2-D convolution, groups = 1, dilation = 1. Weights [cout, cin, kh, kw] (PyTorch
  * OIHW), bias [cout]. Output size: (in + 2p - k) / s + 1. */
 struct pb_conv_desc {
@@ -400,6 +404,10 @@ int pb_backend_status(struct pb_backend *be, struct pb_err *e);
 enum pb_block_state { PB_BLOCK_NONE, PB_BLOCK_LIVE, PB_BLOCK_CACHED };
 enum pb_block_state pb_backend_block_state(struct pb_backend *be, const void *p);
 
+/* Aborts (an internal error) unless a's ΔW formula has the arrays it reads: what every
+ * backend's predict checks first. */
+void pb_predict_args_check(const struct pb_predict_args *a);
+
 /* Floats t occupies in its layout. */
 size_t pb_tensor_floats(struct pb_backend *be, const struct pb_tensor *t);
 void pb_backend_reset_peaks(struct pb_backend *be);
@@ -419,5 +427,9 @@ int pb_backend_copy_across(struct pb_backend *dst_be, void *dst, struct pb_backe
 void pb_backend_init_common(struct pb_backend *be, const struct pb_backend_ops *ops, void *impl,
                             int device);
 void pb_backend_finish_common(struct pb_backend *be);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

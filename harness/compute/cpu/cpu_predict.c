@@ -74,22 +74,7 @@ static void predict_range(const struct pb_predict_args *a, size_t lo, size_t hi)
 
 void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a)
 {
-    const struct pb_dw_desc *d = &a->dw;
-    switch (d->kind) {
-    case PB_DW_ZERO:
-        break;
-    case PB_DW_LINEAR:
-        PB_CHECK(d->x != NULL);
-        break;
-    case PB_DW_ADAM:
-        PB_CHECK(d->m && d->v);
-        break;
-    case PB_DW_RMS:
-        PB_CHECK(d->x && d->sq);
-        break;
-    default:
-        PB_CHECK(!"unknown ΔW formula");
-    }
+    pb_predict_args_check(a);
     if (!pb_cpu_begin(be))
         return;
     PB_CPU_CHUNKED(be, a->n, lo, hi, predict_range(a, lo, hi));

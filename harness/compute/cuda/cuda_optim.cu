@@ -121,22 +121,8 @@ void pb_cuda_optim_step(struct pb_backend *be, const struct pb_optim_step_args *
 
 void pb_cuda_predict(struct pb_backend *be, const struct pb_predict_args *a)
 {
+    pb_predict_args_check(a);
     const struct pb_dw_desc *d = &a->dw;
-    switch (d->kind) {
-    case PB_DW_ZERO:
-        break;
-    case PB_DW_LINEAR:
-        PB_CHECK(d->x != NULL);
-        break;
-    case PB_DW_ADAM:
-        PB_CHECK(d->m && d->v);
-        break;
-    case PB_DW_RMS:
-        PB_CHECK(d->x && d->sq);
-        break;
-    default:
-        PB_CHECK(!"unknown ΔW formula");
-    }
     if (!pb_cuda_begin(be) || a->n == 0)
         return;
     struct pb_cuda *cu = pb_cuda_of(be);

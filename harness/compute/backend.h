@@ -308,6 +308,33 @@ struct pb_backend_ops {
     void (*optim_step)(struct pb_backend *be, const struct pb_optim_step_args *a);
     /* a->w_hat = a->w + a->scale * ΔW (semantics §3.1); reads, never writes, the state in a->dw */
     void (*predict)(struct pb_backend *be, const struct pb_predict_args *a);
+
+    /* Device-to-device messages between processes (NCCL on a GPU) for the edges the
+     * transport plan (harness/exec/transport.h) marks PB_XFER_DEVICE; NULL (and
+     * comm_id_bytes 0) where the backend has none, as on the CPU. A communicator joins
+     * nranks processes, each on a device of its own (NCCL refuses two on one GPU); the mpi
+     * executor makes one per direction of an edge (rank 0 sends, rank 1 receives), so that
+     * a send never queues behind a receive of the same pair.
+     * - comm_unique_id writes comm_id_bytes bytes on one rank, which the caller hands to
+     *   the others (pb_dist_bcast); comm_init on each joins the communicator (blocking
+     *   until all have), its handle or NULL and e.
+     * - comm_send enqueues a send of buf [bytes] (device memory of be, whole floats) to
+     *   rank peer after be's ops so far, on a stream of the communicator's: be's later ops
+     *   never wait for the receiver. buf stays allocated until comm_test of the ticket it
+     *   returns says true (wait: blocks until then), which releases the ticket; NULL (buf
+     *   free at once) when the instance has failed.
+     * - comm_recv enqueues a receive into buf [bytes] from rank peer; be's later ops wait
+     *   for it. Messages of one pair arrive in the order sent.
+     * - comm_finish waits for the communicator's work and releases it (before destroy).
+     * Failures fail the instance, as an op's do. */
+    size_t comm_id_bytes;
+    int (*comm_unique_id)(struct pb_backend *be, void *id, struct pb_err *e);
+    void *(*comm_init)(struct pb_backend *be, const void *id, int nranks, int rank,
+                       struct pb_err *e);
+    void *(*comm_send)(struct pb_backend *be, void *comm, const void *buf, size_t bytes, int peer);
+    void (*comm_recv)(struct pb_backend *be, void *comm, void *buf, size_t bytes, int peer);
+    bool (*comm_test)(struct pb_backend *be, void *ticket, bool wait);
+    void (*comm_finish)(struct pb_backend *be, void *comm);
 };
 
 struct pb_allocator;

@@ -207,6 +207,13 @@ static const struct pb_backend_ops cuda_ops = {
     .seq_gather = pb_cuda_seq_gather,
     .optim_step = pb_cuda_optim_step,
     .predict = pb_cuda_predict,
+    .comm_id_bytes = NCCL_UNIQUE_ID_BYTES,
+    .comm_unique_id = pb_cuda_comm_unique_id,
+    .comm_init = pb_cuda_comm_init,
+    .comm_send = pb_cuda_comm_send,
+    .comm_recv = pb_cuda_comm_recv,
+    .comm_test = pb_cuda_comm_test,
+    .comm_finish = pb_cuda_comm_finish,
 };
 
 /* "CUDA 13.0 (driver 13.0); cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9": the libraries the

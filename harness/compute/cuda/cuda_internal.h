@@ -113,6 +113,21 @@ void pb_cuda_staging_destroy(struct pb_backend *be);
  * device or the pinned host memory were full. */
 void pb_cuda_test_fail_allocs(int n);
 
+/* ---- nccl: device send/recv between processes (cuda_nccl.c; contracts: backend.h's
+ * comm_* ops). Failed NCCL calls fail the instance with ncclGetErrorString (PB_NCCL, in
+ * cuda_nccl.c). A communicator is a struct of cuda_nccl.c: its ncclComm_t, a stream of
+ * its own and the events that order it against the instance's stream. ---- */
+int pb_cuda_comm_unique_id(struct pb_backend *be, void *id, struct pb_err *e);
+void *pb_cuda_comm_init(struct pb_backend *be, const void *id, int nranks, int rank,
+                        struct pb_err *e);
+void *pb_cuda_comm_send(struct pb_backend *be, void *comm, const void *buf, size_t bytes, int peer);
+void pb_cuda_comm_recv(struct pb_backend *be, void *comm, void *buf, size_t bytes, int peer);
+bool pb_cuda_comm_test(struct pb_backend *be, void *ticket, bool wait);
+void pb_cuda_comm_finish(struct pb_backend *be, void *comm);
+/* NCCL's unique id into buf [cap] without an instance (ncclGetUniqueId needs no GPU):
+ * its size (NCCL_UNIQUE_ID_BYTES), or 0 and e. */
+size_t pb_cuda_nccl_unique_id(void *buf, size_t cap, struct pb_err *e);
+
 /* ---- the ops, by file (their contracts: backend.h) ---- */
 
 /* cuda_gemm.c: cuBLAS (FP32; TF32 math only with tf32); the bias ops as cuBLAS rank-1

@@ -245,6 +245,44 @@ static void dfr_fence_wait(struct pb_backend *be, void *fence)
     enqueue(be, "fence_wait", run_wait, &a, sizeof a, 0);
 }
 
+/* A timer mark: the host's clock when the queue reaches it (at a sync). */
+struct mark {
+    double t;
+    bool ran;
+};
+
+static void run_mark(struct pb_backend *in, void *args)
+{
+    (void)in;
+    struct mark *m = *(struct mark **)args;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    m->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    m->ran = true;
+}
+
+static void *dfr_timer_mark(struct pb_backend *be)
+{
+    struct mark *m = pb_xcalloc(1, sizeof *m);
+    enqueue(be, "timer_mark", run_mark, &m, sizeof m, 0);
+    return m;
+}
+
+static double dfr_timer_elapsed(struct pb_backend *be, void *from, void *to)
+{
+    struct mark *a = from, *b = to;
+    double s = 0.0;
+    if (a != b) {
+        if (!a->ran || !b->ran)
+            violation(be, "timer_elapsed before the sync that passes its marks");
+        else
+            s = b->t - a->t;
+        free(b);
+    }
+    free(a);
+    return s;
+}
+
 static bool dfr_supports_op(struct pb_backend *be, enum pb_backend_op op)
 {
     struct pb_backend *in = dfr_of(be)->in;
@@ -1017,6 +1055,8 @@ static const struct pb_backend_ops dfr_ops = {
     .bind = dfr_bind,
     .fence_record = dfr_fence_record,
     .fence_wait = dfr_fence_wait,
+    .timer_mark = dfr_timer_mark,
+    .timer_elapsed = dfr_timer_elapsed,
     .supports_op = dfr_supports_op,
     .alloc = dfr_alloc,
     .free = dfr_free,

@@ -10,7 +10,8 @@
  *   - a queued op naming a block that left the instance (handed to another instance's
  *     cache or taken over) before the op ran, with no fence recorded since, is reported
  *     with the op and the block;
- *   - errors of the inner backend surface at sync, not before.
+ *   - errors of the inner backend surface at sync, not before;
+ *   - op times come from marks timed when the queue reaches them, read after a sync.
  * Devices 0..3 are accepted (all on the host's cores), so placement can be tested. */
 #ifndef PB_TESTS_DEFERRED_BACKEND_H
 #define PB_TESTS_DEFERRED_BACKEND_H

@@ -120,6 +120,13 @@ struct pb_backend_ops {
      * address space, which it then releases (a stream wait on a GPU, not a host wait). */
     void *(*fence_record)(struct pb_backend *be);
     void (*fence_wait)(struct pb_backend *be, void *fence);
+    /* Op times on the device's own clock (timed events on a GPU); NULL ops where the
+     * host's clock around an op and its sync is the op's time (the CPU). timer_mark: a
+     * mark after every op enqueued so far (NULL if none could be made); timer_elapsed,
+     * after a sync past both: the seconds from one to the other, releasing both
+     * (from == to: only releases it, synced or not). */
+    void *(*timer_mark)(struct pb_backend *be);
+    double (*timer_elapsed)(struct pb_backend *be, void *from, void *to);
     bool (*supports_op)(struct pb_backend *be, enum pb_backend_op op);
 
     /* memory: raw device allocations (accounting and caching are pb_backend_alloc's) */

@@ -413,6 +413,16 @@ static void dfr_copy(struct pb_backend *be, void *dst, const void *src, size_t b
     enqueue(be, "copy", run_copy, &a, sizeof a, 2, dst, src);
 }
 
+/* a peer copy: the source is another instance's block, guarded by the fence
+ * pb_backend_free_read records, so it is not among the pointers checked */
+static void dfr_copy_peer(struct pb_backend *be, void *dst, struct pb_backend *src_be,
+                          const void *src, size_t bytes)
+{
+    PB_CHECK(src_be->ops->copy_peer == dfr_copy_peer && src_be->device != be->device);
+    struct a_copy a = {dst, src, bytes};
+    enqueue(be, "copy_peer", run_copy, &a, sizeof a, 1, dst);
+}
+
 struct a_fill {
     float *dst;
     float value;
@@ -1067,6 +1077,7 @@ static const struct pb_backend_ops dfr_ops = {
     .write_end = dfr_write_end,
     .download = dfr_download,
     .copy = dfr_copy,
+    .copy_peer = dfr_copy_peer,
     .fill = dfr_fill,
     .layout_floats = dfr_layout_floats,
     .reorder = dfr_reorder,
@@ -1112,6 +1123,15 @@ static const struct pb_backend_ops dfr_ops = {
     .predict = dfr_predict,
 };
 
+/* The same without peer copies: tensors between devices then cross through host memory. */
+static struct pb_backend_ops dfr_ops_staged;
+static bool peer = true;
+
+void pb_deferred_peer_copies(bool on)
+{
+    peer = on;
+}
+
 static struct pb_backend *dfr_create(const struct pb_backend_cfg *c, struct pb_err *e)
 {
     if (c->device < 0 || c->device > 3)
@@ -1122,7 +1142,11 @@ static struct pb_backend *dfr_create(const struct pb_backend_cfg *c, struct pb_e
     struct dfr *d = pb_xcalloc(1, sizeof *d);
     d->in = in;
     struct pb_backend *be = pb_xcalloc(1, sizeof *be);
-    pb_backend_init_common(be, &dfr_ops, d, c->device);
+    if (!dfr_ops_staged.name) {
+        dfr_ops_staged = dfr_ops;
+        dfr_ops_staged.copy_peer = NULL;
+    }
+    pb_backend_init_common(be, peer ? &dfr_ops : &dfr_ops_staged, d, c->device);
     pthread_mutex_lock(&mu);
     d->id = -1;
     for (int k = 0; k < MAX_INSTANCES && d->id < 0; k++)

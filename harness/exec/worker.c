@@ -343,10 +343,17 @@ void pb_workers_link(struct pb_worker *workers, int n)
     }
 }
 
+/* Whether be copies from other's memory itself (a peer copy between two devices). */
+static bool peer_copies(const struct pb_backend *be, const struct pb_backend *other)
+{
+    return be->ops->copy_peer && other->ops == be->ops;
+}
+
 /* Moves a message into a tensor of this stage's backend: a buffer of an instance that
  * shares memory with it is taken over without a copy (it stops counting as the
- * sender's communication memory now), one staged in host memory is uploaded, another
- * is copied across and freed. */
+ * sender's communication memory now), one on another device is peer-copied on this
+ * stage's stream and released with this stage's fence, one staged in host memory is
+ * uploaded, another is copied across and freed. */
 static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
                          struct pb_tensor *t, struct pb_err *e)
 {
@@ -364,6 +371,12 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
     } else if (m->be->ops->shares_memory(m->be, be)) {
         pb_backend_take(be, m->be, m->data, kind);
         *t = (struct pb_tensor){m->data, m->shape, PB_LAYOUT_PLAIN};
+    } else if (peer_copies(be, m->be)) {
+        rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
+        if (!rc)
+            be->ops->copy_peer(be, t->data, m->be, m->data,
+                               pb_shape_count(m->shape) * sizeof(float));
+        pb_backend_free_read(m->be, m->data, be);
     } else {
         rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
         if (!rc)
@@ -378,13 +391,13 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
 
 /* The other way, to the stage before (up) or after: the tensor (plain, PB_MEM_COMM of
  * this stage) becomes the message and stays this stage's memory until the receiver
- * takes it; for a receiver that shares no memory with this stage, it is downloaded here
- * and the message holds the host copy. */
+ * takes or peer-copies it; for a receiver that can do neither, it is downloaded here and
+ * the message holds the host copy. */
 static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, struct pb_msg *m)
 {
     struct pb_backend *be = w->stage->be, *to = up ? w->prev_be : w->next_be;
     *m = (struct pb_msg){be, t->data, t->shape, NULL};
-    if (to && !be->ops->shares_memory(be, to)) {
+    if (to && !be->ops->shares_memory(be, to) && !peer_copies(to, be)) {
         double t0 = pb_now_s();
         size_t bytes = pb_shape_count(t->shape) * sizeof(float);
         m->host = pb_xmalloc(bytes ? bytes : 1);

@@ -190,6 +190,7 @@ static const struct pb_backend_ops cuda_ops = {
     .write_end = pb_cuda_write_end,
     .download = pb_cuda_download,
     .copy = pb_cuda_copy,
+    .copy_peer = pb_cuda_copy_peer,
     .fill = pb_cuda_fill,
     .layout_floats = cuda_layout_floats,
     .reorder = cuda_reorder,

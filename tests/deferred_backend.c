@@ -245,6 +245,44 @@ static void dfr_fence_wait(struct pb_backend *be, void *fence)
     enqueue(be, "fence_wait", run_wait, &a, sizeof a, 0);
 }
 
+/* A timer mark: the host's clock when the queue reaches it (at a sync). */
+struct mark {
+    double t;
+    bool ran;
+};
+
+static void run_mark(struct pb_backend *in, void *args)
+{
+    (void)in;
+    struct mark *m = *(struct mark **)args;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    m->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    m->ran = true;
+}
+
+static void *dfr_timer_mark(struct pb_backend *be)
+{
+    struct mark *m = pb_xcalloc(1, sizeof *m);
+    enqueue(be, "timer_mark", run_mark, &m, sizeof m, 0);
+    return m;
+}
+
+static double dfr_timer_elapsed(struct pb_backend *be, void *from, void *to)
+{
+    struct mark *a = from, *b = to;
+    double s = 0.0;
+    if (a != b) {
+        if (!a->ran || !b->ran)
+            violation(be, "timer_elapsed before the sync that passes its marks");
+        else
+            s = b->t - a->t;
+        free(b);
+    }
+    free(a);
+    return s;
+}
+
 static bool dfr_supports_op(struct pb_backend *be, enum pb_backend_op op)
 {
     struct pb_backend *in = dfr_of(be)->in;
@@ -373,6 +411,16 @@ static void dfr_copy(struct pb_backend *be, void *dst, const void *src, size_t b
 {
     struct a_copy a = {dst, src, bytes};
     enqueue(be, "copy", run_copy, &a, sizeof a, 2, dst, src);
+}
+
+/* a peer copy: the source is another instance's block, guarded by the fence
+ * pb_backend_free_read records, so it is not among the pointers checked */
+static void dfr_copy_peer(struct pb_backend *be, void *dst, struct pb_backend *src_be,
+                          const void *src, size_t bytes)
+{
+    PB_CHECK(src_be->ops->copy_peer == dfr_copy_peer && src_be->device != be->device);
+    struct a_copy a = {dst, src, bytes};
+    enqueue(be, "copy_peer", run_copy, &a, sizeof a, 1, dst);
 }
 
 struct a_fill {
@@ -1017,6 +1065,8 @@ static const struct pb_backend_ops dfr_ops = {
     .bind = dfr_bind,
     .fence_record = dfr_fence_record,
     .fence_wait = dfr_fence_wait,
+    .timer_mark = dfr_timer_mark,
+    .timer_elapsed = dfr_timer_elapsed,
     .supports_op = dfr_supports_op,
     .alloc = dfr_alloc,
     .free = dfr_free,
@@ -1027,6 +1077,7 @@ static const struct pb_backend_ops dfr_ops = {
     .write_end = dfr_write_end,
     .download = dfr_download,
     .copy = dfr_copy,
+    .copy_peer = dfr_copy_peer,
     .fill = dfr_fill,
     .layout_floats = dfr_layout_floats,
     .reorder = dfr_reorder,
@@ -1072,6 +1123,15 @@ static const struct pb_backend_ops dfr_ops = {
     .predict = dfr_predict,
 };
 
+/* The same without peer copies: tensors between devices then cross through host memory. */
+static struct pb_backend_ops dfr_ops_staged;
+static bool peer = true;
+
+void pb_deferred_peer_copies(bool on)
+{
+    peer = on;
+}
+
 static struct pb_backend *dfr_create(const struct pb_backend_cfg *c, struct pb_err *e)
 {
     if (c->device < 0 || c->device > 3)
@@ -1082,7 +1142,11 @@ static struct pb_backend *dfr_create(const struct pb_backend_cfg *c, struct pb_e
     struct dfr *d = pb_xcalloc(1, sizeof *d);
     d->in = in;
     struct pb_backend *be = pb_xcalloc(1, sizeof *be);
-    pb_backend_init_common(be, &dfr_ops, d, c->device);
+    if (!dfr_ops_staged.name) {
+        dfr_ops_staged = dfr_ops;
+        dfr_ops_staged.copy_peer = NULL;
+    }
+    pb_backend_init_common(be, peer ? &dfr_ops : &dfr_ops_staged, d, c->device);
     pthread_mutex_lock(&mu);
     d->id = -1;
     for (int k = 0; k < MAX_INSTANCES && d->id < 0; k++)

@@ -114,13 +114,14 @@ START_TEST(test_two_schedules)
 }
 END_TEST
 
-/* Stages on two devices (no shared memory: a tensor crosses through host memory, each
- * thread using only its own instance) give the bits of one device, under both executors
- * of one process. */
+/* Stages on two devices (no shared memory: a tensor crosses by a peer copy on the
+ * receiver's stream, or through host memory, each thread using only its own instance)
+ * give the bits of one device, under both executors of one process. */
 START_TEST(test_two_devices)
 {
-    const char *executors[] = {"seq", "threads"};
-    for (int i = 0; i < 2; i++) {
+    const char *executors[] = {"seq", "threads", "seq", "threads"};
+    for (int i = 0; i < 4; i++) {
+        pb_deferred_peer_copies(i < 2);
         struct pb_run_cfg c;
         small_cfg(&c);
         c.stages = 2;
@@ -130,8 +131,8 @@ START_TEST(test_two_devices)
         pb_deferred_register();
         pb_deferred_reset();
         char one[64], two[64];
-        snprintf(one, sizeof one, "%s-one-device.safetensors", executors[i]);
-        snprintf(two, sizeof two, "%s-two-devices.safetensors", executors[i]);
+        snprintf(one, sizeof one, "%s-%d-one-device.safetensors", executors[i], i);
+        snprintf(two, sizeof two, "%s-%d-two-devices.safetensors", executors[i], i);
         c.backend = "deferred";
         c.devices = "0";
         run_ok(&c, one);
@@ -140,6 +141,7 @@ START_TEST(test_two_devices)
         expect_no_violations("two devices");
         expect_same_file(tmp_path(one), tmp_path(two), "stages on devices 0 and 1");
     }
+    pb_deferred_peer_copies(true);
 }
 END_TEST
 
@@ -217,13 +219,16 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-START_TEST(test_fenced_block_waits)
+/* B reads A's block (taken over on one device, or peer-copied from another), releases
+ * it before its sync; A, on its own thread, gets the block back and overwrites it: B's
+ * queued read must still see the old values. */
+static void fenced_block(int b_device)
 {
     pb_deferred_register();
     pb_deferred_reset();
     struct pb_err e;
-    struct pb_backend_cfg bc = {.device = 0, .threads = 1};
-    struct pb_backend *a = pb_backend_create("deferred", &bc, &e);
+    struct pb_backend_cfg ac = {.device = 0, .threads = 1}, bc = {.device = b_device, .threads = 1};
+    struct pb_backend *a = pb_backend_create("deferred", &ac, &e);
     struct pb_backend *b = pb_backend_create("deferred", &bc, &e);
     ck_assert(a && b);
     size_t n = 1024;
@@ -234,13 +239,16 @@ START_TEST(test_fenced_block_waits)
     float *block = pb_backend_alloc(a, n * sizeof(float), PB_MEM_COMM, &e);
     a->ops->upload(a, block, host, n * sizeof(float));
     a->ops->sync(a);
-    /* B takes the block over, queues a read of it, and frees it before its sync */
     pb_backend_bind(b);
-    pb_backend_take(b, a, block, PB_MEM_COMM);
     float *copy = pb_backend_alloc(b, n * sizeof(float), PB_MEM_ACTS, &e);
-    b->ops->copy(b, copy, block, n * sizeof(float));
-    pb_backend_free(b, block);
-    /* A, on its own thread from here, gets the same block back and overwrites it */
+    if (b_device == 0) {
+        pb_backend_take(b, a, block, PB_MEM_COMM);
+        b->ops->copy(b, copy, block, n * sizeof(float));
+        pb_backend_free(b, block);
+    } else {
+        b->ops->copy_peer(b, copy, a, block, n * sizeof(float));
+        pb_backend_free_read(a, block, b);
+    }
     pthread_t t;
     struct reader r = {b, block, seen, n};
     pthread_create(&t, NULL, reader_main, &r);
@@ -263,6 +271,10 @@ START_TEST(test_fenced_block_waits)
     pb_backend_destroy(a);
     pb_backend_destroy(b);
 }
+
+START_TEST(test_fenced_block_waits) { fenced_block(0); }
+END_TEST
+START_TEST(test_fenced_peer_copy_waits) { fenced_block(1); }
 END_TEST
 
 /* A token outside the vocabulary, found by the device while the forward runs, fails the
@@ -317,6 +329,7 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("deferred");
     TCase *f = tcase_create("fast");
     tcase_add_test(f, test_fenced_block_waits);
+    tcase_add_test(f, test_fenced_peer_copy_waits);
     tcase_add_test(f, test_device_error_at_sync);
     tcase_add_test(f, test_executors_seq_threads);
     tcase_add_test(f, test_checkpoint_and_resume);

@@ -6,7 +6,9 @@
 
 #include "harness/exec/transport.h"
 
-static const struct pb_xfer_caps gpu = {.host_visible = false, .device_comm = true};
+static const struct pb_xfer_caps gpu = {.host_visible = false, .device_comm = true,
+                                        .peer_copy = true};
+static const struct pb_xfer_caps gpu_no_peer = {.host_visible = false, .device_comm = true};
 static const struct pb_xfer_caps gpu_no_comm = {.host_visible = false, .device_comm = false};
 static const struct pb_xfer_caps cpu = {.host_visible = true, .device_comm = false};
 
@@ -31,8 +33,10 @@ START_TEST(test_each_rule)
 {
     /* one process, one device: zero copy */
     check_plan((int[]){0, 0}, (int[]){0, 0}, 2, gpu, (enum pb_xfer[]){PB_XFER_TAKE});
-    /* one process, two devices: host staging, with or without device send/recv */
-    check_plan((int[]){0, 0}, (int[]){0, 1}, 2, gpu, (enum pb_xfer[]){PB_XFER_HOST});
+    /* one process, two devices: a peer copy where the backend has one, else host staging,
+     * with or without device send/recv */
+    check_plan((int[]){0, 0}, (int[]){0, 1}, 2, gpu, (enum pb_xfer[]){PB_XFER_PEER});
+    check_plan((int[]){0, 0}, (int[]){0, 1}, 2, gpu_no_peer, (enum pb_xfer[]){PB_XFER_HOST});
     check_plan((int[]){0, 0}, (int[]){0, 1}, 2, gpu_no_comm, (enum pb_xfer[]){PB_XFER_HOST});
     /* host-visible memory is one address space whatever the device index */
     check_plan((int[]){0, 0}, (int[]){0, 1}, 2, cpu, (enum pb_xfer[]){PB_XFER_TAKE});
@@ -54,7 +58,7 @@ START_TEST(test_mixed_placements)
 {
     /* D = 4 in one process on devices 0, 0, 1, 1 */
     check_plan((int[]){0, 0, 0, 0}, (int[]){0, 0, 1, 1}, 4, gpu,
-               (enum pb_xfer[]){PB_XFER_TAKE, PB_XFER_HOST, PB_XFER_TAKE});
+               (enum pb_xfer[]){PB_XFER_TAKE, PB_XFER_PEER, PB_XFER_TAKE});
     /* 4 ranks on devices 0, 1, 2, 3 */
     check_plan((int[]){0, 1, 2, 3}, (int[]){0, 1, 2, 3}, 4, gpu,
                (enum pb_xfer[]){PB_XFER_DEVICE, PB_XFER_DEVICE, PB_XFER_DEVICE});
@@ -68,7 +72,7 @@ START_TEST(test_mixed_placements)
                (enum pb_xfer[]){PB_XFER_DEVICE, PB_XFER_DEVICE, PB_XFER_DEVICE});
     /* 2 processes of 2 stages each, one device per stage, and one of 2 stages on one device */
     check_plan((int[]){0, 0, 1, 1, 2, 2}, (int[]){0, 1, 0, 1, 2, 2}, 6, gpu,
-               (enum pb_xfer[]){PB_XFER_HOST, PB_XFER_DEVICE, PB_XFER_HOST, PB_XFER_DEVICE,
+               (enum pb_xfer[]){PB_XFER_PEER, PB_XFER_DEVICE, PB_XFER_PEER, PB_XFER_DEVICE,
                                 PB_XFER_TAKE});
     /* the same placement on the CPU backend */
     check_plan((int[]){0, 0, 1, 1, 2, 2}, (int[]){0, 1, 0, 1, 2, 2}, 6, cpu,

@@ -309,18 +309,25 @@ static void cache_put(struct pb_backend *home, void *p, size_t bytes, void *fenc
     pthread_mutex_unlock(&a->mu);
 }
 
-void pb_backend_free(struct pb_backend *be, void *p)
+/* Frees owner's block p into its home's cache, with reader's fence where ops of reader,
+ * an instance other than the home, may still read it (reader NULL: none). */
+static void release(struct pb_backend *owner, void *p, struct pb_backend *reader)
 {
-    if (!p)
-        return;
-    struct pb_allocator *a = be->allocator;
+    struct pb_allocator *a = owner->allocator;
     pthread_mutex_lock(&a->mu);
     struct block b = map_remove(a, p);
-    count(be, b.kind, b.requested, false);
+    count(owner, b.kind, b.requested, false);
     pthread_mutex_unlock(&a->mu);
-    /* ops of be still enqueued may read the block: another stream must wait for them */
-    void *fence = b.home != be && be->ops->fence_record ? be->ops->fence_record(be) : NULL;
+    if (reader == b.home)
+        reader = NULL;  /* the home's own stream orders its reuse */
+    void *fence = reader && reader->ops->fence_record ? reader->ops->fence_record(reader) : NULL;
     cache_put(b.home, p, b.bytes, fence);
+}
+
+void pb_backend_free(struct pb_backend *be, void *p)
+{
+    if (p)
+        release(be, p, be);  /* ops of be still enqueued may read the block */
 }
 
 enum pb_block_state pb_backend_block_state(struct pb_backend *be, const void *p)
@@ -335,6 +342,11 @@ enum pb_block_state pb_backend_block_state(struct pb_backend *be, const void *p)
             st = PB_BLOCK_CACHED;
     pthread_mutex_unlock(&a->mu);
     return st;
+}
+
+void pb_backend_free_read(struct pb_backend *owner, void *p, struct pb_backend *reader)
+{
+    release(owner, p, reader);
 }
 
 void pb_backend_account(struct pb_backend *be, enum pb_mem_kind kind, size_t bytes, bool add)

@@ -120,6 +120,13 @@ struct pb_backend_ops {
      * address space, which it then releases (a stream wait on a GPU, not a host wait). */
     void *(*fence_record)(struct pb_backend *be);
     void (*fence_wait)(struct pb_backend *be, void *fence);
+    /* Op times on the device's own clock (timed events on a GPU); NULL ops where the
+     * host's clock around an op and its sync is the op's time (the CPU). timer_mark: a
+     * mark after every op enqueued so far (NULL if none could be made); timer_elapsed,
+     * after a sync past both: the seconds from one to the other, releasing both
+     * (from == to: only releases it, synced or not). */
+    void *(*timer_mark)(struct pb_backend *be);
+    double (*timer_elapsed)(struct pb_backend *be, void *from, void *to);
     bool (*supports_op)(struct pb_backend *be, enum pb_backend_op op);
 
     /* memory: raw device allocations (accounting and caching are pb_backend_alloc's) */
@@ -141,6 +148,13 @@ struct pb_backend_ops {
     void (*write_end)(struct pb_backend *be, void *dst, void *host, size_t bytes);
     void (*download)(struct pb_backend *be, void *dst_host, const void *src, size_t bytes);
     void (*copy)(struct pb_backend *be, void *dst, const void *src, size_t bytes);
+    /* dst (be's) = bytes of src, memory of src_be, an instance of the same backend on
+     * another device of this process, whose ops that wrote src are done (the caller
+     * synced them); enqueued on be's stream (a peer copy on a GPU). The block holding src
+     * is released with pb_backend_free_read, so src_be waits for the copy before reusing
+     * it. NULL: no such copy (a tensor then crosses through host memory). */
+    void (*copy_peer)(struct pb_backend *be, void *dst, struct pb_backend *src_be, const void *src,
+                      size_t bytes);
     void (*fill)(struct pb_backend *be, float *dst, float value, size_t n);
 
     /* layouts: floats a tensor of shape s occupies in layout l (blocked layouts pad
@@ -405,6 +419,11 @@ void pb_backend_cuda_libraries(char *buf, size_t cap);
 
 /* The calling thread binds be before its first op on it (ops->bind, where it has one). */
 void pb_backend_bind(struct pb_backend *be);
+
+/* Frees owner's block p, which ops of reader (another instance, the calling thread's)
+ * may still read: the block carries reader's fence into its home's cache, as a block
+ * freed by another instance does (a peer copy's source). */
+void pb_backend_free_read(struct pb_backend *owner, void *p, struct pb_backend *reader);
 
 /* Accounted allocations from the instance's block cache (the device allocator is
  * called only when no cached block of that size is free, so a steady state allocates

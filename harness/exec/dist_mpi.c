@@ -160,7 +160,8 @@ static int links_open(const struct pb_dist *d, struct pb_backend *be, struct lin
     pb_dist_bcast(d, all, (size_t)n * sizeof *all, 0);
     struct pb_xfer_place *place = pb_xcalloc((size_t)n, sizeof *place);
     enum pb_xfer *edges = pb_xcalloc((size_t)n, sizeof *edges);
-    struct pb_xfer_caps caps = {true, true};
+    /* one stage per rank: no edge within a process, so no peer copies */
+    struct pb_xfer_caps caps = {.host_visible = true, .device_comm = true, .peer_copy = false};
     for (int r = 0; r < n; r++) {
         place[r] = (struct pb_xfer_place){r, all[r].device};
         caps.host_visible = caps.host_visible && all[r].host_visible;

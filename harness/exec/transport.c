@@ -9,6 +9,7 @@ const char *pb_xfer_name(enum pb_xfer x)
 {
     switch (x) {
     case PB_XFER_TAKE: return "take";
+    case PB_XFER_PEER: return "peer";
     case PB_XFER_HOST: return "host";
     case PB_XFER_DEVICE: return "device";
     case PB_XFER_MPI_HOST: return "mpi-host";
@@ -19,7 +20,9 @@ const char *pb_xfer_name(enum pb_xfer x)
 static enum pb_xfer edge_of(struct pb_xfer_place a, struct pb_xfer_place b, struct pb_xfer_caps c)
 {
     if (a.rank == b.rank)
-        return a.device == b.device || c.host_visible ? PB_XFER_TAKE : PB_XFER_HOST;
+        return a.device == b.device || c.host_visible ? PB_XFER_TAKE
+               : c.peer_copy                          ? PB_XFER_PEER
+                                                      : PB_XFER_HOST;
     if (c.device_comm && !c.host_visible && a.device != b.device)
         return PB_XFER_DEVICE;
     return PB_XFER_MPI_HOST;

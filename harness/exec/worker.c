@@ -246,6 +246,42 @@ static const float *resolve(struct pb_worker *w, const struct pb_op *op,
     return NULL;
 }
 
+/* An op's clock: the host's at its start, and the backend's mark where it keeps its
+ * own (a GPU's events: the op's time on the device, not the host's around its launch). */
+struct op_clock {
+    double t0;
+    void *mark;
+};
+
+static struct op_clock clock_start(struct pb_backend *be)
+{
+    return (struct op_clock){pb_now_s(), be->ops->timer_mark ? be->ops->timer_mark(be) : NULL};
+}
+
+/* Releases the clock's mark of an op that failed. */
+static void clock_drop(struct pb_backend *be, struct op_clock *c)
+{
+    if (c->mark)
+        be->ops->timer_elapsed(be, c->mark, c->mark);
+    c->mark = NULL;
+}
+
+/* Ends the op: syncs the backend and returns the op's seconds (the device's between the
+ * marks, else the host's from the start to the end of the sync). */
+static double clock_stop(struct pb_backend *be, struct op_clock *c)
+{
+    void *end = c->mark ? be->ops->timer_mark(be) : NULL;
+    be->ops->sync(be);
+    double host = pb_now_s() - c->t0;
+    if (!c->mark)
+        return host;
+    if (!end) {
+        be->ops->timer_elapsed(be, c->mark, c->mark);
+        return host;
+    }
+    return be->ops->timer_elapsed(be, c->mark, end);
+}
+
 /* Staleness of an F or B: the synchronous run's version minus the one read (semantics §6.2). */
 static void note_staleness(struct pb_worker *w, const struct pb_op *op, const struct pb_op_version *v)
 {
@@ -307,10 +343,17 @@ void pb_workers_link(struct pb_worker *workers, int n)
     }
 }
 
+/* Whether be copies from other's memory itself (a peer copy between two devices). */
+static bool peer_copies(const struct pb_backend *be, const struct pb_backend *other)
+{
+    return be->ops->copy_peer && other->ops == be->ops;
+}
+
 /* Moves a message into a tensor of this stage's backend: a buffer of an instance that
  * shares memory with it is taken over without a copy (it stops counting as the
- * sender's communication memory now), one staged in host memory is uploaded, another
- * is copied across and freed. */
+ * sender's communication memory now), one on another device is peer-copied on this
+ * stage's stream and released with this stage's fence, one staged in host memory is
+ * uploaded, another is copied across and freed. */
 static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
                          struct pb_tensor *t, struct pb_err *e)
 {
@@ -328,6 +371,12 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
     } else if (m->be->ops->shares_memory(m->be, be)) {
         pb_backend_take(be, m->be, m->data, kind);
         *t = (struct pb_tensor){m->data, m->shape, PB_LAYOUT_PLAIN};
+    } else if (peer_copies(be, m->be)) {
+        rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
+        if (!rc)
+            be->ops->copy_peer(be, t->data, m->be, m->data,
+                               pb_shape_count(m->shape) * sizeof(float));
+        pb_backend_free_read(m->be, m->data, be);
     } else {
         rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
         if (!rc)
@@ -342,13 +391,13 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
 
 /* The other way, to the stage before (up) or after: the tensor (plain, PB_MEM_COMM of
  * this stage) becomes the message and stays this stage's memory until the receiver
- * takes it; for a receiver that shares no memory with this stage, it is downloaded here
- * and the message holds the host copy. */
+ * takes or peer-copies it; for a receiver that can do neither, it is downloaded here and
+ * the message holds the host copy. */
 static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, struct pb_msg *m)
 {
     struct pb_backend *be = w->stage->be, *to = up ? w->prev_be : w->next_be;
     *m = (struct pb_msg){be, t->data, t->shape, NULL};
-    if (to && !be->ops->shares_memory(be, to)) {
+    if (to && !be->ops->shares_memory(be, to) && !peer_copies(to, be)) {
         double t0 = pb_now_s();
         size_t bytes = pb_shape_count(t->shape) * sizeof(float);
         m->host = pb_xmalloc(bytes ? bytes : 1);
@@ -432,10 +481,11 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     if (stage_input(w, op->mb, in, &x, e))
         return -1;
     const int32_t *lengths = stage_side(w, op->mb);
-    double t0 = pb_now_s();
+    struct op_clock clk = clock_start(s->be);
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
     if (!wts) {
+        clock_drop(s->be, &clk);
         pb_backend_free(s->be, x.data);
         return -1;
     }
@@ -443,14 +493,15 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
         pb_wstore_stash(&w->ws, wts, w->u_epoch + v->base);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, lengths,
                             NULL};
-    if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e))
+    if (pb_stage_forward(s, &c, wts, x, w->labels, &w->acts[op->mb], &y, e)) {
+        clock_drop(s->be, &clk);
         return -1;
+    }
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
-    s->be->ops->sync(s->be);
-    double t1 = pb_now_s();
-    w->st.busy_s += t1 - t0;
+    double dt = clock_stop(s->be, &clk);
+    w->st.busy_s += dt;
     note_staleness(w, op, v);
-    note_event(w, op, v, t0, t1);
+    note_event(w, op, v, clk.t0, clk.t0 + dt);
     probe_keep(w);
     if (is_last(w)) {
         float loss = w->acts[op->mb].loss;
@@ -470,7 +521,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     struct pb_tensor dy = {0}, dx = {0};
     if (!is_last(w) && msg_to_tensor(w, in, PB_MEM_COMM, &dy, e))
         return -1;
-    double t0 = pb_now_s();
+    struct op_clock clk = clock_start(s->be);
     const struct pb_op_version *v = version_of(w, op);
     const float *wts = resolve(w, op, v, e);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL,
@@ -478,18 +529,19 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     int rc = wts ? pb_stage_backward(s, &c, wts, &w->acts[op->mb], is_last(w) ? NULL : &dy, &dx, e)
                  : -1;
     pb_backend_free(s->be, dy.data);
-    if (rc)
+    if (rc) {
+        clock_drop(s->be, &clk);
         return -1;
+    }
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
     if (op->wsrc == PB_W_STASHED && !v->live)
         pb_wstore_unstash(&w->ws, w->u_epoch + v->base);
     w->nacc++;
     w->last_b_mb = op->mb;
-    s->be->ops->sync(s->be);
-    double t1 = pb_now_s();
-    w->st.busy_s += t1 - t0;
+    double dt = clock_stop(s->be, &clk);
+    w->st.busy_s += dt;
     note_staleness(w, op, v);
-    note_event(w, op, v, t0, t1);
+    note_event(w, op, v, clk.t0, clk.t0 + dt);
     if (!is_first(w))
         tensor_to_msg(w, &dx, true, out);
     return 0;
@@ -500,24 +552,25 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     struct pb_stage *s = w->stage;
     struct pb_backend *be = s->be;
     PB_CHECK(w->nacc > 0);
-    double t0 = pb_now_s();
+    struct op_clock clk = clock_start(be);
     /* the mean of the accumulated micro-batch gradients (semantics §1.2) */
     if (w->nacc > 1)
         be->ops->axpby(be, 0.0f, s->grads, 1.0f / (float)w->nacc, s->grads, s->nparams);
-    if (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e))
+    if (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e)) {
+        clock_drop(be, &clk);
         return -1;
+    }
     pb_optim_step(&w->optim, be, s->params, s->grads);
     w->nacc = 0;
     w->u++;
     pb_wstore_group_drop(&w->ws, w->last_b_mb / w->pipe.microbatches);
-    be->ops->sync(be);
+    double dt = clock_stop(be, &clk);
     if (pb_backend_status(be, e))
         return -1;
-    double t1 = pb_now_s();
-    w->st.busy_s += t1 - t0;
+    w->st.busy_s += dt;
     const struct pb_op_version *v = version_of(w, op);
     PB_CHECK(w->u_epoch + v->base == w->u);
-    note_event(w, op, v, t0, t1);
+    note_event(w, op, v, clk.t0, clk.t0 + dt);
     probe_finish(w);
     return 0;
 }

@@ -147,6 +147,30 @@ static void cuda_destroy(struct pb_backend *be)
     free(be);
 }
 
+/* A timed event after every op enqueued so far: an op's time on the device. */
+static void *cuda_timer_mark(struct pb_backend *be)
+{
+    cudaEvent_t ev = NULL;
+    if (!pb_cuda_bind(be) || !PB_CUDA(be, cudaEventCreate(&ev)))
+        return NULL;
+    if (!PB_CUDA(be, cudaEventRecord(ev, pb_cuda_of(be)->stream))) {
+        cudaEventDestroy(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+static double cuda_timer_elapsed(struct pb_backend *be, void *from, void *to)
+{
+    float ms = 0.0f;
+    if (from != to)
+        PB_CUDA(be, cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to));
+    cudaEventDestroy((cudaEvent_t)from);
+    if (to != from)
+        cudaEventDestroy((cudaEvent_t)to);
+    return 1e-3 * (double)ms;
+}
+
 static const struct pb_backend_ops cuda_ops = {
     .name = "cuda",
     .destroy = cuda_destroy,
@@ -154,6 +178,8 @@ static const struct pb_backend_ops cuda_ops = {
     .bind = cuda_bind,
     .fence_record = cuda_fence_record,
     .fence_wait = cuda_fence_wait,
+    .timer_mark = cuda_timer_mark,
+    .timer_elapsed = cuda_timer_elapsed,
     .supports_op = cuda_supports_op,
     .alloc = pb_cuda_alloc,
     .free = pb_cuda_free,
@@ -164,6 +190,7 @@ static const struct pb_backend_ops cuda_ops = {
     .write_end = pb_cuda_write_end,
     .download = pb_cuda_download,
     .copy = pb_cuda_copy,
+    .copy_peer = pb_cuda_copy_peer,
     .fill = pb_cuda_fill,
     .layout_floats = cuda_layout_floats,
     .reorder = cuda_reorder,

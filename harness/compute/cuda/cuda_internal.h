@@ -100,6 +100,8 @@ bool pb_cuda_shares_memory(const struct pb_backend *be, const struct pb_backend 
 void pb_cuda_upload(struct pb_backend *be, void *dst, const void *src_host, size_t bytes);
 void pb_cuda_download(struct pb_backend *be, void *dst_host, const void *src, size_t bytes);
 void pb_cuda_copy(struct pb_backend *be, void *dst, const void *src, size_t bytes);
+void pb_cuda_copy_peer(struct pb_backend *be, void *dst, struct pb_backend *src_be,
+                       const void *src, size_t bytes);
 void *pb_cuda_write_begin(struct pb_backend *be, void *dst, size_t bytes);
 void pb_cuda_write_end(struct pb_backend *be, void *dst, void *host, size_t bytes);
 /* At sync, once the stream is idle: the staging buffers whose write_end was enqueued

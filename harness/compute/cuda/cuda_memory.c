@@ -94,6 +94,17 @@ void pb_cuda_copy(struct pb_backend *be, void *dst, const void *src, size_t byte
     PB_CUDA(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, pb_cuda_of(be)->stream));
 }
 
+/* From another device's memory, on be's stream (through the host where the two devices
+ * have no peer access: the driver's choice, the same bytes). */
+void pb_cuda_copy_peer(struct pb_backend *be, void *dst, struct pb_backend *src_be,
+                       const void *src, size_t bytes)
+{
+    if (!bytes || !pb_cuda_begin(be))
+        return;
+    PB_CUDA(be, cudaMemcpyPeerAsync(dst, be->device, src, src_be->device, bytes,
+                                    pb_cuda_of(be)->stream));
+}
+
 /* ---- the staging pool ---- */
 
 /* Pinned sizes are rounded up to 64 KiB so that buffers of neighbouring sizes are shared. */

@@ -5,6 +5,7 @@
  * another stage's instance (pb_backend_take) is freed from that stage's thread. */
 #include "harness/compute/backend.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
@@ -28,12 +29,62 @@ static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_e
     return pb_backend_cpu_create(c->threads, e);
 }
 
+#if PB_HAVE_CUDA
+/* The CUDA backend's module (meson.build: pipebench-cuda.so), loaded on first use: from
+ * the program itself where it links the backend (a test of its internals), else from the
+ * build folder, else from where it is installed. */
+static struct {
+    pthread_once_t once;
+    struct pb_backend *(*create)(const struct pb_backend_cfg *c, struct pb_err *e);
+    void (*libraries)(char *buf, size_t cap);
+    char why[512];
+} cuda_module = {PTHREAD_ONCE_INIT, NULL, NULL, ""};
+
+static void cuda_module_load(void)
+{
+    void *create = dlsym(RTLD_DEFAULT, "pb_backend_cuda_create");
+    void *libraries = dlsym(RTLD_DEFAULT, "pb_backend_cuda_libraries");
+    const char *paths[] = {PB_CUDA_MODULE_BUILD, PB_CUDA_MODULE_INSTALLED};
+    for (int i = 0; i < 2 && !(create && libraries); i++) {
+        void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *err = dlerror();
+            size_t n = strlen(cuda_module.why);
+            snprintf(cuda_module.why + n, sizeof cuda_module.why - n, "%s%s", n ? "; " : "",
+                     err ? err : paths[i]);
+            continue;
+        }
+        create = dlsym(h, "pb_backend_cuda_create");
+        libraries = dlsym(h, "pb_backend_cuda_libraries");
+    }
+    *(void **)&cuda_module.create = create;
+    *(void **)&cuda_module.libraries = libraries;
+}
+
+static struct pb_backend *create_cuda(const struct pb_backend_cfg *c, struct pb_err *e)
+{
+    pthread_once(&cuda_module.once, cuda_module_load);
+    if (!cuda_module.create)
+        return pb_err_set(e, "the CUDA backend's module could not be loaded (%s); rebuild "
+                             "pipebench, or run with --backend cpu", cuda_module.why), NULL;
+    return cuda_module.create(c, e);
+}
+
+static void cuda_libraries(char *buf, size_t cap)
+{
+    pthread_once(&cuda_module.once, cuda_module_load);
+    if (cuda_module.libraries)
+        cuda_module.libraries(buf, cap);
+    else
+        snprintf(buf, cap, "CUDA backend module not loaded");
+}
+#endif
+
 const struct pb_backend_reg pb_backends[] = {
     {"cpu", "oneDNN on the host's cores (the reference)", create_cpu, NULL,
      pb_backend_cpu_libraries, false},
 #if PB_HAVE_CUDA
-    {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", pb_backend_cuda_create, NULL,
-     pb_backend_cuda_libraries, true},
+    {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", create_cuda, NULL, cuda_libraries, true},
 #else
     {"cuda", "cuBLAS and cuDNN on NVIDIA GPUs", NULL,
      "this pipebench was built without CUDA (no nvcc when it was configured, or -Dcuda=disabled); "

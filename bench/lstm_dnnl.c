@@ -204,7 +204,7 @@ size_t bench_lstm_dnnl_workspace(struct pb_backend *be, const struct pb_lstm_des
 }
 
 /* bias [4H] = b_ih + b_hh */
-static void bias_sum(const struct pb_lstm_desc *d, const struct pb_cpu_lstm_w *p, float *bias)
+static void bias_sum(const struct pb_lstm_desc *d, const struct pb_lstm_weights *p, float *bias)
 {
     for (int j = 0; j < 4 * d->hidden; j++)
         bias[j] = p->b_ih[j] + p->b_hh[j];
@@ -239,7 +239,7 @@ void bench_lstm_dnnl_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, co
     struct lstm_ends ends = lstm_ends(st);
     PB_CHECK(!(ws && ends.init));
     struct lstm_fwd *f = fwd_get(be, d, ws != NULL, ends);
-    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w);
     size_t bb = al64(4 * (size_t)d->hidden * sizeof(float)), lb = in_bytes(&f->w_ih);
     /* the weights in the primitive's format, then the summed bias [4H] */
     char *buf = pb_cpu_scratch(be, lb + in_bytes(&f->w_hh) + bb);
@@ -276,7 +276,7 @@ void bench_lstm_dnnl_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, co
     if (!pb_cpu_begin(be))
         return;
     struct lstm_bwd *b = bwd_get(be, d);
-    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w), g = pb_cpu_lstm_split(d, dw_acc);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w), g = pb_lstm_weights_split(d, dw_acc);
     size_t G = 4 * (size_t)d->hidden, bb = al64(G * sizeof(float));
     size_t wl = in_bytes(&b->w_ih), wi = in_bytes(&b->w_hh);
     size_t dl = al64(b->dw_ih.bytes), di = al64(b->dw_hh.bytes);

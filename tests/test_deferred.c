@@ -49,16 +49,22 @@ static void same_as_cpu(struct pb_run_cfg *c, const char *what)
     expect_same_file(tmp_path(cpu), tmp_path(dfr), what);
 }
 
+/* The small mlp run of these tests: D stages under an executor, 256 samples. */
+static void mlp_cfg(struct pb_run_cfg *c, int stages, const char *executor)
+{
+    small_cfg(c);
+    c->stages = stages;
+    c->limit_train = 256;
+    c->limit_val = 64;
+    c->executor = executor;
+}
+
 START_TEST(test_executors_seq_threads)
 {
     const char *executors[] = {"seq", "threads"};
     for (int i = 0; i < 2; i++) {
         struct pb_run_cfg c;
-        small_cfg(&c);
-        c.stages = 2;
-        c.limit_train = 256;
-        c.limit_val = 64;
-        c.executor = executors[i];
+        mlp_cfg(&c, 2, executors[i]);
         same_as_cpu(&c, executors[i]);
     }
 }
@@ -74,12 +80,8 @@ static void stop_after_first(void *ctx, int epoch, int epochs, double acc)
 START_TEST(test_checkpoint_and_resume)
 {
     struct pb_run_cfg c;
-    small_cfg(&c);
-    c.stages = 2;
+    mlp_cfg(&c, 2, "threads");
     c.epochs = 2;
-    c.limit_train = 256;
-    c.limit_val = 64;
-    c.executor = "threads";
     same_as_cpu(&c, "straight");
     /* interrupted after the first epoch on the deferred backend, then resumed on it */
     c.db = tmp_path_kept("resume.db");
@@ -103,12 +105,8 @@ START_TEST(test_two_schedules)
     const char *schedules[] = {"gpipe", "pipedream"};
     for (int i = 0; i < 2; i++) {
         struct pb_run_cfg c;
-        small_cfg(&c);
-        c.stages = 4;
-        c.limit_train = 256;
-        c.limit_val = 64;
+        mlp_cfg(&c, 4, "threads");
         c.schedule = schedules[i];
-        c.executor = "threads";
         same_as_cpu(&c, schedules[i]);
     }
 }
@@ -123,11 +121,7 @@ START_TEST(test_two_devices)
     for (int i = 0; i < 4; i++) {
         pb_deferred_peer_copies(i < 2);
         struct pb_run_cfg c;
-        small_cfg(&c);
-        c.stages = 2;
-        c.limit_train = 256;
-        c.limit_val = 64;
-        c.executor = executors[i];
+        mlp_cfg(&c, 2, executors[i]);
         pb_deferred_register();
         pb_deferred_reset();
         char one[64], two[64];

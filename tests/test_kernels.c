@@ -4,7 +4,8 @@
  * inputs with edge values (±0, denormals, ±inf, NaN where the op is defined on them)
  * against a scalar loop of the shared function here; where the CPU keeps a vector path
  * of its own (rng.c's Philox runs, cpu_tanh.c's array, oneDNN's batch norm) against that
- * path; Philox against Random123's known answers. */
+ * path. Philox's block against Random123's known answers is test_rng's (pb_rng_words is
+ * pb_philox_block). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -80,32 +81,6 @@ static void assert_same_bits(const float *got, const float *want, size_t n, cons
 }
 
 /* ---- Philox and dropout ---- */
-
-/* counter c0 … c3 and key k0, k1 → the four words, as Random123's kat_vectors (test_rng) */
-static const struct {
-    uint32_t c[4], k[2], out[4];
-} kat[] = {
-    {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
-     {0xffffffff, 0xffffffff},
-     {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
-     {0xa4093822, 0x299f31d0},
-     {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
-};
-
-START_TEST(philox_known_answers)
-{
-    for (size_t t = 0; t < sizeof kat / sizeof kat[0]; t++) {
-        struct pb_rng_key key = {{kat[t].k[0], kat[t].k[1]}, {kat[t].c[2], kat[t].c[3]}};
-        uint32_t w[4];
-        pb_philox_block(key, ((uint64_t)kat[t].c[1] << 32) | kat[t].c[0], w);
-        for (int j = 0; j < 4; j++)
-            ck_assert_msg(w[j] == kat[t].out[j], "vector %zu word %d: %08x, want %08x", t, j,
-                          w[j], kat[t].out[j]);
-    }
-}
-END_TEST
 
 /* rng.c's vector runs (what dropout draws from) against the shared draw, element by
  * element: aligned and odd starts, across the counter's 2³² carry */
@@ -507,7 +482,6 @@ Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase_create("kernels");
-    tcase_add_test(tc, philox_known_answers);
     tcase_add_test(tc, dropout_uniform_is_the_run);
     tcase_add_test(tc, dropout_op);
     tcase_add_test(tc, tanh_vector_is_scalar);

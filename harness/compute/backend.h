@@ -65,6 +65,23 @@ struct pb_lstm_desc {
     int batch, steps, input, hidden;
 };
 
+/* The four pieces of an LSTM's flat weight (or gradient) run w, in the order above. */
+struct pb_lstm_weights {
+    float *w_ih, *w_hh, *b_ih, *b_hh;
+};
+
+static inline struct pb_lstm_weights pb_lstm_weights_split(const struct pb_lstm_desc *d,
+                                                           const float *w)
+{
+    size_t g = 4 * (size_t)d->hidden;
+    struct pb_lstm_weights s;
+    s.w_ih = (float *)w;
+    s.w_hh = s.w_ih + g * (size_t)d->input;
+    s.b_ih = s.w_hh + g * (size_t)d->hidden;
+    s.b_hh = s.b_ih + g;
+    return s;
+}
+
 /* An LSTM run's recurrent states at its two ends, h and c [batch, hidden] each. h0 and
  * c0 (both or neither; NULL: zeros) start an inference forward — a training forward
  * starts from zeros, as its backward assumes; h_last and c_last (both or neither; NULL:
@@ -87,6 +104,23 @@ struct pb_lstm_states {
 struct pb_attn_desc {
     int batch, tq, tk, query, key, units;
 };
+
+/* The five pieces of an attention's flat weight (or gradient) run w, in the order above. */
+struct pb_attn_weights {
+    float *v, *g, *bias, *wq, *wk;
+};
+
+static inline struct pb_attn_weights pb_attn_weights_split(const struct pb_attn_desc *d,
+                                                           const float *w)
+{
+    struct pb_attn_weights s;
+    s.v = (float *)w;
+    s.g = s.v + d->units;
+    s.bias = s.g + 1;
+    s.wq = s.bias + d->units;
+    s.wk = s.wq + (size_t)d->units * d->query;
+    return s;
+}
 
 struct pb_backend;
 

@@ -24,22 +24,6 @@
  * ATTN_TASKS (source, block) tasks (a function of the shape only). */
 #define ATTN_TASKS 32
 
-/* The weights in the flat run w, PyTorch's parameters() order. */
-struct attn_w {
-    const float *v, *g, *bias, *wq, *wk;
-};
-
-static struct attn_w attn_split(const struct pb_attn_desc *d, const float *w)
-{
-    struct attn_w s;
-    s.v = w;
-    s.g = s.v + d->units;
-    s.bias = s.g + 1;
-    s.wq = s.bias + d->units;
-    s.wk = s.wq + (size_t)d->units * d->query;
-    return s;
-}
-
 /* The workspace's pieces. */
 struct attn_ws {
     float *pq, *pk, *a;
@@ -75,7 +59,7 @@ static bool check_lengths(struct pb_backend *be, const struct pb_attn_desc *d, c
 }
 
 /* v̂ = g · v / ‖v‖ into vh [U]; returns ‖v‖. */
-static double normalised_v(const struct pb_attn_desc *d, const struct attn_w *p, float *vh)
+static double normalised_v(const struct pb_attn_desc *d, const struct pb_attn_weights *p, float *vh)
 {
     double ss = 0;
     for (int n = 0; n < d->units; n++)
@@ -115,7 +99,7 @@ static float attn_score(const float *restrict pq, const float *restrict pk,
  * (oneDNN's sgemm gives a row bits that vary with the product's row count on AVX2
  * machines). */
 static void project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
-                         const struct attn_w *p, float *pk)
+                         const struct pb_attn_weights *p, float *pk)
 {
     int B = d->batch, Tk = d->tk, U = d->units, Hk = d->key;
 #pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
@@ -128,7 +112,7 @@ static void project_keys(struct pb_backend *be, const struct pb_attn_desc *d, co
  * softmax over each source's keys into a [B·Tq, Tk], and ctx [B·Tq, Hk] = a·k per source;
  * vh [U] scratch. */
 static void attend(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
-                   const float *pk, const int32_t *lengths, const struct attn_w *p,
+                   const float *pk, const int32_t *lengths, const struct pb_attn_weights *p,
                    const float *pq_all, float *vh, float *a_all, float *ctx)
 {
     int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hk = d->key;
@@ -161,7 +145,7 @@ void pb_cpu_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
     if (!pb_cpu_begin(be) || !check_lengths(be, d, lengths))
         return;
     int B = d->batch, Tq = d->tq, U = d->units, Hq = d->query;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     void *tmp = ws ? NULL : pb_cpu_scratch(be, pb_cpu_attn_workspace(be, d));
     float *vh = pb_cpu_scratch(be, (size_t)U * sizeof(float));
     if ((!ws && !tmp) || !vh) {
@@ -182,7 +166,7 @@ void pb_cpu_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc *
 {
     if (!pb_cpu_begin(be))
         return;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     project_keys(be, d, k, &p, pk);
 }
 
@@ -194,7 +178,7 @@ void pb_cpu_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc 
         return;
     int B = d->batch, Tq = d->tq, U = d->units, Hq = d->query;
     size_t nq = (size_t)B * Tq;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     /* pq [B·Tq, U], vh [U], the weights when a is not wanted [B·Tq, Tk] */
     float *pq = pb_cpu_scratch(be, (nq * U + U + (a ? 0 : nq * d->tk)) * sizeof(float));
     if (!pq)
@@ -268,7 +252,7 @@ void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
     int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hq = d->query, Hk = d->key;
     size_t nq = (size_t)B * Tq, nk = (size_t)B * Tk;
     int bs = attn_block(d), nb = (Tq + bs - 1) / bs, ntask = B * nb;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     struct attn_ws s = ws_split(d, (void *)ws);
     /* ds [B·Tq, Tk] (score gradients), dpq [B·Tq, U], dpk [B·Tk, U], the key gradients of
      * query blocks 1.. [nb − 1, B·Tk, U] (block 0's go to dpk), gv per task [ntask, U], vh

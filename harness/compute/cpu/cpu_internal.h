@@ -306,20 +306,6 @@ void pb_cpu_pack_panels_in_team(const float *b, int ldb, bool trans_b, int k, in
 void pb_cpu_gemm_panels_in_team(int m, int n, int k, const float *a, int lda,
                                 const float *panels, bool beta, float *c, int ldc);
 
-struct pb_cpu_lstm_w {
-    float *w_ih, *w_hh, *b_ih, *b_hh;
-};
-
-static inline struct pb_cpu_lstm_w pb_cpu_lstm_split(const struct pb_lstm_desc *d, const float *w)
-{
-    size_t g = 4 * (size_t)d->hidden;
-    struct pb_cpu_lstm_w s;
-    s.w_ih = (float *)w;
-    s.w_hh = s.w_ih + g * (size_t)d->input;
-    s.b_ih = s.w_hh + g * (size_t)d->hidden;
-    s.b_hh = s.b_ih + g;
-    return s;
-}
 size_t pb_cpu_lstm_workspace(struct pb_backend *be, const struct pb_lstm_desc *d);
 void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, float *y, void *ws, const struct pb_lstm_states *st);

@@ -204,7 +204,7 @@ static void lstm_forward(struct pb_backend *be, const struct pb_lstm_desc *d, co
                          const struct pb_lstm_states *st)
 {
     int T = d->steps, H = d->hidden, G = 4 * H;
-    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w);
     const float *h0 = st ? st->h0 : NULL, *c0 = st ? st->c0 : NULL;
     /* the summed bias [G], then a row of zeros [H] for c_{−1} = 0 */
     float *bias = pb_cpu_scratch(be, (size_t)(G + H) * sizeof(float));
@@ -284,7 +284,7 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
     if (!pb_cpu_begin(be))
         return;
     int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
-    struct pb_cpu_lstm_w p = pb_cpu_lstm_split(d, w), gw = pb_cpu_lstm_split(d, dw_acc);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w), gw = pb_lstm_weights_split(d, dw_acc);
     const float *act = ws, *cell = act + rows(d) * G;
     /* dA [B, T, G]; h_{t−1} per row [B, T, H]; dh_next and dc [B, H]; the bias gradient
      * [G]; zeros [H] */

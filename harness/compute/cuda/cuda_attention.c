@@ -23,22 +23,6 @@
  * cuBLAS's order: within a tolerance of the CPU; the per-element math is its own. */
 #include "harness/compute/cuda/cuda_rnn.h"
 
-/* The weights in the flat run w, PyTorch's parameters() order. */
-struct attn_w {
-    float *v, *g, *bias, *wq, *wk;
-};
-
-static struct attn_w attn_split(const struct pb_attn_desc *d, const float *w)
-{
-    struct attn_w s;
-    s.v = (float *)w;
-    s.g = s.v + d->units;
-    s.bias = s.g + 1;
-    s.wq = s.bias + d->units;
-    s.wk = s.wq + (size_t)d->units * d->query;
-    return s;
-}
-
 /* The workspace's pieces. */
 struct attn_ws {
     float *pq, *pk, *a, *vh;
@@ -78,7 +62,7 @@ static struct pb_cuda_attn_dims dims(const struct pb_attn_desc *d, const int32_t
 
 /* pk (B·Tk, U) = k (B·Tk, Hk)·W_kᵀ: the forward's product and attn_project_keys'. */
 static bool project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
-                         const struct attn_w *p, float *pk)
+                         const struct pb_attn_weights *p, float *pk)
 {
     return pb_cuda_rnn_gemm(be, false, true, d->batch * d->tk, d->units, d->key, 1.0f, k, d->key,
                             p->wk, d->key, 0.0f, pk, d->units);
@@ -86,7 +70,7 @@ static bool project_keys(struct pb_backend *be, const struct pb_attn_desc *d, co
 
 /* pq (B·Tq, U) = q (B·Tq, Hq)·W_qᵀ */
 static bool project_queries(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
-                            const struct attn_w *p, float *pq)
+                            const struct pb_attn_weights *p, float *pq)
 {
     return pb_cuda_rnn_gemm(be, false, true, d->batch * d->tq, d->units, d->query, 1.0f, q,
                             d->query, p->wq, d->query, 0.0f, pq, d->units);
@@ -95,7 +79,7 @@ static bool project_queries(struct pb_backend *be, const struct pb_attn_desc *d,
 /* The forward past the projections: v̂ into vh (U), the weights into a (B·Tq, Tk) and ctx
  * (B, Tq, Hk) = a·k per source. */
 static void attend(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
-                   const float *pk, const int32_t *lengths, const struct attn_w *p,
+                   const float *pk, const int32_t *lengths, const struct pb_attn_weights *p,
                    const float *pq, float *vh, float *a, float *ctx)
 {
     int Tq = d->tq, Tk = d->tk, Hk = d->key;
@@ -116,7 +100,7 @@ void pb_cuda_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const
 {
     if (!pb_cuda_begin(be))
         return;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     float *tmp = ws ? NULL : pb_cuda_rnn_scratch(be, pb_cuda_attn_workspace(be, d));
     if (!ws && !tmp)
         return;
@@ -132,7 +116,7 @@ void pb_cuda_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc 
 {
     if (!pb_cuda_begin(be))
         return;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     project_keys(be, d, k, &p, pk);
 }
 
@@ -142,7 +126,7 @@ void pb_cuda_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc
 {
     if (!pb_cuda_begin(be))
         return;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     size_t nq = (size_t)d->batch * d->tq;
     /* pq (B·Tq, U), vh (U), the weights when a is not wanted (B·Tq, Tk) */
     size_t o_vh = pb_cuda_rnn_align(nq * d->units), o_a = o_vh + pb_cuda_rnn_align(d->units);
@@ -172,7 +156,7 @@ void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const
         return;
     int B = d->batch, Tq = d->tq, Tk = d->tk, U = d->units, Hq = d->query, Hk = d->key;
     int nq = B * Tq, nk = B * Tk;
-    struct attn_w p = attn_split(d, w);
+    struct pb_attn_weights p = pb_attn_weights_split(d, w);
     struct attn_ws s = ws_split(d, ws);
     struct pb_cuda_attn_dims m = dims(d, lengths);
     /* ds (B·Tq, Tk), dpq (B·Tq, U), dpk and gvp (B·Tk, U), dvhat (U), ones (B·Tk) */

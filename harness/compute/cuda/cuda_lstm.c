@@ -28,22 +28,6 @@
  * tolerance, not in its bits; for one shape they are deterministic (no atomics anywhere). */
 #include "harness/compute/cuda/cuda_rnn.h"
 
-/* The four pieces of the flat weight (or gradient) run. */
-struct lstm_w {
-    float *w_ih, *w_hh, *b_ih, *b_hh;
-};
-
-static struct lstm_w lstm_split(const struct pb_lstm_desc *d, const float *w)
-{
-    size_t g = 4 * (size_t)d->hidden;
-    struct lstm_w s;
-    s.w_ih = (float *)w;
-    s.w_hh = s.w_ih + g * (size_t)d->input;
-    s.b_ih = s.w_hh + g * (size_t)d->hidden;
-    s.b_hh = s.b_ih + g;
-    return s;
-}
-
 static size_t rows(const struct pb_lstm_desc *d)
 {
     return (size_t)d->batch * d->steps;
@@ -69,7 +53,7 @@ void pb_cuda_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const
     PB_CHECK(!st || (!st->h0 == !st->c0 && !st->h_last == !st->c_last));
     PB_CHECK(!ws || !st || !st->h0);  /* a training forward starts from zeros */
     int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
-    struct lstm_w p = lstm_split(d, w);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w);
     const float *h0 = st ? st->h0 : NULL;
     /* inference: the same kernels (training's bits), gates and cells in scratch */
     float *tmp = ws ? NULL : pb_cuda_rnn_scratch(be, pb_cuda_lstm_workspace(be, d));
@@ -105,7 +89,7 @@ void pb_cuda_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const
     if (!pb_cuda_begin(be))
         return;
     int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
-    struct lstm_w p = lstm_split(d, w), gw = lstm_split(d, dw_acc);
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w), gw = pb_lstm_weights_split(d, dw_acc);
     const float *act = ws, *cellst = act + gates_floats(d);
     /* dA (R, G); h_prev (R, H); dh_next and dc (B, H); ones (R), each piece aligned */
     size_t o_hp = pb_cuda_rnn_align(rows(d) * G);

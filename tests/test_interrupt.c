@@ -64,6 +64,26 @@ START_TEST(routed_to_the_catcher)
 }
 END_TEST
 
+/* A signal raised on the routing thread waits there (the thread blocks it); the restore
+ * counts it, where the default action, once restored and unblocked, would end the
+ * process (as a storm's last SIGHUP, not yet taken by the catcher, ended the next test
+ * under ASan). */
+START_TEST(pending_at_restore_is_counted)
+{
+    signal(SIGHUP, SIG_DFL);
+    pb_interrupt_route();
+    pb_interrupt_install(NULL);
+    raise(SIGHUP);
+    ck_assert_int_eq(pb_interrupt_count(), 0);
+    pb_interrupt_restore();
+    ck_assert_int_eq(pb_interrupt_count(), 1);
+    pb_interrupt_unroute();
+    sigset_t pending;
+    sigpending(&pending);
+    ck_assert(!sigismember(&pending, SIGHUP));
+}
+END_TEST
+
 static volatile int storming;
 
 static void *storm(void *arg)
@@ -121,6 +141,7 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("interrupt");
     TCase *tc = tcase_create("interrupt");
     tcase_add_test(tc, routed_to_the_catcher);
+    tcase_add_test(tc, pending_at_restore_is_counted);
     tcase_add_test(tc, gemm_under_a_signal_storm);
     suite_add_tcase(s, tc);
     return s;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/base/err.h"
@@ -103,8 +104,36 @@ void pb_interrupt_install(const char *text)
     }
 }
 
+/* Takes the handled signals sent to the process that no thread has taken yet (the
+ * catcher not yet scheduled): counted now, they cannot reach the restored disposition,
+ * whose default action for all three ends the process. Only signals this thread blocks
+ * can be pending for it. */
+static void drain_pending(void)
+{
+    sigset_t mask, pending;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    const struct timespec now = {0, 0};
+    for (;;) {
+        sigemptyset(&pending);
+        sigpending(&pending);
+        sigset_t take;
+        sigemptyset(&take);
+        for (int i = 0; i < NSIG_HANDLED; i++)
+            if (installed[i] && sigismember(&mask, signals[i]) &&
+                sigismember(&pending, signals[i]))
+                sigaddset(&take, signals[i]);
+        if (sigisemptyset(&take))
+            return;
+        int sig = sigtimedwait(&take, NULL, &now);
+        if (sig <= 0)
+            return;
+        on_signal(sig);
+    }
+}
+
 void pb_interrupt_restore(void)
 {
+    drain_pending();
     for (int i = 0; i < NSIG_HANDLED; i++)
         if (installed[i])
             sigaction(signals[i], &old[i], NULL);

@@ -26,7 +26,9 @@ void pb_interrupt_unroute(void);
  * not NULL, is written to stderr by the first signal (the second writes that the run
  * stops now). */
 void pb_interrupt_install(const char *notice);
-/* Restores the previous handlers. */
+/* Counts the handled signals still pending (sent before this call, not yet taken by the
+ * catcher, or raised on the calling thread), then restores the previous handlers: a
+ * signal sent during the run never meets the default action after it. */
 void pb_interrupt_restore(void);
 /* Whether a stop was requested since pb_interrupt_install (at least one signal). */
 bool pb_interrupted(void);

@@ -17,7 +17,8 @@ CREATE TABLE runs (
         CHECK (status IN ('running', 'done', 'failed', 'diverged', 'interrupted')),
     config TEXT CHECK (config IS NULL OR json_valid(config)),  -- every flag, as JSON
     model TEXT,
-    dataset TEXT,
+    dataset TEXT,                    -- its name; 'synthetic:cifar100' for the synthetic
+                                     -- stand-in of a model's dataset
     schedule TEXT,
     variant TEXT,
     optimizer TEXT,

@@ -3,7 +3,8 @@
  * seeds, the table's published numbers in place); a tiny kit runs every configuration,
  * prints the paper's line and pipebench's (the same means as `report`), resumes without
  * running anything again, adds a Δ line at the paper scale, and --dry-run writes no
- * database; bad kits and options exit 2 with what to fix. */
+ * database; bad kits and options exit 2 with what to fix; a run on a model's synthetic
+ * stand-in records its dataset as synthetic:NAME. */
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -172,6 +173,27 @@ START_TEST(bad_kits)
 }
 END_TEST
 
+/* A run on the synthetic stand-in of its model's dataset records the stand-in by name, so a
+ * table's dataset column says what the numbers are of. */
+START_TEST(stand_in_named)
+{
+    cli_scratch(dir, sizeof dir, "reproduce");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "run --model vgg16 --dataset synthetic --stages 2 "
+                                               "--epochs 1 --limit-train 64 --limit-val 64 "
+                                               "--batch 32 --db s.db --quiet") == 0, "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "report --table accuracy --db s.db --format csv")
+                  == 0, "%s", out);
+    ck_assert_msg(strstr(out, ",vgg16,synthetic:cifar100,2,pipedream,"), "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "run --model mlp --dataset synthetic --stages 2 "
+                                               "--epochs 1 --limit-train 64 --limit-val 64 "
+                                               "--db s.db --quiet") == 0, "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "report --table accuracy --db s.db --format csv")
+                  == 0, "%s", out);
+    ck_assert_msg(strstr(out, ",mlp,synthetic,2,pipedream,"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("reproduce");
@@ -180,6 +202,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, shipped_kit_loads);
     tcase_add_test(tc, tiny_kit_runs_and_resumes);
     tcase_add_test(tc, bad_kits);
+    tcase_add_test(tc, stand_in_named);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -22,6 +22,7 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"pipeoptim", "code", {"#88CCEE", 14, "7,3,2,3"}},
     {"1f1b", NULL, {"#2222DD", 4, "8,2"}},
     {"zb-h1", NULL, {"#8866DD", 6, "4,2,1,2"}},
+    {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
     {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };

@@ -130,6 +130,17 @@ static const struct golden_case goldens[] = {
      "F6:1 I5:1 F7:1 I6:1 W4:1 I7:1 W5:1 W6:1 W7:1 U\n"
      "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 I3:0 W0:0 W1:0 W2:0 W3:0 U F4:1 I4:1 F5:1 "
      "I5:1 F6:1 I6:1 F7:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"},
+    /* the quick-start patch: stage 0 never splits, stage k > 0 splits its first k and its
+     * last steady iterations and its cool-down, the W's popped oldest first */
+    {"zb-h1", "quick-start", 8, 8, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 F7:0 B4:0 B5:0 B6:0 "
+     "B7:0 U\n"
+     "stage 1: F0:0 F1:0 F2:0 I0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 F6:0 B4:0 F7:0 I5:0 W0:0 "
+     "I6:0 W5:0 I7:0 W6:0 W7:0 U\n"
+     "stage 2: F0:0 F1:0 I0:0 F2:0 I1:0 F3:0 B2:0 F4:0 B3:0 F5:0 B4:0 F6:0 B5:0 F7:0 I6:0 "
+     "W0:0 I7:0 W1:0 W6:0 W7:0 U\n"
+     "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 B3:0 F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 F7:0 "
+     "I7:0 W0:0 W1:0 W2:0 W7:0 U\n"},
     {"zb-h2", NULL, 8, 4, true,
      "stage 0: F0:0 F1:0 F2:0 F3:0 I0:0 I1:0 I2:0 W0:0 I3:0 W1:0 W2:0 W3:0 U F4:1 F5:1 F6:1 "
      "F7:1 I4:1 I5:1 I6:1 W4:1 I7:1 W5:1 W6:1 W7:1 U\n"
@@ -465,6 +476,7 @@ static const struct {
     {"gpipe", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
     {"1f1b", NULL, d1_mb2},
     {"zb-h1", NULL, d1_split},
+    {"zb-h1", "quick-start", d1_mb2},
     {"zb-h2", NULL, d1_split},
     {"pipedream", NULL, d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},

@@ -26,24 +26,31 @@
 static const char *const sync_names[] = {"1f1b", "zb-h1", "zb-h2"};
 #define NSYNC 3
 
-static void build(const char *name, int D, int N, int M, struct pb_pipe *p,
-                  struct pb_program *progs)
+static void build_form(const char *name, const char *variant, int D, int N, int M,
+                       struct pb_pipe *p, struct pb_program *progs)
 {
     struct pb_err e;
     const struct pb_schedule *s = pb_schedule_find(name, &e);
     ck_assert_msg(s != NULL, "%s", e.msg);
-    *p = (struct pb_pipe){.stages = D, .length = N, .microbatches = M, .optimizer = PB_OPT_SGD};
+    *p = (struct pb_pipe){.stages = D, .length = N, .microbatches = M, .optimizer = PB_OPT_SGD,
+                          .variant = variant};
     ck_assert_msg(pb_programs_build(s, p, progs, &e) == 0, "%s: %s", name, e.msg);
     ck_assert_msg(pb_programs_validate(p, progs, 1, &e) == 0, "%s D=%d N=%d M=%d: %s", name, D,
                   N, M, e.msg);
 }
 
+static void build(const char *name, int D, int N, int M, struct pb_pipe *p,
+                  struct pb_program *progs)
+{
+    build_form(name, NULL, D, N, M, p, progs);
+}
+
 /* The programs' text, one line per stage (caller frees). */
-static char *text(const char *name, int D, int N, int M)
+static char *text(const char *name, const char *variant, int D, int N, int M)
 {
     struct pb_pipe p;
     struct pb_program progs[MAXD];
-    build(name, D, N, M, &p, progs);
+    build_form(name, variant, D, N, M, &p, progs);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -55,49 +62,55 @@ static char *text(const char *name, int D, int N, int M)
 }
 
 static const struct {
-    const char *name;
+    const char *name, *variant;
     int D, N, M;
     const char *expect;
 } goldens[] = {
     /* torch's Schedule1F1B (semantics §4.9): rank 0 F0 F1 F2 F3 B0 F4 B1 …, rank 3 F0 B0 … */
-    {"1f1b", 4, 8, 8,
+    {"1f1b", NULL, 4, 8, 8,
      "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 U\n"
      "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7 U\n"
      "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7 U\n"
      "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 U\n"},
     /* M < D: the warm-up is capped at M (pipebench keeps min(), torch refuses m < p) */
-    {"1f1b", 3, 4, 2,
+    {"1f1b", NULL, 3, 4, 2,
      "stage 0: F0 F1 B0 B1 U F2 F3 B2 B3 U\n"
      "stage 1: F0 F1 B0 B1 U F2 F3 B2 B3 U\n"
      "stage 2: F0 B0 F1 B1 U F2 B2 F3 B3 U\n"},
     /* M = 6 not a multiple of D = 4, and a last step of 1 */
-    {"1f1b", 4, 7, 6,
+    {"1f1b", NULL, 4, 7, 6,
      "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 U F6 B6 U\n"
      "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5 U F6 B6 U\n"
      "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5 U F6 B6 U\n"
      "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 U F6 B6 U\n"},
     /* the authors' hand schedule (semantics §4.10), rank 1: F0 F1 F2 I0 F3 I1 W0 F4 … W7 */
-    {"zb-h1", 4, 8, 8,
+    {"zb-h1", NULL, 4, 8, 8,
      "stage 0: F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 W5 I6 W6 I7 W7 U\n"
      "stage 1: F0 F1 F2 I0 F3 I1 W0 F4 I2 W1 F5 I3 W2 F6 I4 W3 F7 I5 W4 I6 W5 I7 W6 W7 U\n"
      "stage 2: F0 F1 I0 F2 I1 F3 I2 W0 F4 I3 W1 F5 I4 W2 F6 I5 W3 F7 I6 W4 I7 W5 W6 W7 U\n"
      "stage 3: F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 I7 W4 W5 W6 W7 U\n"},
-    {"zb-h1", 2, 3, 3,
+    {"zb-h1", NULL, 2, 3, 3,
      "stage 0: F0 F1 I0 W0 F2 I1 W1 I2 W2 U\n"
      "stage 1: F0 I0 F1 I1 W0 F2 I2 W1 W2 U\n"},
     /* M = 1 < D: each step is one micro-batch through the pipe */
-    {"zb-h1", 3, 2, 1,
+    {"zb-h1", NULL, 3, 2, 1,
      "stage 0: F0 I0 W0 U F1 I1 W1 U\n"
      "stage 1: F0 I0 W0 U F1 I1 W1 U\n"
      "stage 2: F0 I0 W0 U F1 I1 W1 U\n"},
+    /* the quick-start patch: stage 0 never splits; stage k splits its first k and last
+     * steady iterations and its cool-down, and runs its queued W's oldest first */
+    {"zb-h1", "quick-start", 3, 5, 5,
+     "stage 0: F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 U\n"
+     "stage 1: F0 F1 I0 F2 B1 F3 B2 F4 I3 W0 I4 W3 W4 U\n"
+     "stage 2: F0 I0 F1 I1 F2 B2 F3 B3 F4 I4 W0 W1 W4 U\n"},
     /* the same with twice the warm-up, rank 0: F0 … F6 I0 W0 F7 I1 W1 I2 W2 … */
-    {"zb-h2", 4, 8, 8,
+    {"zb-h2", NULL, 4, 8, 8,
      "stage 0: F0 F1 F2 F3 F4 F5 F6 I0 W0 F7 I1 W1 I2 W2 I3 W3 I4 W4 I5 W5 I6 W6 I7 W7 U\n"
      "stage 1: F0 F1 F2 F3 F4 I0 F5 I1 F6 I2 W0 F7 I3 W1 I4 W2 I5 W3 I6 W4 I7 W5 W6 W7 U\n"
      "stage 2: F0 F1 F2 I0 F3 I1 F4 I2 F5 I3 F6 I4 W0 F7 I5 W1 I6 W2 I7 W3 W4 W5 W6 W7 U\n"
      "stage 3: F0 I0 F1 I1 F2 I2 F3 I3 F4 I4 F5 I5 F6 I6 W0 F7 I7 W1 W2 W3 W4 W5 W6 W7 U\n"},
     /* M = 3 < 2(D−1) = 4: the warm-up capped at M, W's deferred until i ≥ 2(D−1) − w */
-    {"zb-h2", 3, 3, 3,
+    {"zb-h2", NULL, 3, 3, 3,
      "stage 0: F0 F1 F2 I0 I1 W0 I2 W1 W2 U\n"
      "stage 1: F0 F1 F2 I0 I1 I2 W0 W1 W2 U\n"
      "stage 2: F0 I0 F1 I1 F2 I2 W0 W1 W2 U\n"},
@@ -105,7 +118,8 @@ static const struct {
 
 START_TEST(golden_programs)
 {
-    char *got = text(goldens[_i].name, goldens[_i].D, goldens[_i].N, goldens[_i].M);
+    char *got = text(goldens[_i].name, goldens[_i].variant, goldens[_i].D, goldens[_i].N,
+                     goldens[_i].M);
     ck_assert_msg(!strcmp(got, goldens[_i].expect), "%s D=%d N=%d M=%d:\ngot:\n%sexpected:\n%s",
                   goldens[_i].name, goldens[_i].D, goldens[_i].N, goldens[_i].M, got,
                   goldens[_i].expect);
@@ -169,6 +183,39 @@ START_TEST(sync_properties)
                     }
                     pb_programs_finish(pr, D);
                 }
+}
+END_TEST
+
+/* The quick-start patch over the same grid: valid, lag 0, and every gradient of step b
+ * before its U (its W's leave micro-batch order, so the sum is 1F1B's within rounding). */
+START_TEST(quick_start_properties)
+{
+    static const int Ds[] = {1, 2, 3, 4, 8}, Ns[] = {1, 5, 8, 13, 16}, Ms[] = {1, 2, 3, 4, 8};
+    for (int di = 0; di < 5; di++)
+        for (int ni = 0; ni < 5; ni++)
+            for (int mi = 0; mi < 5; mi++) {
+                int D = Ds[di], N = Ns[ni], M = Ms[mi], step = 0;
+                struct pb_pipe p;
+                struct pb_program pr[MAXD];
+                build_form("zb-h1", "quick-start", D, N, M, &p, pr);
+                for (int k = 0; k < D; k++) {
+                    struct pb_version_plan vp;
+                    pb_version_plan_init(&vp, &p, &pr[k]);
+                    step = 0;
+                    for (int i = 0; i < pr[k].n; i++) {
+                        const struct pb_op *op = &pr[k].ops[i];
+                        if (op->kind == PB_OP_U) {
+                            step++;
+                            continue;
+                        }
+                        ck_assert_int_eq(op->mb / M, step);
+                        ck_assert_int_eq(vp.ops[i].base, vp.ops[i].sync);
+                    }
+                    ck_assert_int_eq(step, (N + M - 1) / M);
+                    pb_version_plan_finish(&vp);
+                }
+                pb_programs_finish(pr, D);
+            }
 }
 END_TEST
 
@@ -395,6 +442,16 @@ static void trains_as_accumulation(const char *model)
         }
         free(w);
     }
+    /* the quick-start patch sums its W's out of order: within the same tolerance */
+    c.schedule = "zb-h1";
+    c.variant = "quick-start";
+    run_ok(&c, "quick.safetensors");
+    float *q = load_weights(tmp_path("quick.safetensors"), &n);
+    ck_assert_uint_eq(n, n_ref);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabsf(q[i] - ref[i]) <= 1e-5f * fmaxf(1.0f, fabsf(ref[i])), "%s zb-h1 "
+                      "quick-start: weight %zu %.9g, 1F1B's %.9g", model, i, q[i], ref[i]);
+    free(q);
     free(ref);
     free(gp);
 }
@@ -454,6 +511,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(fast, 300);
     tcase_add_loop_test(fast, golden_programs, 0, (int)(sizeof goldens / sizeof *goldens));
     tcase_add_test(fast, sync_properties);
+    tcase_add_test(fast, quick_start_properties);
     tcase_add_test(fast, cli_lag_zero);
     tcase_add_test(fast, sim_closed_forms);
     tcase_add_loop_test(fast, split_layers, 0, n_layer_cases);

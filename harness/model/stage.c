@@ -397,7 +397,10 @@ static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float
                     s->node_s[2 * (base + i) + 1] += node_clock(be) - t0;
             }
             if (input_only && splits(&blk->nodes[i])) {
+                /* held for W: counted with the activations from now on */
                 act->wdy[base + i] = gs.g[base + i];
+                if (gs.g[base + i].data)
+                    pb_backend_take(be, be, gs.g[base + i].data, PB_MEM_ACTS);
             } else {
                 pb_backend_free(be, gs.g[base + i].data);
             }

@@ -243,6 +243,25 @@ START_TEST(cli_lag_zero)
 }
 END_TEST
 
+/* A traced zb-h1 run: its events hold I and W, and `pipebench trace` draws a flow for
+ * every activation (F) and every gradient (carried by I) between the two stages. */
+START_TEST(cli_trace_split)
+{
+    char dir[64], out[4096];
+    cli_scratch(dir, sizeof dir, "sync");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --quiet --model mlp --dataset synthetic "
+                             "--limit-train 64 --limit-val 16 --microbatch-size 8 --epochs 1 "
+                             "--stages 2 --schedule zb-h1 --trace-epochs all --db r.db"), 0);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM events WHERE kind = 'I'"),
+                     16);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM events WHERE kind = 'W'"),
+                     16);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "trace 1 --db r.db --out t.json"), 0);
+    ck_assert_msg(strstr(out, "16 flows") != NULL, "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* The idle time per device of k steps of M = 8 at D = 4 (comm free, channels of
  * capacity D as the threads executor's): makespan minus each device's busy time, the
  * same on every device; and the peak activations in flight per device. */
@@ -513,6 +532,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, sync_properties);
     tcase_add_test(fast, quick_start_properties);
     tcase_add_test(fast, cli_lag_zero);
+    tcase_add_test(fast, cli_trace_split);
     tcase_add_test(fast, sim_closed_forms);
     tcase_add_loop_test(fast, split_layers, 0, n_layer_cases);
     tcase_add_loop_test(fast, split_blocks, 0, n_block_grad_cases);

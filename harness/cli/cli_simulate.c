@@ -191,14 +191,20 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
                "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",
                r->from_length, (long long)(p->length - r->from_length) / r->period_mbs,
                r->period_mbs, r->period_mbs == 1 ? "" : "es", r->period_s);
-    printf("stage   F (s)       B (s)       U (s)       recv (s)    busy (s)    bubble  "
-           "acts held  stashed\n");
+    bool split = false;  /* the split backward's costs given: their columns too */
     for (int k = 0; k < p->stages; k++)
-        printf("%-7d %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %5.1f%%  %-10d %d\n", k, costs[k].f,
-               costs[k].b, costs[k].u, costs[k].recv, r->busy_s[k], 100 * r->bubble[k],
-               r->acts_peak[k], r->stash_peak[k]);
-    printf("(acts held: most micro-batches a device keeps between F and B; stashed: most "
-           "weight copies its F ops keep for their B)\n");
+        split |= costs[k].i > 0 || costs[k].w > 0;
+    printf("stage   F (s)       B (s)       U (s)       %srecv (s)    busy (s)    bubble  "
+           "acts held  stashed\n", split ? "I (s)       W (s)       " : "");
+    for (int k = 0; k < p->stages; k++) {
+        printf("%-7d %-11.4g %-11.4g %-11.4g ", k, costs[k].f, costs[k].b, costs[k].u);
+        if (split)
+            printf("%-11.4g %-11.4g ", costs[k].i, costs[k].w);
+        printf("%-11.4g %-11.4g %5.1f%%  %-10d %d\n", costs[k].recv, r->busy_s[k],
+               100 * r->bubble[k], r->acts_peak[k], r->stash_peak[k]);
+    }
+    printf("(acts held: most micro-batches a device keeps between F and B, or W; stashed: "
+           "most weight copies its F ops keep for their B)\n");
 }
 
 /* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its

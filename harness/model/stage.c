@@ -182,8 +182,9 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
             return -1;
         }
     }
+    int grad_rows = per_step && s->model->grad_per_sentence ? y->shape.n : 0;
     be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing,
-                          s->model->ignore_label, s->xent, act->dlogits);
+                          s->model->ignore_label, grad_rows, s->xent, act->dlogits);
     struct pb_xent_out res;
     be->ops->download(be, &res, s->xent, sizeof res);
     be->ops->sync(be);

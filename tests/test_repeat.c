@@ -61,7 +61,7 @@ START_TEST(compare_resume_adds_repeats)
     ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs"), 1);
     rc = cli_run(dir, out, sizeof out, COMPARE " --repeat 3");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "compare: 3 runs (1 configurations \u00d7 3 repeats)") &&
+    ck_assert_msg(strstr(out, "compare: 3 runs (1 configuration \u00d7 3 repeats)") &&
                   strstr(out, "compare: 1 of them finished already"), "%s", out);
     ck_assert_msg(strstr(out, "median over its repeats") != NULL, "%s", out);
     ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs"), 3);

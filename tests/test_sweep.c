@@ -65,7 +65,7 @@ static int done_count(const char *log)
 {
     const char *l = strstr(log, "sweep: ");
     int n, done;
-    while (l && sscanf(l, "sweep: %d runs: %d done", &n, &done) != 2)
+    while (l && sscanf(l, "sweep: %d run%*[s:] %d done", &n, &done) != 2)
         l = strstr(l + 1, "sweep: ");
     return l ? done : -1;
 }
@@ -248,6 +248,31 @@ static void expect_bad(const char *text, int line, const char *reason)
     ck_assert_int_eq(count_runs("bad.db"), 0);
 }
 
+/* One configuration is "1 configuration"; a dry run says which configurations it would
+ * resume from their resume state (by run id) rather than run afresh. */
+START_TEST(dry_run_grammar_and_resumes)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "one.ini", "[grid]\nschedule = gpipe\n[run]\nmodel = mlp\nlimit-train = 320\n"
+                              "limit-val = 160\nmicrobatch-size = 32\nepochs = 1\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "sweep: 1 configuration, 0 finished already, 1 to run"), "%s", out);
+    ck_assert_msg(strstr(out, "sweep: 1 run: 1 done, 0 diverged, 0 failed, 0 errors"), "%s", out);
+    /* the run left interrupted with a resume state beside the database */
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE runs SET status = 'interrupted' RETURNING id"),
+                     1);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "schedule=gpipe") || strstr(out, "gpipe sgdm: to run"), "%s", out);
+    ck_assert_msg(strstr(out, ": to run\n"), "no resume state: run afresh: %s", out);
+    cli_write(dir, "a.db.run1.state", "");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, ": to resume (run 1, from its resume state)\n"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 START_TEST(bad_files)
 {
     cli_scratch(dir, sizeof dir, "sweep");
@@ -304,7 +329,7 @@ START_TEST(dry_run_skips_unsupported_pairs)
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep p.ini --db p.db --dry-run") == 0, "%s",
                   out);
     /* spectrain x adam left out; microbatches does not multiply schedules without M */
-    ck_assert_msg(strstr(out, "leaving out 1 configurations whose schedule cannot run"), "%s",
+    ck_assert_msg(strstr(out, "leaving out 1 configuration whose schedule cannot run its"), "%s",
                   out);
     ck_assert_msg(strstr(out, "3 configurations, 0 finished already, 3 to run"), "%s", out);
     ck_assert_msg(strstr(out, "schedule=pipeoptim optimizer=adam: to run"), "%s", out);
@@ -425,6 +450,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(fast, 600);
     tcase_add_test(fast, runs_all_then_resumes);
     tcase_add_test(fast, bad_files);
+    tcase_add_test(fast, dry_run_grammar_and_resumes);
     tcase_add_test(fast, bad_configurations);
     tcase_add_test(fast, dry_run_skips_unsupported_pairs);
     tcase_add_test(fast, dry_run_every_registered_pair);

@@ -50,6 +50,11 @@ int pb_cli_select_flag(const char *flag, const char *value, struct pb_report_sel
     "                     keys as `pipebench show RUN` prints them: lr=0.01, epochs=10)\n"    \
     "  --runs ID,ID,...   only these runs\n"
 
+/* Refuses an option given twice in argv[1 ..] (as --db X or --db=X) but those named in
+ * repeatable (space-separated, "--where"; NULL for none): returns 0, or PB_EXIT_USAGE
+ * after a message naming cmd and the option. */
+int pb_cli_once(const char *cmd, int argc, char **argv, const char *repeatable);
+
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);
 /* `pipebench COMMAND ...` (cli_main.c): the program's whole behaviour, its exit status. */

@@ -365,9 +365,11 @@ static int compare(struct opts *o, const struct pb_run_flags *flags)
     const char *dataset = c->dataset ? c->dataset : pb_workload_find(c->model, NULL)->dataset;
     char rep[80] = "";
     if (repeats > 1)
-        snprintf(rep, sizeof rep, " (%d configurations × %d repeats)", n, repeats);
-    printf("compare: %d runs%s of %s on %s, D = %d, %d epochs; results in %s\n", total, rep,
-           c->model, dataset, c->stages, c->epochs, c->db);
+        snprintf(rep, sizeof rep, " (%d %s × %d repeats)", n,
+                 n == 1 ? "configuration" : "configurations", repeats);
+    printf("compare: %d %s%s of %s on %s, D = %d, %d %s; results in %s\n", total,
+           total == 1 ? "run" : "runs", rep, c->model, dataset, c->stages, c->epochs,
+           c->epochs == 1 ? "epoch" : "epochs", c->db);
     if (nreused)
         printf("compare: %d of them finished already (shown as recorded; --force reruns "
                "them)\n", nreused);

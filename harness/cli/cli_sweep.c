@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness/driver/batch.h"
+#include "harness/driver/claim.h"
 #include "harness/cli/cli.h"
 #include "harness/base/args.h"
 #include "harness/driver/sweep.h"
@@ -114,19 +115,40 @@ static int parse(int argc, char **argv, struct args *a)
     return 0;
 }
 
+/* "1 configuration", "2 configurations" */
+static const char *plural(int n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bool list)
 {
     if (s->nunsupported)
-        printf("sweep: leaving out %d configurations whose schedule cannot run their "
-               "optimizer (%s)\n", s->nunsupported, s->unsupported_note);
+        printf("sweep: leaving out %d %s whose schedule cannot run %s optimizer (%s)\n",
+               s->nunsupported, plural(s->nunsupported, "configuration", "configurations"),
+               plural(s->nunsupported, "its", "their"), s->unsupported_note);
     if (s->n > s->nconfigs)
-        printf("sweep: %d configurations, %d runs with their repeats, %d finished already, %d to "
-               "run; results in %s\n", s->nconfigs, s->n, ndone, s->n - ndone, s->items[0].cfg.db);
+        printf("sweep: %d %s, %d runs with their repeats, %d finished already, %d to "
+               "run; results in %s\n", s->nconfigs,
+               plural(s->nconfigs, "configuration", "configurations"), s->n, ndone,
+               s->n - ndone, s->items[0].cfg.db);
     else
-        printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
-               ndone, s->n - ndone, s->items[0].cfg.db);
-    for (int i = 0; list && i < s->n; i++)
-        printf("  %s: %s\n", s->items[i].label, done[i] ? "finished" : "to run");
+        printf("sweep: %d %s, %d finished already, %d to run; results in %s\n", s->n,
+               plural(s->n, "configuration", "configurations"), ndone, s->n - ndone,
+               s->items[0].cfg.db);
+    for (int i = 0; list && i < s->n; i++) {
+        int64_t resume = 0;
+        struct pb_err e;
+        if (!done[i] && pb_claim_resumable(&s->items[i].cfg, &resume, &e))
+            resume = 0;
+        if (done[i])
+            printf("  %s: finished\n", s->items[i].label);
+        else if (resume > 0)
+            printf("  %s: to resume (run %lld, from its resume state)\n", s->items[i].label,
+                   (long long)resume);
+        else
+            printf("  %s: to run\n", s->items[i].label);
+    }
 }
 
 static int status_of(const struct pb_batch_totals *t)
@@ -184,8 +206,8 @@ static int sweep(const struct args *a)
         pending[i].cfg.quiet = a->quiet;
     struct pb_batch_totals t;
     pb_batch_run(pending, n, a->jobs, "sweep", &t);
-    printf("sweep: %d runs: %d done, %d diverged, %d failed, %d errors", n, t.done, t.diverged,
-           t.failed, t.errors);
+    printf("sweep: %d %s: %d done, %d diverged, %d failed, %d %s", n, plural(n, "run", "runs"),
+           t.done, t.diverged, t.failed, t.errors, plural(t.errors, "error", "errors"));
     if (t.elsewhere)
         printf(", %d skipped (another process runs them or has finished them)", t.elsewhere);
     if (t.interrupted || t.not_started)
@@ -202,6 +224,8 @@ out:
 
 int pb_cmd_sweep(int argc, char **argv)
 {
+    if (pb_cli_once("sweep", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     struct args a = {.jobs = 1};
     int rc = parse(argc, argv, &a);
     if (rc == 1) {

@@ -378,6 +378,13 @@ int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e)
     return 0;
 }
 
+void pb_run_flags_overlay(struct pb_run_flags *dst, const struct pb_run_flags *src)
+{
+    for (int i = 0; i < PB_RUN_FLAGS_MAX; i++)
+        if (src->val[i])
+            dst->val[i] = src->val[i];
+}
+
 /* run's table followed by the extra options, {0}-terminated; free() it. */
 static struct option *merged_options(const struct option *extra)
 {
@@ -391,19 +398,34 @@ static struct option *merged_options(const struct option *extra)
     return all;
 }
 
+/* Whether option slot was seen already; marks it seen. */
+static bool seen_before(bool *seen, int n, int slot)
+{
+    if (slot < 0 || slot >= n)
+        return false;
+    bool was = seen[slot];
+    seen[slot] = true;
+    return was;
+}
+
 int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
                        pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e)
 {
     struct option *all = merged_options(extra);
-    int opt, rc = 0;
+    int opt, idx, rc = 0;
+    bool seen[PB_RUN_FLAGS_MAX + PB_RUN_FLAGS_MAX_EXTRA] = {0};
     optind = 0;
     opterr = 0;
-    while (!rc && (opt = getopt_long(argc, argv, "", all, NULL)) != -1) {
+    while (!rc && (opt = getopt_long(argc, argv, "", all, &idx)) != -1) {
+        int slot = opt >= PB_RUN_FLAGS_EXTRA ? PB_RUN_FLAGS_MAX + opt - PB_RUN_FLAGS_EXTRA : opt;
         if (opt == O_HELP)
             rc = 1;
         else if (opt == '?' || opt == ':')
             rc = pb_err_set(e, "unknown option or missing value: '%s' (pipebench %s --help "
                                "lists the options)", argv[optind - 1], argv[0]);
+        else if (seen_before(seen, (int)(sizeof seen / sizeof *seen), slot))
+            rc = pb_err_set(e, "--%s is given twice; give it once (a later value would "
+                               "silently replace the earlier)", all[idx].name);
         else if (opt >= PB_RUN_FLAGS_EXTRA)
             rc = handle(ctx, opt, optarg, e);
         else

@@ -476,6 +476,23 @@ static int update_run(struct pb_results *r, int64_t run_id, const char *sql, con
     return 0;
 }
 
+int pb_results_run_so_far(struct pb_results *r, int64_t run_id, double *seconds,
+                          double *best_acc, struct pb_err *e)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(r->db, "SELECT coalesce(sum(wall_s), 0), coalesce(max(val_acc), 0) "
+                           "FROM epochs WHERE run_id = ?", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(r, "reading a run's epochs", e);
+    sqlite3_bind_int64(s, 1, run_id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *seconds = sqlite3_column_double(s, 0);
+        *best_acc = sqlite3_column_double(s, 1);
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : db_fail(r, "reading a run's epochs", e);
+}
+
 int pb_results_run_resume(struct pb_results *r, int64_t run_id, int first_epoch,
                           struct pb_err *e)
 {

@@ -97,6 +97,10 @@ const char *pb_results_path(const struct pb_results *db);
  * -1 with a message. */
 int64_t pb_results_run_begin(struct pb_results *db, const struct pb_run_info *info,
                              struct pb_err *e);
+/* The epochs run_id has recorded: *seconds their wall time summed, *best_acc their best
+ * validation accuracy (0 for none). */
+int pb_results_run_so_far(struct pb_results *db, int64_t run_id, double *seconds,
+                          double *best_acc, struct pb_err *e);
 /* Takes an interrupted or failed run up again (pipebench resume): its epochs from
  * first_epoch on are deleted (the resume state is older than them), its status is
  * 'running' again under this process. A done, diverged or running run is refused. */

@@ -347,9 +347,11 @@ END_TEST
 START_TEST(latex_marks_best)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
-    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 (n = 2) & "
-                            "\\textbf{66.00} (n = 1) & -- & 65.00 (n = 1) \\\\\n") != NULL,
-                  "%s", t);
+    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83$^{\\mathrm{b}}$ & "
+                            "\\textbf{66.00}$^{\\mathrm{a}}$ & -- & 65.00$^{\\mathrm{a}}$ "
+                            "\\\\\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "$^{\\mathrm{a}}$\\,n = 1.\\quad\n$^{\\mathrm{b}}$\\,n = 2.\\par}\n")
+                  != NULL, "%s", t);
     ck_assert_msg(strstr(t, "\\begin{tabular}{llllrrrr}\n\\toprule\n") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "accuracy (\\%)") != NULL, "%s", t);
     free(t);

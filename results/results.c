@@ -193,6 +193,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     version = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
     s = NULL;
+    /* an upgrade changes the tables the reporting views read: they are written anew
+     * after it (pb_results_persist_views) */
+    if (version >= 2 && version < PB_RESULTS_SCHEMA_VERSION && create &&
+        pb_results_drop_views(r, e))
+        goto fail_set;
     if (version == 2 && create) {
         if (exec(r, pb_results_migrate_v2_sql, "upgrading the schema from version 2", e))
             goto fail_set;
@@ -345,6 +350,8 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
     if (check_schema(r, create, e))
         goto fail;
     if (create && set_wal(r, e))
+        goto fail;
+    if (create && pb_results_persist_views(r, e))
         goto fail;
     /* runs whose process died show as failed from the first open after, a reading one
      * included; a reader that cannot take the write lock reads on (the next open marks

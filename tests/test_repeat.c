@@ -307,7 +307,7 @@ START_TEST(schema_v4_upgrade)
     sqlite3_finalize(st);
     /* the table rebuilt with version 4's columns (the last column cannot be dropped:
      * the schema's comment follows it) */
-    snprintf(sql, sizeof sql, "PRAGMA foreign_keys = OFF; CREATE TABLE runs4 (id INTEGER "
+    snprintf(sql, sizeof sql, CLI_DROP_VIEWS "PRAGMA foreign_keys = OFF; CREATE TABLE runs4 (id INTEGER "
              "PRIMARY KEY, %s); INSERT INTO runs4 SELECT id, %s FROM runs; DROP TABLE runs; "
              "ALTER TABLE runs4 RENAME TO runs; ALTER TABLE epochs DROP COLUMN val_bleu; "
              "UPDATE schema_version SET version = 4", cols,

@@ -4,6 +4,7 @@
 #define PB_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "harness/base/err.h"
 #include "harness/ir/program.h"
@@ -49,6 +50,13 @@ int pb_cli_select_flag(const char *flag, const char *value, struct pb_report_sel
     "  --where KEY=VALUE  only the runs whose configuration has KEY = VALUE (repeatable;\n"   \
     "                     keys as `pipebench show RUN` prints them: lr=0.01, epochs=10)\n"    \
     "  --runs ID,ID,...   only these runs\n"
+
+struct pb_sweep;
+/* The sweep loaded from file as a Slurm job-array script on out (harness/cli/cli_slurm.c):
+ * one task per run, each `pipebench sweep FILE --task I` (with --hostfile when given) on
+ * the sweep's database; -1 when out fails. */
+int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *hostfile,
+                      FILE *out);
 
 /* Refuses an option given twice in argv[1 ..] (as --db X or --db=X) but those named in
  * repeatable (space-separated, "--where"; NULL for none): returns 0, or PB_EXIT_USAGE

@@ -14,6 +14,7 @@
 #include "harness/driver/finished.h"
 #include "plots/plot.h"
 #include "harness/ir/program.h"
+#include "harness/driver/plan.h"
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 #include "workloads/workload.h"
@@ -141,6 +142,12 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
             bool unsupported;
             if (pb_run_flags_apply(&f, &it->cfg, e))
                 return -1;
+            const struct pb_executor *ex = pb_plan_executor(&it->cfg);
+            if (ex && ex->one_rank_per_stage)
+                return pb_err_set(e, "compare does not start mpirun: run the comparison as a "
+                                     "sweep file with executor = mpi under [run] and the "
+                                     "schedules and optimizers under [grid] (`pipebench sweep "
+                                     "--help`), or --executor threads");
             if (pb_batch_check(&it->cfg, &unsupported, e)) {
                 if (!unsupported)
                     return pb_err_prefix(e, "%s: ", it->label);

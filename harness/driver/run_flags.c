@@ -378,6 +378,27 @@ int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e)
     return 0;
 }
 
+int pb_run_flags_args(const struct pb_run_flags *f, const char *const *skip, char **out,
+                      int cap)
+{
+    int n = 0;
+    for (int i = 0; i < NOPTIONS; i++) {
+        const struct option *o = &run_options[i];
+        bool skipped = false;
+        for (int k = 0; skip && skip[k]; k++)
+            skipped |= !strcmp(skip[k], o->name);
+        if (o->val == O_HELP || !f->val[o->val] || skipped)
+            continue;
+        PB_CHECK(n + 2 <= cap);
+        size_t len = strlen(o->name) + 3;
+        out[n] = pb_xmalloc(len);
+        snprintf(out[n++], len, "--%s", o->name);
+        if (o->has_arg != no_argument)
+            out[n++] = pb_xstrdup(f->val[o->val]);
+    }
+    return n;
+}
+
 void pb_run_flags_overlay(struct pb_run_flags *dst, const struct pb_run_flags *src)
 {
     for (int i = 0; i < PB_RUN_FLAGS_MAX; i++)

@@ -47,6 +47,12 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
  * c->batch. Errors: a batch below 1, an unknown schedule, a batch M does not divide. */
 int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e);
 
+/* The recorded options as command-line arguments ("--lr", "0.1", "--nesterov", ...; each
+ * a malloc()ed string) in out[0 .. cap), but those named in skip (NULL-terminated, names
+ * without dashes; NULL: none); returns how many. */
+int pb_run_flags_args(const struct pb_run_flags *f, const char *const *skip, char **out,
+                      int cap);
+
 /* Every option given in src replaces dst's (a command line over a configuration file). */
 void pb_run_flags_overlay(struct pb_run_flags *dst, const struct pb_run_flags *src);
 

@@ -152,12 +152,6 @@ static void check_value(struct pb_sweep *s, const char *key, const char *value, 
         rc = !pb_workload_find(value, &e);
     else if (!rc && !strcmp(key, "dataset") && !pb_dataset_summary(value))
         rc = pb_err_set(&e, "unknown dataset '%s'; `pipebench list` shows the datasets", value);
-    else if (!rc && !s->one_run && !strcmp(key, "executor") && pb_plan_executor(&c) &&
-             pb_plan_executor(&c)->one_rank_per_stage)
-        rc = pb_err_set(&e, "executor = mpi cannot be swept: a sweep runs each configuration "
-                            "in a process of its own, and mpi needs mpirun to start one rank per "
-                            "stage; use executor = threads (one thread per stage), or start each "
-                            "mpi run with `mpirun -np D pipebench run --executor mpi ...`");
     else if (!rc && context_free(key))
         rc = pb_run_check(&c, &e) != 0;
     if (rc)
@@ -348,6 +342,7 @@ static bool build(struct pb_sweep *s, const int *idx, const char *db, int thread
     if (threads > 0 && !pb_run_flags_get(&f, "threads"))
         it->cfg.threads = threads;
     it->claim = true;   /* two copies of the sweep split its configurations */
+    it->flags = f;      /* the ranks' options under the mpi executor */
     if (!rc)
         rc = pb_batch_check(&it->cfg, &unsupported, &e);
     if (rc && unsupported) {
@@ -529,7 +524,6 @@ int pb_sweep_load_run(struct pb_sweep *s, const char *path, struct pb_run_flags 
 {
     memset(s, 0, sizeof *s);
     s->path = path;
-    s->one_run = true;
     size_t n;
     char *text = slurp(path, &n, e);
     if (!text)

@@ -45,7 +45,6 @@ struct pb_sweep {
                                                 * (--repeat), cfg.repeat 0 of all first */
     int n;
     int nconfigs;                              /* the configurations they are of */
-    bool one_run;          /* read for `pipebench run --config` (pb_sweep_load_run) */
     int nunsupported;      /* configurations left out: the schedule refuses the optimizer */
     char unsupported_note[1024];               /* the first one's reason */
 };
@@ -61,8 +60,7 @@ int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, s
                       const char *db, int threads, struct pb_err *e);
 
 /* A file that describes one configuration, for `pipebench run --config FILE`: its [run]
- * options and any [grid] key with one value, checked as pb_sweep_load does but with
- * executor = mpi allowed (the run is started under mpirun), into *f (whose strings live
+ * options and any [grid] key with one value, checked as pb_sweep_load does, into *f (whose strings live
  * in s). Errors as pb_sweep_load's; a file of several configurations is one, which says
  * to run it with sweep. */
 int pb_sweep_load_run(struct pb_sweep *s, const char *path, struct pb_run_flags *f,

@@ -3,7 +3,11 @@
  * an option given twice is refused (exit 2, nothing written), `run --config FILE`
  * records the configuration the same flags give (and flags given too replace the
  * file's), `runs --status` lists the runs of the statuses named, scripts/test --help runs
- * nothing, and the documents quote --target as a fraction. */
+ * nothing, the documents quote --target as a fraction, and --clip-grad clips each
+ * stage's gradient to its norm while --lr-warmup and --lr-cosine set the epochs' rates. */
+#include <math.h>
+
+#include "harness/base/safetensors.h"
 #include "pb_config.h"
 #include "tests/cli_util.h"
 
@@ -173,6 +177,74 @@ START_TEST(documented_targets_are_fractions)
 }
 END_TEST
 
+/* The saved weights' difference between two runs (safetensors files in dir): its norm,
+ * over every tensor. */
+static double weights_distance(const char *a, const char *b)
+{
+    struct pb_safetensors x, y;
+    struct pb_err e;
+    char pa[256], pbth[256];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pbth, sizeof pbth, "%s/%s", dir, b);
+    ck_assert_msg(pb_st_load(&x, pa, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_st_load(&y, pbth, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(x.n, y.n);
+    double sum = 0;
+    for (int i = 0; i < x.n; i++) {
+        const struct pb_st_tensor *t = &x.t[i], *u = pb_st_find(&y, t->name);
+        ck_assert(u && u->count == t->count && t->dtype == PB_ST_F32);
+        for (size_t k = 0; k < t->count; k++) {
+            float p, q;
+            memcpy(&p, t->data + 4 * k, 4);
+            memcpy(&q, u->data + 4 * k, 4);
+            sum += ((double)p - q) * ((double)p - q);
+        }
+    }
+    pb_st_finish(&x);
+    pb_st_finish(&y);
+    return sqrt(sum);
+}
+
+/* --clip-grad C: one SGD update per stage from the same weights with C and 2C (both
+ * below the gradients' norms) moves each stage's weights by lr·C·ĝ and lr·2C·ĝ: the two
+ * results lie lr·C apart per stage, lr·C·√2 over D = 2 stages (a global norm over the
+ * whole model would give lr·C); recorded in the configuration and its identity. */
+START_TEST(clip_grad_per_stage)
+{
+    cli_scratch(dir, sizeof dir, "cliopt");
+#define ONE_UPDATE "run --quiet --model mlp --dataset synthetic --stages 2 --optimizer sgd " \
+                   "--momentum 0 --lr 0.5 --limit-train 32 --limit-val 32 --microbatch-size 32 " \
+                   "--schedule pipedream --epochs 1 --db a.db "
+    ck_assert_msg(cli_run(dir, out, sizeof out, ONE_UPDATE "--clip-grad 1e-4 --save c1.st") == 0,
+                  "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, ONE_UPDATE "--clip-grad 2e-4 --save c2.st") == 0,
+                  "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, ONE_UPDATE "--save c0.st") == 0, "%s", out);
+    double d = weights_distance("c1.st", "c2.st"), want = 0.5 * 1e-4 * sqrt(2.0);
+    ck_assert_msg(fabs(d - want) < 1e-3 * want, "|W(2C) - W(C)| = %.9g, want %.9g", d, want);
+    ck_assert_msg(weights_distance("c0.st", "c1.st") > 100 * want, "no clipping without it?");
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT json_extract(config, "
+                                             "'$.clip_grad')) FROM runs"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT config_id) FROM run_config"),
+                     3);
+    /* warm-up and cosine: recorded, and the epochs' rates follow them */
+    ck_assert_msg(cli_run(dir, out, sizeof out, "run --quiet --model mlp --dataset synthetic "
+                          "--limit-train 64 --limit-val 64 --epochs 4 --lr 0.1 --lr-warmup 2 "
+                          "--lr-cosine --db b.db") == 0, "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "b.db", "SELECT json_extract(config, '$.lr_warmup') * 10 + "
+                                             "json_extract(config, '$.lr_cosine') FROM runs"), 21);
+    ck_assert_int_eq(cli_db_int(dir, "b.db", "SELECT group_concat(CAST(round(lr * 1000) AS "
+                                             "INTEGER), ',') = '50,100,100,50' FROM epochs"), 1);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --lr-warmup 3 --epochs 3 --db c.db"), 2);
+    ck_assert_msg(strstr(out, "--lr-warmup 3 leaves no epoch at the full rate"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --lr-cosine --lr-steps 2 --db c.db"), 2);
+    ck_assert_msg(strstr(out, "give one of them"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "run --clip-grad -1 --db c.db"), 2);
+    ck_assert(!exists("c.db"));
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("cli_options");
@@ -182,6 +254,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, config_file_equals_flags);
     tcase_add_test(tc, scripts_test_help);
     tcase_add_test(tc, documented_targets_are_fractions);
+    tcase_add_test(tc, clip_grad_per_stage);
     suite_add_tcase(s, tc);
     return s;
 }

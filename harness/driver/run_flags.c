@@ -16,6 +16,7 @@ enum {
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
     O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
+    O_LR_WARMUP, O_LR_COSINE, O_CLIP_GRAD,
     O_HELP,
     O_COUNT
 };
@@ -40,6 +41,9 @@ static const struct option run_options[] = {
     {"alpha", required_argument, 0, O_ALPHA},
     {"lr-steps", required_argument, 0, O_LR_STEPS},
     {"lr-gamma", required_argument, 0, O_LR_GAMMA},
+    {"lr-warmup", required_argument, 0, O_LR_WARMUP},
+    {"lr-cosine", no_argument, 0, O_LR_COSINE},
+    {"clip-grad", required_argument, 0, O_CLIP_GRAD},
     {"stages", required_argument, 0, O_STAGES},
     {"microbatch-size", required_argument, 0, O_MB_SIZE},
     {"microbatches", required_argument, 0, O_MICROBATCHES},
@@ -133,6 +137,14 @@ void pb_run_flags_usage(FILE *f)
         "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (> 0, default 0.1) after\n"
         "                          these many epochs, as torch's MultiStepLR milestones\n"
         "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
+        "  --lr-warmup W           the first W epochs at lr x (e + 1) / W, epoch e from 0\n"
+        "                          (torch's LinearLR; default 0: none); fewer than --epochs\n"
+        "  --lr-cosine             after the warm-up, the rate falls as a half cosine from lr\n"
+        "                          to 0 over the remaining epochs (torch's CosineAnnealingLR,\n"
+        "                          stepped per epoch); not with --lr-steps\n"
+        "  --clip-grad C           before each update, scale a stage's gradient to global norm\n"
+        "                          C where its norm is larger (torch's clip_grad_norm_ over the\n"
+        "                          stage's parameters; default 0: no clipping)\n"
         "  --stages D              pipeline stages, 1 to 1024 and at most the model's blocks\n"
         "                          (default 4)\n"
         "  --batch B               samples per optimizer update (1 or more), the same for\n"
@@ -285,6 +297,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     FLT(O_EPS, "--eps", o->eps);
     FLT(O_ALPHA, "--alpha", o->alpha);
     FLT(O_LR_GAMMA, "--lr-gamma", o->lr_gamma);
+    FLT(O_CLIP_GRAD, "--clip-grad", o->clip_grad);
+    INT(O_LR_WARMUP, "--lr-warmup", o->lr_warmup);
     FLT(O_LABEL_SMOOTHING, "--label-smoothing", c->label_smoothing);
     INT(O_STAGES, "--stages", c->stages);
     INT(O_MB_SIZE, "--microbatch-size", c->microbatch_size);
@@ -301,6 +315,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
 #undef INT
     if (!rc && val[O_NESTEROV])
         o->nesterov = true;
+    if (!rc && val[O_LR_COSINE])
+        o->lr_cosine = true;
     if (!rc && val[O_QUIET])
         c->quiet = true;
     if (!rc && val[O_TF32])

@@ -12,7 +12,7 @@
 #include "harness/driver/run_json.h"
 
 /* Room for every run option (indexed by the table's internal ids). */
-#define PB_RUN_FLAGS_MAX 48
+#define PB_RUN_FLAGS_MAX 64
 /* Extra options given to pb_run_flags_parse use ids from here on, at most
  * PB_RUN_FLAGS_MAX_EXTRA of them. */
 #define PB_RUN_FLAGS_EXTRA 256

@@ -507,10 +507,17 @@ START_TEST(bad_input)
                                        "--experiment", "--where", "--run ID", "--format"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         assert_has(help, opts[i]);
-    char stdout_text[4096];
+    char stdout_text[4096], err[4096];
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run 3", db, out);
-    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, NULL, 0), 0);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
     assert_has(stdout_text, "/figs/memory.png\n");
+    ck_assert_msg(!strstr(err, "configurations"), "%s", err);
+    /* several configurations and no --run: it says which one it drew */
+    snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s'", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "configurations; these figures show run 7's "
+                              "(adam, mlp on fashion-mnist, D = 2)") &&
+                  strstr(err, "--run ID"), "%s", err);
 }
 END_TEST
 

@@ -432,10 +432,11 @@ START_TEST(any_option_is_a_grid_key)
                             "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep g.ini --db g.db --dry-run") == 0, "%s", out);
     ck_assert_msg(strstr(out, "16 configurations, 0 finished already, 16 to run"), "%s", out);
-    ck_assert_msg(strstr(out, "  schedule=gpipe microbatch-size=16 shuffle=on seed=1: to run\n"
-                              "  schedule=gpipe microbatch-size=16 shuffle=on seed=2: to run\n"
-                              "  schedule=gpipe microbatch-size=16 shuffle=off seed=1: to run\n"),
+    ck_assert_msg(strstr(out, "  #0 schedule=gpipe microbatch-size=16 shuffle=on seed=1: to run\n"
+                              "  #1 schedule=gpipe microbatch-size=16 shuffle=on seed=2: to run\n"
+                              "  #2 schedule=gpipe microbatch-size=16 shuffle=off seed=1: to run\n"),
                   "%s", out);
+    ck_assert_msg(strstr(out, "#I: the run's index in the sweep, as --task I takes it"), "%s", out);
     cli_write(dir, "r.ini", "[grid]\nmicrobatch-size = 16, 32\nepochs = 1, 2\n"
                             "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep r.ini --db r.db") == 0, "%s", out);

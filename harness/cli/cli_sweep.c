@@ -162,18 +162,21 @@ static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bo
         printf("sweep: %d %s, %d finished already, %d to run; results in %s\n", s->n,
                plural(s->n, "configuration", "configurations"), ndone, s->n - ndone,
                s->items[0].cfg.db);
+    if (list)   /* #I: the sweep's own index (--task I), not a run id of the database */
+        printf("  (#I: the run's index in the sweep, as --task I takes it; run ids are the "
+               "database's)\n");
     for (int i = 0; list && i < s->n; i++) {
         int64_t resume = 0;
         struct pb_err e;
         if (!done[i] && pb_claim_resumable(&s->items[i].cfg, &resume, &e))
             resume = 0;
         if (done[i])
-            printf("  %s: finished\n", s->items[i].label);
+            printf("  #%d %s: finished\n", i, s->items[i].label);
         else if (resume > 0)
-            printf("  %s: to resume (run %lld, from its resume state)\n", s->items[i].label,
-                   (long long)resume);
+            printf("  #%d %s: to resume (run %lld, from its resume state)\n", i,
+                   s->items[i].label, (long long)resume);
         else
-            printf("  %s: to run\n", s->items[i].label);
+            printf("  #%d %s: to run\n", i, s->items[i].label);
     }
 }
 

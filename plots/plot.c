@@ -249,6 +249,35 @@ static int64_t newest_run(struct pb_results *db, struct pb_err *e)
     return id > 0 ? id : pb_report_pick_run(db, 0, e);
 }
 
+/* With several configurations (results/views.sql's config_id) among the selection's
+ * finished runs, says on stderr which one's the figures show (run's) and how to pick
+ * another: a database of several cells never draws one of them silently. */
+static void note_cells(struct pb_results *db, int64_t run)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(pb_results_sqlite(db),
+                           "SELECT (SELECT count(DISTINCT coalesce(config_id, run_id)) FROM "
+                           "run_config WHERE status = 'done'), optimizer, model, dataset, stages "
+                           "FROM run_config WHERE run_id = ?", -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return;
+    }
+    sqlite3_bind_int64(s, 1, run);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) > 1) {
+        const char *txt[3];
+        for (int k = 0; k < 3; k++) {
+            txt[k] = (const char *)sqlite3_column_text(s, 1 + k);
+            txt[k] = txt[k] ? txt[k] : "?";
+        }
+        fprintf(stderr, "pipebench: plot: the runs hold %d configurations; these figures show "
+                        "run %lld's (%s, %s on %s, D = %d) and the runs of its configuration "
+                        "(throughput: of every D); pick another with --run ID, or select with "
+                        "--where KEY=VALUE or --experiment NAME\n", sqlite3_column_int(s, 0),
+                (long long)run, txt[0], txt[1], txt[2], sqlite3_column_int(s, 4));
+    }
+    sqlite3_finalize(s);
+}
+
 static int lookup(const char *const *names, const char *v)
 {
     for (int i = 0; names[i]; i++)
@@ -303,6 +332,8 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
         return -1;
     }
     j.run = run_id > 0 ? pb_report_pick_run(j.db, run_id, e) : newest_run(j.db, e);
+    if (run_id <= 0 && j.run > 0)
+        note_cells(j.db, j.run);
     int rc = j.run > 0 ? make_dir(outdir, e) : -1;
     int made = 0;
     for (int f = fig; rc >= 0 && (f == fig || (all && pb_plot_figure_names[f])); f++) {

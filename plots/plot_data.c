@@ -227,11 +227,26 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
         sl[k] = pb_xstrdup(t);
     }
     struct matrix m;
-    matrix_init(&m, 3, nstages, sl, s.n, s.label);
+    matrix_init(&m, 4, nstages, sl, s.n, s.label);
+    /* block 3: 1 where a schedule that predicts on other stages made no prediction on
+     * this one (its look-ahead s is 0 there: the last stage in the paper's forms) */
     int rc = fill_matrix(j, "SELECT s.stage, c.column_label, avg(s.f_mean), avg(s.b_mean), "
-                         "avg(s.pred_err_mean) FROM stage_staleness s JOIN (SELECT c.run_id, "
+                         "avg(s.pred_err_mean), coalesce(sum(s.pred_count), 0) = 0 AND "
+                         "max(coalesce(sum(s.pred_count), 0)) OVER (PARTITION BY "
+                         "c.column_label) > 0 FROM stage_staleness s JOIN (SELECT c.run_id, "
                          "c.column_label" PB_PLOT_SAME_CONFIG ") c USING (run_id) GROUP BY 1, 2",
                          &m, 1, 2, e);
+    /* the "n/a (s = 0)" marks, placed in the error panel's clusters (gnuplot's clustered
+     * histogram: member i of N at stage k is centred at k - 0.5 + (i + 1) / (N + 1)) */
+    char marks[4096] = "";
+    size_t mlen = 0;
+    for (int k = 0; rc == 0 && k < nstages; k++)
+        for (int i = 0; i < s.n && mlen + 160 < sizeof marks; i++)
+            if (m.v[3 * (size_t)nstages * s.n + (size_t)k * s.n + i] > 0)
+                mlen += (size_t)snprintf(marks + mlen, sizeof marks - mlen,
+                                         "set label %d 'n/a (s = 0)' at first %.4f, graph 0.03 "
+                                         "rotate by 90 front font ',8' tc rgb '#404040'; ",
+                                         100 + k * s.n + i, k - 0.5 + (i + 1.0) / (s.n + 1));
     for (int i = 0; i < nstages * s.n; i++)   /* log scale: zero errors are not drawn */
         if (m.v[2 * (size_t)nstages * s.n + i] <= 0)
             m.v[2 * (size_t)nstages * s.n + i] = NAN;
@@ -240,7 +255,8 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
                           "over epochs and runs of: block 0 the\n# forward version lag, block "
                           "1 the backward version lag (versions behind the synchronous run),\n"
                           "# block 2 the prediction error ||W_pred - W|| / ||W|| (? where "
-                          "none or zero)\n", "stage", 0, e);
+                          "none or zero),\n# block 3 1 where a predicting schedule made no "
+                          "prediction on the stage (n/a, s = 0)\n", "stage", 0, e);
     if (rc == 0) {
         char what[256], title[512];
         pb_plot_describe(j, 1, what, sizeof what);
@@ -249,6 +265,7 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
         pb_plot_series_vars(j, &s);
         pb_plot_var(j, "haspred", "%d", any_value(&m, 2));
         pb_plot_var(j, "nstages", "%d", nstages);
+        pb_plot_var_str(j, "namarks", marks);
     }
     free(m.v);
     for (int k = 0; k < nstages; k++)

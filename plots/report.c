@@ -792,8 +792,15 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "||W_pred - W|| / ||W|| (mean over predictions, and maximum). Mean over the "
                  "runs of a row.");
         by_row(&rs, staleness_q, (int)(sizeof staleness_q / sizeof staleness_q[0]), &g);
+        g.latex_caption = "Weight version lag against the synchronous run ($F$, $B$: mean "
+                          "over stages and epochs, and maximum) and prediction error "
+                          "$\\|\\hat{W} - W\\| / \\|W\\|$ (mean over predictions, and "
+                          "maximum). Mean over the runs of a row.";
         break;
     }
+    char label[64];
+    snprintf(label, sizeof label, "tab:pb-%s", pb_report_table_names[o->table]);
+    g.label = label;
     runs_free(&rs);
     int rc = pb_grid_write(&g, o->format, out);
     pb_grid_finish(&g);

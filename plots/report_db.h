@@ -9,9 +9,6 @@
 #include "harness/base/err.h"
 #include "results/results.h"
 
-/* The embedded results/views.sql. */
-extern const char pb_report_views_sql[];
-
 /* Opens the existing database at path for reading and creates the views on the
  * connection (TEMP: the file is not changed). */
 int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e);

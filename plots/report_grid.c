@@ -1,6 +1,6 @@
-/* plots/report_grid.c — rendering of report tables (report_grid.h) as Markdown with
- * padded columns, RFC 4180 CSV and a LaTeX booktabs table; "–" marks absent cells and
- * "±" separates a mean from its standard deviation. */
+/* plots/report_grid.c — report tables (report_grid.h) and their rendering as Markdown
+ * with padded columns and RFC 4180 CSV (LaTeX: report_latex.c); "–" marks absent cells
+ * and "±" separates a mean from its standard deviation. */
 #include "plots/report_grid.h"
 
 #include <stdlib.h>
@@ -156,61 +156,6 @@ static void write_csv(const struct pb_grid *g, FILE *out)
         }
 }
 
-/* LaTeX text: specials escaped, "±" as $\pm$ and "–" as an en dash. */
-static void latex_text(const char *t, FILE *out)
-{
-    for (const char *p = t; *p; p++) {
-        if (!strncmp(p, "\xc2\xb1", 2)) {
-            fputs("$\\pm$", out);
-            p++;
-        } else if (!strncmp(p, ABSENT, 3)) {
-            fputs("--", out);
-            p += 2;
-        } else if (strchr("&%$#_{}", *p)) {
-            fprintf(out, "\\%c", *p);
-        } else if (*p == '~') {
-            fputs("\\textasciitilde{}", out);
-        } else if (*p == '^') {
-            fputs("\\textasciicircum{}", out);
-        } else if (*p == '\\') {
-            fputs("\\textbackslash{}", out);
-        } else {
-            fputc(*p, out);
-        }
-    }
-}
-
-static void write_latex(const struct pb_grid *g, FILE *out)
-{
-    fputs("% needs \\usepackage{booktabs}\n\\begin{table}\n\\centering\n", out);
-    if (g->caption) {
-        fputs("\\caption{", out);
-        latex_text(g->caption, out);
-        fputs("}\n", out);
-    }
-    fputs("\\begin{tabular}{", out);
-    for (int c = 0; c < g->ncols; c++)
-        fputc(c < g->nlabels ? 'l' : 'r', out);
-    fputs("}\n\\toprule\n", out);
-    for (int r = 0; r < g->nrows; r++) {
-        for (int c = 0; c < g->ncols; c++) {
-            if (c)
-                fputs(" & ", out);
-            bool b = is_best(g, r, c);
-            if (b)
-                fputs("\\textbf{", out);
-            latex_text(cell(g, r, c), out);
-            if (b)
-                fputc('}', out);
-            latex_text(note(g, r, c), out);
-        }
-        fputs(" \\\\\n", out);
-        if (r == 0)
-            fputs("\\midrule\n", out);
-    }
-    fputs("\\bottomrule\n\\end{tabular}\n\\end{table}\n", out);
-}
-
 int pb_grid_write(const struct pb_grid *g, enum pb_report_format f, FILE *out)
 {
     PB_CHECK(f >= 0 && f < PB_FORMAT_N && g->nrows > 0);
@@ -219,6 +164,6 @@ int pb_grid_write(const struct pb_grid *g, enum pb_report_format f, FILE *out)
     else if (f == PB_FORMAT_CSV)
         write_csv(g, out);
     else
-        write_latex(g, out);
+        pb_grid_write_latex(g, out);
     return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }

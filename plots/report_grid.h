@@ -18,6 +18,9 @@ struct pb_grid {
     char **notes;         /* [nrows * ncols]; printed after the cell, outside its mark */
     bool *best;           /* [nrows * ncols] */
     const char *caption;  /* printed above the table (md) or as its caption (latex) */
+    const char *latex_caption;  /* LaTeX's caption as it is, with its math (NULL: caption,
+                                 * escaped) */
+    const char *label;    /* latex: the float's \label ("tab:pb-accuracy"; NULL: none) */
 };
 
 void pb_grid_init(struct pb_grid *g, int ncols, int nlabels, const char *caption);
@@ -30,8 +33,11 @@ void pb_grid_set(struct pb_grid *g, int row, int col, const char *text, bool bes
 void pb_grid_note(struct pb_grid *g, int row, int col, const char *note);
 
 /* Writes the table: md pads the columns and bolds best cells, csv quotes where needed
- * and appends '*' to best cells, latex escapes and uses \textbf. Returns 0, or -1 when
+ * and appends '*' to best cells, latex as pb_grid_write_latex. Returns 0, or -1 when
  * the stream fails. */
 int pb_grid_write(const struct pb_grid *g, enum pb_report_format f, FILE *out);
+/* The table as a LaTeX float (plots/report_latex.c): placement, caption, label, best
+ * cells in \textbf, notes in footnotes below, set to fit the line. */
+void pb_grid_write_latex(const struct pb_grid *g, FILE *out);
 
 #endif

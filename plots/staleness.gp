@@ -1,9 +1,10 @@
 # plots/staleness.gp — the staleness figure (semantics §6.2, §6.3): per stage and schedule the mean
 # version lag of forwards and of backwards behind the synchronous run, and the mean
 # prediction error ||W_pred - W|| / ||W|| (log scale; absent where nothing was predicted).
-# Data (plots/plot_data.c): blocks F lag, B lag, error; a row per stage, a column per
-# schedule. Variables: datafile, outfile, fmt, plottitle, nseries, colors, points, dashes, haspred,
-# nstages.
+# Data (plots/plot_data.c): blocks F lag, B lag, error, n/a (s = 0); a row per stage, a
+# column per schedule. Variables: datafile, outfile, fmt, plottitle, nseries, colors, points,
+# dashes, haspred, nstages, namarks (gnuplot commands that label "n/a (s = 0)" where a
+# predicting schedule predicts nothing on a stage).
 width = 1500
 height = 620
 dir = ARG0[1:strstrt(ARG0, 'staleness.gp') - 1]
@@ -37,7 +38,9 @@ set ylabel '||W_pred - W|| / ||W||'
 if (haspred) {
     set logscale y
     set format y '%.0e'
+    if (exists("namarks")) { eval namarks }
     plot for [i = 2:nseries + 1] datafile index 2 using i:xtic(1) lc rgb color(i - 1)
+    unset label
 } else {
     unset xtics
     unset ytics

@@ -210,6 +210,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     version = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
     s = NULL;
+    /* an upgrade changes the tables the reporting views read: they are written anew
+     * after it (pb_results_persist_views) */
+    if (version >= 2 && version < PB_RESULTS_SCHEMA_VERSION && create &&
+        pb_results_drop_views(r, e))
+        goto fail_set;
     if (version == 2 && create) {
         if (exec(r, pb_results_migrate_v2_sql, "upgrading the schema from version 2", e))
             goto fail_set;
@@ -368,6 +373,8 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
         goto fail;
     if (create && set_wal(r, e))
         goto fail;
+    if (create && pb_results_persist_views(r, e))
+        goto fail;
     /* runs whose process died show as failed from the first open after, a reading one
      * included; a reader that cannot take the write lock reads on (the next open marks
      * them) */
@@ -496,6 +503,23 @@ static int update_run(struct pb_results *r, int64_t run_id, const char *sql, con
         return pb_err_set(e, "results database %s: %s: there is no run %lld", r->path, what,
                           (long long)run_id);
     return 0;
+}
+
+int pb_results_run_so_far(struct pb_results *r, int64_t run_id, double *seconds,
+                          double *best_acc, struct pb_err *e)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(r->db, "SELECT coalesce(sum(wall_s), 0), coalesce(max(val_acc), 0) "
+                           "FROM epochs WHERE run_id = ?", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(r, "reading a run's epochs", e);
+    sqlite3_bind_int64(s, 1, run_id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *seconds = sqlite3_column_double(s, 0);
+        *best_acc = sqlite3_column_double(s, 1);
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : db_fail(r, "reading a run's epochs", e);
 }
 
 int pb_results_run_resume(struct pb_results *r, int64_t run_id, int first_epoch,

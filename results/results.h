@@ -97,6 +97,21 @@ const char *pb_results_path(const struct pb_results *db);
  * -1 with a message. */
 int64_t pb_results_run_begin(struct pb_results *db, const struct pb_run_info *info,
                              struct pb_err *e);
+/* The embedded results/views.sql: the reporting views, TEMP (plots/report_db.c). */
+extern const char pb_report_views_sql[];
+
+/* Writes results/views.sql's views into the database as persistent views (each reads
+ * every run; results/results_views.c), unless this build's are there already: a
+ * database pb_results_open creates or opens has them, for sqlite3 or pandas. */
+int pb_results_persist_views(struct pb_results *db, struct pb_err *e);
+/* Drops every view of the database's main schema and clears the views' hash (within the
+ * caller's transaction). */
+int pb_results_drop_views(struct pb_results *db, struct pb_err *e);
+
+/* The epochs run_id has recorded: *seconds their wall time summed, *best_acc their best
+ * validation accuracy (0 for none). */
+int pb_results_run_so_far(struct pb_results *db, int64_t run_id, double *seconds,
+                          double *best_acc, struct pb_err *e);
 /* Takes an interrupted or failed run up again (pipebench resume): its epochs from
  * first_epoch on are deleted (the resume state is older than them), its status is
  * 'running' again under this process. A done, diverged or running run is refused. */

@@ -48,6 +48,20 @@ static inline int cli_run(const char *dir, char *out, size_t cap, const char *fm
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* SQL that makes a results database look written by a build before the reporting views
+ * were kept in it (results/results_views.c), so a test can rebuild its tables as an
+ * older schema's: drops every reporting view, clears their hash. */
+#define CLI_DROP_VIEWS                                                                      \
+    "DROP VIEW IF EXISTS run_summary; DROP VIEW IF EXISTS run_staleness; "                  \
+    "DROP VIEW IF EXISTS stage_staleness; DROP VIEW IF EXISTS run_memory; "                 \
+    "DROP VIEW IF EXISTS stage_memory; DROP VIEW IF EXISTS seed_timing; "                   \
+    "DROP VIEW IF EXISTS seed_runs; DROP VIEW IF EXISTS run_bubble; "                       \
+    "DROP VIEW IF EXISTS stage_bubble; DROP VIEW IF EXISTS stage_epoch_time; "              \
+    "DROP VIEW IF EXISTS run_throughput; DROP VIEW IF EXISTS steady_epochs; "               \
+    "DROP VIEW IF EXISTS run_target; DROP VIEW IF EXISTS epoch_progress; "                  \
+    "DROP VIEW IF EXISTS run_accuracy; DROP VIEW IF EXISTS run_config; "                    \
+    "PRAGMA user_version = 0; "
+
 /* Writes text to dir/name. */
 static inline void cli_write(const char *dir, const char *name, const char *text)
 {

@@ -220,6 +220,15 @@ static void steps_unsorted(struct pb_optim_cfg *c)
 static void steps_negative(struct pb_optim_cfg *c) { c->n_lr_steps = 1; c->lr_steps[0] = -1; }
 static void steps_many(struct pb_optim_cfg *c) { c->n_lr_steps = PB_LR_MAX_STEPS + 1; }
 static void kind_bad(struct pb_optim_cfg *c) { c->kind = (enum pb_optim_kind)99; }
+static void warmup_neg(struct pb_optim_cfg *c) { c->lr_warmup = -1; }
+static void cosine_steps(struct pb_optim_cfg *c)
+{
+    c->lr_cosine = true;
+    c->n_lr_steps = 1;
+    c->lr_steps[0] = 3;
+}
+static void clip_neg(struct pb_optim_cfg *c) { c->clip_grad = -1.0f; }
+static void clip_inf(struct pb_optim_cfg *c) { c->clip_grad = INFINITY; }
 
 static const struct bad_case bad_cases[] = {
     {"sgd", neg_lr, "--lr must be > 0 (got -0.1)"},
@@ -241,6 +250,10 @@ static const struct bad_case bad_cases[] = {
     {"adam", steps_negative, "--lr-steps: epoch -1 is negative"},
     {"adam", steps_many, "--lr-steps takes at most 16 epochs"},
     {"sgd", kind_bad, "unknown optimizer kind 99"},
+    {"sgdm", warmup_neg, "--lr-warmup counts epochs: 0 or more (got -1)"},
+    {"adam", cosine_steps, "--lr-cosine and --lr-steps are two schedules"},
+    {"sgd", clip_neg, "--clip-grad is the largest gradient norm of a stage"},
+    {"sgd", clip_inf, "--clip-grad is the largest gradient norm of a stage"},
 };
 
 START_TEST(test_cfg_check_bad)
@@ -383,6 +396,32 @@ START_TEST(test_set_epoch)
     o.cfg.lr_steps[0] = 0;
     pb_optim_set_epoch(&o, 0);
     ck_assert(o.lr == 0.001f);
+    /* warm-up over 2 epochs, then a half cosine over the other 4 of 6 (torch's LinearLR
+     * then CosineAnnealingLR, T_max 4, stepped per epoch) */
+    o.cfg.lr = 0.1f;
+    o.cfg.n_lr_steps = 0;
+    o.cfg.lr_warmup = 2;
+    o.cfg.lr_cosine = true;
+    o.cfg.lr_epochs = 6;
+    const double cosine[] = {0.05, 0.1, 0.1, 0.1 * (1 + cos(M_PI / 4)) / 2, 0.05,
+                             0.1 * (1 + cos(3 * M_PI / 4)) / 2};
+    for (int ep = 0; ep < 6; ep++) {
+        pb_optim_set_epoch(&o, ep);
+        ck_assert_msg(o.lr == (float)cosine[ep], "epoch %d: lr %.9g, expected %.9g", ep,
+                      (double)o.lr, cosine[ep]);
+    }
+    /* warm-up alone, then the constant rate; warm-up before multi-step */
+    o.cfg.lr_cosine = false;
+    o.cfg.lr_warmup = 4;
+    pb_optim_set_epoch(&o, 2);
+    ck_assert(o.lr == (float)(0.1 * 3 / 4));
+    pb_optim_set_epoch(&o, 5);
+    ck_assert(o.lr == 0.1f);
+    o.cfg.lr_warmup = 2;
+    o.cfg.n_lr_steps = 1;
+    o.cfg.lr_steps[0] = 4;
+    pb_optim_set_epoch(&o, 4);
+    ck_assert(o.lr == (float)(0.1 * 0.1));
 }
 END_TEST
 

@@ -408,12 +408,22 @@ START_TEST(staleness_dat)
 {
     plot_ok("staleness", "png", FX_PIPEDREAM);
     char *t = read_dat("staleness");
-    ck_assert_int_eq(data_lines(t), 3 * (1 + FX_STAGES));
+    ck_assert_int_eq(data_lines(t), 4 * (1 + FX_STAGES));
     assert_has(t, "stage \"gpipe\" \"pipedream\" \"pipeoptim (code)\"\n\"stage 0\" 0 3 0\n"
                   "\"stage 1\" 0 2 0\n");
     assert_has(t, "\"stage 0\" ? ? 0.001\n\"stage 1\" ? ? 0.001\n\"stage 2\" ? ? 0.001\n"
                   "\"stage 3\" ? ? ?\n");
+    /* pipeoptim predicts on stages 0-2, not on the last (s = 0 there): "n/a (s = 0)" */
+    assert_has(t, "\"stage 0\" 0 0 0\n\"stage 1\" 0 0 0\n\"stage 2\" 0 0 0\n"
+                  "\"stage 3\" 0 0 1\n");
     free(t);
+    char *svg = NULL;
+    plot_ok("staleness", "svg", FX_PIPEDREAM);
+    size_t len;
+    svg = fx_read(path_of("staleness.svg"), &len);
+    ck_assert_ptr_nonnull(svg);
+    ck_assert_msg(strstr(svg, "n/a (s = 0)"), "no n/a mark in the figure");
+    free(svg);
 }
 END_TEST
 
@@ -507,10 +517,17 @@ START_TEST(bad_input)
                                        "--experiment", "--where", "--run ID", "--format"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         assert_has(help, opts[i]);
-    char stdout_text[4096];
+    char stdout_text[4096], err[4096];
     snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s' --run 3", db, out);
-    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, NULL, 0), 0);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
     assert_has(stdout_text, "/figs/memory.png\n");
+    ck_assert_msg(!strstr(err, "configurations"), "%s", err);
+    /* several configurations and no --run: it says which one it drew */
+    snprintf(args, sizeof args, "plot --db '%s' --figure memory --out '%s'", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "configurations; these figures show run 7's "
+                              "(adam, mlp on fashion-mnist, D = 2)") &&
+                  strstr(err, "--run ID"), "%s", err);
 }
 END_TEST
 

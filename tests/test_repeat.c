@@ -61,7 +61,7 @@ START_TEST(compare_resume_adds_repeats)
     ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs"), 1);
     rc = cli_run(dir, out, sizeof out, COMPARE " --repeat 3");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    ck_assert_msg(strstr(out, "compare: 3 runs (1 configurations \u00d7 3 repeats)") &&
+    ck_assert_msg(strstr(out, "compare: 3 runs (1 configuration \u00d7 3 repeats)") &&
                   strstr(out, "compare: 1 of them finished already"), "%s", out);
     ck_assert_msg(strstr(out, "median over its repeats") != NULL, "%s", out);
     ck_assert_int_eq(cli_db_int(dir, "c.db", "SELECT count(*) FROM runs"), 3);
@@ -307,7 +307,7 @@ START_TEST(schema_v4_upgrade)
     sqlite3_finalize(st);
     /* the table rebuilt with version 4's columns (the last column cannot be dropped:
      * the schema's comment follows it) */
-    snprintf(sql, sizeof sql, "PRAGMA foreign_keys = OFF; CREATE TABLE runs4 (id INTEGER "
+    snprintf(sql, sizeof sql, CLI_DROP_VIEWS "PRAGMA foreign_keys = OFF; CREATE TABLE runs4 (id INTEGER "
              "PRIMARY KEY, %s); INSERT INTO runs4 SELECT id, %s FROM runs; DROP TABLE runs; "
              "ALTER TABLE runs4 RENAME TO runs; ALTER TABLE epochs DROP COLUMN val_bleu; "
              "UPDATE schema_version SET version = 4", cols,

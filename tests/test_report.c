@@ -96,6 +96,61 @@ START_TEST(views)
 }
 END_TEST
 
+/* The first column of the first row of sql on a plain sqlite3 connection to the file
+ * (no reporting views of its own), as text; "" for no row, "error: ..." on an error. */
+static char *plain_query(const char *sql)
+{
+    static char buf[4096];
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    buf[0] = 0;
+    if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) != SQLITE_OK)
+        snprintf(buf, sizeof buf, "error: %s", sqlite3_errmsg(h));
+    else if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        snprintf(buf, sizeof buf, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return buf;
+}
+
+/* The database itself holds the reporting views: a user's sqlite3 or pandas reads the
+ * numbers the reports read, for every run; another build's views are replaced on the
+ * next open by a writer. */
+START_TEST(persistent_views)
+{
+    char every[FX_NRUNS][512], plain[FX_NRUNS][256];
+    for (int id = 1; id <= FX_NRUNS; id++) {
+        snprintf(every[id - 1], sizeof every[id - 1],
+                 "SELECT printf('%%.4f:%%.4f:%%.5f', coalesce(best_acc, -1), coalesce(throughput, "
+                 "-1), coalesce(bubble_frac, -1)) || ':' || coalesce(total_sum, -1) || ':' || "
+                 "coalesce(f_mean, -1) || ':' || coalesce(config_id, '-') FROM run_summary "
+                 "WHERE run_id = %d", id);
+        snprintf(plain[id - 1], sizeof plain[id - 1], "%s", plain_query(every[id - 1]));
+        ck_assert_msg(strncmp(plain[id - 1], "error", 5), "%s", plain[id - 1]);
+        ck_assert_str_eq(plain[id - 1], query(every[id - 1]));
+    }
+    ck_assert_str_eq(plain_query("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND "
+                                 "name IN ('run_summary', 'run_throughput', 'run_memory', "
+                                 "'run_staleness', 'run_accuracy', 'run_target')"), "6");
+    ck_assert_str_eq(plain_query("SELECT count(*) FROM run_config"), plain_query(
+                     "SELECT count(*) FROM runs WHERE executor IS NOT 'sim'"));
+    /* views another build wrote (here: a wrong run_accuracy) are rewritten */
+    sqlite3 *h;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_exec(h, "DROP VIEW run_summary; DROP VIEW run_accuracy; CREATE VIEW "
+                              "run_accuracy AS SELECT 1 AS run_id; PRAGMA user_version = 7",
+                              NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    struct pb_results *r;
+    struct pb_err e;
+    ck_assert_msg(pb_results_open(&r, db, &e) == 0, "%s", e.msg);
+    pb_results_close(r);
+    for (int id = 1; id <= FX_NRUNS; id++)
+        ck_assert_str_eq(plain_query(every[id - 1]), plain[id - 1]);
+}
+END_TEST
+
 static const char accuracy_md[] =
     "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the finished seeds of "
     "a cell (n: its seeds, the repeats of one counted once; diverged ones are counted, not "
@@ -350,9 +405,11 @@ END_TEST
 START_TEST(latex_marks_best)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
-    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 (n = 2) & "
-                            "66.00 (n = 1) & -- & 65.00 (n = 1) \\\\\n") != NULL,
-                  "%s", t);
+    ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83$^{\\mathrm{b}}$ & "
+                            "66.00$^{\\mathrm{a}}$ & -- & 65.00$^{\\mathrm{a}}$ "
+                            "\\\\\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "$^{\\mathrm{a}}$\\,n = 1.\\quad\n$^{\\mathrm{b}}$\\,n = 2.\\par}\n")
+                  != NULL, "%s", t);
     ck_assert_msg(strstr(t, "\\begin{tabular}{llllrrrr}\n\\toprule\n") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "accuracy (\\%)") != NULL, "%s", t);
     free(t);
@@ -428,6 +485,10 @@ START_TEST(best_needs_welch)
                   "%s", t);
     ck_assert_msg(strstr(t, "| 2 |     72.00 \u00b1 1.00 (n = 3) | 70.00 \u00b1 1.00 (n = 3) |"),
                   "%s", t);
+    free(t);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
+    ck_assert_msg(strstr(t, "& 4 & \\textbf{71.00 $\\pm$ 1.00}"), "%s", t);
+    ck_assert_msg(strstr(t, "& 2 & 72.00 $\\pm$ 1.00"), "%s", t);
     free(t);
     struct pb_report_opts o = {.table = PB_REPORT_ACCURACY, .format = PB_FORMAT_MD, .ci = 0.90};
     char *buf = NULL;
@@ -513,6 +574,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("report");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, views);
+    tcase_add_test(tc, persistent_views);
     tcase_add_test(tc, accuracy_md_exact);
     tcase_add_test(tc, accuracy_csv_exact);
     tcase_add_test(tc, diverged_counted);

@@ -83,12 +83,31 @@ START_TEST(open_creates_schema)
 }
 END_TEST
 
+/* Makes d look written by a build before the persistent views: no view, user_version 0. */
+static void drop_views(sqlite3 *d)
+{
+    for (;;) {
+        char *name = pb_xstrdup(query(d, "SELECT coalesce((SELECT name FROM sqlite_schema "
+                                         "WHERE type = 'view' LIMIT 1), '')"));
+        if (!*name) {
+            free(name);
+            break;
+        }
+        char sql[256];
+        snprintf(sql, sizeof sql, "DROP VIEW \"%s\"", name);
+        free(name);
+        ck_assert(sqlite3_exec(d, sql, NULL, NULL, NULL) == SQLITE_OK);
+    }
+    ck_assert(sqlite3_exec(d, "PRAGMA user_version = 0", NULL, NULL, NULL) == SQLITE_OK);
+}
+
 /* A version 5 file (epochs without val_bleu) is upgraded in place when opened for
  * writing: the column is added, NULL for the epochs already there. */
 START_TEST(schema_v5_upgrade)
 {
     pb_results_close(open_ok());
     sqlite3 *d = raw();
+    drop_views(d);
     ck_assert(sqlite3_exec(d, "ALTER TABLE epochs DROP COLUMN val_bleu; ALTER TABLE runs DROP "
                               "COLUMN bleu_scoring; UPDATE schema_version SET version = 5",
                            NULL, NULL, NULL) == SQLITE_OK);
@@ -99,6 +118,9 @@ START_TEST(schema_v5_upgrade)
                      PB_RESULTS_SCHEMA_VERSION);
     ck_assert_str_eq(query(d, "SELECT count(*) FROM pragma_table_info('epochs') WHERE name = "
                               "'val_bleu'"), "1");
+    /* the reporting views are written after the upgrade */
+    ck_assert_str_eq(query(d, "SELECT count(*) FROM sqlite_schema WHERE type = 'view' AND "
+                              "name = 'run_summary'"), "1");
     sqlite3_close(d);
 }
 END_TEST
@@ -109,6 +131,7 @@ START_TEST(schema_v6_upgrade)
 {
     pb_results_close(open_ok());
     sqlite3 *d = raw();
+    drop_views(d);
     ck_assert(sqlite3_exec(d, "ALTER TABLE runs DROP COLUMN bleu_scoring; "
                               "INSERT INTO runs (id, created, status) VALUES (1, 'x', 'done'), "
                               "(2, 'x', 'done'); "

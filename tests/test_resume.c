@@ -177,6 +177,46 @@ START_TEST(test_signal_state_and_no_state)
 }
 END_TEST
 
+/* The first column of sql's first row on db as a double. */
+static double db_double(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s", sql);
+    ck_assert(sqlite3_step(s) == SQLITE_ROW);
+    double v = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return v;
+}
+
+/* A resumed run's summary (what run, resume and sweep print) covers the whole run: its
+ * time counts the epochs before the interrupt, its best accuracy is over all epochs. */
+START_TEST(test_resumed_summary_is_the_whole_run)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 512;
+    c.limit_val = 32;
+    c.epochs = 3;
+    c.db = tmp_path_kept("summary.db");
+    c.on_epoch = interrupt_after_first;
+    struct pb_run_summary sum;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    c.on_epoch = NULL;
+    c.resume_run = sum.run_id;
+    ck_assert_msg(pb_run(&c, &sum, &e) == PB_EXIT_OK, "%s", e.msg);
+    double wall = db_double(c.db, "SELECT sum(wall_s) FROM epochs");
+    double first = db_double(c.db, "SELECT wall_s FROM epochs WHERE epoch = 0");
+    ck_assert_msg(first > 0 && sum.seconds >= wall, "%.4f s reported, the epochs took %.4f s",
+                  sum.seconds, wall);
+    ck_assert_double_eq(sum.best_acc, db_double(c.db, "SELECT max(val_acc) FROM epochs"));
+}
+END_TEST
+
 START_TEST(test_bad_resumes)
 {
     struct pb_run_cfg c;
@@ -224,6 +264,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_threads_batchnorm_adam);
     tcase_add_test(tc, test_signal_state_and_no_state);
     tcase_add_test(tc, test_bad_resumes);
+    tcase_add_test(tc, test_resumed_summary_is_the_whole_run);
     suite_add_tcase(s, tc);
     return s;
 }

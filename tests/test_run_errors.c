@@ -38,7 +38,8 @@ static void make_dir(void)
         registered = atexit(remove_dir) == 0;
 }
 
-/* Runs `pipebench run ARGS --db dir/runs.db` (unless ARGS has its own --db); returns
+/* Runs `pipebench run ARGS --db dir/runs.db` (unless ARGS has its own --db; and
+ * --limit-train 320 --limit-val 64 unless it has its own); returns
  * the exit status and the standard error in err. */
 static int run_cli(const char *args, char *err, size_t cap)
 {
@@ -47,8 +48,9 @@ static int run_cli(const char *args, char *err, size_t cap)
     char cmd[2048], db[128] = "";
     if (!strstr(args, "--db"))
         snprintf(db, sizeof db, "--db %s/runs.db", dir);
-    snprintf(cmd, sizeof cmd, "%s run --quiet --limit-train 320 --limit-val 64 %s %s "
-                              ">/dev/null 2>%s/err.txt", bin, args, db, dir);
+    snprintf(cmd, sizeof cmd, "%s run --quiet %s %s %s %s >/dev/null 2>%s/err.txt", bin,
+             strstr(args, "--limit-train") ? "" : "--limit-train 320",
+             strstr(args, "--limit-val") ? "" : "--limit-val 64", args, db, dir);
     int st = system(cmd);
     char path[128];
     snprintf(path, sizeof path, "%s/err.txt", dir);

@@ -320,7 +320,8 @@ START_TEST(test_schema_upgrade)
                        "variant, optimizer, stages, microbatch_size, microbatches, epochs, " \
                        "seed, executor, lr, git_revision, cpu_model, library_versions, host, " \
                        "pid, message"
-    ck_assert(sqlite3_exec(h, "CREATE TABLE runs2 (id INTEGER PRIMARY KEY, " V2_RUN_COLUMNS "); "
+    ck_assert(sqlite3_exec(h, CLI_DROP_VIEWS "CREATE TABLE runs2 (id INTEGER PRIMARY KEY, "
+                              V2_RUN_COLUMNS "); "
                               "INSERT INTO runs2 SELECT id, " V2_RUN_COLUMNS " FROM runs; "
                               "DROP TABLE runs; ALTER TABLE runs2 RENAME TO runs",
                            NULL, NULL, NULL) == SQLITE_OK);

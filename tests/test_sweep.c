@@ -8,6 +8,7 @@
  * with their resume state, and resumed (by hand, or by running the sweep again) they
  * give an uninterrupted sweep's epochs. A sweep killed alone leaves its runs to stop
  * the same way. */
+#include "pb_config.h"
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
 #include "harness/ir/program.h"
@@ -65,7 +66,7 @@ static int done_count(const char *log)
 {
     const char *l = strstr(log, "sweep: ");
     int n, done;
-    while (l && sscanf(l, "sweep: %d runs: %d done", &n, &done) != 2)
+    while (l && sscanf(l, "sweep: %d run%*[s:] %d done", &n, &done) != 2)
         l = strstr(l + 1, "sweep: ");
     return l ? done : -1;
 }
@@ -248,6 +249,114 @@ static void expect_bad(const char *text, int line, const char *reason)
     ck_assert_int_eq(count_runs("bad.db"), 0);
 }
 
+/* One configuration is "1 configuration"; a dry run says which configurations it would
+ * resume from their resume state (by run id) rather than run afresh. */
+START_TEST(dry_run_grammar_and_resumes)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "one.ini", "[grid]\nschedule = gpipe\n[run]\nmodel = mlp\nlimit-train = 320\n"
+                              "limit-val = 160\nmicrobatch-size = 32\nepochs = 1\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "sweep: 1 configuration, 0 finished already, 1 to run"), "%s", out);
+    ck_assert_msg(strstr(out, "sweep: 1 run: 1 done, 0 diverged, 0 failed, 0 errors"), "%s", out);
+    /* the run left interrupted with a resume state beside the database */
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE runs SET status = 'interrupted' RETURNING id"),
+                     1);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "schedule=gpipe") || strstr(out, "gpipe sgdm: to run"), "%s", out);
+    ck_assert_msg(strstr(out, ": to run\n"), "no resume state: run afresh: %s", out);
+    cli_write(dir, "a.db.run1.state", "");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep one.ini --db a.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, ": to resume (run 1, from its resume state)\n"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* executor = mpi: each configuration runs as `mpirun -np 2 pipebench run ...` under its
+ * claim (the ranks record it: executor mpi); SIGINT stops the sweep, its running run
+ * stopped by its ranks at their epoch boundary (interrupted; mpi writes no resume state)
+ * and the other not started; the sweep run again runs what is not finished. */
+START_TEST(mpi_sweep_interrupted_and_resumed)
+{
+    if (!PB_HAVE_MPI)   /* a build without MPI refuses the executor (test_bad_inputs) */
+        return;
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "m.ini", "[grid]\nseed = 1, 2\n[run]\nmodel = mlp\nexecutor = mpi\n"
+                            "stages = 2\nlimit-train = 6000\nlimit-val = 320\n"
+                            "microbatch-size = 32\nepochs = 8\nthreads = 2\n");
+    static struct proc p;
+    proc_start(&p, dir, "sweep m.ini --db a.db");
+    ck_assert_msg(proc_wait_for(&p, "[1/2] seed=1: started", 1), "%s", p.log);
+    int epochs = 0;
+    for (int i = 0; i < 1200 && epochs < 1; i++) {
+        usleep(50000);
+        epochs = cli_db_int(dir, "a.db", "SELECT count(*) FROM epochs");
+    }
+    ck_assert_int_ge(epochs, 1);
+    proc_signal(&p, SIGINT);
+    int rc = proc_finish(&p);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
+    ck_assert_msg(strstr(p.log, "0 done, 0 diverged, 0 failed, 0 errors, 1 interrupted, 1 not "
+                                "started (run the sweep again to go on)"), "%s", p.log);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'interrupted' AND executor = 'mpi' AND seed = 1 "
+                                              "AND message LIKE '%no resume state under mpi%'"),
+                     1);
+    ck_assert_int_eq(count_runs("a.db"), 1);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db --dry-run") == 0, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "seed=1: to run\n") && strstr(out, "seed=2: to run\n"), "%s", out);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "sweep: 2 runs: 2 done"), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT seed) FROM runs WHERE status "
+                                              "= 'done' AND executor = 'mpi' AND stages = 2"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM epochs e JOIN runs r ON "
+                                              "r.id = e.run_id WHERE r.status = 'done'"), 16);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "2 finished already, 0 to run"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* --emit slurm: a job-array script of one task per run; its tasks, run by hand at once
+ * and again, record every run once into the sweep's database. */
+START_TEST(slurm_tasks_run_by_hand)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", small_sweep);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db --emit slurm > job.sh")
+                  == 0, "%s", out);
+    char path[128], cmd[512];
+    snprintf(path, sizeof path, "%s/job.sh", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    ck_assert_msg(!strncmp(out, "#!/bin/bash\n", 12) && strstr(out, "#SBATCH --array=0-3\n") &&
+                  strstr(out, "#SBATCH --ntasks=1\n") && strstr(out, "/a.db' --task"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 0);   /* written, nothing run */
+    /* the four tasks at once, then task 2 again, from another folder */
+    snprintf(cmd, sizeof cmd, "cd / && for i in 0 1 2 3; do SLURM_ARRAY_TASK_ID=$i bash '%s' "
+             ">'%s/task$i.log' 2>&1 & done; wait", path, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = 'done'"),
+                     4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT schedule || seed) FROM runs"),
+                     4);
+    snprintf(cmd, sizeof cmd, "cd / && SLURM_ARRAY_TASK_ID=2 bash '%s' >'%s/again.log' 2>&1",
+             path, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    snprintf(cmd, sizeof cmd, "cd / && bash '%s' >/dev/null 2>&1", path);
+    ck_assert_int_ne(system(cmd), 0);   /* not a Slurm task: refused */
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    cli_cleanup(dir);
+}
+END_TEST
+
 START_TEST(bad_files)
 {
     cli_scratch(dir, sizeof dir, "sweep");
@@ -304,7 +413,7 @@ START_TEST(dry_run_skips_unsupported_pairs)
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep p.ini --db p.db --dry-run") == 0, "%s",
                   out);
     /* spectrain x adam left out; microbatches does not multiply schedules without M */
-    ck_assert_msg(strstr(out, "leaving out 1 configurations whose schedule cannot run"), "%s",
+    ck_assert_msg(strstr(out, "leaving out 1 configuration whose schedule cannot run its"), "%s",
                   out);
     ck_assert_msg(strstr(out, "3 configurations, 0 finished already, 3 to run"), "%s", out);
     ck_assert_msg(strstr(out, "schedule=pipeoptim optimizer=adam: to run"), "%s", out);
@@ -323,10 +432,11 @@ START_TEST(any_option_is_a_grid_key)
                             "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep g.ini --db g.db --dry-run") == 0, "%s", out);
     ck_assert_msg(strstr(out, "16 configurations, 0 finished already, 16 to run"), "%s", out);
-    ck_assert_msg(strstr(out, "  schedule=gpipe microbatch-size=16 shuffle=on seed=1: to run\n"
-                              "  schedule=gpipe microbatch-size=16 shuffle=on seed=2: to run\n"
-                              "  schedule=gpipe microbatch-size=16 shuffle=off seed=1: to run\n"),
+    ck_assert_msg(strstr(out, "  #0 schedule=gpipe microbatch-size=16 shuffle=on seed=1: to run\n"
+                              "  #1 schedule=gpipe microbatch-size=16 shuffle=on seed=2: to run\n"
+                              "  #2 schedule=gpipe microbatch-size=16 shuffle=off seed=1: to run\n"),
                   "%s", out);
+    ck_assert_msg(strstr(out, "#I: the run's index in the sweep, as --task I takes it"), "%s", out);
     cli_write(dir, "r.ini", "[grid]\nmicrobatch-size = 16, 32\nepochs = 1, 2\n"
                             "[run]\nlimit-train = 128\nlimit-val = 64\nstages = 2\n");
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep r.ini --db r.db") == 0, "%s", out);
@@ -425,6 +535,8 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(fast, 600);
     tcase_add_test(fast, runs_all_then_resumes);
     tcase_add_test(fast, bad_files);
+    tcase_add_test(fast, dry_run_grammar_and_resumes);
+    tcase_add_test(fast, slurm_tasks_run_by_hand);
     tcase_add_test(fast, bad_configurations);
     tcase_add_test(fast, dry_run_skips_unsupported_pairs);
     tcase_add_test(fast, dry_run_every_registered_pair);
@@ -439,5 +551,10 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, sigint_in_flight_stops_at_the_epoch);
     tcase_add_test(tc, runs_stop_when_the_sweep_dies);
     suite_add_tcase(s, tc);
+    /* mpirun's start: a few seconds per configuration */
+    TCase *mpi = tcase_create("sweep_mpi");
+    tcase_set_timeout(mpi, 600);
+    tcase_add_test(mpi, mpi_sweep_interrupted_and_resumed);
+    suite_add_tcase(s, mpi);
     return s;
 }

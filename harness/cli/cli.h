@@ -4,6 +4,7 @@
 #define PB_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "harness/base/err.h"
 #include "harness/ir/program.h"
@@ -27,9 +28,11 @@ int pb_cmd_bleu(int argc, char **argv);      /* harness/cli/cli_bleu.c */
 int pb_cmd_reproduce(int argc, char **argv); /* harness/cli/cli_reproduce.c */
 
 struct pb_sweep;
-/* Prints why a sweep file (at file) did not load: each of s's errors with its line, or
- * e's message when it has none. */
-void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e);
+/* Prints why a sweep file (at file) did not load, each line headed "who: ": each of s's
+ * errors with its line, or e's message when it has none; with advice, that nothing ran
+ * and where the format is described. */
+void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e,
+                         const char *who, bool advice);
 
 struct pb_run_cfg;
 /* Runs c's repeats c->repeat .. c->repeats - 1 one after another and says how each
@@ -55,6 +58,18 @@ int pb_cli_select_flag(const char *flag, const char *value, struct pb_report_sel
     "  --where KEY=VALUE  only the runs whose configuration has KEY = VALUE (repeatable;\n"   \
     "                     keys as `pipebench show RUN` prints them: lr=0.01, epochs=10)\n"    \
     "  --runs ID,ID,...   only these runs\n"
+
+struct pb_sweep;
+/* The sweep loaded from file as a Slurm job-array script on out (harness/cli/cli_slurm.c):
+ * one task per run, each `pipebench sweep FILE --task I` (with --hostfile when given) on
+ * the sweep's database; -1 when out fails. */
+int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *hostfile,
+                      FILE *out);
+
+/* Refuses an option given twice in argv[1 ..] (as --db X or --db=X) but those named in
+ * repeatable (space-separated, "--where"; NULL for none): returns 0, or PB_EXIT_USAGE
+ * after a message naming cmd and the option. */
+int pb_cli_once(const char *cmd, int argc, char **argv, const char *repeatable);
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);

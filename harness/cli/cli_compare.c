@@ -14,6 +14,7 @@
 #include "harness/driver/finished.h"
 #include "plots/plot.h"
 #include "harness/ir/program.h"
+#include "harness/driver/plan.h"
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 #include "workloads/workload.h"
@@ -141,6 +142,12 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
             bool unsupported;
             if (pb_run_flags_apply(&f, &it->cfg, e))
                 return -1;
+            const struct pb_executor *ex = pb_plan_executor(&it->cfg);
+            if (ex && ex->one_rank_per_stage)
+                return pb_err_set(e, "compare does not start mpirun: run the comparison as a "
+                                     "sweep file with executor = mpi under [run] and the "
+                                     "schedules and optimizers under [grid] (`pipebench sweep "
+                                     "--help`), or --executor threads");
             if (pb_batch_check(&it->cfg, &unsupported, e)) {
                 if (!unsupported)
                     return pb_err_prefix(e, "%s: ", it->label);
@@ -365,9 +372,11 @@ static int compare(struct opts *o, const struct pb_run_flags *flags)
     const char *dataset = c->dataset ? c->dataset : pb_workload_find(c->model, NULL)->dataset;
     char rep[80] = "";
     if (repeats > 1)
-        snprintf(rep, sizeof rep, " (%d configurations × %d repeats)", n, repeats);
-    printf("compare: %d runs%s of %s on %s, D = %d, %d epochs; results in %s\n", total, rep,
-           c->model, dataset, c->stages, c->epochs, c->db);
+        snprintf(rep, sizeof rep, " (%d %s × %d repeats)", n,
+                 n == 1 ? "configuration" : "configurations", repeats);
+    printf("compare: %d %s%s of %s on %s, D = %d, %d %s; results in %s\n", total,
+           total == 1 ? "run" : "runs", rep, c->model, dataset, c->stages, c->epochs,
+           c->epochs == 1 ? "epoch" : "epochs", c->db);
     if (nreused)
         printf("compare: %d of them finished already (shown as recorded; --force reruns "
                "them)\n", nreused);

@@ -6,6 +6,7 @@
 
 #include "harness/cli/cli.h"
 #include "pb_config.h"
+#include "results/results.h"
 
 struct command {
     const char *name, *summary;
@@ -52,6 +53,15 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* "pipebench VERSION (git REVISION)" and the optional parts this build has, so a run's
+ * report can say which build made it. */
+static void print_version(void)
+{
+    printf("pipebench %s (git %s)\n", PB_VERSION, pb_env_git_revision());
+    printf("features: cuda %s, mpi %s\n", PB_HAVE_CUDA ? "on" : "off",
+           PB_HAVE_MPI ? "on" : "off");
+}
+
 int pb_cli_main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -63,7 +73,7 @@ int pb_cli_main(int argc, char **argv)
         return PB_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("pipebench %s\n", PB_VERSION);
+        print_version();
         return PB_EXIT_OK;
     }
     for (int i = 0; i < NCOMMANDS; i++)

@@ -164,7 +164,7 @@ static int load_row(const struct pb_kit *k, const struct args *a, int threads,
     if (pb_kit_row_file(k, r->row, a->scale, r->file, sizeof r->file, &e))
         return pb_cli_fail(e.msg);
     if (pb_sweep_load(&r->sweep, r->file, a->db, threads, &e)) {
-        pb_cli_sweep_errors(&r->sweep, r->file, &e);
+        pb_cli_sweep_errors(&r->sweep, r->file, &e, "pipebench", true);
         return PB_EXIT_USAGE;
     }
     return check_axes(r);

@@ -158,18 +158,39 @@ static int print_runs_json(sqlite3_stmt *s)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* --status LIST: each name one of pb_run_status_names. */
+static int check_statuses(const char *list, struct pb_err *e)
+{
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        bool known = false;
+        for (int k = 0; k < PB_RUN_NSTATUS; k++)
+            known |= strlen(pb_run_status_names[k]) == n && !strncmp(pb_run_status_names[k], p, n);
+        if (!known)
+            return pb_err_set(e, "--status: unknown status '%.*s'; give a comma-separated list "
+                                 "of running, done, failed, diverged, interrupted", (int)n, p);
+        p += n;
+        if (!*p)
+            return 0;
+    }
+}
+
 int pb_cmd_runs(int argc, char **argv)
 {
+    if (pb_cli_once("runs", argc, argv, "--where"))
+        return PB_EXIT_USAGE;
     static const char usage[] =
-        "usage: pipebench runs [--db FILE] [--json] [--experiment NAME] [--where KEY=VALUE]\n"
-        "                      [--runs IDS]\n"
+        "usage: pipebench runs [--db FILE] [--json] [--status LIST] [--experiment NAME]\n"
+        "                      [--where KEY=VALUE] [--runs IDS]\n"
         "Lists the recorded runs, one per line: id, status, schedule, optimizer, model,\n"
         "dataset, stages D, epochs done/planned, best validation accuracy, seed, repeat (which\n"
         "of --repeat N trainings of its configuration and seed), experiment, creation time.\n"
         "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
         "  --json      a JSON array of objects instead (accuracy as a fraction)\n"
+        "  --status LIST  only the runs with one of these statuses, comma-separated:\n"
+        "              running, done, failed, diverged, interrupted\n"
         PB_CLI_SELECT_HELP;
-    const char *path = PB_RESULTS_DEFAULT_DB;
+    const char *path = PB_RESULTS_DEFAULT_DB, *status = NULL;
     bool json = false;
     struct pb_report_select sel = {0};
     struct pb_err e;
@@ -187,6 +208,11 @@ int pb_cmd_runs(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--db") && v) {
             path = v;
+            i++;
+        } else if (!strcmp(a, "--status") && v) {
+            if (check_statuses(v, &e))
+                return pb_cli_fail(e.msg);
+            status = v;
             i++;
         } else {
             fprintf(stderr, "pipebench: runs: unexpected argument '%s'%s\n%s", a,
@@ -207,11 +233,13 @@ int pb_cmd_runs(int argc, char **argv)
         "(SELECT max(x.val_acc) FROM epochs x WHERE x.run_id = r.id), r.created, "
         "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.seed') END, "
         "CASE WHEN json_valid(r.config) THEN json_extract(r.config, '$.experiment') END, "
-        "r.executor, r.repeat FROM runs r WHERE NOT EXISTS (SELECT 1 FROM report_selecting) OR r.id IN "
-        "(SELECT run_id FROM report_selection) ORDER BY r.id";
+        "r.executor, r.repeat FROM runs r WHERE (NOT EXISTS (SELECT 1 FROM report_selecting) OR "
+        "r.id IN (SELECT run_id FROM report_selection)) AND (?1 IS NULL OR "
+        "instr(',' || ?1 || ',', ',' || r.status || ',') > 0) ORDER BY r.id";
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
         return query_fail(db, "listing the runs");
+    sqlite3_bind_text(s, 1, status, -1, SQLITE_STATIC);
     if (json) {
         int rc = print_runs_json(s);
         sqlite3_finalize(s);
@@ -396,6 +424,8 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
 
 int pb_cmd_show(int argc, char **argv)
 {
+    if (pb_cli_once("show", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     static const char usage[] =
         "usage: pipebench show RUN [--db FILE]\n"
         "Prints run RUN's configuration and environment, its epochs, and the per-stage\n"

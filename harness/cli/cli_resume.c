@@ -65,6 +65,8 @@ static char *recorded_config(const char *path, long long id, int *repeat, struct
 
 int pb_cmd_resume(int argc, char **argv)
 {
+    if (pb_cli_once("resume", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     const char *path = PB_RESULTS_DEFAULT_DB, *run = NULL;
     bool quiet = false;
     for (int i = 1; i < argc; i++) {

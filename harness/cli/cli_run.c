@@ -9,22 +9,55 @@
 #include "harness/ir/program.h"
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
+#include "harness/driver/sweep.h"
 #include "workloads/workload.h"
 
 static void run_usage(FILE *f)
 {
     fprintf(f,
-        "usage: pipebench run [options]\n"
-        "Trains a model with a pipeline schedule and logs it to the results database.\n\n");
+        "usage: pipebench run [--config FILE] [options]\n"
+        "Trains a model with a pipeline schedule and logs it to the results database.\n\n"
+        "  --config FILE           the run's options from a file in a sweep file's form: a\n"
+        "                          [run] section of options without dashes (epochs = 3,\n"
+        "                          nesterov = on), and [grid] keys of one value each; an\n"
+        "                          option given here as well replaces the file's\n");
     pb_run_flags_usage(f);
+}
+
+enum { O_CONFIG = PB_RUN_FLAGS_EXTRA };
+
+static int on_option(void *ctx, int opt, const char *arg, struct pb_err *e)
+{
+    (void)opt;
+    (void)e;
+    *(const char **)ctx = arg;
+    return 0;
+}
+
+/* The flags of --config FILE (kept in *s) under those of the command line. */
+static int with_config(const char *path, const struct pb_run_flags *cmdline,
+                       struct pb_sweep *s, struct pb_run_flags *f)
+{
+    struct pb_err e;
+    if (!pb_sweep_load_run(s, path, f, &e)) {
+        pb_run_flags_overlay(f, cmdline);
+        return 0;
+    }
+    pb_cli_sweep_errors(s, path, &e, "pipebench run", false);
+    return -1;
 }
 
 int pb_cmd_run(int argc, char **argv)
 {
-    struct pb_run_flags flags = {0};
+    static const struct option extra[] = {
+        {"config", required_argument, 0, O_CONFIG},
+        {0, 0, 0, 0},
+    };
+    struct pb_run_flags cmdline = {0}, flags;
     struct pb_run_cfg c;
     struct pb_err e;
-    int rc = pb_run_flags_parse(argc, argv, &flags, NULL, NULL, NULL, &e);
+    const char *config = NULL;
+    int rc = pb_run_flags_parse(argc, argv, &cmdline, extra, on_option, &config, &e);
     if (rc == 1) {
         run_usage(stdout);
         return PB_EXIT_OK;
@@ -33,10 +66,16 @@ int pb_cmd_run(int argc, char **argv)
         fprintf(stderr, "pipebench run: %s\n", e.msg);
         return PB_EXIT_USAGE;
     }
+    struct pb_sweep s = {0};
+    flags = cmdline;
+    if (config && with_config(config, &cmdline, &s, &flags)) {
+        pb_sweep_finish(&s);
+        return PB_EXIT_USAGE;
+    }
     pb_run_cfg_defaults(&c);
-    if (pb_run_flags_apply(&flags, &c, &e))
-        return pb_cli_fail(e.msg);
-    return pb_cli_run_cfg(&c);
+    rc = pb_run_flags_apply(&flags, &c, &e) ? pb_cli_fail(e.msg) : pb_cli_run_cfg(&c);
+    pb_sweep_finish(&s);
+    return rc;
 }
 
 /* Trains repeat c->repeat of c and says how it ended. */

@@ -1,6 +1,7 @@
 /* harness/cli/cli_sweep.c — `pipebench sweep FILE`: runs the configurations of a sweep file
  * (sweep.h) that the results database does not hold finished yet, one at a time or N
  * processes at once (batch.h), and sums up how they ended. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness/driver/batch.h"
+#include "harness/driver/claim.h"
 #include "harness/cli/cli.h"
 #include "harness/base/args.h"
 #include "harness/driver/sweep.h"
@@ -16,6 +18,7 @@ static void sweep_usage(FILE *f)
 {
     fprintf(f,
         "usage: pipebench sweep FILE [--jobs N] [--db FILE] [--dry-run] [--quiet]\n"
+        "                            [--hostfile FILE] [--task I] [--emit slurm]\n"
         "Runs every configuration of a sweep file and logs each to the results database.\n"
         "Configurations the database already holds finished are skipped: running a sweep\n"
         "again resumes it.\n\n"
@@ -24,7 +27,13 @@ static void sweep_usage(FILE *f)
         "  --db FILE       results database (default: the file's [run] db, else\n"
         "                  %s)\n"
         "  --dry-run       list the configurations and which are finished; run nothing\n"
-        "  --quiet         no progress: only runs that went wrong and the closing count\n\n"
+        "  --quiet         no progress: only runs that went wrong and the closing count\n"
+        "  --hostfile FILE mpirun's host file for the configurations of executor = mpi\n"
+        "                  (default: their D ranks on this host)\n"
+        "  --task I        run only run I of the sweep (0-based, the --dry-run order), under\n"
+        "                  the same claim: a Slurm array task\n"
+        "  --emit slurm    print a Slurm job-array script instead of running: one array task\n"
+        "                  per run, each `pipebench sweep FILE --task I` on the database\n\n"
         "A sweep file is INI (; or # starts a comment line):\n\n"
         "  [grid]                   ; comma-separated lists: one run per combination\n"
         "  schedule = gpipe, pipedream, pipeoptim\n"
@@ -40,6 +49,9 @@ static void sweep_usage(FILE *f)
         "  limit-train = 6000\n"
         "  microbatch-size = 32\n"
         "  nesterov = on            ; switches take on or off\n\n"
+        "executor = mpi starts each configuration as `mpirun -np D pipebench run ...`\n"
+        "(--hostfile passed on) under its claim, resumed and interrupted as the others (an\n"
+        "mpi run writes no resume state: an interrupted one is run again).\n"
         "[grid] takes any option of pipebench run but db and quiet (dataset, batch, epochs,\n"
         "partition with hand-set bounds as 0:3:5:9, devices as 0:1, variant, a switch as on,\n"
         "off...); a list may go on over indented lines. The configurations vary model,\n"
@@ -65,8 +77,8 @@ static void sweep_usage(FILE *f)
 }
 
 struct args {
-    const char *file, *db;
-    int jobs;
+    const char *file, *db, *hostfile, *emit;
+    int jobs, task;   /* task: -1 for all */
     bool dry_run, quiet;
 };
 
@@ -78,6 +90,9 @@ static int parse(int argc, char **argv, struct args *a)
         {"db", required_argument, 0, 'd'},
         {"dry-run", no_argument, 0, 'n'},
         {"quiet", no_argument, 0, 'q'},
+        {"hostfile", required_argument, 0, 'H'},
+        {"task", required_argument, 0, 't'},
+        {"emit", required_argument, 0, 'e'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -98,6 +113,18 @@ static int parse(int argc, char **argv, struct args *a)
             a->dry_run = true;
         if (opt == 'q')
             a->quiet = true;
+        if (opt == 'H')
+            a->hostfile = optarg;
+        if (opt == 't' && pb_arg_int("--task", optarg, &a->task, &e))
+            return pb_cli_fail(e.msg);
+        if (opt == 't' && a->task < 0)
+            return pb_cli_fail("--task is a run's index in the sweep, from 0 (`pipebench sweep "
+                               "FILE --dry-run` lists them in order)");
+        if (opt == 'e' && strcmp(optarg, "slurm"))
+            return pb_cli_fail("--emit takes slurm (a Slurm job-array script, one task per "
+                               "run of the sweep)");
+        if (opt == 'e')
+            a->emit = optarg;
         if (opt == '?' || opt == ':') {
             fprintf(stderr, "pipebench sweep: unknown option or missing value: '%s' (pipebench "
                             "sweep --help lists the options)\n", argv[optind - 1]);
@@ -114,35 +141,60 @@ static int parse(int argc, char **argv, struct args *a)
     return 0;
 }
 
-void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e)
+void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e,
+                         const char *who, bool advice)
 {
     if (!s->nerrors)
-        fprintf(stderr, "pipebench: %s\n", e->msg);
+        fprintf(stderr, "%s: %s\n", who, e->msg);
     for (int i = 0; i < s->nerrors; i++) {
         const struct pb_sweep_error *er = &s->errors[i];
         if (er->line)
-            fprintf(stderr, "pipebench: %s:%d: %s\n", file, er->line, er->msg);
+            fprintf(stderr, "%s: %s:%d: %s\n", who, file, er->line, er->msg);
         else
-            fprintf(stderr, "pipebench: %s: %s\n", file, er->msg);
+            fprintf(stderr, "%s: %s: %s\n", who, file, er->msg);
     }
-    if (s->nerrors)
-        fprintf(stderr, "pipebench: nothing was run; fix the sweep file (pipebench sweep "
-                        "--help describes it)\n");
+    if (s->nerrors && advice)
+        fprintf(stderr, "%s: nothing was run; fix the sweep file (pipebench sweep --help "
+                        "describes it)\n", who);
+}
+
+/* "1 configuration", "2 configurations" */
+static const char *plural(int n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
 }
 
 static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bool list)
 {
     if (s->nunsupported)
-        printf("sweep: leaving out %d configurations whose schedule cannot run their "
-               "optimizer (%s)\n", s->nunsupported, s->unsupported_note);
+        printf("sweep: leaving out %d %s whose schedule cannot run %s optimizer (%s)\n",
+               s->nunsupported, plural(s->nunsupported, "configuration", "configurations"),
+               plural(s->nunsupported, "its", "their"), s->unsupported_note);
     if (s->n > s->nconfigs)
-        printf("sweep: %d configurations, %d runs with their repeats, %d finished already, %d to "
-               "run; results in %s\n", s->nconfigs, s->n, ndone, s->n - ndone, s->items[0].cfg.db);
+        printf("sweep: %d %s, %d runs with their repeats, %d finished already, %d to "
+               "run; results in %s\n", s->nconfigs,
+               plural(s->nconfigs, "configuration", "configurations"), s->n, ndone,
+               s->n - ndone, s->items[0].cfg.db);
     else
-        printf("sweep: %d configurations, %d finished already, %d to run; results in %s\n", s->n,
-               ndone, s->n - ndone, s->items[0].cfg.db);
-    for (int i = 0; list && i < s->n; i++)
-        printf("  %s: %s\n", s->items[i].label, done[i] ? "finished" : "to run");
+        printf("sweep: %d %s, %d finished already, %d to run; results in %s\n", s->n,
+               plural(s->n, "configuration", "configurations"), ndone, s->n - ndone,
+               s->items[0].cfg.db);
+    if (list)   /* #I: the sweep's own index (--task I), not a run id of the database */
+        printf("  (#I: the run's index in the sweep, as --task I takes it; run ids are the "
+               "database's)\n");
+    for (int i = 0; list && i < s->n; i++) {
+        int64_t resume = 0;
+        struct pb_err e;
+        if (!done[i] && pb_claim_resumable(&s->items[i].cfg, &resume, &e))
+            resume = 0;
+        if (done[i])
+            printf("  #%d %s: finished\n", i, s->items[i].label);
+        else if (resume > 0)
+            printf("  #%d %s: to resume (run %lld, from its resume state)\n", i,
+                   s->items[i].label, (long long)resume);
+        else
+            printf("  #%d %s: to run\n", i, s->items[i].label);
+    }
 }
 
 static int status_of(const struct pb_batch_totals *t)
@@ -162,12 +214,27 @@ static int sweep(const struct args *a)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cores / a->jobs > 0 ? (int)(cores / a->jobs) : 1;
     if (pb_sweep_load(&s, a->file, a->db, threads, &e)) {
-        pb_cli_sweep_errors(&s, a->file, &e);
+        pb_cli_sweep_errors(&s, a->file, &e, "pipebench", true);
         pb_sweep_finish(&s);
         return PB_EXIT_USAGE;
     }
     bool *done = pb_xcalloc((size_t)s.n, sizeof *done);
     int rc = PB_EXIT_USAGE;
+    if (a->task >= s.n) {
+        fprintf(stderr, "pipebench: --task %d: the sweep %s has %d %s, 0 to %d (`pipebench "
+                        "sweep %s --dry-run` lists them)\n", a->task, a->file, s.n,
+                plural(s.n, "run", "runs"), s.n - 1, a->file);
+        goto out;
+    }
+    if (a->hostfile && access(a->hostfile, R_OK)) {
+        fprintf(stderr, "pipebench: cannot read the --hostfile %s: %s; give mpirun's host "
+                        "file (one host per line, slots=N)\n", a->hostfile, strerror(errno));
+        goto out;
+    }
+    if (a->emit) {
+        rc = pb_cli_emit_slurm(&s, a->file, a->hostfile, stdout) ? PB_EXIT_USAGE : PB_EXIT_OK;
+        goto out;
+    }
     if (pb_sweep_finished(&s, done, !a->dry_run, &e)) {
         pb_cli_fail(e.msg);
         goto out;
@@ -175,9 +242,19 @@ static int sweep(const struct args *a)
     int ndone = 0;
     for (int i = 0; i < s.n; i++)
         ndone += done[i];
-    if (!a->quiet || a->dry_run)
-        print_plan(&s, done, ndone, a->dry_run);
     rc = PB_EXIT_OK;
+    if (a->task >= 0) {   /* one run of the sweep (a Slurm array task) */
+        if (done[a->task]) {
+            printf("sweep: run %d (%s) is finished already; results in %s\n", a->task,
+                   s.items[a->task].label, s.items[a->task].cfg.db);
+            goto out;
+        }
+        memset(done, 1, (size_t)s.n * sizeof *done);
+        done[a->task] = false;
+        ndone = s.n - 1;
+    } else if (!a->quiet || a->dry_run) {
+        print_plan(&s, done, ndone, a->dry_run);
+    }
     if (a->dry_run || ndone == s.n)
         goto out;
     struct pb_batch_item *pending = pb_xcalloc((size_t)(s.n - ndone), sizeof *pending);
@@ -185,12 +262,14 @@ static int sweep(const struct args *a)
     for (int i = 0; i < s.n; i++)
         if (!done[i])
             pending[n++] = s.items[i];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         pending[i].cfg.quiet = a->quiet;
+        pending[i].hostfile = a->hostfile;
+    }
     struct pb_batch_totals t;
     pb_batch_run(pending, n, a->jobs, "sweep", &t);
-    printf("sweep: %d runs: %d done, %d diverged, %d failed, %d errors", n, t.done, t.diverged,
-           t.failed, t.errors);
+    printf("sweep: %d %s: %d done, %d diverged, %d failed, %d %s", n, plural(n, "run", "runs"),
+           t.done, t.diverged, t.failed, t.errors, plural(t.errors, "error", "errors"));
     if (t.elsewhere)
         printf(", %d skipped (another process runs them or has finished them)", t.elsewhere);
     if (t.interrupted || t.not_started)
@@ -207,7 +286,9 @@ out:
 
 int pb_cmd_sweep(int argc, char **argv)
 {
-    struct args a = {.jobs = 1};
+    if (pb_cli_once("sweep", argc, argv, NULL))
+        return PB_EXIT_USAGE;
+    struct args a = {.jobs = 1, .task = -1};
     int rc = parse(argc, argv, &a);
     if (rc == 1) {
         sweep_usage(stdout);

@@ -21,6 +21,8 @@ static const char usage[] =
 
 int pb_cmd_trace(int argc, char **argv)
 {
+    if (pb_cli_once("trace", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     const char *db = PB_RESULTS_DEFAULT_DB, *out = NULL, *run = NULL;
     int epoch = -1;
     struct pb_err e;

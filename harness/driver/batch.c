@@ -22,6 +22,7 @@
 
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
+#include "harness/driver/batch_mpi.h"
 #include "harness/driver/claim.h"
 #include "harness/driver/plan.h"
 #include "harness/driver/progress.h"
@@ -30,12 +31,6 @@
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
 {
     *unsupported = false;
-    const struct pb_executor *ex = pb_plan_executor(c);
-    if (ex && ex->one_rank_per_stage)
-        return pb_err_set(e, "--executor mpi cannot be batched: compare and sweep run each "
-                             "configuration in a process of their own, and mpi needs mpirun to "
-                             "start one rank per stage; use --executor threads, or start each mpi "
-                             "run with `mpirun -np D pipebench run --executor mpi ...`");
     if (pb_run_check(c, e) == 0)
         return 0;
     const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
@@ -127,7 +122,9 @@ static _Noreturn void run_child(struct pb_batch_item *it, int fd)
     c.on_epoch_ctx = &fd;
     struct pb_run_summary sum = {0};
     struct pb_err e = {{0}};
-    int rc = pb_run(&c, &sum, &e);
+    const struct pb_executor *ex = pb_plan_executor(&c);
+    int rc = ex && ex->one_rank_per_stage ? pb_batch_mpi_run(it, &sum, e.msg, sizeof e.msg)
+                                          : pb_run(&c, &sum, &e);
     signal(SIGTERM, SIG_IGN);   /* the run is recorded: its result goes to the parent */
     struct msg m = {
         .kind = MSG_END,

@@ -8,12 +8,18 @@
 #include <stdint.h>
 
 #include "harness/driver/run.h"
+#include "harness/driver/run_flags.h"
 
 struct pb_batch_item {
     struct pb_run_cfg cfg;    /* in: what to run (its on_epoch hook is the batch's) */
     char label[160];          /* in: how progress lines name it */
     bool claim;               /* in: run it under its claim (claim.h), skip it when another
                                * process holds that or has finished it */
+    struct pb_run_flags flags;   /* in, for the mpi executor: the options cfg was made of,
+                                  * passed to `pipebench run` under mpirun (but db, threads,
+                                  * quiet and repeat, which come from cfg) */
+    const char *hostfile;     /* in, for the mpi executor: mpirun's --hostfile (NULL: none,
+                               * the ranks on this host, oversubscribed as needed) */
     /* out */
     bool started;             /* a process ran it */
     bool elsewhere;           /* skipped: another process runs it or has finished it */
@@ -44,7 +50,9 @@ struct pb_batch_totals {
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e);
 
 /* Runs items[0 .. n) in order, `jobs` processes at a time (each a fork that runs
- * pb_run quietly and exits), and fills their outcomes and *totals. `what` names the
+ * pb_run quietly and exits; for the mpi executor, one that runs `mpirun -np D pipebench
+ * run ...` with the item's flags under the item's claim and reads how the run ended
+ * from the database), and fills their outcomes and *totals. `what` names the
  * batch in the progress ("compare", "sweep"). The run row of a process that crashed is
  * marked failed; an item whose process could not be started counts as an error.
  * SIGINT, SIGTERM or SIGHUP stops it: no other run starts, each signal is passed on to

@@ -145,3 +145,17 @@ int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int 
     *fd = f;
     return PB_CLAIM_TAKEN;
 }
+
+int pb_claim_resumable(const struct pb_run_cfg *c, int64_t *resume_run, struct pb_err *e)
+{
+    struct pb_run_cfg key = *c;
+    key.threads = 0;
+    char *json = pb_run_cfg_json(&key);
+    bool done;
+    int threads = 0;
+    int rc = look_up(c, json, &done, resume_run, &threads, e);
+    free(json);
+    if (!rc && done)
+        *resume_run = 0;
+    return rc;
+}

@@ -28,4 +28,9 @@ enum pb_claim {
 int pb_claim_take(const struct pb_run_cfg *c, int *fd, int64_t *resume_run, int *threads,
                   struct pb_err *e);
 
+/* Without a claim, for a plan (sweep --dry-run): *resume_run, when > 0, the run that
+ * taking c's claim now would continue from its resume state (0: it would run afresh or
+ * is finished). -1 with e when the database cannot be read. */
+int pb_claim_resumable(const struct pb_run_cfg *c, int64_t *resume_run, struct pb_err *e);
+
 #endif

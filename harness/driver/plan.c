@@ -89,6 +89,10 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
                              "libopenmpi-dev and openmpi-bin, then reconfigure the build");
     if (pb_optim_cfg_check(&c->optim, e))
         return -1;
+    if (c->optim.lr_warmup >= c->epochs && c->optim.lr_warmup > 0)
+        return pb_err_set(e, "--lr-warmup %d leaves no epoch at the full rate of --epochs %d: "
+                             "give fewer warm-up epochs or more epochs", c->optim.lr_warmup,
+                          c->epochs);
     p->devices = pb_xcalloc((size_t)c->stages, sizeof *p->devices);
     return pb_placement_parse(c->devices, c->stages, p->devices, e);
 }
@@ -173,6 +177,7 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
     for (int k = 0; k < c->stages; k++)
         pb_program_eval(&p->eval_progs[k], k, p->nval / c->microbatch_size);
     p->optim = c->optim;
+    p->optim.lr_epochs = c->epochs;
     p->optim.keep_d_last = false;
     p->optim.keep_g_last = false;
     for (int k = 0; k < c->stages; k++)

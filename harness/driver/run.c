@@ -140,7 +140,7 @@ static int train(struct run *r, struct pb_run_summary *sum, struct pb_err *e)
     pb_run_state_path(c->db, r->run_id, state, sizeof state);
     if (!rc && pb_plan_writer(&r->plan))
         unlink(state);   /* done: nothing left to resume */
-    sum->seconds = pb_now_s() - t0;
+    sum->seconds += pb_now_s() - t0;
     if (!rc && c->save)
         rc = pb_local_stages_save(&r->stages, &r->plan, c->save, e);
     if (!rc)
@@ -221,6 +221,14 @@ int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err
         goto done;
     }
     sum.run_id = r.run_id;
+    /* a resumed run's summary counts its earlier epochs too: their training time and
+     * their best accuracy */
+    if (c->resume_run > 0 && writer &&
+        pb_results_run_so_far(r.db, r.run_id, &sum.seconds, &sum.best_acc, e)) {
+        struct pb_err e2;
+        pb_results_run_end(r.db, r.run_id, PB_RUN_FAILED, e->msg, &e2);
+        goto done;
+    }
     status = !train(&r, &sum, e)                 ? PB_EXIT_OK
              : sum.status == PB_RUN_INTERRUPTED ? PB_EXIT_INTERRUPTED
                                                 : PB_EXIT_RUN;

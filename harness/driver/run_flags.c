@@ -16,6 +16,7 @@ enum {
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
     O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
+    O_LR_WARMUP, O_LR_COSINE, O_CLIP_GRAD,
     O_HELP,
     O_COUNT
 };
@@ -40,6 +41,9 @@ static const struct option run_options[] = {
     {"alpha", required_argument, 0, O_ALPHA},
     {"lr-steps", required_argument, 0, O_LR_STEPS},
     {"lr-gamma", required_argument, 0, O_LR_GAMMA},
+    {"lr-warmup", required_argument, 0, O_LR_WARMUP},
+    {"lr-cosine", no_argument, 0, O_LR_COSINE},
+    {"clip-grad", required_argument, 0, O_CLIP_GRAD},
     {"stages", required_argument, 0, O_STAGES},
     {"microbatch-size", required_argument, 0, O_MB_SIZE},
     {"microbatches", required_argument, 0, O_MICROBATCHES},
@@ -133,6 +137,14 @@ void pb_run_flags_usage(FILE *f)
         "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (> 0, default 0.1) after\n"
         "                          these many epochs, as torch's MultiStepLR milestones\n"
         "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
+        "  --lr-warmup W           the first W epochs at lr x (e + 1) / W, epoch e from 0\n"
+        "                          (torch's LinearLR; default 0: none); fewer than --epochs\n"
+        "  --lr-cosine             after the warm-up, the rate falls as a half cosine from lr\n"
+        "                          to 0 over the remaining epochs (torch's CosineAnnealingLR,\n"
+        "                          stepped per epoch); not with --lr-steps\n"
+        "  --clip-grad C           before each update, scale a stage's gradient to global norm\n"
+        "                          C where its norm is larger (torch's clip_grad_norm_ over the\n"
+        "                          stage's parameters; default 0: no clipping)\n"
         "  --stages D              pipeline stages, 1 to 1024 and at most the model's blocks\n"
         "                          (default 4)\n"
         "  --batch B               samples per optimizer update (1 or more), the same for\n"
@@ -285,6 +297,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     FLT(O_EPS, "--eps", o->eps);
     FLT(O_ALPHA, "--alpha", o->alpha);
     FLT(O_LR_GAMMA, "--lr-gamma", o->lr_gamma);
+    FLT(O_CLIP_GRAD, "--clip-grad", o->clip_grad);
+    INT(O_LR_WARMUP, "--lr-warmup", o->lr_warmup);
     FLT(O_LABEL_SMOOTHING, "--label-smoothing", c->label_smoothing);
     INT(O_STAGES, "--stages", c->stages);
     INT(O_MB_SIZE, "--microbatch-size", c->microbatch_size);
@@ -301,6 +315,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
 #undef INT
     if (!rc && val[O_NESTEROV])
         o->nesterov = true;
+    if (!rc && val[O_LR_COSINE])
+        o->lr_cosine = true;
     if (!rc && val[O_QUIET])
         c->quiet = true;
     if (!rc && val[O_TF32])
@@ -378,6 +394,34 @@ int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e)
     return 0;
 }
 
+int pb_run_flags_args(const struct pb_run_flags *f, const char *const *skip, char **out,
+                      int cap)
+{
+    int n = 0;
+    for (int i = 0; i < NOPTIONS; i++) {
+        const struct option *o = &run_options[i];
+        bool skipped = false;
+        for (int k = 0; skip && skip[k]; k++)
+            skipped |= !strcmp(skip[k], o->name);
+        if (o->val == O_HELP || !f->val[o->val] || skipped)
+            continue;
+        PB_CHECK(n + 2 <= cap);
+        size_t len = strlen(o->name) + 3;
+        out[n] = pb_xmalloc(len);
+        snprintf(out[n++], len, "--%s", o->name);
+        if (o->has_arg != no_argument)
+            out[n++] = pb_xstrdup(f->val[o->val]);
+    }
+    return n;
+}
+
+void pb_run_flags_overlay(struct pb_run_flags *dst, const struct pb_run_flags *src)
+{
+    for (int i = 0; i < PB_RUN_FLAGS_MAX; i++)
+        if (src->val[i])
+            dst->val[i] = src->val[i];
+}
+
 /* run's table followed by the extra options, {0}-terminated; free() it. */
 static struct option *merged_options(const struct option *extra)
 {
@@ -391,19 +435,34 @@ static struct option *merged_options(const struct option *extra)
     return all;
 }
 
+/* Whether option slot was seen already; marks it seen. */
+static bool seen_before(bool *seen, int n, int slot)
+{
+    if (slot < 0 || slot >= n)
+        return false;
+    bool was = seen[slot];
+    seen[slot] = true;
+    return was;
+}
+
 int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
                        pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e)
 {
     struct option *all = merged_options(extra);
-    int opt, rc = 0;
+    int opt, idx, rc = 0;
+    bool seen[PB_RUN_FLAGS_MAX + PB_RUN_FLAGS_MAX_EXTRA] = {0};
     optind = 0;
     opterr = 0;
-    while (!rc && (opt = getopt_long(argc, argv, "", all, NULL)) != -1) {
+    while (!rc && (opt = getopt_long(argc, argv, "", all, &idx)) != -1) {
+        int slot = opt >= PB_RUN_FLAGS_EXTRA ? PB_RUN_FLAGS_MAX + opt - PB_RUN_FLAGS_EXTRA : opt;
         if (opt == O_HELP)
             rc = 1;
         else if (opt == '?' || opt == ':')
             rc = pb_err_set(e, "unknown option or missing value: '%s' (pipebench %s --help "
                                "lists the options)", argv[optind - 1], argv[0]);
+        else if (seen_before(seen, (int)(sizeof seen / sizeof *seen), slot))
+            rc = pb_err_set(e, "--%s is given twice; give it once (a later value would "
+                               "silently replace the earlier)", all[idx].name);
         else if (opt >= PB_RUN_FLAGS_EXTRA)
             rc = handle(ctx, opt, optarg, e);
         else

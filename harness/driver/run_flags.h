@@ -12,9 +12,11 @@
 #include "harness/driver/run_json.h"
 
 /* Room for every run option (indexed by the table's internal ids). */
-#define PB_RUN_FLAGS_MAX 48
-/* Extra options given to pb_run_flags_parse use ids from here on. */
+#define PB_RUN_FLAGS_MAX 64
+/* Extra options given to pb_run_flags_parse use ids from here on, at most
+ * PB_RUN_FLAGS_MAX_EXTRA of them. */
 #define PB_RUN_FLAGS_EXTRA 256
+#define PB_RUN_FLAGS_MAX_EXTRA 32
 
 /* The values given, by option; NULL = not given. Switches (--nesterov, --quiet) hold
  * "1". The strings are not copied: they must outlive every use of the flags. */
@@ -45,13 +47,23 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
  * c->batch. Errors: a batch below 1, an unknown schedule, a batch M does not divide. */
 int pb_run_batch_split(const struct pb_run_cfg *c, int *mb, struct pb_err *e);
 
+/* The recorded options as command-line arguments ("--lr", "0.1", "--nesterov", ...; each
+ * a malloc()ed string) in out[0 .. cap), but those named in skip (NULL-terminated, names
+ * without dashes; NULL: none); returns how many. */
+int pb_run_flags_args(const struct pb_run_flags *f, const char *const *skip, char **out,
+                      int cap);
+
+/* Every option given in src replaces dst's (a command line over a configuration file). */
+void pb_run_flags_overlay(struct pb_run_flags *dst, const struct pb_run_flags *src);
+
 /* Handles an extra option: opt is its id (>= PB_RUN_FLAGS_EXTRA), arg its value or NULL. */
 typedef int (*pb_run_flags_extra_fn)(void *ctx, int opt, const char *arg, struct pb_err *e);
 
 /* Parses argv[1 ..] (argv[0] is the command's name) into f with getopt_long: run's
  * options plus `extra` (a {0}-terminated table, NULL for none) whose options go to
  * handle. Returns 0, 1 when --help was given (parsing stops there), or -1 with e: an
- * unknown option, a missing value, a positional argument or the handler's error. */
+ * unknown option, a missing value, an option given twice, a positional argument or the
+ * handler's error. */
 int pb_run_flags_parse(int argc, char **argv, struct pb_run_flags *f, const struct option *extra,
                        pb_run_flags_extra_fn handle, void *ctx, struct pb_err *e);
 

@@ -64,6 +64,13 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
     cJSON_AddNumberToObject(o, "lr_gamma", pb_run_decimal(oc->lr_gamma));
+    /* only when set: runs recorded before they existed keep their identity */
+    if (oc->lr_warmup > 0)
+        cJSON_AddNumberToObject(o, "lr_warmup", oc->lr_warmup);
+    if (oc->lr_cosine)
+        cJSON_AddBoolToObject(o, "lr_cosine", true);
+    if (oc->clip_grad > 0)
+        cJSON_AddNumberToObject(o, "clip_grad", pb_run_decimal(oc->clip_grad));
     cJSON_AddNumberToObject(o, "stages", c->stages);
     if (c->batch > 0)   /* the micro-batch size follows from it and the schedule */
         cJSON_AddNumberToObject(o, "batch", c->batch);
@@ -321,7 +328,9 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"dampening", 'f', true, &o->dampening},  {"nesterov", 'b', true, &o->nesterov},
         {"weight_decay", 'f', true, &o->weight_decay}, {"eps", 'f', true, &o->eps},
         {"alpha", 'f', true, &o->alpha},          {"lr_steps", 'l', true, o},
-        {"lr_gamma", 'f', true, &o->lr_gamma},    {NULL, 0, false, NULL},
+        {"lr_gamma", 'f', true, &o->lr_gamma},    {"lr_warmup", 'i', true, &o->lr_warmup},
+        {"lr_cosine", 'b', true, &o->lr_cosine},  {"clip_grad", 'f', true, &o->clip_grad},
+        {NULL, 0, false, NULL},
     };
     if (read_fields(j->root, fields, false, e))
         return -1;

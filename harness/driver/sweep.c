@@ -152,12 +152,6 @@ static void check_value(struct pb_sweep *s, const char *key, const char *value, 
         rc = !pb_workload_find(value, &e);
     else if (!rc && !strcmp(key, "dataset") && !pb_dataset_summary(value))
         rc = pb_err_set(&e, "unknown dataset '%s'; `pipebench list` shows the datasets", value);
-    else if (!rc && !strcmp(key, "executor") && pb_plan_executor(&c) &&
-             pb_plan_executor(&c)->one_rank_per_stage)
-        rc = pb_err_set(&e, "executor = mpi cannot be swept: a sweep runs each configuration "
-                            "in a process of its own, and mpi needs mpirun to start one rank per "
-                            "stage; use executor = threads (one thread per stage), or start each "
-                            "mpi run with `mpirun -np D pipebench run --executor mpi ...`");
     else if (!rc && context_free(key))
         rc = pb_run_check(&c, &e) != 0;
     if (rc)
@@ -348,6 +342,7 @@ static bool build(struct pb_sweep *s, const int *idx, const char *db, int thread
     if (threads > 0 && !pb_run_flags_get(&f, "threads"))
         it->cfg.threads = threads;
     it->claim = true;   /* two copies of the sweep split its configurations */
+    it->flags = f;      /* the ranks' options under the mpi executor */
     if (!rc)
         rc = pb_batch_check(&it->cfg, &unsupported, &e);
     if (rc && unsupported) {
@@ -522,6 +517,41 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
                  : parse(s, text, db, threads);
     free(text);
     return rc;
+}
+
+int pb_sweep_load_run(struct pb_sweep *s, const char *path, struct pb_run_flags *f,
+                      struct pb_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    size_t n;
+    char *text = slurp(path, &n, e);
+    if (!text)
+        return -1;
+    const char *why = not_text(text, n);
+    int rc = why ? pb_err_set(e, "cannot read the configuration file %s: %s", path, why)
+                 : parse(s, text, NULL, 0);
+    free(text);
+    if (rc)
+        return rc;
+    if (s->nconfigs != 1) {
+        add_error(s, 0, "the file describes %d configurations (its [grid] lists several "
+                  "values); run it with `pipebench sweep %s`, or give each [grid] key one "
+                  "value", s->nconfigs, path);
+        return -1;
+    }
+    /* the one configuration's flags, as build() sets them: M only for a schedule with M */
+    *f = s->flags;
+    for (int g = 0; g < s->naxes; g++)
+        if (s->axes[g].values.n && strcmp(s->axes[g].key, "microbatches"))
+            pb_run_flags_set(f, s->axes[g].key, s->axes[g].values.items[0], NULL);
+    int m = grid_index(s, "microbatches");
+    const char *name = pb_run_flags_get(f, "schedule");
+    const struct pb_schedule *sch = pb_schedule_find(name ? name : s->items[0].cfg.schedule,
+                                                     NULL);
+    if (m >= 0 && sch && sch->uses_microbatches)
+        pb_run_flags_set(f, "microbatches", s->axes[m].values.items[0], NULL);
+    return 0;
 }
 
 int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, size_t len,

@@ -59,6 +59,13 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
 int pb_sweep_load_mem(struct pb_sweep *s, const char *name, const void *bytes, size_t len,
                       const char *db, int threads, struct pb_err *e);
 
+/* A file that describes one configuration, for `pipebench run --config FILE`: its [run]
+ * options and any [grid] key with one value, checked as pb_sweep_load does, into *f (whose strings live
+ * in s). Errors as pb_sweep_load's; a file of several configurations is one, which says
+ * to run it with sweep. */
+int pb_sweep_load_run(struct pb_sweep *s, const char *path, struct pb_run_flags *f,
+                      struct pb_err *e);
+
 /* done[i] = whether run i (a configuration's repeat) already has a finished run (status
  * done or diverged) in the database: the same configuration JSON (pb_run_cfg_json) but for
  * the thread count, and the same repeat index. With create, makes the database when missing (before parallel runs

@@ -7,6 +7,7 @@
 #include "harness/base/interrupt.h"
 #include "predictors/predictor.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -578,6 +579,31 @@ static int exec_weights(struct pb_worker *w, const struct pb_op *op, struct pb_e
     return 0;
 }
 
+/* --clip-grad: the stage's gradient g scaled by clip / (‖g‖₂ + 1e-6) where that is below 1
+ * (torch's clip_grad_norm_ over the stage's parameters), with the backend's own ops:
+ * ‖g‖² as the 1×1 product g·gᵀ, the scale in place. */
+static int clip_gradient(struct pb_worker *w, struct pb_err *e)
+{
+    struct pb_stage *s = w->stage;
+    struct pb_backend *be = s->be;
+    float clip = w->optim.cfg.clip_grad;
+    if (!(clip > 0) || s->nparams == 0)
+        return 0;
+    PB_CHECK(s->nparams <= INT_MAX);
+    int n = (int)s->nparams;
+    float *sq = pb_backend_alloc(be, sizeof(float), PB_MEM_SCRATCH, e), norm2 = 0;
+    if (!sq)
+        return -1;
+    be->ops->gemm(be, false, true, 1, 1, n, 1.0f, s->grads, n, s->grads, n, 0.0f, sq, 1);
+    be->ops->download(be, &norm2, sq, sizeof norm2);
+    be->ops->sync(be);
+    pb_backend_free(be, sq);
+    float coef = clip / (sqrtf(norm2) + 1e-6f);
+    if (coef < 1.0f)
+        be->ops->axpby(be, 0.0f, s->grads, coef, s->grads, s->nparams);
+    return 0;
+}
+
 static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_err *e)
 {
     struct pb_stage *s = w->stage;
@@ -587,7 +613,8 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
     /* the mean of the accumulated micro-batch gradients (semantics §1.2) */
     if (w->nacc > 1)
         be->ops->axpby(be, 0.0f, s->grads, 1.0f / (float)w->nacc, s->grads, s->nparams);
-    if (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e)) {
+    if (clip_gradient(w, e) ||
+        (w->plan.buffered && pb_wstore_keep_older(&w->ws, s->params, w->u, e))) {
         clock_drop(be, &clk);
         return -1;
     }

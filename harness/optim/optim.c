@@ -99,6 +99,14 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
                           c->n_lr_steps);
     if (c->n_lr_steps > 0 && check_positive(c->lr_gamma, "--lr-gamma", e))
         return -1;
+    if (c->lr_warmup < 0)
+        return pb_err_set(e, "--lr-warmup counts epochs: 0 or more (got %d)", c->lr_warmup);
+    if (c->lr_cosine && c->n_lr_steps > 0)
+        return pb_err_set(e, "--lr-cosine and --lr-steps are two schedules of the rate after "
+                             "the warm-up: give one of them");
+    if (!(c->clip_grad >= 0 && c->clip_grad < INFINITY))
+        return pb_err_set(e, "--clip-grad is the largest gradient norm of a stage, a finite "
+                             "number > 0 (0: no clipping; got %g)", (double)c->clip_grad);
     for (int i = 0; i < c->n_lr_steps; i++) {
         if (c->lr_steps[i] < 0)
             return pb_err_set(e, "--lr-steps: epoch %d is negative", c->lr_steps[i]);
@@ -227,6 +235,11 @@ void pb_optim_set_epoch(struct pb_optim *o, int epoch)
     for (int i = 0; i < o->cfg.n_lr_steps; i++)
         if (o->cfg.lr_steps[i] <= epoch)
             lr *= gamma;
+    int warm = o->cfg.lr_warmup, span = o->cfg.lr_epochs - warm;
+    if (epoch < warm)   /* torch's LinearLR from 1/W to 1 over W epochs */
+        lr *= (double)(epoch + 1) / warm;
+    else if (o->cfg.lr_cosine && span > 0)
+        lr *= 0.5 * (1 + cos(M_PI * (epoch - warm) / span));
     o->lr = (float)lr;
 }
 

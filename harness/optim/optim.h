@@ -33,6 +33,17 @@ struct pb_optim_cfg {
     int n_lr_steps;
     int lr_steps[PB_LR_MAX_STEPS];
     float lr_gamma;
+    /* warm-up: the first lr_warmup epochs (0: none) run at lr × (e + 1) / lr_warmup; then
+     * with lr_cosine the rate follows a half cosine from lr to 0 over the remaining
+     * epochs of lr_epochs (torch's CosineAnnealingLR with T_max = lr_epochs − lr_warmup,
+     * eta_min 0, stepped once per epoch); lr_cosine excludes lr_steps */
+    int lr_warmup;
+    bool lr_cosine;
+    int lr_epochs;        /* the run's epochs (set by the plan) */
+    /* clip_grad > 0: before each step a stage's gradient is scaled by
+     * clip_grad / (‖g‖₂ + 1e-6) where that is below 1 (torch's clip_grad_norm_ over the
+     * stage's parameters, the global norm of one stage; the worker applies it) */
+    float clip_grad;
     /* keep copies of the last step's d = g + λW (SGD; RMSprop μ = 0) and of its raw
      * gradient g (RMSprop) for the prediction forms that read them
      * (pb_predictor_reads_d_last / _g_last); a run sets them from its schedule's
@@ -77,7 +88,7 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e);
 int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_optim_cfg *c,
                   size_t n, struct pb_err *e);
 void pb_optim_finish(struct pb_optim *o, struct pb_backend *be);
-/* Sets the learning rate in force for an epoch (multi-step schedule). */
+/* Sets the learning rate in force for an epoch (multi-step schedule, warm-up, cosine). */
 void pb_optim_set_epoch(struct pb_optim *o, int epoch);
 /* One step: t += 1, then W ← step(W, g) on be, and g ← 0 in the same pass (the
  * gradient is consumed: the next accumulation starts from zero). w, g [o->n], device

@@ -40,9 +40,11 @@ enum metric {
  * and seed, whatever its repeats), its first run's columns but for throughput and bubble:
  * the median over the group's repeats (seed_timing), with their range as the spread
  * where it has more than one timed repeat, else (throughput) its first run's range over
- * its steady epochs. */
+ * its steady epochs. AdamW with a weight decay of 0 is Adam, and its rows say so. */
 static const char runs_sql[] =
-    "SELECT optimizer, model, dataset, stages, schedule, variant, column_label, "
+    "SELECT CASE WHEN optimizer = 'adamw' AND (SELECT json_extract(config, '$.weight_decay') "
+    "FROM runs WHERE id = s.run_id) = 0 THEN 'adamw (decay 0: Adam)' ELSE optimizer END, "
+    "model, dataset, stages, schedule, variant, column_label, "
     "coalesce(best_bleu, 100 * best_acc), coalesce(g.throughput, s.throughput), "
     "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "

@@ -444,8 +444,10 @@ START_TEST(stats_hand_worked)
 }
 END_TEST
 
-/* Three seeds a cell (accuracies in %), one epoch each. */
-static void add_seeds(const char *optimizer, const char *schedule, int stages, const double *acc)
+/* Three seeds a cell (accuracies in %), one epoch each; config: the runs' configuration
+ * JSON (NULL: none). */
+static void add_seeds_cfg(const char *optimizer, const char *schedule, int stages,
+                          const double *acc, const char *config)
 {
     struct pb_results *r;
     struct pb_err e;
@@ -455,7 +457,7 @@ static void add_seeds(const char *optimizer, const char *schedule, int stages, c
             .model = "mlp", .dataset = "fashion-mnist", .schedule = schedule,
             .optimizer = optimizer, .executor = "seq", .stages = stages,
             .microbatch_size = 64, .microbatches = stages, .epochs = 1,
-            .seed = (uint64_t)s + 1, .lr = 0.01,
+            .seed = (uint64_t)s + 1, .lr = 0.01, .config_json = config,
         };
         int64_t id = pb_results_run_begin(r, &info, &e);
         ck_assert_msg(id > 0, "%s", e.msg);
@@ -468,6 +470,25 @@ static void add_seeds(const char *optimizer, const char *schedule, int stages, c
     }
     pb_results_close(r);
 }
+
+static void add_seeds(const char *optimizer, const char *schedule, int stages, const double *acc)
+{
+    add_seeds_cfg(optimizer, schedule, stages, acc, NULL);
+}
+
+/* AdamW with a weight decay of 0 is Adam: its row says so; with a decay it is AdamW. */
+START_TEST(adamw_without_decay_flagged)
+{
+    add_seeds_cfg("adamw", "gpipe", 4, (const double[]){70, 71, 72},
+                  "{\"optimizer\":\"adamw\",\"weight_decay\":0}");
+    add_seeds_cfg("adamw", "gpipe", 2, (const double[]){70, 71, 72},
+                  "{\"optimizer\":\"adamw\",\"weight_decay\":0.01}");
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
+    ck_assert_msg(strstr(t, "\nadamw (decay 0: Adam),mlp,fashion-mnist,4,gpipe,71,"), "%s", t);
+    ck_assert_msg(strstr(t, "\nadamw,mlp,fashion-mnist,2,gpipe,71,"), "%s", t);
+    free(t);
+}
+END_TEST
 
 /* Two rows of three seeds a cell: rmsprop at D = 4, gpipe 70, 71, 72 against pipedream 60,
  * 61, 62 (Welch p = 0.00025: gpipe marked); rmsprop at D = 2, gpipe 71, 72, 73 against
@@ -587,6 +608,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, latex_marks_best);
     tcase_add_test(tc, stats_hand_worked);
     tcase_add_test(tc, best_needs_welch);
+    tcase_add_test(tc, adamw_without_decay_flagged);
     tcase_add_test(tc, failed_run_ignored);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);

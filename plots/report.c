@@ -374,11 +374,13 @@ static bool cell_shared(const struct runs *rs, int a, int b, const struct run *c
 /* How a per-schedule table reads metric m: printed with `decimals`, the lowest best when
  * lower_best; target: the accuracy target (0: none); mark_shared: a timing, where cells
  * measured with the stages sharing cores are marked and never ranked; ci: the level of
- * the confidence intervals the cells show (0: mean ± std). */
+ * the confidence intervals the cells show (0: mean ± std); metric and unit name it in the
+ * CSV ("accuracy", "%"; a translation model's rows "bleu", "BLEU"). */
 struct how {
     int m, decimals;
     bool lower_best, mark_shared;
     double target, ci;
+    const char *metric, *unit;
 };
 
 /* One cell of a per-schedule table. */
@@ -536,7 +538,8 @@ static void set_num(struct pb_grid *g, int row, int col, const char *fmt, double
  * the mean epochs and seconds to it and how many seeds reached it; for throughput and
  * bubble the spread's range (spread_min, spread_max), what it is over (spread_over:
  * epochs, repeats, or epochs, repeats), the fewest timed repeats of a seed (repeats) and,
- * for throughput, warmup_included; empty where there is no value. */
+ * for throughput, warmup_included; empty where there is no value; then the metric and its
+ * unit. */
 static void by_schedule_long(const struct runs *rs, const struct run **col, int ncol,
                              const struct how *h, struct pb_grid *g)
 {
@@ -552,8 +555,11 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
     int nrange = m == M_THROUGHPUT ? 5 : m == M_BUBBLE ? 4 : 0;
     int nci = h->ci > 0 ? 2 : 0, ntarget = target > 0 ? 3 : 0;
     int nl = nlabels(rs) + 1, nv = 7 + nci + ntarget;
-    pb_grid_init(g, nl + nv + nrange, nl, g->caption);
+    int nu = nl + nv + nrange;   /* the metric's and unit's columns */
+    pb_grid_init(g, nu + 2, nl, g->caption);
     int hr = pb_grid_add_row(g);
+    pb_grid_set(g, hr, nu, "metric", false);
+    pb_grid_set(g, hr, nu + 1, "unit", false);
     set_head_labels(g, hr, rs, "schedule");
     for (int k = 0; k < 7; k++)
         pb_grid_set(g, hr, nl + k, head[k], false);
@@ -602,6 +608,9 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
             }
             if (nrange > 4)
                 set_num(g, row, nl + nv + 4, "%.0f", x->st.warmup, x->st.n > 0);
+            bool bleu = m == M_BEST_ACC && rs->v[a].m[M_HAS_BLEU] == 1;
+            pb_grid_set(g, row, nu, bleu ? "bleu" : h->metric, false);
+            pb_grid_set(g, row, nu + 1, bleu ? "BLEU" : h->unit, false);
         }
     }
     free(cells);
@@ -731,7 +740,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
                      100 * o->target);
-        by_schedule(&rs, &(struct how){M_BEST_ACC, 2, false, false, o->target, o->ci}, o->format,
+        by_schedule(&rs, &(struct how){M_BEST_ACC, 2, false, false, o->target, o->ci, "accuracy", "%"}, o->format,
                     &g);
         break;
     }
@@ -744,7 +753,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "are counted, not averaged; epochs: the range of the runs' epochs; repeats: "
                  "the range of the seeds' repeats; with warm-up: a run of one epoch, timed with "
                  "it); %s, and the gap exceeds half the range. %s", sw, bw, shared_note);
-        by_schedule(&rs, &(struct how){M_THROUGHPUT, 1, false, true, 0, o->ci}, o->format, &g);
+        by_schedule(&rs, &(struct how){M_THROUGHPUT, 1, false, true, 0, o->ci, "throughput", "samples/s"}, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
         best_words(bw, sizeof bw, o, "lowest");
@@ -755,7 +764,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "diverged ones are counted, not averaged; repeats: the range of the seeds' "
                  "repeats); %s, and the gap exceeds half the repeats' range. %s", sw, bw,
                  shared_note);
-        by_schedule(&rs, &(struct how){M_BUBBLE, 1, true, true, 0, o->ci}, o->format, &g);
+        by_schedule(&rs, &(struct how){M_BUBBLE, 1, true, true, 0, o->ci, "bubble", "%"}, o->format, &g);
         break;
     case PB_REPORT_SIM_THROUGHPUT:
         best_words(bw, sizeof bw, o, "highest");
@@ -764,7 +773,8 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 %s over the "
                  "finished seeds of a cell (n: its seeds, each its first repeat's); %s.", sw,
                  bw);
-        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, false, 0, o->ci}, o->format,
+        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, false, 0, o->ci, "sim_throughput",
+                                   "samples/s"}, o->format,
                     &g);
         break;
     case PB_REPORT_SIM_BUBBLE:
@@ -773,7 +783,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "epoch of a run replayed on one device per stage with its stages' median op "
                  "times (design \xc2\xa7" "6.6), idle time over makespan, mean over the "
                  "devices; mean \xc2\xb1 %s over the finished seeds of a cell; %s.", sw, bw);
-        by_schedule(&rs, &(struct how){M_SIM_BUBBLE, 1, true, false, 0, o->ci}, o->format, &g);
+        by_schedule(&rs, &(struct how){M_SIM_BUBBLE, 1, true, false, 0, o->ci, "sim_bubble", "%"}, o->format, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

@@ -188,13 +188,13 @@ START_TEST(report_median_over_repeats)
     char *t = report(db, PB_REPORT_THROUGHPUT, PB_FORMAT_CSV);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
                         "shared_timing,spread_min,spread_max,spread_over,repeats,"
-                        "warmup_included\n"
+                        "warmup_included,metric,unit\n"
                         "sgdm,mlp,fashion-mnist,2,gpipe,1150,70.71067812,2,2,0,0,0,1000,1300,"
-                        "epochs/repeats,1,0\n"
+                        "epochs/repeats,1,0,throughput,samples/s\n"
                         "sgdm,mlp,fashion-mnist,2,pipedream,1500,,1,1,0,0,0,1400,1700,repeats,3,"
-                        "0\n"
+                        "0,throughput,samples/s\n"
                         "sgdm,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,0,800,1000,repeats,2,"
-                        "0\n");
+                        "0,throughput,samples/s\n");
     free(t);
     t = report(db, PB_REPORT_THROUGHPUT, PB_FORMAT_MD);
     ck_assert_msg(strstr(t, "| 1500.0 (n = 1; 3 repeats 1400.0\u20131700.0)") &&
@@ -203,15 +203,19 @@ START_TEST(report_median_over_repeats)
     free(t);
     t = report(db, PB_REPORT_BUBBLE, PB_FORMAT_CSV);
     ck_assert_str_eq(body(t), "sgdm,mlp,fashion-mnist,2,gpipe,22.5,3.535533906,2,2,0,0,0,10,30,"
-                              "repeats,1\n"
-                              "sgdm,mlp,fashion-mnist,2,pipedream,5,,1,1,0,0,0,5,6,repeats,3\n"
-                              "sgdm,mlp,fashion-mnist,2,pipeoptim,45,,1,1,0,0,0,40,50,repeats,2\n");
-    ck_assert_msg(strstr(t, "spread_min,spread_max,spread_over,repeats\n") != NULL, "%s", t);
+                              "repeats,1,bubble,%\n"
+                              "sgdm,mlp,fashion-mnist,2,pipedream,5,,1,1,0,0,0,5,6,repeats,3,"
+                              "bubble,%\n"
+                              "sgdm,mlp,fashion-mnist,2,pipeoptim,45,,1,1,0,0,0,40,50,repeats,2,"
+                              "bubble,%\n");
+    ck_assert_msg(strstr(t, "spread_min,spread_max,spread_over,repeats,metric,unit\n") != NULL,
+                  "%s", t);
     free(t);
     t = report(db, PB_REPORT_ACCURACY, PB_FORMAT_CSV);
-    ck_assert_str_eq(body(t), "sgdm,mlp,fashion-mnist,2,gpipe,62,2.828427125,2,2,0,0,0\n"
-                              "sgdm,mlp,fashion-mnist,2,pipedream,66,,1,1,0,0,0\n"
-                              "sgdm,mlp,fashion-mnist,2,pipeoptim,65,,1,1,0,0,0\n");
+    ck_assert_str_eq(body(t), "sgdm,mlp,fashion-mnist,2,gpipe,62,2.828427125,2,2,0,0,0,accuracy,"
+                              "%\n"
+                              "sgdm,mlp,fashion-mnist,2,pipedream,66,,1,1,0,0,0,accuracy,%\n"
+                              "sgdm,mlp,fashion-mnist,2,pipeoptim,65,,1,1,0,0,0,accuracy,%\n");
     free(t);
     /* the views: a seed group's first run and size, its median and range */
     struct pb_results *r;

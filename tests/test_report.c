@@ -183,12 +183,12 @@ START_TEST(accuracy_csv_exact)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
-                        "shared_timing\n"
-                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0\n"
-                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0\n"
-                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0\n"
-                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0\n");
+                        "shared_timing,metric,unit\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,accuracy,%\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0,accuracy,%\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0,accuracy,%\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0,accuracy,%\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,accuracy,%\n");
     free(t);
 }
 END_TEST
@@ -199,12 +199,14 @@ START_TEST(accuracy_target)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0.62);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
-                        "shared_timing,epochs_to_target,seconds_to_target,reached\n"
-                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1\n"
-                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0,1,10.0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0,2,20.0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0,2,20.0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1\n");
+                        "shared_timing,epochs_to_target,seconds_to_target,reached,metric,unit\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1,accuracy,%\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0,1,10.0,1,accuracy,%\n"
+                        "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0,2,20.0,1,accuracy,"
+                        "%\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0,2,20.0,1,accuracy,%\n"
+                        "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1,accuracy,"
+                        "%\n");
     free(t);
     t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0.99);
     ck_assert_msg(strstr(t, "| 66.00 (n = 1; not reached) |") != NULL, "%s", t);
@@ -218,15 +220,17 @@ START_TEST(throughput_csv_exact)
     char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_CSV, 0);
     ck_assert_str_eq(t, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
                         "shared_timing,spread_min,spread_max,spread_over,repeats,"
-                        "warmup_included\n"
-                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1,800,800,epochs,1,0\n"
-                        "adam,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,1,900,900,epochs,1,0\n"
+                        "warmup_included,metric,unit\n"
+                        "adam,mlp,fashion-mnist,2,gpipe,800,,1,1,0,0,1,800,800,epochs,1,0,"
+                        "throughput,samples/s\n"
+                        "adam,mlp,fashion-mnist,2,pipeoptim,900,,1,1,0,0,1,900,900,epochs,1,0,"
+                        "throughput,samples/s\n"
                         "sgdm,mlp,fashion-mnist,4,gpipe,1150,70.71067812,2,2,0,0,1,1100,1200,"
-                        "epochs,1,0\n"
+                        "epochs,1,0,throughput,samples/s\n"
                         "sgdm,mlp,fashion-mnist,4,pipedream,1500,,1,1,0,0,1,1500,1500,epochs,1,"
-                        "0\n"
+                        "0,throughput,samples/s\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),1300,,1,1,0,0,1,1300,1300,"
-                        "epochs,1,0\n");
+                        "epochs,1,0,throughput,samples/s\n");
     free(t);
     /* the wide form marks them */
     t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_MD, 0);
@@ -299,9 +303,9 @@ START_TEST(diverged_counted)
     ck_assert_msg(strstr(t, "diverged (n = 1, 1 diverged)") != NULL, "%s", t);
     free(t);
     t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
-    ck_assert_msg(strstr(t, "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,3,1,0,0\n") != NULL,
+    ck_assert_msg(strstr(t, "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,3,1,0,0,accuracy,%\n") != NULL,
                   "%s", t);
-    ck_assert_msg(strstr(t, "adam,mlp,fashion-mnist,2,pipedream,,,0,1,1,0,0\n") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "adam,mlp,fashion-mnist,2,pipedream,,,0,1,1,0,0,accuracy,%\n") != NULL, "%s", t);
     free(t);
 }
 END_TEST
@@ -330,6 +334,9 @@ START_TEST(bleu_scoring_apart)
     ck_assert_msg(strstr(t, "bleu_scoring=detok-raw") && strstr(t, "bleu_scoring=bpe-merged"),
                   "%s", t);
     ck_assert_msg(strstr(t, "21.00 \u00b1 1.41 (n = 2)") && strstr(t, "24.00 (n = 1)"), "%s", t);
+    free(t);
+    t = report(PB_REPORT_ACCURACY, PB_FORMAT_CSV, 0);
+    ck_assert_msg(strstr(t, ",24,,1,1,0,0,0,bleu,BLEU\n") && strstr(t, ",accuracy,%\n"), "%s", t);
     free(t);
 }
 END_TEST
@@ -372,7 +379,8 @@ START_TEST(identity_and_selection)
              db);
     ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
     ck_assert_str_eq(out, "optimizer,model,dataset,D,schedule,mean,std,n,runs,diverged,best,"
-                          "shared_timing\nsgdm,mlp,cifar10,2,pipedream,80,,1,1,0,0,0\n");
+                          "shared_timing,metric,unit\nsgdm,mlp,cifar10,2,pipedream,80,,1,1,0,0,0,"
+                          "accuracy,%\n");
     snprintf(args, sizeof args, "report --db '%s' --table accuracy --format csv --experiment e1 "
              "--runs 1,8", db);
     ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, err, sizeof err), 0);
@@ -529,7 +537,8 @@ START_TEST(best_needs_welch)
     out = open_memstream(&buf, &len);
     ck_assert_msg(pb_report_write(db, &o, out, &e) == 0, "%s", e.msg);
     fclose(out);
-    ck_assert_msg(strstr(buf, "best,shared_timing,ci_low,ci_high\n") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "best,shared_timing,ci_low,ci_high,metric,unit\n") != NULL, "%s",
+                  buf);
     ck_assert_msg(strstr(buf, "rmsprop,mlp,fashion-mnist,4,gpipe,71,1,3,3,0,1,0,68.51586"),
                   "%s", buf);
     ck_assert_msg(strstr(buf, "rmsprop,mlp,fashion-mnist,2,gpipe,72,1,3,3,0,0,0,69.51586"),

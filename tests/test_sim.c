@@ -240,14 +240,16 @@ START_TEST(test_runs_record_simulation)
                              "--limit-train 256 --limit-val 64 --db r.db --quiet"), 0);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table throughput "
                              "--format csv"), 0);
-    /* its row: mean,,n 1,runs 1,diverged 0,best 0,shared 1, its epoch's range, and its
-     * one epoch timed with the warm-up */
+    /* its row: mean,,n 1,runs 1,diverged 0,best 0,shared 1, its epoch's range, its one
+     * epoch timed with the warm-up, the metric and unit */
     const char *at = strstr(out, "sgdm,mlp,synthetic,2,gpipe,");
     ck_assert_msg(at != NULL, "no seq run in: %s", out);
     char row[256];
     snprintf(row, sizeof row, "%.*s", (int)strcspn(at, "\n"), at);
     size_t len = strlen(row);
-    ck_assert_msg(strstr(row, ",,1,1,0,0,1,") && len > 2 && !strcmp(row + len - 2, ",1"),
+    const char *tail = ",1,throughput,samples/s";
+    ck_assert_msg(strstr(row, ",,1,1,0,0,1,") && len > strlen(tail) &&
+                  !strcmp(row + len - strlen(tail), tail),
                   "the seq run's throughput is marked as a shared machine's: %s", row);
     /* --experiment is recorded and selects */
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "runs --db r.db --experiment sims"), 0);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <turbojpeg.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/image_cache.h"
 
@@ -82,7 +83,12 @@ static void tree_finish(struct tree *t)
 /* The whole of a small text file, NUL-terminated. */
 static char *read_text(const char *path, size_t *len, struct pb_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, PB_TEXT_MAX_BYTES, &why);
+    if (!f && !errno) {
+        pb_err_set(e, "tiny-imagenet: %s: " REDO, why.msg);
+        return NULL;
+    }
     if (!f) {
         pb_err_set(e, "tiny-imagenet: cannot open %s: %s; the tree is incomplete: " REDO, path,
                    strerror(errno));
@@ -448,7 +454,8 @@ static int load_pixels(struct pb_dataset *ds, const struct tree *t, const struct
     struct pb_image_cache_id id = {"tiny-imagenet", t->root, val ? "val" : "train", fp, l->n,
                                    3, SIDE, SIDE};
     struct pb_image_cache_map m;
-    pb_image_cache_find(&id, &m);
+    if (pb_image_cache_find(&id, &m, e))
+        return -1;
     if (m.n >= keep) {
         ds->pix = m.pix;
         ds->map = m.map;

@@ -132,6 +132,8 @@ static const struct bad_input cases[] = {
     {RUN "--init missing.safetensors", "cannot open 'missing.safetensors'", NULL},
     {RUN "--init adir", "'adir' is not a file", "give its path"},
     {RUN "--init bad.safetensors", "not a safetensors file", NULL},
+    {RUN "--model mlp --stages 2 --init flipped.safetensors",
+     "'flipped.safetensors' is damaged: its tensor data do not match the checksum", NULL},
     {RUN "--model lenet --init w.safetensors", "is missing (the file holds", NULL},
     {RUN "--save nodir/x.safetensors", "cannot write nodir/x.safetensors",
      "give --save a path in a writable output folder"},
@@ -344,6 +346,16 @@ static void setup(void)
     snprintf(path, sizeof path, "%s/cifardir/data_batch_1.bin", dir);
     ck_assert_int_eq(mkdir(path, 0755), 0);
     cli_write(dir, "ref.txt", "a reference line\n");
+    /* the fixture's checkpoint with one weight bit flipped (in its last byte) */
+    char cmd0[512];
+    snprintf(cmd0, sizeof cmd0, "cp '%s/w.safetensors' '%s/flipped.safetensors'", dir, dir);
+    ck_assert_int_eq(system(cmd0), 0);
+    snprintf(path, sizeof path, "%s/flipped.safetensors", dir);
+    FILE *f = fopen(path, "r+b");
+    ck_assert(f != NULL && fseek(f, -1, SEEK_END) == 0);
+    int last = getc(f);
+    ck_assert(last != EOF && fseek(f, -1, SEEK_END) == 0 && putc(last ^ 0x10, f) != EOF);
+    ck_assert_int_eq(fclose(f), 0);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cp -r '%s/data/wmt16-de-en' '%s/wmt16small'",
              getenv("PB_FIXTURES") ? getenv("PB_FIXTURES") : "tests/fixtures", dir);

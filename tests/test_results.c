@@ -326,6 +326,31 @@ START_TEST(empty_file_is_new)
 }
 END_TEST
 
+/* A database another process keeps locked: the run says so while it waits, on one line,
+ * and goes on when the lock is released. */
+START_TEST(locked_database_says_so)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert(bin != NULL);
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK);
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "'%s' run --quiet --dataset synthetic --limit-train 64 "
+             "--limit-val 64 --microbatch-size 32 --db '%s' 2>&1", bin, dbpath);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    sleep(3);
+    ck_assert(sqlite3_exec(d, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    sqlite3_close(d);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, out);
+    ck_assert_msg(strstr(out, "is locked by another process; waiting up to"), "%s", out);
+}
+END_TEST
+
 START_TEST(failed_epoch_rolls_back)
 {
     struct pb_results *db = open_ok();
@@ -477,6 +502,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, foreign_and_future_databases);
     tcase_add_test(tc, failed_epoch_rolls_back);
     tcase_add_test(tc, empty_file_is_new);
+    tcase_add_test(tc, locked_database_says_so);
     tcase_add_test(tc, crashed_runs_are_marked);
     tcase_add_test(tc, zombie_runs_are_marked);
     tcase_add_test(tc, read_only_database_is_readable);

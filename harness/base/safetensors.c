@@ -164,11 +164,11 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
     const cJSON *it;
     int rc = 0;
     unsigned long sum = 0;
-    bool has_sum = false;
+    bool has_sum = false, seen_meta = false;
     cJSON_ArrayForEach(it, root)
     {
         if (!strcmp(it->string, "__metadata__")) {
-            if (st->metadata) {
+            if (seen_meta) {
                 rc = pb_err_set(e, "%s: __metadata__ appears twice in the header (corrupt file)",
                                 path);
                 break;
@@ -178,14 +178,18 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
                                    "format's rule; corrupt file)", path);
                 break;
             }
+            seen_meta = true;
             const cJSON *crc = cJSON_GetObjectItemCaseSensitive(it, PB_ST_CRC_KEY);
             if (crc) {
                 char *end;
                 sum = strtoul(crc->valuestring, &end, 16);
                 has_sum = *crc->valuestring && !*end;
-                cJSON_DeleteItemFromObjectCaseSensitive((cJSON *)it, PB_ST_CRC_KEY);
             }
-            st->metadata = cJSON_PrintUnformatted(it);
+            while (cJSON_GetObjectItemCaseSensitive(it, PB_ST_CRC_KEY))
+                cJSON_DeleteItemFromObjectCaseSensitive((cJSON *)it, PB_ST_CRC_KEY);
+            /* nothing but the checksum, or nothing at all: no metadata */
+            if (it->child)
+                st->metadata = cJSON_PrintUnformatted(it);
             continue;
         }
         if ((rc = parse_entry(st, it, data_len, path, e)))
@@ -199,7 +203,8 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
     uLong got = has_sum && !rc ? crc32_z(crc32_z(0, NULL, 0), data, data_len) : 0;
     if (has_sum && !rc && got != sum)
         rc = pb_err_set(e, "'%s' is damaged: its tensor data do not match the checksum written "
-                           "with them (%s %08lx, the data give %08lx)", path, PB_ST_CRC_KEY, sum,
+                           "with them (%s %08lx, the data give %08lx); restore it from a copy or write it "
+                           "again", path, PB_ST_CRC_KEY, sum,
                         (unsigned long)got);
     if (rc) {
         pb_st_finish(st);

@@ -4,7 +4,7 @@
  * safetensors package loads what this writes, and the fixtures written by
  * tests/fixtures/gen_fixtures.py load here. The writer keeps a CRC-32 of the data section
  * in __metadata__ (PB_ST_CRC_KEY, which PyTorch ignores); the reader checks it where it is
- * present and hands the rest of __metadata__ on without it. */
+ * present and hands the rest of __metadata__ on without it (none when nothing is left). */
 #ifndef PB_SAFETENSORS_H
 #define PB_SAFETENSORS_H
 

@@ -43,7 +43,11 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
                           c->batch, mb, c->schedule, c->microbatch_size);
     if (c->limit_train < 0 || c->limit_val < 0)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
-    /* the limits alone can say no micro-batch fits: before the data and model are made */
+    /* the limits alone can say no micro-batch fits: before the data and model are made
+       (load_data's checks, in its order) */
+    if (c->batch && c->limit_train > 0 && c->limit_train / c->batch < 1)
+        return pb_err_set(e, "%d training samples make no batch of %d; lower --batch or raise "
+                             "--limit-train", c->limit_train, c->batch);
     if (c->limit_train > 0 && c->limit_train / c->microbatch_size < 1)
         return pb_err_set(e, "%d training samples make no micro-batch of %d; lower "
                              "--microbatch-size or raise --limit-train", c->limit_train,

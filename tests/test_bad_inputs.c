@@ -151,6 +151,8 @@ static const struct bad_input cases[] = {
     {RUN "--dataset fashion-mnist --data-dir trunc", "the file is damaged", "re-download"},
     {RUN "--dataset fashion-mnist --data-dir badtrail", "the gzip trailer does not give",
      "re-download"},
+    {RUN "--dataset fashion-mnist --data-dir fmfifo",
+     "train-images-idx3-ubyte.gz is a FIFO, not a file", "re-download"},
     {RUN "--model alexnet --dataset cifar10 --data-dir cifardir",
      "data_batch_1.bin is a folder, not a batch file", "unpack cifar-10-binary.tar.gz again"},
     {RUN "--dataset synthetic --data-dir empty", "the synthetic dataset is generated",
@@ -341,6 +343,11 @@ static void setup(void)
     write_bad_trailer_dataset();
     snprintf(path, sizeof path, "%s/fifo", dir);
     ck_assert_int_eq(mkfifo(path, 0644), 0);
+    char cmd1[512];
+    snprintf(cmd1, sizeof cmd1, "mkdir '%s/fmfifo' && cp /usr/share/datasets/fashion-mnist/*.gz "
+             "'%s/fmfifo/' && rm '%s/fmfifo/train-images-idx3-ubyte.gz' && mkfifo "
+             "'%s/fmfifo/train-images-idx3-ubyte.gz'", dir, dir, dir, dir);
+    ck_assert_int_eq(system(cmd1), 0);
     snprintf(path, sizeof path, "%s/cifardir", dir);
     ck_assert_int_eq(mkdir(path, 0755), 0);
     snprintf(path, sizeof path, "%s/cifardir/data_batch_1.bin", dir);

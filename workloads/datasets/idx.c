@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 
 #define IDX_IMAGES_MAGIC 0x00000803u
@@ -41,9 +43,20 @@ static int open_idx(struct idx_file *in, const char *path, uint32_t magic, int n
 {
     in->path = path;
     in->ndims = ndims;
-    in->f = gzopen(path, "rb");
-    if (!in->f)
+    struct pb_err why;
+    FILE *raw = pb_in_file_open(path, 0, &why);   /* a folder or FIFO: refused, not read */
+    if (!raw && !errno)
+        return pb_err_set(e, "%s; reinstall or re-download the dataset", why.msg);
+    if (!raw)
+        return pb_err_set(e, "cannot open %s: %s", path, strerror(errno));
+    int fd = dup(fileno(raw));
+    fclose(raw);
+    in->f = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!in->f) {
+        if (fd >= 0)
+            close(fd);
         return pb_err_set(e, "cannot open %s: %s", path, strerror(errno ? errno : ENOMEM));
+    }
     gzbuffer(in->f, CHUNK);
     unsigned char hdr[16];
     size_t len = 4 * (size_t)(ndims + 1);

@@ -407,10 +407,16 @@ struct decoder {
     unsigned char rgb[PER];
 };
 
+/* A 64x64 JPEG is a few KB; a larger file is not one of the dataset's. */
+#define JPEG_MAX_BYTES (1LL << 24)
+
 /* One JPEG into out [3, 64, 64]: RGB, a grayscale image's one channel repeated. */
 static int decode_one(struct decoder *d, const char *path, uint8_t *out, struct pb_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, JPEG_MAX_BYTES, &why);
+    if (!f && !errno)
+        return pb_err_set(e, "tiny-imagenet: %s: " REDO, why.msg);
     if (!f)
         return pb_err_set(e, "tiny-imagenet: cannot open %s: %s", path, strerror(errno));
     struct stat st;

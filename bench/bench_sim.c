@@ -35,7 +35,7 @@ static void one(const char *schedule, int D, int N, int M)
     double t1 = bench_now();
     struct pb_sim_cost *c = pb_xcalloc((size_t)D, sizeof *c);
     for (int k = 0; k < D; k++)
-        c[k] = (struct pb_sim_cost){1e-3, 2e-3, 1e-4, 1e-5};
+        c[k] = (struct pb_sim_cost){1e-3, 2e-3, 1e-4, 1e-5, 0, 0};
     struct pb_sim_result r;
     if (pb_simulate(&p, progs, c, D, false, &r, &e)) {
         fprintf(stderr, "bench_sim: %s\n", e.msg);
@@ -59,7 +59,7 @@ static void whole(const char *schedule, int D, int N, int M)
     struct pb_pipe p = {.stages = D, .length = N, .microbatches = M, .optimizer = PB_OPT_SGD};
     struct pb_sim_cost *c = pb_xcalloc((size_t)D, sizeof *c);
     for (int k = 0; k < D; k++)
-        c[k] = (struct pb_sim_cost){1e-3, 2e-3, 1e-4, 1e-5};
+        c[k] = (struct pb_sim_cost){1e-3, 2e-3, 1e-4, 1e-5, 0, 0};
     struct pb_sim_result r;
     double t0 = bench_now();
     clock_t cpu0 = clock();

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "harness/base/atomic_file.h"
-#include "pb_config.h"
+#include "harness/base/data_dir.h"
 #include "plots/plot_data.h"
 #include "plots/report_db.h"
 
@@ -121,34 +121,10 @@ static int find_gnuplot(char *out, size_t cap, struct pb_err *e)
                       "package gnuplot-nox (apt-get install gnuplot-nox) to make figures");
 }
 
-/* The folder of the figure scripts: $PB_PLOTS_DIR; the source tree's plots/ for a binary
- * in its build tree; else the installed scripts, PB_PLOTS_FROM_BIN from the binary's own
- * folder (meson install puts them there). */
-static void script_dir(char *out, size_t cap)
-{
-    const char *env = getenv("PB_PLOTS_DIR");
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return;
-    }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    size_t build = strlen(PB_BUILD_ROOT);
-    if (n <= 0 || (!strncmp(exe, PB_BUILD_ROOT, build) && exe[build] == '/')) {
-        snprintf(out, cap, "%s/plots", PB_SOURCE_ROOT);
-        return;
-    }
-    *strrchr(exe, '/') = 0;
-    if (PB_PLOTS_FROM_BIN[0] == '/' ||
-        snprintf(out, cap, "%s/%s", exe, PB_PLOTS_FROM_BIN) >= (int)cap)
-        snprintf(out, cap, "%s", PB_PLOTS_FROM_BIN);
-}
-
 static int script_path(const char *figure, char *out, size_t cap, struct pb_err *e)
 {
     char dir[4096];
-    script_dir(dir, sizeof dir);
+    pb_data_dir("plots", "PB_PLOTS_DIR", dir, sizeof dir);
     if (snprintf(out, cap, "%s/%s.gp", dir, figure) >= (int)cap)
         return pb_err_set(e, "the gnuplot scripts' folder path is too long: %s", dir);
     if (access(out, R_OK) != 0)

@@ -20,6 +20,10 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"xpipe", "note", {"#DDCC77", 10, "12,3,2,3,2,3"}},
     {"pipeoptim", NULL, {"#AA4499", 15, "16,4,5,4"}},
     {"pipeoptim", "code", {"#88CCEE", 14, "7,3,2,3"}},
+    {"1f1b", NULL, {"#2222DD", 4, "8,2"}},
+    {"zb-h1", NULL, {"#8866DD", 6, "4,2,1,2"}},
+    {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
+    {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 
@@ -43,7 +47,8 @@ struct pb_plot_style pb_plot_style_of(const char *schedule, const char *variant,
     return fallback;
 }
 
-const char *const pb_plot_op_colors[PB_PLOT_NOPKINDS] = {"#0077BB", "#EE7733", "#BBBBBB"};
+const char *const pb_plot_op_colors[PB_PLOT_NOPKINDS] = {"#0077BB", "#EE7733", "#BBBBBB",
+                                                          "#EEEE22", "#DDEEAA"};
 
 const char *const pb_plot_mem_columns[PB_PLOT_NMEMKINDS] = {
     "params", "grads", "optstate", "wcopies", "acts", "comm", "scratch", "bnstats", "host",

@@ -25,9 +25,9 @@ struct pb_plot_styled {
 };
 extern const struct pb_plot_styled pb_plot_styles[];
 
-/* Op kinds F, B, U (timeline) and memory kinds in stage_memory's column order params,
+/* Op kinds F, B, U, I, W (timeline; enum pb_op_kind's order) and memory kinds in stage_memory's column order params,
  * grads, optstate, wcopies, acts, comm, scratch, bnstats, host (memory). */
-#define PB_PLOT_NOPKINDS 3
+#define PB_PLOT_NOPKINDS 5
 #define PB_PLOT_NMEMKINDS 9
 extern const char *const pb_plot_op_colors[PB_PLOT_NOPKINDS];
 extern const char *const pb_plot_mem_colors[PB_PLOT_NMEMKINDS];

@@ -64,11 +64,12 @@ static int find_epoch(struct pb_plot_job *j, struct panel *p, struct pb_err *e)
         return pb_err_set(e, "run %lld has no events in epoch %d%s (--epoch counts from 1)",
                           (long long)p->run, p->epoch + 1, span);
     }
-    /* micro-batches per update: the backwards before stage 0's first U (semantics §6.1) */
+    /* micro-batches per update: the gradient ops (B, W) before stage 0's first U
+     * (semantics §6.1) */
     p->per_update = (int)num(j, "SELECT count(*) FROM events WHERE run_id = ?1 AND epoch = ?2 "
-                             "AND device = 0 AND kind = 'B' AND seq < coalesce((SELECT min(seq) "
-                             "FROM events WHERE run_id = ?1 AND epoch = ?2 AND device = 0 AND "
-                             "kind = 'U'), 1e18)", p, 0, 0, 1);
+                             "AND device = 0 AND kind IN ('B', 'W') AND seq < coalesce((SELECT "
+                             "min(seq) FROM events WHERE run_id = ?1 AND epoch = ?2 AND device "
+                             "= 0 AND kind = 'U'), 1e18)", p, 0, 0, 1);
     if (p->per_update < 1 || p->per_update > p->mb_hi - p->mb_lo)
         p->per_update = 1;
     return 0;
@@ -102,7 +103,8 @@ static int find_window(struct pb_plot_job *j, struct panel *p, struct pb_err *e)
                             "?2 AND device = 0 AND kind = 'F' AND mb = ?3", p, p->lo, 0, 0);
     p->t1 = num(j, whole ? "SELECT max(end_s) FROM events WHERE run_id = ?1 AND epoch = ?2"
                          : "WITH b AS (SELECT max(seq) AS s FROM events WHERE run_id = ?1 AND "
-                           "epoch = ?2 AND device = 0 AND kind = 'B' AND mb = ?3 - 1) SELECT "
+                           "epoch = ?2 AND device = 0 AND kind IN ('B', 'W') AND mb = ?3 - 1) "
+                           "SELECT "
                            "max(end_s) FROM events, b WHERE run_id = ?1 AND epoch = ?2 AND "
                            "device = 0 AND seq >= b.s AND seq <= coalesce((SELECT min(seq) FROM "
                            "events WHERE run_id = ?1 AND epoch = ?2 AND device = 0 AND kind = "
@@ -149,14 +151,15 @@ static void panel_title(struct pb_plot_job *j, struct panel *p)
              (long long)p->run, what, how, p->epoch + 1, p->lo, p->hi - 1);
 }
 
-/* Block 2i: the ops in the window (device, start ms, end ms from t0, kind 0 F / 1 B / 2 U,
+/* Block 2i: the ops in the window (device, start ms, end ms from t0, kind 0 F / 1 B / 2 U
+ * / 3 I / 4 W,
  * micro-batch or -1); block 2i + 1: each device's label with its bubble in the epoch. */
 static int write_panel(struct pb_plot_job *j, const struct panel *p, int i, FILE *f,
                        struct pb_err *e)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT device, 1000 * (max(start_s, ?3) "
-                           "- ?3), 1000 * (min(end_s, ?4) - ?3), instr('FBU', kind) - 1, "
+                           "- ?3), 1000 * (min(end_s, ?4) - ?3), instr('FBUIW', kind) - 1, "
                            "coalesce(mb, -1), start_s < ?3 OR end_s > ?4 FROM events WHERE "
                            "run_id = ?1 AND epoch = ?2 AND end_s > ?3 AND start_s < ?4 ORDER BY "
                            "device, seq", -1, &q, NULL) != SQLITE_OK)
@@ -261,15 +264,15 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
     }
     if (pb_afile_commit(&a, e))
         return -1;
-    char title[64], colors[64];
+    char title[64], colors[96];
     snprintf(title, sizeof title, "Op timeline%s", n > 1 ? "s, one panel per run" : "");
     pb_plot_var_str(j, "plottitle", title);
     pb_plot_var(j, "npanels", "%d", n);
     pb_plot_var_str(j, "paneldevices", devices);
     pb_plot_var(j, "xmax", "%.6f", xmax);
     pb_plot_var(j, "showlabels", "%d", most <= MAX_LABELED_OPS);
-    snprintf(colors, sizeof colors, "%s %s %s", pb_plot_op_colors[0], pb_plot_op_colors[1],
-             pb_plot_op_colors[2]);
+    snprintf(colors, sizeof colors, "%s %s %s %s %s", pb_plot_op_colors[0], pb_plot_op_colors[1],
+             pb_plot_op_colors[2], pb_plot_op_colors[3], pb_plot_op_colors[4]);
     pb_plot_var_str(j, "kindcolors", colors);
     return 0;
 }

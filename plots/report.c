@@ -11,6 +11,7 @@
 
 #include "plots/config_diff.h"
 #include "plots/report_db.h"
+#include "plots/stats.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -368,6 +369,16 @@ static bool cell_shared(const struct runs *rs, int a, int b, const struct run *c
     return false;
 }
 
+/* How a per-schedule table reads metric m: printed with `decimals`, the lowest best when
+ * lower_best; target: the accuracy target (0: none); mark_shared: a timing, where cells
+ * measured with the stages sharing cores are marked and never ranked; ci: the level of
+ * the confidence intervals the cells show (0: mean ± std). */
+struct how {
+    int m, decimals;
+    bool lower_best, mark_shared;
+    double target, ci;
+};
+
 /* One cell of a per-schedule table. */
 struct cell {
     struct summary st;
@@ -375,32 +386,36 @@ struct cell {
     char target[96];   /* the target part of the note, "" without a target */
 };
 
-/* A cell's spread: the standard deviation over its seeds and, for throughput and bubble,
- * half the range of its seeds' repeats (or, for throughput without repeats, of their
- * steady epochs), whichever is larger. */
-static double spread_of(const struct summary *st)
+/* A timing cell's noise within its seeds: half the range of its seeds' repeats (or, for
+ * throughput without repeats, of their steady epochs); 0 where there is none. */
+static double half_range(const struct summary *st)
 {
-    double half_range = st->hi > st->lo ? (st->hi - st->lo) / 2 : 0;
-    return st->sd > half_range ? st->sd : half_range;
+    return st->hi > st->lo ? (st->hi - st->lo) / 2 : 0;
+}
+
+/* The level of a table's test of the best: its intervals', else PB_STATS_LEVEL. */
+static double level_of(const struct how *h)
+{
+    return h->ci > 0 ? h->ci : PB_STATS_LEVEL;
 }
 
 /* The cells of the row [a, b) and its best column (-1: none). The highest mean (the
- * lowest when lower_best), at the printed precision, is the best only when its gap to
- * the runner-up exceeds the larger of their spreads (spread_of: a gap inside the
- * spread is no ranking; a cell alone in its row is not ranked), and, for timings
- * (mark_shared), only among cells measured one device per stage. */
-static int row_cells(const struct runs *rs, int a, int b, const struct run **col, int ncol, int m,
-                     int decimals, bool lower_best, double target, bool mark_shared,
-                     struct cell *cells)
+ * lowest when lower_best), at the printed precision, is the best only when it and the
+ * runner-up each average at least PB_STATS_MIN_N seeds, Welch's two-sided t-test
+ * separates them at the table's level (level_of), and the gap exceeds the range of
+ * their repeats or epochs (a timing's noise within a seed); a cell alone in its row is
+ * not ranked; for timings (mark_shared), only cells measured one device per stage are. */
+static int row_cells(const struct runs *rs, int a, int b, const struct run **col, int ncol,
+                     const struct how *h, struct cell *cells)
 {
-    double scale = pow(10, decimals), sign = lower_best ? -1 : 1;
+    double scale = pow(10, h->decimals), sign = h->lower_best ? -1 : 1;
     int best = -1, second = -1;
     for (int c = 0; c < ncol; c++) {
         struct cell *x = &cells[c];
-        x->st = cell_stat(rs, a, b, col[c], m);
-        x->shared = mark_shared && cell_shared(rs, a, b, col[c]);
+        x->st = cell_stat(rs, a, b, col[c], h->m);
+        x->shared = h->mark_shared && cell_shared(rs, a, b, col[c]);
         x->target[0] = 0;
-        if (target > 0 && x->st.n)
+        if (h->target > 0 && x->st.n)
             target_note(x->target, sizeof x->target, rs, a, b, col[c]);
         if (!x->st.n || x->shared)
             continue;
@@ -415,8 +430,12 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     if (best < 0 || second < 0)
         return -1;
     const struct summary *p = &cells[best].st, *q = &cells[second].st;
-    double spread = spread_of(p) > spread_of(q) ? spread_of(p) : spread_of(q);
-    if (fabs(p->mean - q->mean) <= spread || round(p->mean * scale) == round(q->mean * scale))
+    if (p->n < PB_STATS_MIN_N || q->n < PB_STATS_MIN_N)
+        return -1;
+    double pv = pb_stats_welch_p(p->mean, p->sd, p->n, q->mean, q->sd, q->n);
+    double spread = half_range(p) > half_range(q) ? half_range(p) : half_range(q);
+    if (!(pv < 1 - level_of(h)) || fabs(p->mean - q->mean) <= spread ||
+        round(p->mean * scale) == round(q->mean * scale))
         return -1;
     return best;
 }
@@ -451,36 +470,37 @@ static int range_note(char *buf, size_t cap, const struct summary *st, int m, in
 }
 
 /* Table IV layout: a row per configuration, a column per schedule; a cell shows mean ±
- * std, then "(n = seeds[, k diverged][; range][; target])"; a timing measured with the
- * stages sharing cores carries a dagger. */
-static void by_schedule_wide(const struct runs *rs, const struct run **col, int ncol, int m,
-                             int decimals, bool lower_best, double target, bool mark_shared,
-                             struct pb_grid *g)
+ * std (with h->ci, mean ± the half-width of its confidence interval), then "(n =
+ * seeds[, k diverged][; range][; target])"; a timing measured with the stages sharing
+ * cores carries a dagger. */
+static void by_schedule_wide(const struct runs *rs, const struct run **col, int ncol,
+                             const struct how *h, struct pb_grid *g)
 {
+    int m = h->m, decimals = h->decimals;
     int nl = nlabels(rs);
     pb_grid_init(g, nl + ncol, nl, g->caption);
-    int h = pb_grid_add_row(g);
-    set_head_labels(g, h, rs, NULL);
+    int head = pb_grid_add_row(g);
+    set_head_labels(g, head, rs, NULL);
     for (int c = 0; c < ncol; c++)
-        pb_grid_set(g, h, nl + c, col[c]->label, false);
+        pb_grid_set(g, head, nl + c, col[c]->label, false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
         set_labels(g, row, rs, &rs->v[a]);
-        int best = row_cells(rs, a, b, col, ncol, m, decimals, lower_best, target, mark_shared,
-                             cells);
+        int best = row_cells(rs, a, b, col, ncol, h, cells);
         for (int c = 0; c < ncol; c++) {
             const struct cell *x = &cells[c];
             if (x->st.runs == 0)
                 continue;
             char buf[160], note[160];
+            double pm = h->ci > 0 ? pb_stats_ci_half(x->st.sd, x->st.n, h->ci) : x->st.sd;
             int len;
             if (x->st.n == 0)
                 len = snprintf(buf, sizeof buf, "%s", x->st.diverged ? "diverged" : "\xe2\x80\x93");
             else if (x->st.n > 1)
                 len = snprintf(buf, sizeof buf, "%.*f \xc2\xb1 %.*f", decimals, x->st.mean,
-                               decimals, x->st.sd);
+                               decimals, pm);
             else
                 len = snprintf(buf, sizeof buf, "%.*f", decimals, x->st.mean);
             if (x->shared)
@@ -510,34 +530,41 @@ static void set_num(struct pb_grid *g, int row, int col, const char *fmt, double
 
 /* The same cells as numbers only (full precision), one CSV row per configuration and
  * schedule: mean, std, n (finished seeds averaged), runs (seeds), diverged, best (1/0),
- * shared_timing (1/0) and, with a target, the mean epochs and seconds to it and how many
- * seeds reached it; for throughput and bubble the spread's range (spread_min,
- * spread_max), what it is over (spread_over: epochs, repeats, or epochs, repeats), the
- * fewest timed repeats of a seed (repeats) and, for throughput, warmup_included; empty
- * where there is no value. */
-static void by_schedule_long(const struct runs *rs, const struct run **col, int ncol, int m,
-                             int decimals, bool lower_best, double target, bool mark_shared,
-                             struct pb_grid *g)
+ * shared_timing (1/0), with h->ci the interval's bounds (ci_low, ci_high), with a target
+ * the mean epochs and seconds to it and how many seeds reached it; for throughput and
+ * bubble the spread's range (spread_min, spread_max), what it is over (spread_over:
+ * epochs, repeats, or epochs, repeats), the fewest timed repeats of a seed (repeats) and,
+ * for throughput, warmup_included; empty where there is no value. */
+static void by_schedule_long(const struct runs *rs, const struct run **col, int ncol,
+                             const struct how *h, struct pb_grid *g)
 {
+    int m = h->m;
+    double target = h->target;
     static const char *const head[] = {"mean", "std", "n", "runs", "diverged", "best",
-                                       "shared_timing", "epochs_to_target", "seconds_to_target",
-                                       "reached"};
+                                       "shared_timing"};
+    static const char *const ci_head[] = {"ci_low", "ci_high"};
+    static const char *const target_head[] = {"epochs_to_target", "seconds_to_target",
+                                              "reached"};
     static const char *const range_head[] = {"spread_min", "spread_max", "spread_over",
                                              "repeats", "warmup_included"};
     int nrange = m == M_THROUGHPUT ? 5 : m == M_BUBBLE ? 4 : 0;
-    int nl = nlabels(rs) + 1, nv = target > 0 ? 10 : 7;
+    int nci = h->ci > 0 ? 2 : 0, ntarget = target > 0 ? 3 : 0;
+    int nl = nlabels(rs) + 1, nv = 7 + nci + ntarget;
     pb_grid_init(g, nl + nv + nrange, nl, g->caption);
-    int h = pb_grid_add_row(g);
-    set_head_labels(g, h, rs, "schedule");
-    for (int k = 0; k < nv; k++)
-        pb_grid_set(g, h, nl + k, head[k], false);
+    int hr = pb_grid_add_row(g);
+    set_head_labels(g, hr, rs, "schedule");
+    for (int k = 0; k < 7; k++)
+        pb_grid_set(g, hr, nl + k, head[k], false);
+    for (int k = 0; k < nci; k++)
+        pb_grid_set(g, hr, nl + 7 + k, ci_head[k], false);
+    for (int k = 0; k < ntarget; k++)
+        pb_grid_set(g, hr, nl + 7 + nci + k, target_head[k], false);
     for (int k = 0; k < nrange; k++)
-        pb_grid_set(g, h, nl + nv + k, range_head[k], false);
+        pb_grid_set(g, hr, nl + nv + k, range_head[k], false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
-        int best = row_cells(rs, a, b, col, ncol, m, decimals, lower_best, target, mark_shared,
-                             cells);
+        int best = row_cells(rs, a, b, col, ncol, h, cells);
         for (int c = 0; c < ncol; c++) {
             const struct cell *x = &cells[c];
             if (x->st.runs == 0)
@@ -552,12 +579,17 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
             set_num(g, row, nl + 4, "%.0f", x->st.diverged, true);
             set_num(g, row, nl + 5, "%.0f", c == best, true);
             set_num(g, row, nl + 6, "%.0f", x->shared, true);
+            if (nci) {
+                double half = pb_stats_ci_half(x->st.sd, x->st.n, h->ci);
+                set_num(g, row, nl + 7, "%.10g", x->st.mean - half, x->st.n > 1);
+                set_num(g, row, nl + 8, "%.10g", x->st.mean + half, x->st.n > 1);
+            }
             if (target > 0) {
                 struct summary ep = cell_stat(rs, a, b, col[c], M_EPOCHS_TO);
                 struct summary sec = cell_stat(rs, a, b, col[c], M_SECS_TO);
-                set_num(g, row, nl + 7, "%.3g", ep.mean, ep.n > 0);
-                set_num(g, row, nl + 8, "%.1f", sec.mean, sec.n > 0);
-                set_num(g, row, nl + 9, "%.0f", ep.n, true);
+                set_num(g, row, nl + 7 + nci, "%.3g", ep.mean, ep.n > 0);
+                set_num(g, row, nl + 8 + nci, "%.1f", sec.mean, sec.n > 0);
+                set_num(g, row, nl + 9 + nci, "%.0f", ep.n, true);
             }
             if (nrange) {
                 bool have = x->st.n > 0 && !isnan(x->st.lo);
@@ -573,17 +605,37 @@ static void by_schedule_long(const struct runs *rs, const struct run **col, int 
     free(cells);
 }
 
-static void by_schedule(const struct runs *rs, int m, int decimals, bool lower_best,
-                        double target, bool mark_shared, enum pb_report_format f,
+static void by_schedule(const struct runs *rs, const struct how *h, enum pb_report_format f,
                         struct pb_grid *g)
 {
     const struct run **col;
     int ncol = columns(rs, &col);
     if (f == PB_FORMAT_CSV)
-        by_schedule_long(rs, col, ncol, m, decimals, lower_best, target, mark_shared, g);
+        by_schedule_long(rs, col, ncol, h, g);
     else
-        by_schedule_wide(rs, col, ncol, m, decimals, lower_best, target, mark_shared, g);
+        by_schedule_wide(rs, col, ncol, h, g);
     free(col);
+}
+
+/* The caption's words for what follows a cell's mean: "std", or the half-width of its
+ * confidence interval at o->ci. */
+static void spread_words(char *buf, size_t cap, const struct pb_report_opts *o)
+{
+    if (o->ci > 0)
+        snprintf(buf, cap, "the half-width of its %g%% confidence interval (Student's t)",
+                 100 * o->ci);
+    else
+        snprintf(buf, cap, "std");
+}
+
+/* The caption's words for the best mark: "the highest (extreme) of each row marked where
+ * it and the runner-up ... separates them at the 5% level" (row_cells). */
+static void best_words(char *buf, size_t cap, const struct pb_report_opts *o, const char *extreme)
+{
+    double level = o->ci > 0 ? o->ci : PB_STATS_LEVEL;
+    snprintf(buf, cap, "the %s of each row marked where it and the runner-up each average "
+             "at least %d seeds and Welch's t-test separates them at the %g%% level", extreme,
+             PB_STATS_MIN_N, 100 * (1 - level));
 }
 
 /* A quantity column of the per-schedule tables: heading, metric, printf format. */
@@ -658,63 +710,68 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     static const char shared_note[] = "\xe2\x80\xa0: measured with the stages sharing cores "
         "(the seq executor, or more stage threads than cores), so not a one-device-per-stage "
         "pipeline's timing and never marked best; the sim- tables give that.";
-    char caption[1024];
+    char caption[1536], sw[128], bw[256];
     struct pb_grid g = {.caption = caption};
+    spread_words(sw, sizeof sw, o);
     switch (o->table) {
     case PB_REPORT_ACCURACY: {
         bool bleu = false;
         for (int i = 0; i < rs.n; i++)
             bleu |= rs.v[i].m[M_HAS_BLEU] == 1;
+        best_words(bw, sizeof bw, o, "best");
         int n = snprintf(caption, sizeof caption, "Maximum validation accuracy (%%%s) per "
-                         "schedule: mean \xc2\xb1 std over the finished seeds of a cell "
+                         "schedule: mean \xc2\xb1 %s over the finished seeds of a cell "
                          "(n: its seeds, the repeats of one counted once; diverged ones are "
-                         "counted, not averaged), \xe2\x80\x93 "
-                         "where none; the best of each row marked where "
-                         "its lead exceeds the spread.",
+                         "counted, not averaged), \xe2\x80\x93 where none; %s.",
                          bleu ? "; for a translation model, as GNMT's, the maximum validation "
-                                "BLEU" : "");
+                                "BLEU" : "", sw, bw);
         if (o->target > 0)
             snprintf(caption + n, sizeof caption - n, " In parentheses: epochs and seconds "
                      "of training to reach %g%% (mean over the runs that reached it).",
                      100 * o->target);
-        by_schedule(&rs, M_BEST_ACC, 2, false, o->target, false, o->format, &g);
+        by_schedule(&rs, &(struct how){M_BEST_ACC, 2, false, false, o->target, o->ci}, o->format,
+                    &g);
         break;
     }
     case PB_REPORT_THROUGHPUT:
+        best_words(bw, sizeof bw, o, "highest");
         snprintf(caption, sizeof caption, "Training throughput (samples/s: a run's median over "
                  "its epochs but the first, the warm-up, of training samples over wall time; a "
                  "seed run --repeat N times, the median over its repeats) per schedule: mean "
-                 "\xc2\xb1 std over the finished seeds of a cell (n: its seeds; diverged ones "
+                 "\xc2\xb1 %s over the finished seeds of a cell (n: its seeds; diverged ones "
                  "are counted, not averaged; epochs: the range of the runs' epochs; repeats: "
                  "the range of the seeds' repeats; with warm-up: a run of one epoch, timed with "
-                 "it); the highest of each row marked where its lead exceeds the spread (the "
-                 "std or half the range). %s", shared_note);
-        by_schedule(&rs, M_THROUGHPUT, 1, false, 0, true, o->format, &g);
+                 "it); %s, and the gap exceeds half the range. %s", sw, bw, shared_note);
+        by_schedule(&rs, &(struct how){M_THROUGHPUT, 1, false, true, 0, o->ci}, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
+        best_words(bw, sizeof bw, o, "lowest");
         snprintf(caption, sizeof caption, "Bubble fraction (%%: a device's idle time over its "
                  "makespan, summed over the epochs but the first, the warm-up; mean over the "
                  "devices; a seed run --repeat N times, the median over its repeats) per "
-                 "schedule: mean \xc2\xb1 std over the finished seeds of a cell (n: its seeds; "
+                 "schedule: mean \xc2\xb1 %s over the finished seeds of a cell (n: its seeds; "
                  "diverged ones are counted, not averaged; repeats: the range of the seeds' "
-                 "repeats); the lowest of each row marked where its lead exceeds the spread "
-                 "(the std or half the repeats' range). %s", shared_note);
-        by_schedule(&rs, M_BUBBLE, 1, true, 0, true, o->format, &g);
+                 "repeats); %s, and the gap exceeds half the repeats' range. %s", sw, bw,
+                 shared_note);
+        by_schedule(&rs, &(struct how){M_BUBBLE, 1, true, true, 0, o->ci}, o->format, &g);
         break;
     case PB_REPORT_SIM_THROUGHPUT:
+        best_words(bw, sizeof bw, o, "highest");
         snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
                  "schedule: each epoch of a run replayed on one device per stage with its "
-                 "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 std over the "
-                 "finished seeds of a cell (n: its seeds, each its first repeat's); the highest of each row marked where its lead exceeds the "
-                 "spread.");
-        by_schedule(&rs, M_SIM_THROUGHPUT, 1, false, 0, false, o->format, &g);
+                 "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 %s over the "
+                 "finished seeds of a cell (n: its seeds, each its first repeat's); %s.", sw,
+                 bw);
+        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, false, 0, o->ci}, o->format,
+                    &g);
         break;
     case PB_REPORT_SIM_BUBBLE:
+        best_words(bw, sizeof bw, o, "lowest");
         snprintf(caption, sizeof caption, "Simulated bubble fraction (%%) per schedule: each "
                  "epoch of a run replayed on one device per stage with its stages' median op "
                  "times (design \xc2\xa7" "6.6), idle time over makespan, mean over the "
-                 "devices; the lowest of each row marked where its lead exceeds the spread.");
-        by_schedule(&rs, M_SIM_BUBBLE, 1, true, 0, false, o->format, &g);
+                 "devices; mean \xc2\xb1 %s over the finished seeds of a cell; %s.", sw, bw);
+        by_schedule(&rs, &(struct how){M_SIM_BUBBLE, 1, true, false, 0, o->ci}, o->format, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

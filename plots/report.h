@@ -29,6 +29,9 @@ struct pb_report_opts {
     enum pb_report_table table;
     enum pb_report_format format;
     double target;   /* accuracy table: target validation accuracy, a fraction; 0 = none */
+    double ci;       /* per-schedule tables: cells show mean ± the half-width of the
+                        confidence interval of this level (0.95 for --ci 95), and the best
+                        is tested at it; 0: mean ± std, tested at PB_STATS_LEVEL */
     struct pb_report_select sel;   /* the runs it reads (report_db.h) */
 };
 

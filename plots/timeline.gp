@@ -1,10 +1,10 @@
 # plots/timeline.gp — the timeline figure: Gantt charts as in the papers' pipeline diagrams, a
-# panel per run over a window of its epoch: F, B and U boxes in the op kinds' colours,
+# panel per run over a window of its epoch: F, B, U, I and W boxes in the op kinds' colours,
 # idle time white, micro-batch numbers in the boxes wide enough for them (an op under a
 # pixel is drawn a pixel wide); every panel on
 # one time scale (ms since its window began), so a slower schedule's window is longer.
 # Data (plots/plot_timeline.c): per panel two blocks, its ops (device, start ms, end ms,
-# kind 0 F / 1 B / 2 U, micro-batch, clipped) and its devices' labels. Variables:
+# kind 0 F / 1 B / 2 U / 3 I / 4 W, micro-batch, clipped) and its devices' labels. Variables:
 # datafile, outfile, fmt, plottitle, npanels, paneldevices, paneltitleN, xmax,
 # showlabels, kindcolors.
 if (!exists("npanels")) npanels = 1
@@ -55,9 +55,9 @@ do for [p = 1:npanels] {
         set format x ''
     }
     plot datafile index (2 * p - 1) using (NaN):1:ytic(2), \
-         for [k = 0:2] datafile index (2 * p - 2) using (box(k)):1:(halfw($3 - $2)):(half) \
+         for [k = 0:4] datafile index (2 * p - 2) using (box(k)):1:(halfw($3 - $2)):(half) \
              with boxxyerror lc rgb kcolor(k + 1) fs solid 1.0 noborder, \
-         for [k = 0:2] datafile index (2 * p - 2) using (px($3 - $2) > 4 ? box(k) : NaN):1:(($3 - $2) / 2):(half) \
+         for [k = 0:4] datafile index (2 * p - 2) using (px($3 - $2) > 4 ? box(k) : NaN):1:(($3 - $2) / 2):(half) \
              with boxxyerror lc rgb kcolor(k + 1) fs solid 1.0 border rgb border(k + 1), \
          datafile index (2 * p - 2) using (($2 + $3) / 2):1:(wide($3 - $2) && $5 >= 0 ? \
              sprintf('%d', $5) : '') with labels font ',9' tc rgb '#000000'
@@ -78,6 +78,8 @@ set key center center horizontal maxrows 1 nobox Left reverse samplen 1.5 width 
 plot NaN with boxes lc rgb kcolor(1) fs solid 1.0 border rgb border(1) title 'F (forward)', \
      NaN with boxes lc rgb kcolor(2) fs solid 1.0 border rgb border(2) title 'B (backward)', \
      NaN with boxes lc rgb kcolor(3) fs solid 1.0 border rgb border(3) title 'U (update)', \
+     NaN with boxes lc rgb kcolor(4) fs solid 1.0 border rgb border(4) title 'I (input gradient)', \
+     NaN with boxes lc rgb kcolor(5) fs solid 1.0 border rgb border(5) title 'W (weight gradient)', \
      NaN with boxes lc rgb '#303030' fs empty border rgb '#303030' title 'idle', \
      NaN with boxes lc rgb '#ffffff' fs empty border rgb '#ffffff' title '(numbers: micro-batches)'
 unset multiplot

@@ -159,8 +159,8 @@ static cJSON *flow_end(const struct event *x, const char *ph, int id)
     return o;
 }
 
-/* Flows F(j): k → k+1 and B(j): k+1 → k, matching the first F and B of each micro-batch
- * on each device. Returns the number of arrows. */
+/* Flows F(j): k → k+1 and B(j) or I(j) (the gradient's carrier): k+1 → k, matching the
+ * first F and B or I of each micro-batch on each device. Returns the number of arrows. */
 static int add_flows(const struct events *ev, cJSON *list)
 {
     int nmb = ev->max_mb + 1, flows = 0;
@@ -173,7 +173,9 @@ static int add_flows(const struct events *ev, cJSON *list)
         first_f[i] = first_b[i] = -1;
     for (int i = 0; i < ev->n; i++) {
         const struct event *x = &ev->v[i];
-        int *slot = x->kind == 'F' ? first_f : x->kind == 'B' ? first_b : NULL;
+        int *slot = x->kind == 'F'                      ? first_f
+                    : x->kind == 'B' || x->kind == 'I' ? first_b
+                                                       : NULL;
         if (slot && x->mb >= 0 && slot[(size_t)x->device * nmb + x->mb] < 0)
             slot[(size_t)x->device * nmb + x->mb] = i;
     }

@@ -181,7 +181,24 @@ static const char pb_results_migrate_v6_sql[] =
     "(SELECT DISTINCT run_id FROM epochs WHERE val_bleu IS NOT NULL);"
     "UPDATE schema_version SET version = 7;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2 to 6 file it may
+/* Schema version 7 → 8: events of the split backward's I and W ops (semantics §4.10);
+ * SQLite cannot alter a CHECK, so the table is rebuilt with its rows. */
+static const char pb_results_migrate_v7_sql[] =
+    "CREATE TABLE events_v8 ("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " epoch INTEGER NOT NULL, device INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " kind TEXT NOT NULL CHECK (kind IN ('F', 'B', 'U', 'I', 'W')),"
+    " mb INTEGER, version INTEGER, ahead INTEGER, sync_version INTEGER,"
+    " start_s REAL, end_s REAL,"
+    " PRIMARY KEY (run_id, epoch, device, seq),"
+    " FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE);"
+    "INSERT INTO events_v8 SELECT run_id, epoch, device, seq, kind, mb, version, ahead, "
+    "sync_version, start_s, end_s FROM events;"
+    "DROP TABLE events;"
+    "ALTER TABLE events_v8 RENAME TO events;"
+    "UPDATE schema_version SET version = 8;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 to 7 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -240,6 +257,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     }
     if (version == 6 && create) {
         if (exec(r, pb_results_migrate_v6_sql, "upgrading the schema from version 6", e))
+            goto fail_set;
+        version = 7;
+    }
+    if (version == 7 && create) {
+        if (exec(r, pb_results_migrate_v7_sql, "upgrading the schema from version 7", e))
             goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }

@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 7
+#define PB_RESULTS_SCHEMA_VERSION 8
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;
@@ -136,7 +136,8 @@ struct pb_run_costs {
     char schedule[32], variant[32], optimizer[32], executor[32];
     int stages, microbatches, microbatch_size;
     int length;      /* micro-batches in an epoch */
-    double *op_s;    /* [stages × 3]: median seconds of the stage's F, B, U events (NaN: none) */
+    double *op_s;    /* [stages × 5]: median seconds of the stage's F, B, U, I, W events
+                        (NaN: none) */
     double *recv_s;  /* [stages]: the stage's copy time per message received, mean over epochs */
     int64_t *params_bytes, *acts_bytes;  /* [stages]: peak bytes of each kind over epochs */
     long nevents;    /* events the medians come from */

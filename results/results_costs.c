@@ -62,7 +62,7 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
     sqlite3 *db = pb_results_sqlite(r);
     if (read_run(db, id, c, e))
         return -1;
-    c->op_s = pb_xcalloc((size_t)c->stages * 3, sizeof *c->op_s);
+    c->op_s = pb_xcalloc((size_t)c->stages * 5, sizeof *c->op_s);
     c->recv_s = pb_xcalloc((size_t)c->stages, sizeof *c->recv_s);
     c->params_bytes = pb_xcalloc((size_t)c->stages, sizeof *c->params_bytes);
     c->acts_bytes = pb_xcalloc((size_t)c->stages, sizeof *c->acts_bytes);
@@ -73,11 +73,11 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
     size_t cap = 1024;
     double *d = pb_xmalloc(cap * sizeof *d);
     for (int k = 0; k < c->stages; k++)
-        for (int kind = 0; kind < 3; kind++) {
+        for (int kind = 0; kind < 5; kind++) {
             sqlite3_reset(s);
             sqlite3_bind_int64(s, 1, id);
             sqlite3_bind_int(s, 2, k);
-            sqlite3_bind_text(s, 3, (const char[]){"FBU"[kind], 0}, 1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(s, 3, (const char[]){"FBUIW"[kind], 0}, 1, SQLITE_TRANSIENT);
             size_t n = 0;
             while (sqlite3_step(s) == SQLITE_ROW) {
                 if (n == cap)
@@ -87,7 +87,7 @@ int pb_results_run_costs(struct pb_results *r, int64_t id, struct pb_run_costs *
             }
             c->nevents += (long)n;
             qsort(d, n, sizeof *d, cmp_double);
-            c->op_s[3 * k + kind] = n ? (n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2])) : NAN;
+            c->op_s[5 * k + kind] = n ? (n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2])) : NAN;
         }
     free(d);
     sqlite3_finalize(s);

@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (7);
+INSERT INTO schema_version (version) VALUES (8);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -17,7 +17,8 @@ CREATE TABLE runs (
         CHECK (status IN ('running', 'done', 'failed', 'diverged', 'interrupted')),
     config TEXT CHECK (config IS NULL OR json_valid(config)),  -- every flag, as JSON
     model TEXT,
-    dataset TEXT,
+    dataset TEXT,                    -- its name; 'synthetic:cifar100' for the synthetic
+                                     -- stand-in of a model's dataset
     schedule TEXT,
     variant TEXT,
     optimizer TEXT,
@@ -120,16 +121,16 @@ CREATE TABLE staleness (
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );
 
--- Op timeline: one row per F, B or U a device ran (in the traced epochs and window),
+-- Op timeline: one row per F, B, U, I or W a device ran (in the traced epochs and window),
 -- with the weight version it read and the one a synchronous run would read.
 CREATE TABLE events (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,
     device INTEGER NOT NULL,
     seq INTEGER NOT NULL,            -- position in the device's program
-    kind TEXT NOT NULL CHECK (kind IN ('F', 'B', 'U')),
+    kind TEXT NOT NULL CHECK (kind IN ('F', 'B', 'U', 'I', 'W')),  -- I, W: split backward
     mb INTEGER,                      -- micro-batch (NULL for U)
-    version INTEGER,                 -- weight version read (F, B) or produced (U)
+    version INTEGER,                 -- weight version read (F, B, I, W) or produced (U)
     ahead INTEGER,                   -- prediction look-ahead s (0: none)
     sync_version INTEGER,            -- the version a synchronous run reads here (semantics §6.1)
     start_s REAL,                    -- seconds since the epoch began

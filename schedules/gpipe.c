@@ -29,6 +29,7 @@ const struct pb_schedule pb_schedule_gpipe = {
     .summary = "fill and drain per mini-batch of M, then one update (semantics §4.6)",
     .variants = "",
     .uses_microbatches = true,
+    .synchronous = true,
     .check = check,
     .emit = emit,
 };

@@ -1,7 +1,7 @@
 # scripts/deps.sh — the Debian packages pipebench needs (sourced by scripts/test and
 # scripts/demo); installs the missing ones when run as root.
 PB_PACKAGES="meson ninja-build pkg-config gcc libc6-dev libdnnl-dev libsqlite3-dev check \
-zlib1g-dev libzip-dev libturbojpeg0-dev libcjson-dev libicu-dev libinih-dev gnuplot-nox dataset-fashion-mnist libopenmpi-dev openmpi-bin git \
+zlib1g-dev libzip-dev libturbojpeg0-dev libcjson-dev libicu-dev libinih-dev libgsl-dev gnuplot-nox dataset-fashion-mnist libopenmpi-dev openmpi-bin git \
 clang libclang-rt-14-dev"
 
 pb_install_deps() {

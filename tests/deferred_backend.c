@@ -817,21 +817,21 @@ struct a_xent {
     const int32_t *labels;
     int n, c;
     float eps;
-    int ignore;
+    int ignore, grad_rows;
     struct pb_xent_out *out;
     float *dlogits;
 };
 static void run_xent(struct pb_backend *in, void *p)
 {
     struct a_xent *a = p;
-    in->ops->softmax_xent(in, a->logits, a->labels, a->n, a->c, a->eps, a->ignore, a->out,
-                          a->dlogits);
+    in->ops->softmax_xent(in, a->logits, a->labels, a->n, a->c, a->eps, a->ignore,
+                          a->grad_rows, a->out, a->dlogits);
 }
 static void dfr_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                             int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
-                             float *dlogits)
+                             int n, int c, float eps_ls, int ignore, int grad_rows,
+                             struct pb_xent_out *out, float *dlogits)
 {
-    struct a_xent a = {logits, labels, n, c, eps_ls, ignore, out, dlogits};
+    struct a_xent a = {logits, labels, n, c, eps_ls, ignore, grad_rows, out, dlogits};
     enqueue(be, "softmax_xent", run_xent, &a, sizeof a, 4, logits, labels, out, dlogits);
 }
 

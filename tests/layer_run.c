@@ -70,7 +70,7 @@ void act_release(struct lrun *r, struct pb_node_act *act)
 float *lforward(struct lrun *r, bool train, struct pb_node_act *act)
 {
     struct pb_err e;
-    struct pb_fwd_ctx c = {r->be, train, 7, 0, r->mb, r->lengths, NULL};
+    struct pb_fwd_ctx c = {r->be, train, 7, 0, r->mb, r->lengths, NULL, false};
     const struct pb_tensor *ins[2] = {&r->in[0], &r->in[1]};
     memset(act, 0, sizeof *act);
     ck_assert_msg(r->l.ops->forward(&r->l, &c, ins, r->params, NULL, act, &e) == 0, "%s", e.msg);
@@ -87,7 +87,7 @@ void lbackward(struct lrun *r, struct pb_node_act *act, const float *dy, float *
 {
     struct pb_err e;
     struct pb_backend *be = r->be;
-    struct pb_fwd_ctx c = {be, true, 7, 0, r->mb, r->lengths, NULL};
+    struct pb_fwd_ctx c = {be, true, 7, 0, r->mb, r->lengths, NULL, false};
     const struct pb_tensor *ins[2] = {&r->in[0], &r->in[1]};
     struct pb_tensor tdy, tdx[2], *pdx[2] = {NULL, NULL};
     be->ops->fill(be, r->grads, 0.0f, r->np);

@@ -168,11 +168,12 @@ void pb_ref_bn(struct pb_ref_bn *r, float *y, float *dx, float *dgamma, float *d
 }
 
 void pb_ref_softmax_xent(const float *z, const int32_t *labels, int n, int c, float eps_ls,
-                         int ignore, float res[3], float *dz)
+                         int ignore, int grad_rows, float res[3], float *dz)
 {
     int counted = 0, correct = 0;
     for (int r = 0; r < n; r++)
         counted += ignore < 0 || labels[r] != ignore;
+    int div = grad_rows > 0 ? grad_rows : counted;
     double loss = 0;
     for (int r = 0; r < n; r++) {
         const float *zr = z + (size_t)r * c;
@@ -195,7 +196,7 @@ void pb_ref_softmax_xent(const float *z, const int32_t *labels, int n, int c, fl
         for (int j = 0; j < c; j++) {
             double t = (double)eps_ls / c + (j == labels[r] ? 1.0 - eps_ls : 0.0);
             loss += t * (lse - zr[j]);
-            dr[j] = (float)((exp(zr[j] - lse) - t) / counted);
+            dr[j] = (float)((exp(zr[j] - lse) - t) / div);
         }
     }
     res[0] = counted ? (float)(loss / counted) : 0.0f;

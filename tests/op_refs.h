@@ -46,7 +46,7 @@ void pb_ref_bn(struct pb_ref_bn *r, float *y, float *dx, float *dgamma, float *d
 
 /* Softmax cross-entropy as backend.h: res = {mean loss, correct, counted rows}; dz [n, c]. */
 void pb_ref_softmax_xent(const float *z, const int32_t *labels, int n, int c, float eps_ls,
-                         int ignore, float res[3], float *dz);
+                         int ignore, int grad_rows, float res[3], float *dz);
 
 /* LSTM forward (PyTorch's gates i, f, g, o) from h0, c0 (NULL: zeros): y; h_last, c_last
  * when not NULL. With dy: dx and dw (w's layout) of L = Σ dy·y. */

@@ -976,7 +976,7 @@ START_TEST(test_softmax_xent)
     struct pb_err e;
     struct pb_xent_out *dres = pb_backend_alloc(be, sizeof *dres, PB_MEM_SCRATCH, &e), res;
     ck_assert_msg(dres != NULL, "%s", e.msg);
-    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, -1, dres, dd);
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, -1, 0, dres, dd);
     be->ops->download(be, &res, dres, sizeof res);
     be->ops->sync(be);
     float wl = (float)loss;
@@ -985,7 +985,7 @@ START_TEST(test_softmax_xent)
     float *got = host_from(be, dd, (size_t)n * c);
     pb_assert_close("xent dlogits", got, want, (size_t)n * c, 1e-6, 1e-8);
     res.correct = -1;
-    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, -1, dres, NULL);
+    be->ops->softmax_xent(be, dz, dl, n, c, eps_ls, -1, 0, dres, NULL);
     be->ops->download(be, &res, dres, sizeof res);
     be->ops->sync(be);
     pb_assert_close("xent loss (no dlogits)", &res.loss, &wl, 1, 1e-6, 0);

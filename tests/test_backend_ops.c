@@ -743,7 +743,7 @@ static void copy_ref(const void *arg, struct outs *w, const struct outs *got)
 struct xent_arg {
     int n, c;
     float eps_ls;
-    int ignore;
+    int ignore, grad_rows;
 };
 
 /* labels: pseudo-random classes, every 4th row the ignored one where there is one */
@@ -763,7 +763,8 @@ static void xent_run(struct ctx *c, const void *arg)
     float *z = dup(c, hrand(nz, 110, -4, 4), nz), *dz = dfill(c, nz, NAN);
     int32_t *lab = (int32_t *)dup(c, xent_labels(a), a->n);
     struct pb_xent_out *res = dalloc(c, sizeof *res), host;
-    TIMED(c, c->be->ops->softmax_xent(c->be, z, lab, a->n, a->c, a->eps_ls, a->ignore, res, dz));
+    TIMED(c, c->be->ops->softmax_xent(c->be, z, lab, a->n, a->c, a->eps_ls, a->ignore,
+                                      a->grad_rows, res, dz));
     c->be->ops->download(c->be, &host, res, sizeof host);
     c->be->ops->sync(c->be);
     float *v = outs_add(c->o, "loss, correct, count", 3);
@@ -771,7 +772,8 @@ static void xent_run(struct ctx *c, const void *arg)
     out_d(c, "dlogits", dz, nz);
     /* without dlogits: the same three results */
     c->be->ops->fill(c->be, (float *)res, 0.0f, sizeof host / sizeof(float));
-    c->be->ops->softmax_xent(c->be, z, lab, a->n, a->c, a->eps_ls, a->ignore, res, NULL);
+    c->be->ops->softmax_xent(c->be, z, lab, a->n, a->c, a->eps_ls, a->ignore,
+                                a->grad_rows, res, NULL);
     struct pb_xent_out h2;
     c->be->ops->download(c->be, &h2, res, sizeof h2);
     c->be->ops->sync(c->be);
@@ -788,7 +790,7 @@ static void xent_ref(const void *arg, struct outs *w, const struct outs *got)
     float *v = outs_add(w, "loss, correct, count", 3);
     float *dz = outs_add(w, "dlogits", nz);
     pb_ref_softmax_xent(hrand(nz, 110, -4, 4), xent_labels(a), a->n, a->c, a->eps_ls, a->ignore,
-                        v, dz);
+                        a->grad_rows, v, dz);
 }
 
 /* ---- embedding ---- */
@@ -1336,12 +1338,13 @@ static void build_cases(void)
     /* softmax-xent: expf/logf and row sums of ≤ 100 terms in float: rtol 1e-5 against
      * double (the CPU sums in double); the correct count exact */
     static const struct xent_arg xents[] = {
-        {7, 11, 0.0f, -1}, {7, 11, 0.1f, -1}, {16, 100, 0.1f, 3}, {64, 10, 0.0f, 0},
+        {7, 11, 0.0f, -1, 0}, {7, 11, 0.1f, -1, 0}, {16, 100, 0.1f, 3, 0}, {64, 10, 0.0f, 0, 0},
+        {16, 100, 0.1f, 3, 4},
     };
     for (size_t i = 0; i < sizeof xents / sizeof xents[0]; i++)
         add_case("softmax_xent", PB_BOP_SOFTMAX_XENT, 1e-5, 1e-7, TOL, xent_run, xent_ref,
-                 &xents[i], "n %d c %d eps %g ignore %d", xents[i].n, xents[i].c,
-                 (double)xents[i].eps_ls, xents[i].ignore);
+                 &xents[i], "n %d c %d eps %g ignore %d grad_rows %d", xents[i].n, xents[i].c,
+                 (double)xents[i].eps_ls, xents[i].ignore, xents[i].grad_rows);
 
     /* embedding: the forward copies rows (exact), the backward sums ≤ n rows in float:
      * rtol 1e-5, atol 1e-6 */

@@ -2,7 +2,7 @@
  * the deferred backend (tests/deferred_backend.h: ops run at sync, uploads read then,
  * downloads poisoned until then, binding and fences checked) must report nothing and
  * give the CPU backend's bits — the executors, a checkpoint and a resume, a comparison
- * of two schedules, zoo models at D = 2 and 4 with stages spread over devices — and a
+ * of schedules (the split backward's among them), zoo models at D = 2 and 4 with stages spread over devices — and a
  * block freed by one instance and reused by another waits for the first one's reads. */
 #include <check.h>
 #include <pthread.h>
@@ -102,8 +102,9 @@ END_TEST
 
 START_TEST(test_two_schedules)
 {
-    const char *schedules[] = {"gpipe", "pipedream"};
-    for (int i = 0; i < 2; i++) {
+    /* and zb-h1: the split backward holds dY and inputs from I to W */
+    const char *schedules[] = {"gpipe", "pipedream", "zb-h1"};
+    for (int i = 0; i < 3; i++) {
         struct pb_run_cfg c;
         mlp_cfg(&c, 4, "threads");
         c.schedule = schedules[i];

@@ -356,7 +356,7 @@ START_TEST(token_loss)
     struct pb_xent_out *d_res = pb_backend_alloc(be, sizeof *d_res, PB_MEM_SCRATCH, &e), res, all;
     be->ops->upload(be, d_logits, logits, N * C * sizeof(float));
     be->ops->upload(be, d_labels, labels, sizeof labels);
-    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 0, d_res, d_dl);
+    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 0, 0, d_res, d_dl);
     float dl[N * C];
     be->ops->download(be, dl, d_dl, sizeof dl);
     be->ops->download(be, &res, d_res, sizeof res);
@@ -368,14 +368,14 @@ START_TEST(token_loss)
     for (int j = 0; j < C; j++)
         ck_assert(dl[1 * C + j] == 0.0f && dl[5 * C + j] == 0.0f && dl[7 * C + j] == 0.0f);
     /* no padding label: the mean over all rows, the same as ignore < 0 */
-    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 4, d_res, NULL);
+    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 4, 0, d_res, NULL);
     be->ops->download(be, &res, d_res, sizeof res);
-    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, -1, d_res, NULL);
+    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, -1, 0, d_res, NULL);
     be->ops->download(be, &all, d_res, sizeof all);
     be->ops->sync(be);
     ck_assert(res.loss == all.loss && res.count == N && all.count == N);
     be->ops->upload(be, d_labels, zeros, sizeof zeros);
-    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 0, d_res, d_dl);
+    be->ops->softmax_xent(be, d_logits, d_labels, N, C, 0.1f, 0, 0, d_res, d_dl);
     be->ops->download(be, &res, d_res, sizeof res);
     be->ops->download(be, dl, d_dl, sizeof dl);
     be->ops->sync(be);
@@ -391,6 +391,66 @@ START_TEST(token_loss)
     free(dl_ref);
     free(lf);
     pb_st_finish(&fx);
+}
+END_TEST
+
+/* The paper's objective (model.h grad_per_sentence, semantics §1.2), hand-worked: a stage
+ * whose logits are its input (a linear layer 3 → 3 with weight I, bias 0) over B = 2
+ * sentences of T = 2 steps, labels {1, 2 | pad, 2}, ε = 0.1. Rows z = (2, 0, 0), (0, 0, 0),
+ * (1, 1, 1) (padding), (0, 0, 2); p − t with t = 0.9·onehot + 1/30 divided by the
+ * sentences B = 2, not by the M = 3 counted tokens; the loss recorded stays per token:
+ * (2·ln(e² + 2) + ln 3 − 0.9·2 − 2·(0.1/3)·2) / 3. */
+START_TEST(sentence_objective)
+{
+    struct pb_err e;
+    struct pb_model m;
+    pb_model_init(&m, "classifier", (struct pb_shape){1, 2, 3, 1}, 3);
+    m.label_steps = 2;
+    m.ignore_label = 0;
+    m.label_smoothing = 0.1f;
+    struct pb_block *b = pb_model_block(&m, "classifier");
+    pb_block_linear(&m, b, "linear", 3, 3);
+    ck_assert_msg(pb_model_finalize(&m, 2, &e) == 0, "%s", e.msg);
+    struct pb_backend *be = pb_backend_cpu_create(1, &e);
+    for (int per_sentence = 0; per_sentence < 2; per_sentence++) {
+        m.grad_per_sentence = per_sentence;
+        struct pb_stage s;
+        ck_assert_msg(pb_stage_init(&s, be, &m, 0, 1, 0, 1, &e) == 0, "%s", e.msg);
+        const float w[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};   /* weight [3, 3], bias */
+        be->ops->upload(be, s.params, w, sizeof w);
+        const float x[12] = {2, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 2};
+        const int32_t labels[4] = {1, 2, 0, 2};
+        struct pb_tensor in;
+        ck_assert(pb_tensor_alloc(be, &in, s.in_shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, &e) == 0);
+        int32_t *dlabels = pb_backend_alloc(be, sizeof labels, PB_MEM_COMM, &e);
+        be->ops->upload(be, in.data, x, sizeof x);
+        be->ops->upload(be, dlabels, labels, sizeof labels);
+        struct pb_step_ctx c = {.train = true, .seed = 1};
+        struct pb_stage_act act;
+        ck_assert_msg(pb_stage_forward(&s, &c, s.params, in, dlabels, &act, NULL, &e) == 0,
+                      "%s", e.msg);
+        float dl[12];
+        be->ops->download(be, dl, act.dlogits, sizeof dl);
+        be->ops->sync(be);
+        double e2 = exp(2.0), z = e2 + 2, lo = 1.0 / 30, hi = 0.9 + lo;
+        double want[12] = {e2 / z - lo, 1 / z - hi, 1 / z - lo,
+                           1.0 / 3 - lo, 1.0 / 3 - lo, 1.0 / 3 - hi,
+                           0, 0, 0,
+                           1 / z - lo, 1 / z - lo, e2 / z - hi};
+        double div = per_sentence ? 2 : 3;
+        for (int i = 0; i < 12; i++)
+            ck_assert_msg(fabs(dl[i] - want[i] / div) <= 1e-7, "dlogits[%d] %.9g, want %.9g "
+                          "(per sentence %d)", i, (double)dl[i], want[i] / div, per_sentence);
+        double loss = (2 * log(z) + log(3.0) - 0.9 * 2 - 2 * (0.1 / 3) * 2) / 3;
+        ck_assert_msg(fabs(act.loss - loss) <= 1e-6, "loss %.9g, want %.9g", (double)act.loss,
+                      loss);
+        ck_assert_int_eq(act.count, 3);
+        pb_stage_act_release(&s, &act);
+        pb_backend_free(be, dlabels);
+        pb_stage_finish(&s);
+    }
+    pb_backend_destroy(be);
+    pb_model_finish(&m);
 }
 END_TEST
 
@@ -540,6 +600,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, parity_attn_wide);
     tcase_add_test(tc, parity_attn_batch);
     tcase_add_test(tc, token_loss);
+    tcase_add_test(tc, sentence_objective);
     suite_add_tcase(s, tc);
     tc = tcase_create("grad");
     tcase_add_test(tc, grad_bilstm);

@@ -383,7 +383,7 @@ START_TEST(softmax_xent_rows)
     for (int ignore = -1; ignore <= 0; ignore++) {
         float eps_ls = ignore < 0 ? 0.0f : 0.1f;
         struct pb_xent_out out;
-        be->ops->softmax_xent(be, z, labels, R, CL, eps_ls, ignore, &out, d);
+        be->ops->softmax_xent(be, z, labels, R, CL, eps_ls, ignore, 0, &out, d);
         int counted = 0, correct = 0;
         for (int r = 0; r < R; r++)
             counted += labels[r] != ignore;

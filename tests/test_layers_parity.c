@@ -148,7 +148,7 @@ static void check_xent(const char *tag, float smoothing)
     be->ops->upload(be, d_logits, logits, sizeof logits);
     be->ops->upload(be, d_labels, labels, sizeof labels);
     struct pb_xent_out *d_res = pb_backend_alloc(be, sizeof *d_res, PB_MEM_SCRATCH, &e), res;
-    be->ops->softmax_xent(be, d_logits, d_labels, n, k, smoothing, -1, d_res, d_dl);
+    be->ops->softmax_xent(be, d_logits, d_labels, n, k, smoothing, -1, 0, d_res, d_dl);
     be->ops->download(be, dl, d_dl, sizeof dl);
     be->ops->download(be, &res, d_res, sizeof res);
     be->ops->sync(be);

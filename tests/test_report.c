@@ -1,10 +1,12 @@
 /* tests/test_report.c — the reporting views (results/views.sql) and `pipebench report`
  * (plots/report.c): exact Markdown and CSV tables of a made-up database (two seeds in
  * one cell give mean ± std, a failed run is ignored, diverged runs are counted and not
- * averaged, a tie or a lead inside the spread is not marked best, configurations that
+ * averaged, a cell of fewer than 3 seeds or a lead Welch's t-test does not separate is not
+ * marked best, --ci's intervals and level against hand-worked values, configurations that
  * look alike get a row each), run selection, and exit status 2 with a message for an
  * empty database and bad flags. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "plots/report.h"
 #include "plots/report_db.h"
+#include "plots/stats.h"
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 
@@ -96,16 +99,16 @@ END_TEST
 static const char accuracy_md[] =
     "Maximum validation accuracy (%) per schedule: mean \u00b1 std over the finished seeds of "
     "a cell (n: its seeds, the repeats of one counted once; diverged ones are counted, not "
-    "averaged), \u2013 where none; the best "
-    "of each row marked where its lead exceeds the spread.\n"
+    "averaged), \u2013 where none; the best of each row marked where it and the runner-up "
+    "each average at least 3 seeds and Welch's t-test separates them at the 5% level.\n"
     "\n"
-    "| optimizer | model | dataset       | D | gpipe                | pipedream         | "
+    "| optimizer | model | dataset       | D | gpipe                | pipedream     | "
     "pipeoptim     | pipeoptim (code) |\n"
-    "|:--------- |:----- |:------------- |:- | --------------------:| -----------------:| "
+    "|:--------- |:----- |:------------- |:- | --------------------:| -------------:| "
     "-------------:| ----------------:|\n"
-    "| adam      | mlp   | fashion-mnist | 2 |        70.00 (n = 1) |                 \u2013 | "
+    "| adam      | mlp   | fashion-mnist | 2 |        70.00 (n = 1) |             \u2013 | "
     "70.00 (n = 1) |                \u2013 |\n"
-    "| sgdm      | mlp   | fashion-mnist | 4 | 62.00 \u00b1 2.83 (n = 2) | **66.00** (n = 1) | "
+    "| sgdm      | mlp   | fashion-mnist | 4 | 62.00 \u00b1 2.83 (n = 2) | 66.00 (n = 1) | "
     "            \u2013 |    65.00 (n = 1) |\n";
 
 START_TEST(accuracy_md_exact)
@@ -129,7 +132,7 @@ START_TEST(accuracy_csv_exact)
                         "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0\n"
                         "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0\n"
                         "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0\n");
     free(t);
 }
@@ -145,11 +148,11 @@ START_TEST(accuracy_target)
                         "adam,mlp,fashion-mnist,2,gpipe,70,,1,1,0,0,0,1,10.0,1\n"
                         "adam,mlp,fashion-mnist,2,pipeoptim,70,,1,1,0,0,0,1,10.0,1\n"
                         "sgdm,mlp,fashion-mnist,4,gpipe,62,2.828427125,2,2,0,0,0,2,20.0,1\n"
-                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,1,0,2,20.0,1\n"
+                        "sgdm,mlp,fashion-mnist,4,pipedream,66,,1,1,0,0,0,2,20.0,1\n"
                         "sgdm,mlp,fashion-mnist,4,pipeoptim (code),65,,1,1,0,0,0,2,20.0,1\n");
     free(t);
     t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0.99);
-    ck_assert_msg(strstr(t, "| **66.00** (n = 1; not reached) |") != NULL, "%s", t);
+    ck_assert_msg(strstr(t, "| 66.00 (n = 1; not reached) |") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "to reach 99%") != NULL, "%s", t);
     free(t);
 }
@@ -348,11 +351,108 @@ START_TEST(latex_marks_best)
 {
     char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_LATEX, 0);
     ck_assert_msg(strstr(t, "sgdm & mlp & fashion-mnist & 4 & 62.00 $\\pm$ 2.83 (n = 2) & "
-                            "\\textbf{66.00} (n = 1) & -- & 65.00 (n = 1) \\\\\n") != NULL,
+                            "66.00 (n = 1) & -- & 65.00 (n = 1) \\\\\n") != NULL,
                   "%s", t);
     ck_assert_msg(strstr(t, "\\begin{tabular}{llllrrrr}\n\\toprule\n") != NULL, "%s", t);
     ck_assert_msg(strstr(t, "accuracy (\\%)") != NULL, "%s", t);
     free(t);
+}
+END_TEST
+
+/* Student's t in closed form for 2 and 4 degrees of freedom: the 0.975 quantile for 2,
+ * (2p − 1) / √(2p(1 − p)); the two-sided p-value of t for 4, 2(1 − F(t)) with F(t) = 1/2 +
+ * (3/8)·x·(1 − x²/12·4/4), x = t / √(1 + t²/4) (so x² = t² / (1 + t²/4)). */
+static double t2_quantile(double p)
+{
+    return (2 * p - 1) / sqrt(2 * p * (1 - p));
+}
+
+static double t4_two_sided(double t)
+{
+    double x = t / sqrt(1 + t * t / 4);
+    return 2 * (0.5 - 0.375 * x * (1 - x * x / 12));
+}
+
+START_TEST(stats_hand_worked)
+{
+    /* n = 3 and 3, sd 1 and 1: Welch's df = 4, t = gap / √(2/3) */
+    ck_assert_double_eq_tol(pb_stats_welch_p(72, 1, 3, 70, 1, 3), t4_two_sided(2 / sqrt(2.0 / 3)),
+                            1e-9);
+    ck_assert_double_eq_tol(pb_stats_welch_p(61, 1, 3, 71, 1, 3),
+                            t4_two_sided(10 / sqrt(2.0 / 3)), 1e-9);
+    ck_assert_double_eq_tol(pb_stats_ci_half(1, 3, 0.95), t2_quantile(0.975) / sqrt(3), 1e-9);
+    ck_assert_double_eq_tol(pb_stats_ci_half(2, 3, 0.90), 2 * t2_quantile(0.95) / sqrt(3), 1e-9);
+    ck_assert(isnan(pb_stats_ci_half(1, 1, 0.95)) && isnan(pb_stats_welch_p(1, 1, 1, 2, 1, 3)));
+    ck_assert(pb_stats_welch_p(5, 0, 3, 5, 0, 4) == 1 && pb_stats_welch_p(5, 0, 3, 6, 0, 3) == 0);
+}
+END_TEST
+
+/* Three seeds a cell (accuracies in %), one epoch each. */
+static void add_seeds(const char *optimizer, const char *schedule, int stages, const double *acc)
+{
+    struct pb_results *r;
+    struct pb_err e;
+    ck_assert_msg(pb_results_open(&r, db, &e) == 0, "%s", e.msg);
+    for (int s = 0; s < 3; s++) {
+        struct pb_run_info info = {
+            .model = "mlp", .dataset = "fashion-mnist", .schedule = schedule,
+            .optimizer = optimizer, .executor = "seq", .stages = stages,
+            .microbatch_size = 64, .microbatches = stages, .epochs = 1,
+            .seed = (uint64_t)s + 1, .lr = 0.01,
+        };
+        int64_t id = pb_results_run_begin(r, &info, &e);
+        ck_assert_msg(id > 0, "%s", e.msg);
+        struct pb_stage_record st[4] = {{0}};
+        struct pb_epoch_record rec = {.epoch = 0, .val_acc = acc[s] / 100, .samples = 1000,
+                                      .wall_s = 10, .throughput = 100, .lr = 0.01,
+                                      .nstages = stages, .stages = st};
+        ck_assert_msg(pb_results_epoch(r, id, &rec, &e) == 0, "%s", e.msg);
+        ck_assert_msg(pb_results_run_end(r, id, PB_RUN_DONE, NULL, &e) == 0, "%s", e.msg);
+    }
+    pb_results_close(r);
+}
+
+/* Two rows of three seeds a cell: rmsprop at D = 4, gpipe 70, 71, 72 against pipedream 60,
+ * 61, 62 (Welch p = 0.00025: gpipe marked); rmsprop at D = 2, gpipe 71, 72, 73 against
+ * pipedream 69, 70, 71 (p = 0.0705: a lead of twice the std, marked by the old spread rule,
+ * not at the 5% level; marked at --ci 90's 10%). --ci 95 shows 71.00 ± 2.48, the half-width
+ * t(0.975, 2)·1/√3 = 2.4841, and csv its bounds. */
+START_TEST(best_needs_welch)
+{
+    add_seeds("rmsprop", "gpipe", 4, (const double[]){70, 71, 72});
+    add_seeds("rmsprop", "pipedream", 4, (const double[]){60, 61, 62});
+    add_seeds("rmsprop", "gpipe", 2, (const double[]){71, 72, 73});
+    add_seeds("rmsprop", "pipedream", 2, (const double[]){69, 70, 71});
+    char *t = report(PB_REPORT_ACCURACY, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "| 4 | **71.00 \u00b1 1.00** (n = 3) | 61.00 \u00b1 1.00 (n = 3) |"),
+                  "%s", t);
+    ck_assert_msg(strstr(t, "| 2 |     72.00 \u00b1 1.00 (n = 3) | 70.00 \u00b1 1.00 (n = 3) |"),
+                  "%s", t);
+    free(t);
+    struct pb_report_opts o = {.table = PB_REPORT_ACCURACY, .format = PB_FORMAT_MD, .ci = 0.90};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    struct pb_err e;
+    ck_assert_msg(pb_report_write(db, &o, out, &e) == 0, "%s", e.msg);
+    fclose(out);
+    /* t(0.95, 2)·1/√3 = 1.6859 */
+    ck_assert_msg(strstr(buf, "| 2 | **72.00 \u00b1 1.69** (n = 3) |") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "90% confidence interval") && strstr(buf, "at the 10% level"),
+                  "%s", buf);
+    free(buf);
+    o.ci = 0.95;
+    o.format = PB_FORMAT_CSV;
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    ck_assert_msg(pb_report_write(db, &o, out, &e) == 0, "%s", e.msg);
+    fclose(out);
+    ck_assert_msg(strstr(buf, "best,shared_timing,ci_low,ci_high\n") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "rmsprop,mlp,fashion-mnist,4,gpipe,71,1,3,3,0,1,0,68.51586"),
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "rmsprop,mlp,fashion-mnist,2,gpipe,72,1,3,3,0,0,0,69.51586"),
+                  "%s", buf);
+    free(buf);
 }
 END_TEST
 
@@ -423,6 +523,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, memory_csv_exact);
     tcase_add_test(tc, staleness_md_csv_exact);
     tcase_add_test(tc, latex_marks_best);
+    tcase_add_test(tc, stats_hand_worked);
+    tcase_add_test(tc, best_needs_welch);
     tcase_add_test(tc, failed_run_ignored);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);

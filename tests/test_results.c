@@ -126,6 +126,39 @@ START_TEST(schema_v6_upgrade)
 }
 END_TEST
 
+/* A version 7 file (events of kinds F, B, U only) is upgraded in place: the events
+ * table takes I and W (the split backward) and keeps its rows. */
+START_TEST(schema_v7_upgrade)
+{
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "DROP TABLE events; CREATE TABLE events (run_id INTEGER NOT NULL "
+                              "REFERENCES runs(id) ON DELETE CASCADE, epoch INTEGER NOT NULL, "
+                              "device INTEGER NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL "
+                              "CHECK (kind IN ('F', 'B', 'U')), mb INTEGER, version INTEGER, "
+                              "ahead INTEGER, sync_version INTEGER, start_s REAL, end_s REAL, "
+                              "PRIMARY KEY (run_id, epoch, device, seq), FOREIGN KEY (run_id, "
+                              "epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE); "
+                              "INSERT INTO runs (id, created, status) VALUES (1, 'x', 'done'); "
+                              "INSERT INTO epochs (run_id, epoch) VALUES (1, 0); "
+                              "INSERT INTO events VALUES (1, 0, 0, 0, 'F', 0, 0, 0, 0, 0.5, 1.5); "
+                              "UPDATE schema_version SET version = 7",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_exec(d, "INSERT INTO events VALUES (1, 0, 0, 1, 'I', 0, 0, 0, 0, 1, 2)",
+                           NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_close(d);
+    pb_results_close(open_ok());
+    d = raw();
+    ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
+                     PB_RESULTS_SCHEMA_VERSION);
+    ck_assert_str_eq(query(d, "SELECT kind || end_s FROM events WHERE seq = 0"), "F1.5");
+    ck_assert(sqlite3_exec(d, "INSERT INTO events VALUES (1, 0, 0, 1, 'I', 0, 0, 0, 0, 1, 2); "
+                              "INSERT INTO events VALUES (1, 0, 0, 2, 'W', 0, 0, 0, 0, 2, 3)",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+}
+END_TEST
+
 START_TEST(schema_is_embedded)
 {
     char path[4096];
@@ -496,6 +529,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, open_creates_schema);
     tcase_add_test(tc, schema_v5_upgrade);
     tcase_add_test(tc, schema_v6_upgrade);
+    tcase_add_test(tc, schema_v7_upgrade);
     tcase_add_test(tc, schema_is_embedded);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, unwritable_paths);

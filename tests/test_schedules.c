@@ -109,6 +109,47 @@ static const struct golden_case goldens[] = {
      "B10 B11 U\n"
      "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 U F4 B4 F5 B5 F6 B6 F7 B7 U F8 B8 F9 B9 F10 B10 "
      "F11 B11 U\n"},
+    /* 1F1B with flush (semantics §4.9): per step of M, min(D−1−k, M) warm-up forwards,
+     * every op reads W^(b) in step b; ZB-H1 and ZB-H2 (§3): I then W, the W's deferred
+     * k·c times (c = 1, 2), the warm-up capped at M */
+    {"1f1b", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 B1:0 B2:0 B3:0 U F4:1 F5:1 F6:1 F7:1 B4:1 B5:1 B6:1 "
+     "B7:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 B2:0 B3:0 U F4:1 F5:1 F6:1 B4:1 F7:1 B5:1 B6:1 "
+     "B7:1 U\n"
+     "stage 2: F0:0 F1:0 B0:0 F2:0 B1:0 F3:0 B2:0 B3:0 U F4:1 F5:1 B4:1 F6:1 B5:1 F7:1 B6:1 "
+     "B7:1 U\n"
+     "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:1 B4:1 F5:1 B5:1 F6:1 B6:1 F7:1 "
+     "B7:1 U\n"},
+    {"zb-h1", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 I0:0 W0:0 I1:0 W1:0 I2:0 W2:0 I3:0 W3:0 U F4:1 F5:1 F6:1 "
+     "F7:1 I4:1 W4:1 I5:1 W5:1 I6:1 W6:1 I7:1 W7:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 I0:0 F3:0 I1:0 W0:0 I2:0 W1:0 I3:0 W2:0 W3:0 U F4:1 F5:1 F6:1 "
+     "I4:1 F7:1 I5:1 W4:1 I6:1 W5:1 I7:1 W6:1 W7:1 U\n"
+     "stage 2: F0:0 F1:0 I0:0 F2:0 I1:0 F3:0 I2:0 W0:0 I3:0 W1:0 W2:0 W3:0 U F4:1 F5:1 I4:1 "
+     "F6:1 I5:1 F7:1 I6:1 W4:1 I7:1 W5:1 W6:1 W7:1 U\n"
+     "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 I3:0 W0:0 W1:0 W2:0 W3:0 U F4:1 I4:1 F5:1 "
+     "I5:1 F6:1 I6:1 F7:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"},
+    /* the quick-start patch: stage 0 never splits, stage k > 0 splits its first k and its
+     * last steady iterations and its cool-down, the W's popped oldest first */
+    {"zb-h1", "quick-start", 8, 8, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 F4:0 B1:0 F5:0 B2:0 F6:0 B3:0 F7:0 B4:0 B5:0 B6:0 "
+     "B7:0 U\n"
+     "stage 1: F0:0 F1:0 F2:0 I0:0 F3:0 B1:0 F4:0 B2:0 F5:0 B3:0 F6:0 B4:0 F7:0 I5:0 W0:0 "
+     "I6:0 W5:0 I7:0 W6:0 W7:0 U\n"
+     "stage 2: F0:0 F1:0 I0:0 F2:0 I1:0 F3:0 B2:0 F4:0 B3:0 F5:0 B4:0 F6:0 B5:0 F7:0 I6:0 "
+     "W0:0 I7:0 W1:0 W6:0 W7:0 U\n"
+     "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 B3:0 F4:0 B4:0 F5:0 B5:0 F6:0 B6:0 F7:0 "
+     "I7:0 W0:0 W1:0 W2:0 W7:0 U\n"},
+    {"zb-h2", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 I0:0 I1:0 I2:0 W0:0 I3:0 W1:0 W2:0 W3:0 U F4:1 F5:1 F6:1 "
+     "F7:1 I4:1 I5:1 I6:1 W4:1 I7:1 W5:1 W6:1 W7:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 F3:0 I0:0 I1:0 I2:0 W0:0 I3:0 W1:0 W2:0 W3:0 U F4:1 F5:1 F6:1 "
+     "F7:1 I4:1 I5:1 I6:1 W4:1 I7:1 W5:1 W6:1 W7:1 U\n"
+     "stage 2: F0:0 F1:0 F2:0 I0:0 F3:0 I1:0 I2:0 I3:0 W0:0 W1:0 W2:0 W3:0 U F4:1 F5:1 F6:1 "
+     "I4:1 F7:1 I5:1 I6:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"
+     "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 I3:0 W0:0 W1:0 W2:0 W3:0 U F4:1 I4:1 F5:1 "
+     "I5:1 F6:1 I6:1 F7:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"},
     /* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (semantics §4.1, stage 0:
      * max(0, j−3)); B(j) sees its F's version. */
     {"pipedream", NULL, 8, 4, true,
@@ -426,10 +467,17 @@ static const char d1_per_mb[] =
     "stage 0: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U\n";
 static const char d1_mb2[] =
     "stage 0: F0:0 B0:0 F1:0 B1:0 U F2:1 B2:1 F3:1 B3:1 U F4:2 B4:2 U\n";
+static const char d1_split[] =
+    "stage 0: F0:0 I0:0 W0:0 F1:0 I1:0 W1:0 U F2:1 I2:1 W2:1 F3:1 I3:1 W3:1 U F4:2 I4:2 W4:2 "
+    "U\n";
 static const struct {
     const char *name, *variant, *expect;
 } single_stage_programs[] = {
     {"gpipe", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
+    {"1f1b", NULL, d1_mb2},
+    {"zb-h1", NULL, d1_split},
+    {"zb-h1", "quick-start", d1_mb2},
+    {"zb-h2", NULL, d1_split},
     {"pipedream", NULL, d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},
     {"spectrain", NULL, d1_per_mb},
@@ -463,7 +511,7 @@ START_TEST(single_stage)
 }
 END_TEST
 
-/* A hand-made program: tokens F<j>, B<j>, U; suffix s = STASHED, g = GROUP (s 0),
+/* A hand-made program: tokens F<j>, B<j>, I<j>, W<j>, U; suffix s = STASHED, g = GROUP (s 0),
  * b = BUFFERED (default LATEST). */
 static void parse(struct pb_program *pr, int device, const char *src)
 {
@@ -483,7 +531,11 @@ static void parse(struct pb_program *pr, int device, const char *src)
                        : *c == 'b' ? PB_W_BUFFERED : PB_W_LATEST;
         if (w != PB_W_LATEST)
             c++;
-        (kind == 'F' ? pb_program_f : pb_program_b)(pr, mb, w, 0, PB_PREDICT_PAPER);
+        if (kind == 'I' || kind == 'W')
+            pb_program_push(pr, (struct pb_op){.kind = kind == 'I' ? PB_OP_I : PB_OP_W,
+                                               .wsrc = (uint8_t)w, .mb = mb});
+        else
+            (kind == 'F' ? pb_program_f : pb_program_b)(pr, mb, w, 0, PB_PREDICT_PAPER);
     }
 }
 
@@ -529,6 +581,34 @@ START_TEST(validator_rejects)
             "has not run");
     invalid(1, 1, 1, (const char *[]){"F0 B0"},
             "stage 0 op 1 (B0): its gradient is never applied");
+    /* the split backward (semantics §4.10) */
+    invalid(1, 1, 1, (const char *[]){"F0 W0 I0 U"},
+            "stage 0 op 1 (W0): weight gradient before its input gradient I0; W comes after "
+            "its I");
+    invalid(1, 1, 1, (const char *[]){"F0 I0"},
+            "stage 0: micro-batch 0 has I0 (op 1) but no W0");
+    invalid(1, 1, 1, (const char *[]){"F0 I0 W0 B0 U"},
+            "stage 0 op 3 (B0): micro-batch 0 already has I0 (op 1); a micro-batch has one B, "
+            "or one I and one W");
+    invalid(1, 1, 1, (const char *[]){"F0 B0 W0 U"},
+            "stage 0 op 2 (W0): micro-batch 0 already has B0 (op 1)");
+    invalid(1, 1, 1, (const char *[]){"F0 I0 W0 W0 U"},
+            "stage 0 op 3 (W0): micro-batch 0 already has W0 (op 2)");
+    invalid(1, 1, 1, (const char *[]){"I0 F0 W0 U"},
+            "stage 0 op 0 (I0): backward before its forward F0");
+    invalid(1, 1, 1, (const char *[]){"F0 I0s W0 U"},
+            "stage 0 op 1 (I0): a split backward reads the latest weights");
+    invalid(1, 1, 1, (const char *[]){"F0 I0 W0"},
+            "stage 0 op 2 (W0): its gradient is never applied");
+    invalid(1, 1, 1, (const char *[]){"F0 I0 U W0 U"},
+            "stage 0 op 2 (U): an update between I0 (op 1) and W0");
+    /* I carries the gradient: its order across stages is FIFO like B's */
+    invalid(2, 2, 1, (const char *[]){"F0 F1 I1 W1 I0 W0 U", "F0 I0 W0 F1 I1 W1 U"},
+            "backward order differs between stages 0 and 1: backward #0 is I1 on stage 0 (op 2) "
+            "but I0 on stage 1 (op 1)");
+    invalid(2, 2, 1, (const char *[]){"F0 I0 W0 F1 I1 W1 U", "F0 F1 I0 W0 I1 W1 U"},
+            "deadlock with channel capacity 1; stage 0 at op 1 (I0) waits for the gradient of "
+            "stage 1");
 }
 END_TEST
 

@@ -40,7 +40,7 @@ START_TEST(test_gpipe_bubble)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int D = cases[i][0], M = cases[i][1], N = 3 * M;
         struct pb_sim_result r;
-        simulate("gpipe", D, N, M, (struct pb_sim_cost){1, 1, 0, 0}, D, &r);
+        simulate("gpipe", D, N, M, (struct pb_sim_cost){1, 1, 0, 0, 0, 0}, D, &r);
         ck_assert_double_eq(r.makespan_s, 3 * 2.0 * (M + D - 1));
         for (int k = 0; k < D; k++) {
             ck_assert_double_eq_tol(r.bubble[k], (double)(D - 1) / (M + D - 1), 1e-12);
@@ -61,7 +61,7 @@ START_TEST(test_async_steady_state)
 {
     int D = 4, N = 40;
     struct pb_sim_result r;
-    simulate("pipedream", D, N, 1, (struct pb_sim_cost){1, 2, 0, 0}, D, &r);
+    simulate("pipedream", D, N, 1, (struct pb_sim_cost){1, 2, 0, 0, 0, 0}, D, &r);
     ck_assert_double_eq(r.makespan_s, N * 3.0 + (D - 1) * 3.0);
     long first = 0;
     for (int k = 0; k < D; k++) {
@@ -93,7 +93,7 @@ END_TEST
 START_TEST(test_send_latency)
 {
     struct pb_sim_result r;
-    simulate("gpipe", 2, 1, 1, (struct pb_sim_cost){1, 1, 0, 0.25}, 2, &r);
+    simulate("gpipe", 2, 1, 1, (struct pb_sim_cost){1, 1, 0, 0.25, 0, 0}, 2, &r);
     ck_assert_double_eq(r.makespan_s, 4.5);
     pb_sim_result_finish(&r);
 }
@@ -109,7 +109,7 @@ START_TEST(test_blocking_send)
     struct pb_pipe p = {.stages = 2, .length = 4, .microbatches = 4, .optimizer = PB_OPT_SGD};
     struct pb_program progs[2];
     ck_assert(pb_programs_build(sch, &p, progs, &e) == 0);
-    struct pb_sim_cost costs[2] = {{1, 1, 0, 0}, {10, 1, 0, 0}};
+    struct pb_sim_cost costs[2] = {{1, 1, 0, 0, 0, 0}, {10, 1, 0, 0, 0, 0}};
     double f3_start[2];
     for (int cap = 1; cap <= 2; cap++) {
         struct pb_sim_result r;
@@ -128,7 +128,7 @@ END_TEST
 START_TEST(test_events_and_bad_costs)
 {
     struct pb_sim_result r;
-    simulate("pipedream-2bw", 3, 12, 3, (struct pb_sim_cost){1, 1, 0.5, 0}, 3, &r);
+    simulate("pipedream-2bw", 3, 12, 3, (struct pb_sim_cost){1, 1, 0.5, 0, 0, 0}, 3, &r);
     struct pb_pipe p = {.stages = 3, .length = 12, .microbatches = 3, .optimizer = PB_OPT_SGD};
     struct pb_err e;
     struct pb_program progs[3];
@@ -146,7 +146,7 @@ START_TEST(test_events_and_bad_costs)
         pb_version_plan_finish(&vp);
     }
     pb_sim_result_finish(&r);
-    struct pb_sim_cost bad[3] = {{1, 1, 0, 0}, {1, -1, 0, 0}, {1, 1, 0, 0}};
+    struct pb_sim_cost bad[3] = {{1, 1, 0, 0, 0, 0}, {1, -1, 0, 0, 0, 0}, {1, 1, 0, 0, 0, 0}};
     ck_assert(pb_simulate(&p, progs, bad, 3, false, &r, &e) != 0);
     ck_assert_msg(strstr(e.msg, "stage 1") != NULL, "%s", e.msg);
     bad[1].b = NAN;

@@ -26,9 +26,9 @@ static const char *const names[][2] = {
 static void costs_of(int which, int D, int slow, struct pb_sim_cost *c)
 {
     for (int k = 0; k < D; k++) {
-        c[k] = which == 0 ? (struct pb_sim_cost){0.3, 0.7, 0.1, 0.05}
+        c[k] = which == 0 ? (struct pb_sim_cost){0.3, 0.7, 0.1, 0.05, 0, 0}
                           : (struct pb_sim_cost){0.3 + 0.037 * k, 0.61 + 0.11 * (k % 3),
-                                                 0.013 * (k + 1), 0.021 * (k % 2)};
+                                                 0.013 * (k + 1), 0.021 * (k % 2), 0, 0};
         if (which == 2 && k == slow) {
             c[k].f *= 10;
             c[k].b *= 10;
@@ -155,7 +155,7 @@ START_TEST(test_over_program_bound)
     ck_assert(3LL * D * N > PB_MAX_PROGRAM_OPS);
     struct pb_sim_cost c[64];
     for (int k = 0; k < D; k++)
-        c[k] = (struct pb_sim_cost){1, 2, 0, 0};
+        c[k] = (struct pb_sim_cost){1, 2, 0, 0, 0, 0};
     struct pb_sim_result r;
     ck_assert_msg(!pb_simulate_pipe(sch, &p, NULL, c, D, false, &r, &e), "%s", e.msg);
     ck_assert(r.extrapolated && r.from_length < 1000);

@@ -74,9 +74,10 @@ static int check_events(const char *db, const struct pb_pipe *pipe, struct pb_pr
         const struct pb_op *op = &progs[dev].ops[seq];
         const struct pb_op_version *v = &plans[dev].ops[seq];
         int offset = epoch * updates[dev];
-        ck_assert_msg(kind == "FBU"[op->kind] && mb == (op->kind == PB_OP_U ? -1 : op->mb),
+        ck_assert_msg(kind == pb_op_letter(op->kind) &&
+                          mb == (op->kind == PB_OP_U ? -1 : op->mb),
                       "%s: epoch %d device %d op %d: logged %c%d, the program has %c%d", what,
-                      epoch, dev, seq, kind, mb, "FBU"[op->kind], op->mb);
+                      epoch, dev, seq, kind, mb, pb_op_letter(op->kind), op->mb);
         int version = sqlite3_column_int(st, 5), ahead = sqlite3_column_int(st, 6);
         int sync = sqlite3_column_int(st, 7);
         ck_assert_msg(version == offset + v->base && ahead == v->ahead && sync == offset + v->sync,

@@ -24,6 +24,12 @@ int pb_cmd_simulate(int argc, char **argv);  /* harness/cli/cli_simulate.c */
 int pb_cmd_resume(int argc, char **argv);    /* harness/cli/cli_resume.c */
 int pb_cmd_partition(int argc, char **argv); /* harness/cli/cli_partition.c */
 int pb_cmd_bleu(int argc, char **argv);      /* harness/cli/cli_bleu.c */
+int pb_cmd_reproduce(int argc, char **argv); /* harness/cli/cli_reproduce.c */
+
+struct pb_sweep;
+/* Prints why a sweep file (at file) did not load: each of s's errors with its line, or
+ * e's message when it has none. */
+void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e);
 
 struct pb_run_cfg;
 /* Runs c's repeats c->repeat .. c->repeats - 1 one after another and says how each

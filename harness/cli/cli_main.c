@@ -30,6 +30,8 @@ static const struct command commands[] = {
     {"compare", "run every schedule on one workload; print a comparison, draw figures",
      pb_cmd_compare},
     {"sweep", "run a grid of configurations from a sweep file, resumable", pb_cmd_sweep},
+    {"reproduce", "run an experiment kit (a paper's table) and print it beside the paper's",
+     pb_cmd_reproduce},
     {"bleu", "score translations against a reference in corpus BLEU (as sacreBLEU)",
      pb_cmd_bleu},
 };

@@ -14,7 +14,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: pipebench program --schedule S --stages D [--length N] [--microbatches M]\n"
             "                         [--variant V] [--optimizer O] [--versions] [--sync]\n\n"
-            "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\"\n"
+            "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\";\n"
+            "I3 and W3 are the split backward's input- and weight-gradient passes\n"
             "(docs/semantics.md §4 says what every schedule's ops read).\n\n"
             "  --schedule S      one of:");
     for (int i = 0; pb_schedules[i]; i++)
@@ -23,13 +24,15 @@ static void usage(FILE *f)
             "\n"
             "  --stages D        pipeline stages, D >= 1\n"
             "  --length N        micro-batches in the epoch (default 8)\n"
-            "  --microbatches M  micro-batches per update for gpipe, pipedream-2bw and xpipe\n"
-            "                    (default D); the other schedules update per micro-batch\n"
+            "  --microbatches M  micro-batches per update (the optimizer step) for gpipe, 1f1b,\n"
+            "                    zb-h1, zb-h2, pipedream-2bw and xpipe (default D); the\n"
+            "                    other schedules update per micro-batch\n"
             "  --variant V       a schedule's variant: pipeoptim and spectrain 'code',\n"
             "                    xpipe 'note' (default: the paper's form)\n"
             "  --optimizer O     sgd, sgdm, adam, adamw or rmsprop (default sgdm)\n"
-            "  --versions        tag each F and B with the weights it reads: ':u' for W^(u),\n"
-            "                    ':u+s' for weights predicted from W^(u) s updates ahead\n"
+            "  --versions        tag each F, B, I and W with the weights it reads: ':u' for\n"
+            "                    W^(u), ':u+s' for weights predicted from W^(u) s updates\n"
+            "                    ahead\n"
             "  --sync            with the versions, '|v': the version the synchronous run\n"
             "                    reads there (mini-batch j / updates per mini-batch)\n"
             "  --help            this text\n");

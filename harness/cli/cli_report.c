@@ -11,13 +11,14 @@
 static const char usage[] =
     "usage: pipebench report --table accuracy|throughput|bubble|sim-throughput|sim-bubble|\n"
     "                                memory|staleness|updates\n"
-    "                        [--db FILE] [--format md|csv|latex] [--target ACC]\n"
+    "                        [--db FILE] [--format md|csv|latex] [--target ACC] [--ci L]\n"
     "Prints a table of the runs with status done to stdout; the numbers are those of the\n"
     "views in results/views.sql, as `pipebench compare` and `pipebench plot` print them.\n"
     "  accuracy    maximum validation accuracy (%), the layout of PipeOptim's Table IV: a\n"
     "              row per optimizer, model, dataset and D, a column per schedule (and\n"
     "              variant); mean ± std over the runs of a cell; the best of a row marked\n"
-    "              where its lead over the runner-up exceeds their spread\n"
+    "              where it and the runner-up each average 3 seeds or more and Welch's\n"
+    "              t-test separates them at the 5% level (--ci L: at 100 - L %)\n"
     "  throughput  samples/s: a run's median over its epochs but the first (the warm-up)\n"
     "              of training samples over wall time, with the epochs' range; same\n"
     "              layout; a cell measured with the stages sharing cores (the seq\n"
@@ -42,6 +43,10 @@ static const char usage[] =
     "                 mean, std, n, runs, diverged, best, shared_timing), latex\n"
     "  --target ACC   accuracy table: also the epochs and training seconds until the first\n"
     "                 epoch whose validation accuracy reaches ACC, a fraction (0.8 for 80%)\n"
+    "  --ci L         accuracy, throughput, bubble and sim- tables: cells show mean ± the\n"
+    "                 half-width of the L% confidence interval of the mean (Student's t,\n"
+    "                 n - 1 degrees of freedom; L in (0, 100), e.g. 95), csv adds ci_low\n"
+    "                 and ci_high, and the best is tested at the 100 - L % level\n"
     PB_CLI_SELECT_HELP;
 
 static int lookup(const char *flag, const char *v, const char *const *names, int n)
@@ -87,6 +92,14 @@ int pb_cmd_report(int argc, char **argv)
                 return pb_cli_fail("--target is a validation accuracy as a fraction in (0, 1], "
                                    "as in compare (for 80% write --target 0.80)");
             o.target = t;
+        } else if (!strcmp(a, "--ci") && v) {
+            float l;
+            if (pb_arg_float("--ci", v, &l, &e))
+                return pb_cli_fail(e.msg);
+            if (!(l > 0 && l < 100))
+                return pb_cli_fail("--ci is a confidence level in percent, between 0 and 100 "
+                                   "(e.g. --ci 95)");
+            o.ci = l / 100.0;
         } else {
             fprintf(stderr, "pipebench: report: unexpected argument '%s'%s\n%s", a,
                     v ? "" : " (or a missing value)", usage);
@@ -103,6 +116,9 @@ int pb_cmd_report(int argc, char **argv)
         return PB_EXIT_USAGE;
     if (o.target > 0 && t != PB_REPORT_ACCURACY)
         return pb_cli_fail("--target applies to --table accuracy only");
+    if (o.ci > 0 && (t == PB_REPORT_MEMORY || t == PB_REPORT_STALENESS || t == PB_REPORT_UPDATES))
+        return pb_cli_fail("--ci applies to the per-schedule tables only: accuracy, "
+                           "throughput, bubble, sim-throughput, sim-bubble");
     o.table = (enum pb_report_table)t;
     o.format = (enum pb_report_format)f;
     if (pb_report_write(db, &o, stdout, &e))

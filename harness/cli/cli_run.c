@@ -119,11 +119,14 @@ int pb_cmd_list(int argc, char **argv)
         fprintf(stderr, "pipebench list: unexpected argument '%s'\n", argv[1]);
         return PB_EXIT_USAGE;
     }
-    printf("schedules:\n");
+    printf("schedules (family; what the pipe needs: D stages, N micro-batches, M per "
+           "update):\n");
     for (int i = 0; pb_schedules[i]; i++)
-        printf("  %-14s %s%s%s%s\n", pb_schedules[i]->name, pb_schedules[i]->summary,
-               *pb_schedules[i]->variants ? " (variants: " : "", pb_schedules[i]->variants,
-               *pb_schedules[i]->variants ? ")" : "");
+        printf("  %-14s [%s; %s] %s%s%s%s\n", pb_schedules[i]->name,
+               pb_schedules[i]->synchronous ? "synchronous" : "asynchronous",
+               pb_schedules[i]->uses_microbatches ? "D, N, M" : "D, N",
+               pb_schedules[i]->summary, *pb_schedules[i]->variants ? " (variants: " : "",
+               pb_schedules[i]->variants, *pb_schedules[i]->variants ? ")" : "");
     printf("models (presets: --preset NAME, * the default; semantics §5):\n");
     for (int i = 0; pb_workloads[i]; i++) {
         const struct pb_workload *w = pb_workloads[i];

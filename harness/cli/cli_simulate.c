@@ -18,7 +18,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: pipebench simulate --schedule S --stages D [--length N] [--microbatches M]\n"
             "                          [--variant V] [--optimizer O] [--microbatch-size b]\n"
-            "                          (--cost F,B,U[,SEND] | --run RUN [--db FILE])\n"
+            "                          (--cost F,B,U[,SEND[,I,W]] | --run RUN [--db FILE])\n"
             "                          [--record [--db FILE]]\n\n"
             "Runs the schedule's programs on D virtual devices, one per stage: each op takes\n"
             "its stage's cost, messages travel through the executors' FIFO channels\n"
@@ -26,9 +26,11 @@ static void usage(FILE *f)
             "receiving stage's copy time per message). A pipe of more than %lld ops is\n"
             "simulated op by op at a shorter N' and its verified steady state extrapolated\n"
             "to N (it says so); --record needs every op, so at most %lld.\n\n"
-            "  --cost F,B,U[,SEND]  seconds of one forward, backward and update on every\n"
-            "                       stage, and of a message's transfer (default 0)\n"
-            "  --run RUN            per stage, the median F, B and U times of the run's events\n"
+            "  --cost F,B,U[,SEND[,I,W]]  seconds of one forward, backward and update on\n"
+            "                       every stage, of a message's transfer (default 0), and\n"
+            "                       of the split backward's I and W (default 0)\n"
+            "  --run RUN            per stage, the median F, B, U, I and W times of the run's\n"
+            "                       events\n"
             "                       (its traced epochs) and its copy time per message; the\n"
             "                       pipe defaults to the run's, D must be the run's; then\n"
             "                       also each stage's peak bytes of parameters, weight\n"
@@ -95,7 +97,7 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
         return pb_err_set(e, "simulate: unexpected argument '%s' (see pipebench simulate "
                           "--help)", argv[optind]);
     if (!a->cost == !a->run)
-        return pb_err_set(e, "simulate: give the op costs either with --cost F,B,U[,SEND] or "
+        return pb_err_set(e, "simulate: give the op costs either with --cost F,B,U[,SEND[,I,W]] or "
                           "from a recorded run with --run RUN");
     if (a->microbatch_size < 0)
         return pb_err_set(e, "simulate: --microbatch-size must be positive (got %d)",
@@ -109,18 +111,19 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
 /* The costs of every stage from --cost. */
 static int costs_given(const char *spec, int D, struct pb_sim_cost *costs, struct pb_err *e)
 {
-    float v[4] = {0};
+    float v[6] = {0};
     int n = 1;
     for (const char *p = spec; *p; p++)
         n += *p == ',';
-    int rc = n == 3 || n == 4 ? pb_arg_floats("--cost", spec, v, n, e) : -1;
+    int rc = n == 3 || n == 4 || n == 6 ? pb_arg_floats("--cost", spec, v, n, e) : -1;
     if (rc == PB_ARG_RANGE)   /* well formed, too large: say so */
         return pb_err_prefix(e, "simulate: ");
     if (rc)
-        return pb_err_set(e, "simulate: --cost wants F,B,U or F,B,U,SEND in seconds, e.g. "
-                          "--cost 1,2,0.1 (got '%s')", spec);
+        return pb_err_set(e, "simulate: --cost wants F,B,U, F,B,U,SEND or F,B,U,SEND,I,W in "
+                          "seconds (I and W: the split backward's passes), e.g. --cost 1,2,0.1 "
+                          "(got '%s')", spec);
     for (int k = 0; k < D; k++)
-        costs[k] = (struct pb_sim_cost){v[0], v[1], v[2], v[3]};
+        costs[k] = (struct pb_sim_cost){v[0], v[1], v[2], v[3], v[4], v[5]};
     return 0;
 }
 
@@ -161,12 +164,20 @@ static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb
                           "only (got %d)", id, rc->stages, rc->stages, a->pipe.stages);
     *costs = pb_xcalloc((size_t)rc->stages, sizeof **costs);
     for (int k = 0; k < rc->stages; k++) {
-        const double *m = &rc->op_s[3 * k];
-        for (int kind = 0; kind < 3; kind++)
-            if (isnan(m[kind]))
+        double m[5];
+        memcpy(m, &rc->op_s[5 * k], sizeof m);
+        /* F and U always; B, or I and W, by the run's schedule (the others cost 0) */
+        int need[] = {PB_OP_F, PB_OP_U, isnan(m[PB_OP_B]) ? PB_OP_I : PB_OP_B,
+                      isnan(m[PB_OP_B]) ? PB_OP_W : PB_OP_B};
+        for (int i = 0; i < 4; i++)
+            if (isnan(m[need[i]]))
                 return pb_err_set(e, "simulate: run %lld kept no %c events of stage %d; rerun it "
-                                  "with --trace-epochs all (or give --cost)", id, "FBU"[kind], k);
-        (*costs)[k] = (struct pb_sim_cost){m[0], m[1], m[2], rc->recv_s[k]};
+                                  "with --trace-epochs all (or give --cost)", id,
+                                  pb_op_letter(need[i]), k);
+        for (int kind = 0; kind < 5; kind++)
+            m[kind] = isnan(m[kind]) ? 0.0 : m[kind];
+        (*costs)[k] = (struct pb_sim_cost){m[PB_OP_F], m[PB_OP_B], m[PB_OP_U], rc->recv_s[k],
+                                           m[PB_OP_I], m[PB_OP_W]};
     }
     return 0;
 }
@@ -188,14 +199,20 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
                "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",
                r->from_length, (long long)(p->length - r->from_length) / r->period_mbs,
                r->period_mbs, r->period_mbs == 1 ? "" : "es", r->period_s);
-    printf("stage   F (s)       B (s)       U (s)       recv (s)    busy (s)    bubble  "
-           "acts held  stashed\n");
+    bool split = false;  /* the split backward's costs given: their columns too */
     for (int k = 0; k < p->stages; k++)
-        printf("%-7d %-11.4g %-11.4g %-11.4g %-11.4g %-11.4g %5.1f%%  %-10d %d\n", k, costs[k].f,
-               costs[k].b, costs[k].u, costs[k].recv, r->busy_s[k], 100 * r->bubble[k],
-               r->acts_peak[k], r->stash_peak[k]);
-    printf("(acts held: most micro-batches a device keeps between F and B; stashed: most "
-           "weight copies its F ops keep for their B)\n");
+        split |= costs[k].i > 0 || costs[k].w > 0;
+    printf("stage   F (s)       B (s)       U (s)       %srecv (s)    busy (s)    bubble  "
+           "acts held  stashed\n", split ? "I (s)       W (s)       " : "");
+    for (int k = 0; k < p->stages; k++) {
+        printf("%-7d %-11.4g %-11.4g %-11.4g ", k, costs[k].f, costs[k].b, costs[k].u);
+        if (split)
+            printf("%-11.4g %-11.4g ", costs[k].i, costs[k].w);
+        printf("%-11.4g %-11.4g %5.1f%%  %-10d %d\n", costs[k].recv, r->busy_s[k],
+               100 * r->bubble[k], r->acts_peak[k], r->stash_peak[k]);
+    }
+    printf("(acts held: most micro-batches a device keeps between F and B, or W; stashed: "
+           "most weight copies its F ops keep for their B)\n");
 }
 
 /* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its
@@ -253,7 +270,8 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r,
                                          .bubble_frac = r->bubble[k], .versions_kept = -1,
                                          .f_mean = NAN, .f_max = NAN, .b_mean = NAN,
                                          .b_max = NAN, .sim_bubble = r->bubble[k],
-                                         .op_s = {a->costs[k].f, a->costs[k].b, a->costs[k].u}};
+                                         .op_s = {a->costs[k].f, a->costs[k].b, a->costs[k].u,
+                                                  a->costs[k].i, a->costs[k].w}};
         for (int m = 0; m < PB_MEM_NKINDS; m++)
             st[k].mem_peak[m] = -1;
     }

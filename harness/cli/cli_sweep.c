@@ -114,6 +114,22 @@ static int parse(int argc, char **argv, struct args *a)
     return 0;
 }
 
+void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e)
+{
+    if (!s->nerrors)
+        fprintf(stderr, "pipebench: %s\n", e->msg);
+    for (int i = 0; i < s->nerrors; i++) {
+        const struct pb_sweep_error *er = &s->errors[i];
+        if (er->line)
+            fprintf(stderr, "pipebench: %s:%d: %s\n", file, er->line, er->msg);
+        else
+            fprintf(stderr, "pipebench: %s: %s\n", file, er->msg);
+    }
+    if (s->nerrors)
+        fprintf(stderr, "pipebench: nothing was run; fix the sweep file (pipebench sweep "
+                        "--help describes it)\n");
+}
+
 static void print_plan(const struct pb_sweep *s, const bool *done, int ndone, bool list)
 {
     if (s->nunsupported)
@@ -146,18 +162,7 @@ static int sweep(const struct args *a)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cores / a->jobs > 0 ? (int)(cores / a->jobs) : 1;
     if (pb_sweep_load(&s, a->file, a->db, threads, &e)) {
-        if (!s.nerrors)
-            fprintf(stderr, "pipebench: %s\n", e.msg);
-        for (int i = 0; i < s.nerrors; i++) {
-            const struct pb_sweep_error *er = &s.errors[i];
-            if (er->line)
-                fprintf(stderr, "pipebench: %s:%d: %s\n", a->file, er->line, er->msg);
-            else
-                fprintf(stderr, "pipebench: %s: %s\n", a->file, er->msg);
-        }
-        if (s.nerrors)
-            fprintf(stderr, "pipebench: nothing was run; fix the sweep file (pipebench sweep "
-                            "--help describes it)\n");
+        pb_cli_sweep_errors(&s, a->file, &e);
         pb_sweep_finish(&s);
         return PB_EXIT_USAGE;
     }

@@ -278,10 +278,13 @@ struct pb_backend_ops {
      * ignore_index; the loss per token of a translation model). Writes the mean loss
      * (0 when M = 0), the count of counted rows whose argmax equals the label, and M to
      * device memory (out->loss, out->correct, out->count: read them with download after
-     * sync); dlogits [N,C] = (softmax - target) / M when not NULL, 0 on ignored rows. */
+     * sync); dlogits [N,C] = (softmax - target) / D when not NULL, 0 on ignored rows, with
+     * D = grad_rows when > 0 (the loss summed over each sentence's tokens and averaged over
+     * the grad_rows sentences: the objective the paper's GNMT trainer back-propagates),
+     * else D = M. */
     void (*softmax_xent)(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
-                         float *dlogits);
+                         int n, int c, float eps_ls, int ignore, int grad_rows,
+                         struct pb_xent_out *out, float *dlogits);
 
     /* embedding lookup: y[n, dim] = table[tok[i]] for n tokens held as floats (whole
      * numbers below 2^24); a token outside [0, vocab) fails the instance. The backward

@@ -251,6 +251,8 @@ static int load_data(struct pb_plan *r, struct pb_err *e)
     const struct pb_run_cfg *c = r->cfg;
     struct pb_dataset_opts opts;
     const char *ds = r->dataset = pb_plan_data_opts(r, &opts);
+    snprintf(r->dataset_label, sizeof r->dataset_label, opts.like ? "synthetic:%s" : "%s",
+             opts.like ? opts.like : ds);
     int rc = 0;
     opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
     if (opts.parts)

@@ -34,6 +34,8 @@ struct pb_plan {
     const struct pb_dist *dist;   /* NULL: one process holds every stage */
     int lo, hi;                   /* the stages this process holds: [lo, hi) */
     const char *dataset;          /* --dataset, or the preset's (the workload's) own */
+    char dataset_label[80];       /* as runs record it: the dataset, or "synthetic:cifar100"
+                                     for the synthetic stand-in of a model's dataset */
     struct pb_dataset train, val; /* loaded where a local stage is first or last */
     int ntrain, nval;             /* samples (known on every rank) */
     struct pb_model model;

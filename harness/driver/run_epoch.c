@@ -62,8 +62,13 @@ static double simulate_epoch(const struct pb_plan *r, struct pb_stage_record *sr
     for (int k = 0; k < d; k++) {
         int msgs = (k > 0 ? n : 0) + (k + 1 < d ? n : 0);  /* the messages stage k receives */
         double recv = msgs ? sr[k].comm_s / msgs : 0;
-        costs[k] = (struct pb_sim_cost){sr[k].op_s[0], sr[k].op_s[1], sr[k].op_s[2], recv};
-        complete &= !isnan(costs[k].f) && !isnan(costs[k].b) && !isnan(costs[k].u);
+        const double *o = sr[k].op_s;
+        /* F and U, and B or the split backward's I and W: a kind the programs lack costs 0 */
+        complete &= !isnan(o[PB_OP_F]) && !isnan(o[PB_OP_U]) &&
+                    (!isnan(o[PB_OP_B]) || (!isnan(o[PB_OP_I]) && !isnan(o[PB_OP_W])));
+        costs[k] = (struct pb_sim_cost){o[PB_OP_F], isnan(o[PB_OP_B]) ? 0 : o[PB_OP_B],
+                                        o[PB_OP_U], recv, isnan(o[PB_OP_I]) ? 0 : o[PB_OP_I],
+                                        isnan(o[PB_OP_W]) ? 0 : o[PB_OP_W]};
     }
     double makespan = NAN;
     struct pb_sim_result res;

@@ -35,7 +35,7 @@ int pb_run_row_begin(const struct pb_plan *r, struct pb_run_bleu *bleu, int star
         struct pb_run_info info = {
             .config_json = json,
             .model = c->model,
-            .dataset = r->dataset,
+            .dataset = r->dataset_label,
             .schedule = c->schedule,
             .variant = c->variant,
             .optimizer = c->optimizer,

@@ -336,7 +336,7 @@ int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_pr
             tag = PB_TAG_FWD;
             in.shape = s->in_shape;
             rcomm = l.recv_prev;
-        } else if (op->kind == PB_OP_B && k < ndev - 1) {
+        } else if (pb_op_carries_grad(op->kind) && k < ndev - 1) {
             from = k + 1;
             tag = PB_TAG_BWD;
             in.shape = s->out_shape;

@@ -10,7 +10,7 @@ static bool ready(const struct pb_op *op, int k, int ndev, const struct pb_msgq 
 {
     if (op->kind == PB_OP_F && k > 0)
         return fwd[k - 1].count > 0;
-    if (op->kind == PB_OP_B && k < ndev - 1)
+    if (pb_op_carries_grad(op->kind) && k < ndev - 1)
         return bwd[k].count > 0;
     return true;
 }
@@ -36,7 +36,7 @@ int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *pr
                 struct pb_msg in = {0}, out = {0};
                 if (op->kind == PB_OP_F && k > 0)
                     in = pb_msgq_pop(&fwd[k - 1]);
-                else if (op->kind == PB_OP_B && k < ndev - 1)
+                else if (pb_op_carries_grad(op->kind) && k < ndev - 1)
                     in = pb_msgq_pop(&bwd[k]);
                 rc = pb_worker_exec(&workers[k], op, &in, &out, e);
                 pb_msg_free(&in);

@@ -110,7 +110,7 @@ static void *device_main(void *arg)
         bool ok = true;
         if (op->kind == PB_OP_F && d->k > 0)
             ok = chan_recv(sh, &sh->fwd[d->k - 1], &in, &w->st.wait_s);
-        else if (op->kind == PB_OP_B && d->k < d->ndev - 1)
+        else if (pb_op_carries_grad(op->kind) && d->k < d->ndev - 1)
             ok = chan_recv(sh, &sh->bwd[d->k], &in, &w->st.wait_s);
         if (!ok)
             return NULL;

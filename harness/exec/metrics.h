@@ -18,7 +18,8 @@ struct pb_stage_record {
     /* prediction error ||W_hat - W|| / ||W|| over pred_count predictions (0: none) */
     double pred_err_mean, pred_err_max;
     int64_t pred_count;
-    double op_s[3];      /* median seconds of the epoch's F, B and U ops (NaN: none ran) */
+    double op_s[5];      /* median seconds of the epoch's F, B, U, I and W ops, by enum
+                            pb_op_kind (NaN: none ran) */
     double sim_bubble;   /* the device's bubble in the simulation of the epoch with those
                             costs, one device per stage (design §6.6); NaN: not simulated */
 };
@@ -26,9 +27,9 @@ struct pb_stage_record {
 /* One op a device ran, for timelines. */
 struct pb_event_record {
     int device, seq;    /* seq: the op's position in the device's program */
-    char kind;          /* 'F', 'B' or 'U' */
+    char kind;          /* 'F', 'B', 'U', 'I' or 'W' */
     int mb;             /* micro-batch; < 0 for U (stored as NULL) */
-    int version;        /* weight version read (F, B) or produced (U) */
+    int version;        /* weight version read (F, B, I, W) or produced (U) */
     int ahead;          /* prediction look-ahead s, 0 when none */
     double start_s, end_s;   /* seconds since the epoch began */
     int sync_version;   /* the version a synchronous run reads at this op (U: as version) */

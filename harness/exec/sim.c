@@ -53,9 +53,15 @@ static void wake(struct sim *s, int d)
     }
 }
 
-static double op_cost(const struct pb_sim_cost *c, const struct pb_op *op)
+double pb_sim_op_cost(const struct pb_sim_cost *c, int kind)
 {
-    return op->kind == PB_OP_F ? c->f : op->kind == PB_OP_B ? c->b : c->u;
+    switch (kind) {
+    case PB_OP_F: return c->f;
+    case PB_OP_B: return c->b;
+    case PB_OP_I: return c->i;
+    case PB_OP_W: return c->w;
+    default: return c->u;
+    }
 }
 
 static void record(struct sim *s, int k, const struct pb_op *op, double start, double end)
@@ -63,7 +69,7 @@ static void record(struct sim *s, int k, const struct pb_op *op, double start, d
     if (!s->r->events)
         return;
     s->r->events[s->first[k] + s->dev[k].pc] = (struct pb_event_record){
-        .device = k, .seq = s->dev[k].pc, .kind = "FBU"[op->kind],
+        .device = k, .seq = s->dev[k].pc, .kind = pb_op_letter(op->kind),
         .mb = op->kind == PB_OP_U ? -1 : op->mb, .start_s = start, .end_s = end};
 }
 
@@ -75,7 +81,7 @@ static void run_device(struct sim *s, int k)
     struct dev *d = &s->dev[k];
     while (d->pc < prog->n) {
         const struct pb_op *op = &prog->ops[d->pc];
-        bool f = op->kind == PB_OP_F, b = op->kind == PB_OP_B;
+        bool f = op->kind == PB_OP_F, b = pb_op_carries_grad(op->kind);
         struct chan *in = f && k > 0 ? &s->fwd[k - 1] : b && k + 1 < D ? &s->bwd[k] : NULL;
         struct chan *out = f && k + 1 < D ? &s->fwd[k] : b && k > 0 ? &s->bwd[k - 1] : NULL;
         if (!d->sending) {
@@ -94,7 +100,7 @@ static void run_device(struct sim *s, int k)
                 wake(s, in->waiting_send);
                 in->waiting_send = -1;
             }
-            double c = op_cost(&s->costs[k], op);
+            double c = pb_sim_op_cost(&s->costs[k], op->kind);
             d->start = start;
             d->end = start + c;
             s->r->busy_s[k] += c;
@@ -130,13 +136,14 @@ static void run_device(struct sim *s, int k)
     }
 }
 
-/* Most micro-batches held between F and B, in program order (timing does not change
- * it: a device runs its ops in order). */
+/* Most micro-batches held between F and B or W, in program order (timing does not
+ * change it: a device runs its ops in order). */
 int pb_sim_acts_peak(const struct pb_program *prog)
 {
     int live = 0, peak = 0;
     for (int i = 0; i < prog->n; i++) {
-        live += prog->ops[i].kind == PB_OP_F ? 1 : prog->ops[i].kind == PB_OP_B ? -1 : 0;
+        int kind = prog->ops[i].kind;
+        live += kind == PB_OP_F ? 1 : pb_op_accumulates(kind) ? -1 : 0;
         peak = live > peak ? live : peak;
     }
     return peak;
@@ -179,11 +186,12 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     long total = 0;
     for (int k = 0; k < D; k++) {
         const struct pb_sim_cost *c = &costs[k];
-        if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->recv)) ||
-            c->f < 0 || c->b < 0 || c->u < 0 || c->recv < 0)
+        if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->recv) &&
+              isfinite(c->i) && isfinite(c->w)) ||
+            c->f < 0 || c->b < 0 || c->u < 0 || c->recv < 0 || c->i < 0 || c->w < 0)
             return pb_err_set(e, "simulate: stage %d's costs must be finite and non-negative "
-                              "(got F %g, B %g, U %g, recv %g s)", k, c->f, c->b, c->u,
-                              c->recv);
+                              "(got F %g, B %g, U %g, recv %g, I %g, W %g s)", k, c->f, c->b,
+                              c->u, c->recv, c->i, c->w);
         total += progs[k].n;
     }
     pb_sim_result_init(r, D);

@@ -13,10 +13,14 @@
 #include "harness/ir/program.h"
 
 /* Seconds one op of each kind takes on a stage, and a message's transfer time into it
- * (from either neighbour: what a run measures as the receiver's copy time). */
+ * (from either neighbour: what a run measures as the receiver's copy time); i and w:
+ * the split backward's input- and weight-gradient passes (b = i + w for most layers). */
 struct pb_sim_cost {
-    double f, b, u, recv;
+    double f, b, u, recv, i, w;
 };
+
+/* The cost of one op of kind `kind` (enum pb_op_kind). */
+double pb_sim_op_cost(const struct pb_sim_cost *c, int kind);
 
 struct pb_sim_result {
     int stages;
@@ -25,7 +29,7 @@ struct pb_sim_result {
     double *busy_s;                 /* [D] time in ops */
     double *bubble;                 /* [D] idle fraction: 1 − busy_s / makespan_s */
     int *acts_peak;                 /* [D] most micro-batches whose activations a device
-                                       holds at once (forwarded, not yet backpropagated) */
+                                       holds at once (forwarded, their B or W not run) */
     int *stash_peak;                /* [D] most stashed weight versions held at once */
     int *wcopies_peak;              /* [D] copies of the stage's weights its store holds at
                                        most: the stash, XPipe's mini-batch predictions,
@@ -68,8 +72,8 @@ int pb_sim_times(const struct pb_pipe *p, const struct pb_program *progs,
 void pb_sim_peaks(const struct pb_pipe *p, const struct pb_program *prog, int *acts,
                   int *stash, int *wcopies);
 
-/* Most micro-batches a program holds between F and B (its activations), from the order
- * of its ops alone. */
+/* Most micro-batches a program holds between F and B or W (its activations), from the
+ * order of its ops alone. */
 int pb_sim_acts_peak(const struct pb_program *prog);
 
 #endif

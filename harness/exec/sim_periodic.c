@@ -48,11 +48,6 @@ struct per {
     double T, tol;
 };
 
-static double op_cost(const struct pb_sim_cost *c, int kind)
-{
-    return kind == PB_OP_F ? c->f : kind == PB_OP_B ? c->b : c->u;
-}
-
 /* N' + P's op at position x of device k is N''s op img(x), later by shift(x). */
 static int img(const struct per *q, int k, int x)
 {
@@ -93,7 +88,7 @@ static bool op_holds(const struct per *q, int k, int x)
 {
     int i = img(q, k, x);
     const struct pb_op *op = &q->b[k].ops[i];
-    bool f = op->kind == PB_OP_F, b = op->kind == PB_OP_B;
+    bool f = op->kind == PB_OP_F, b = pb_op_carries_grad(op->kind);
     int j = f || b ? q->idx[q->first[k] + i] + (i == x ? 0 : q->P) : -1;
     double start = t_free(q, k, x - 1);
     if (f && k > 0) {
@@ -104,7 +99,7 @@ static bool op_holds(const struct per *q, int k, int x)
         double a = t_free(q, k + 1, pos_b(q, k + 1, j)) + q->costs[k].recv;
         start = a > start ? a : start;
     }
-    double free_at = start + op_cost(&q->costs[k], op->kind);
+    double free_at = start + pb_sim_op_cost(&q->costs[k], op->kind);
     if (f && k + 1 < q->D && j >= q->cap) {
         double room = t_start(q, k + 1, pos_f(q, k + 1, j - q->cap));
         free_at = room > free_at ? room : free_at;
@@ -236,7 +231,7 @@ static int attempt(const struct pb_schedule *sch, const struct pb_pipe *p,
             if (kind == PB_OP_F) {
                 *id = nf;
                 pf[nf++] = i;
-            } else if (kind == PB_OP_B) {
+            } else if (pb_op_carries_grad(kind)) {
                 *id = nbk;
                 pbk[nbk++] = i;
             } else {
@@ -277,7 +272,7 @@ static int attempt(const struct pb_schedule *sch, const struct pb_pipe *p,
     for (int k = 0; k < D; k++) {
         double block = 0;
         for (int i = q.cut[k]; i < q.cut[k] + q.len[k]; i++)
-            block += op_cost(&costs[k], b[k].ops[i].kind);
+            block += pb_sim_op_cost(&costs[k], b[k].ops[i].kind);
         r->busy_s[k] = rs.busy_s[k] + (double)delta * block;
         r->ops += delta * q.len[k];
         r->acts_peak[k] = peaks[3 * k];

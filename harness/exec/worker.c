@@ -1,4 +1,4 @@
-/* harness/exec/worker.c — one device's execution of F, B and U ops (worker.h), with the
+/* harness/exec/worker.c — one device's execution of F, B, I, W and U ops (worker.h), with the
  * weight-version rules of semantics §4 and the staleness and prediction-error metrics
  * of semantics §6.2 and §6.3. */
 #include "harness/exec/worker.h"
@@ -71,7 +71,7 @@ void pb_worker_finish(struct pb_worker *w)
     pb_backend_free(w->stage->be, w->lengths);
     free(w->acts);
     free(w->events);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PB_OP_NKINDS; k++)
         free(w->op_times[k].s);
     pb_version_plan_finish(&w->plan);
     free(w->host_y);
@@ -94,7 +94,7 @@ int pb_worker_begin_epoch(struct pb_worker *w, int epoch, const struct pb_progra
     if (pb_wstore_reserve(&w->ws, w->plan.stash_slots, w->plan.group_slots, e))
         return -1;
     memset(&w->st, 0, sizeof w->st);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PB_OP_NKINDS; k++)
         w->op_times[k].n = 0;
     pb_optim_set_epoch(&w->optim, epoch);
     pb_backend_reset_peaks(w->stage->be);
@@ -324,7 +324,7 @@ static void note_event(struct pb_worker *w, const struct pb_op *op, const struct
     *ev = (struct pb_event_record){
         .device = w->stage->index,
         .seq = (int)(op - w->prog->ops),
-        .kind = op->kind == PB_OP_F ? 'F' : op->kind == PB_OP_B ? 'B' : 'U',
+        .kind = pb_op_letter(op->kind),
         .mb = op->kind == PB_OP_U ? -1 : op->mb,
         .version = (int)(w->u_epoch + v->base),
         .ahead = v->ahead,
@@ -514,6 +514,9 @@ static int exec_forward(struct pb_worker *w, const struct pb_op *op, struct pb_m
     return 0;
 }
 
+/* B, or the split backward's I: receives dY (but on the last stage), sends dX (but on
+ * the first); B adds the micro-batch's gradient, I leaves the weight gradients of the
+ * layers that split to W. */
 static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_msg *in,
                          struct pb_msg *out, struct pb_err *e)
 {
@@ -526,8 +529,11 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     const float *wts = resolve(w, op, v, e);
     struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL,
                             NULL};
-    int rc = wts ? pb_stage_backward(s, &c, wts, &w->acts[op->mb], is_last(w) ? NULL : &dy, &dx, e)
-                 : -1;
+    const struct pb_tensor *dyp = is_last(w) ? NULL : &dy;
+    int rc = !wts                  ? -1
+             : op->kind == PB_OP_I ? pb_stage_backward_input(s, &c, wts, &w->acts[op->mb], dyp,
+                                                             &dx, e)
+                                   : pb_stage_backward(s, &c, wts, &w->acts[op->mb], dyp, &dx, e);
     pb_backend_free(s->be, dy.data);
     if (rc) {
         clock_drop(s->be, &clk);
@@ -536,14 +542,39 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
     if (op->wsrc == PB_W_STASHED && !v->live)
         pb_wstore_unstash(&w->ws, w->u_epoch + v->base);
-    w->nacc++;
-    w->last_b_mb = op->mb;
+    if (op->kind == PB_OP_B) {
+        w->nacc++;
+        w->last_b_mb = op->mb;
+    }
     double dt = clock_stop(s->be, &clk);
     w->st.busy_s += dt;
     note_staleness(w, op, v);
     note_event(w, op, v, clk.t0, clk.t0 + dt);
     if (!is_first(w))
         tensor_to_msg(w, &dx, true, out);
+    return 0;
+}
+
+/* The split backward's W: the weight gradients I left, from what F and I kept; adds the
+ * micro-batch's gradient, sends nothing. */
+static int exec_weights(struct pb_worker *w, const struct pb_op *op, struct pb_err *e)
+{
+    struct pb_stage *s = w->stage;
+    struct op_clock clk = clock_start(s->be);
+    const struct pb_op_version *v = version_of(w, op);
+    PB_CHECK(op->wsrc == PB_W_LATEST && w->u_epoch + v->base == w->u);
+    struct pb_step_ctx c = {true, w->seed, (int64_t)w->epoch * w->pipe.length + op->mb, NULL,
+                            NULL};
+    if (pb_stage_backward_weights(s, &c, &w->acts[op->mb], e)) {
+        clock_drop(s->be, &clk);
+        return -1;
+    }
+    w->nacc++;
+    w->last_b_mb = op->mb;
+    double dt = clock_stop(s->be, &clk);
+    w->st.busy_s += dt;
+    note_staleness(w, op, v);
+    note_event(w, op, v, clk.t0, clk.t0 + dt);
     return 0;
 }
 
@@ -589,11 +620,13 @@ int pb_worker_exec(struct pb_worker *w, const struct pb_op *op, struct pb_msg *i
     switch ((enum pb_op_kind)op->kind) {
     case PB_OP_F: rc = exec_forward(w, op, in, out, e); break;
     case PB_OP_B: rc = exec_backward(w, op, in, out, e); break;
+    case PB_OP_I: rc = exec_backward(w, op, in, out, e); break;
+    case PB_OP_W: rc = exec_weights(w, op, e); break;
     case PB_OP_U: rc = exec_update(w, op, e); break;
     default: PB_CHECK(!"unknown op kind"); rc = -1;
     }
     if (rc)
-        pb_err_prefix(e, "stage %d, %c%d: ", w->stage->index, "FBU"[op->kind], op->mb);
+        pb_err_prefix(e, "stage %d, %c%d: ", w->stage->index, pb_op_letter(op->kind), op->mb);
     return rc;
 }
 
@@ -639,7 +672,7 @@ void pb_worker_record(struct pb_worker *w, struct pb_stage_record *r)
     r->pred_count = st->pred_count;
     r->pred_err_mean = st->pred_count ? st->pred_err_sum / (double)st->pred_count : 0;
     r->pred_err_max = st->pred_err_max;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PB_OP_NKINDS; k++)
         r->op_s[k] = median_time(w->op_times[k].s, w->op_times[k].n);
     r->sim_bubble = NAN;
 }

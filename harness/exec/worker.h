@@ -101,7 +101,8 @@ struct pb_worker {
     struct {
         double *s;                  /* [n] this epoch's op durations of one kind */
         int n, cap;
-    } op_times[3];                  /* F, B, U: their medians are the simulator's costs */
+    } op_times[5];                  /* by enum pb_op_kind: their medians are the
+                                       simulator's costs */
     struct pb_worker_stats st;
 };
 

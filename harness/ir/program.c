@@ -55,6 +55,16 @@ void pb_program_u(struct pb_program *p)
     pb_program_push(p, (struct pb_op){.kind = PB_OP_U, .wsrc = PB_W_LATEST, .mb = -1});
 }
 
+void pb_program_i(struct pb_program *p, int mb)
+{
+    push_pass(p, PB_OP_I, mb, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+}
+
+void pb_program_w(struct pb_program *p, int mb)
+{
+    push_pass(p, PB_OP_W, mb, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+}
+
 void pb_program_eval(struct pb_program *p, int device, int nbatches)
 {
     pb_program_init(p, device);
@@ -94,7 +104,7 @@ void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program 
             fputs(" U", f);
             continue;
         }
-        fprintf(f, " %c%d", op->kind == PB_OP_F ? 'F' : 'B', (int)op->mb);
+        fprintf(f, " %c%d", pb_op_letter(op->kind), (int)op->mb);
         if (!versions)
             continue;
         const struct pb_op_version *v = &vp.ops[i];

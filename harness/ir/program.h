@@ -1,6 +1,8 @@
 /* harness/ir/program.h — the op IR every schedule emits (design §2.1, §2.2).
  * A program is one device's ordered list of ops: F(j) forward, B(j) backward,
- * U optimizer update. Each F and B names the weight source it reads, so the
+ * U optimizer update, and the split backward's I(j) (input gradient: receives dY,
+ * sends dX, adds nothing to the gradient buffer) and W(j) (weight gradient from what
+ * F(j) and I(j) kept: adds into the gradient buffer, sends nothing). Each F and B names the weight source it reads, so the
  * version every op used is explicit and derivable from the program alone
  * (pb_program_versions). Schedules (schedules/) fill programs; the validator,
  * executors, `pipebench program` and the traces read them. */
@@ -14,7 +16,14 @@
 #include "harness/base/err.h"
 #include "harness/optim/optim.h"
 
-enum pb_op_kind { PB_OP_F, PB_OP_B, PB_OP_U };
+enum pb_op_kind { PB_OP_F, PB_OP_B, PB_OP_U, PB_OP_I, PB_OP_W, PB_OP_NKINDS };
+
+/* The letter of an op kind: F, B, U, I, W. */
+static inline char pb_op_letter(int kind) { return "FBUIW"[kind]; }
+/* Whether the op receives dY from the next stage and sends dX to the one before (B, I). */
+static inline bool pb_op_carries_grad(int kind) { return kind == PB_OP_B || kind == PB_OP_I; }
+/* Whether the op adds a micro-batch's gradient into the buffer a U applies (B, W). */
+static inline bool pb_op_accumulates(int kind) { return kind == PB_OP_B || kind == PB_OP_W; }
 
 /* The ranges a pipe is checked against before any program is built. */
 #define PB_MAX_STAGES 1024
@@ -34,11 +43,11 @@ enum pb_wsrc {
 
 struct pb_op {
     uint8_t kind;   /* enum pb_op_kind */
-    uint8_t wsrc;   /* enum pb_wsrc (F and B) */
+    uint8_t wsrc;   /* enum pb_wsrc (F, B, I, W; I and W read PB_W_LATEST) */
     uint8_t pform;  /* enum pb_predict_variant: the ΔW form of a prediction */
     int16_t s;      /* look-ahead of PB_W_PREDICTED / PB_W_GROUP */
     int16_t chunk;  /* model chunk on this device (0 for the seed schedules) */
-    int32_t mb;     /* micro-batch index within the epoch (F and B); -1 for U */
+    int32_t mb;     /* micro-batch index within the epoch (F, B, I, W); -1 for U */
 };
 
 struct pb_program {
@@ -51,7 +60,8 @@ struct pb_program {
 struct pb_pipe {
     int stages;        /* D ≥ 1 */
     int length;        /* N: micro-batches in the epoch */
-    int microbatches;  /* M: micro-batches per update (gpipe, pipedream-2bw, xpipe) */
+    int microbatches;  /* M: micro-batches per update (gpipe, 1f1b, zb-h1, zb-h2,
+                          pipedream-2bw, xpipe) */
     enum pb_optim_kind optimizer;
     const char *variant;  /* NULL or "" for the default; "code", "note" (semantics §4.8) */
 };
@@ -60,6 +70,8 @@ struct pb_schedule {
     const char *name, *summary;
     const char *variants;          /* comma-separated accepted variants, "" if none */
     bool uses_microbatches;        /* M matters (else one update per micro-batch) */
+    bool synchronous;              /* every op reads the version a synchronous run reads
+                                      (lag 0: the family `pipebench list` shows) */
     /* Rejects pipes the schedule cannot run, with a message saying what to change. */
     int (*check)(const struct pb_pipe *p, struct pb_err *e);
     /* Appends device d's program for one epoch. */
@@ -77,6 +89,9 @@ void pb_program_push(struct pb_program *p, struct pb_op op);
 void pb_program_f(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
 void pb_program_b(struct pb_program *p, int mb, enum pb_wsrc w, int s, enum pb_predict_variant form);
 void pb_program_u(struct pb_program *p);
+/* The split backward's two passes, reading the latest weights. */
+void pb_program_i(struct pb_program *p, int mb);
+void pb_program_w(struct pb_program *p, int mb);
 /* The forward-only program of a validation pass on one device: F0 … F(n−1), each
  * reading the latest weights (semantics §1.4: validation never uses predicted weights). */
 void pb_program_eval(struct pb_program *p, int device, int nbatches);
@@ -118,9 +133,11 @@ void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
                           const struct pb_program *prog);
 void pb_version_plan_finish(struct pb_version_plan *vp);
 
-/* Checks: every F before its B on a stage; every micro-batch's F and B on every
- * stage exactly once; forward order on stage k+1 equals that on stage k and backward
- * order on stage k equals that on stage k+1 (FIFO channels); no deadlock when each
+/* Checks: every micro-batch has on every stage exactly one F and either one B or one
+ * I and one W (semantics §4.10), B or I after its F, W after its I, I and W reading
+ * the latest weights; forward order on stage k+1 equals that on stage k and the order
+ * of the gradient-carrying ops (B, I) on stage k equals that on stage k+1 (FIFO
+ * channels); no deadlock when each
  * device runs its program with blocking sends into channels of capacity `capacity`;
  * every weight version read exists when read. */
 int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
@@ -129,7 +146,8 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
 /* What pb_program_print adds to each F and B (flags, or-ed). */
 enum { PB_PRINT_VERSIONS = 1, PB_PRINT_SYNC = 2 };
 
-/* Text form (semantics §4): "stage 0: F0 F1 B0 U ..."; with PB_PRINT_VERSIONS the version
+/* Text form (semantics §4): "stage 0: F0 F1 B0 U ...", "I3", "W3" for the split
+ * backward; with PB_PRINT_VERSIONS the version
  * plan's read version, "F4:1+3 B1:0" (":?" where the program cannot supply it); with
  * PB_PRINT_SYNC also the version a synchronous run reads, "F4:1|4". */
 void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,

@@ -1,35 +1,85 @@
 /* harness/ir/validate.c — pb_programs_validate (program.h; semantics §4.7,
- * design §5.3): every micro-batch once per stage, FIFO-consistent orders across
+ * design §5.3, semantics §4.10): every micro-batch's F and B (or I then W) once per
+ * stage, FIFO-consistent orders across
  * stages, no deadlock with blocking sends, every weight version read exists. */
 #include <string.h>
 
 #include "harness/ir/program.h"
 
-/* "F3", "B3" or "U" */
+/* "F3", "B3", "I3", "W3" or "U" */
 static const char *tok(const struct pb_op *op, char buf[24])
 {
     if (op->kind == PB_OP_U)
         return "U";
-    snprintf(buf, 24, "%c%d", op->kind == PB_OP_F ? 'F' : 'B', (int)op->mb);
+    snprintf(buf, 24, "%c%d", pb_op_letter(op->kind), (int)op->mb);
     return buf;
 }
 
-/* Each op well formed; each mb of [0, N) has one F and, later, one B; every B's
- * gradient reaches a U. fpos/bpos[mb] receive the op indices. */
-static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, int *fpos,
-                       int *bpos, struct pb_err *e)
+/* Positions of one stage's passes per micro-batch: F, the gradient-carrying B or I,
+ * and W (each -1 when absent). */
+struct passes {
+    int *f, *b, *w;
+};
+
+/* A B, I or W of op->mb: checks its place against F (and I) and records it. */
+static int check_backward(const struct pb_program *prog, int i, struct passes *ps,
+                          struct pb_err *e)
 {
-    int k = prog->device, n = p->length, last_b = -1;
+    const struct pb_op *op = &prog->ops[i];
+    int k = prog->device, mb = op->mb;
+    char t[24], o[24];
+    if (op->kind != PB_OP_B && op->wsrc != PB_W_LATEST)
+        return pb_err_set(e, "stage %d op %d (%s): a split backward reads the latest weights "
+                             "(weight source %d given)", k, i, tok(op, t), op->wsrc);
+    int *pos = op->kind == PB_OP_W ? ps->w : ps->b;
+    if (pos[mb] >= 0)
+        return pb_err_set(e, "stage %d op %d (%s): micro-batch %d already has %s (op %d); a "
+                             "micro-batch has one B, or one I and one W", k, i, tok(op, t), mb,
+                          tok(&prog->ops[pos[mb]], o), pos[mb]);
+    if (op->kind != PB_OP_W && ps->w[mb] >= 0)
+        return pb_err_set(e, "stage %d op %d (%s): W%d (op %d) ran before it; W comes after its "
+                             "I", k, i, tok(op, t), mb, ps->w[mb]);
+    if (op->kind == PB_OP_W && ps->b[mb] >= 0 && prog->ops[ps->b[mb]].kind == PB_OP_B)
+        return pb_err_set(e, "stage %d op %d (%s): micro-batch %d already has B%d (op %d); a "
+                             "micro-batch has one B, or one I and one W", k, i, tok(op, t), mb,
+                          mb, ps->b[mb]);
+    if (op->kind == PB_OP_W && ps->b[mb] < 0)
+        return pb_err_set(e, "stage %d op %d (%s): weight gradient before its input gradient "
+                             "I%d; W comes after its I", k, i, tok(op, t), mb);
+    if (ps->f[mb] < 0 && op->wsrc == PB_W_STASHED)
+        return pb_err_set(e, "stage %d op %d (%s): reads the stash of F%d, which has not "
+                             "run (backward before its forward)", k, i, tok(op, t), mb);
+    if (ps->f[mb] < 0)
+        return pb_err_set(e, "stage %d op %d (%s): backward before its forward F%d", k, i,
+                          tok(op, t), mb);
+    pos[mb] = i;
+    return 0;
+}
+
+/* Each op well formed; each mb of [0, N) has one F and, later, one B or one I and then
+ * one W; every gradient added (B, W) reaches a U. ps receives the op indices. */
+static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, struct passes *ps,
+                       struct pb_err *e)
+{
+    int k = prog->device, n = p->length, last_g = -1, open = 0;  /* open: I's without W */
     char t[24];
     for (int j = 0; j < n; j++)
-        fpos[j] = bpos[j] = -1;
+        ps->f[j] = ps->b[j] = ps->w[j] = -1;
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
-        if (op->kind > PB_OP_U)
+        if (op->kind >= PB_OP_NKINDS)
             return pb_err_set(e, "stage %d op %d: unknown op kind %d", k, i, op->kind);
         if (op->chunk != 0)
             return pb_err_set(e, "stage %d op %d (%s): model chunk %d; the validator knows one "
                                  "chunk per device", k, i, tok(op, t), op->chunk);
+        if (op->kind == PB_OP_U && open > 0) {
+            int j = 0;
+            while (ps->b[j] < 0 || prog->ops[ps->b[j]].kind != PB_OP_I || ps->w[j] >= 0)
+                j++;
+            return pb_err_set(e, "stage %d op %d (U): an update between I%d (op %d) and W%d; a "
+                                 "micro-batch's gradient is applied by one update", k, i, j,
+                              ps->b[j], j);
+        }
         if (op->kind == PB_OP_U)
             continue;
         if (op->mb < 0 || op->mb >= n)
@@ -38,39 +88,46 @@ static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, i
         if (op->wsrc > PB_W_BUFFERED)
             return pb_err_set(e, "stage %d op %d (%s): unknown weight source %d", k, i,
                               tok(op, t), op->wsrc);
-        int *pos = op->kind == PB_OP_F ? fpos : bpos;
-        if (pos[op->mb] >= 0)
+        if (op->kind != PB_OP_F) {
+            if (check_backward(prog, i, ps, e))
+                return -1;
+            open += op->kind == PB_OP_I ? 1 : op->kind == PB_OP_W ? -1 : 0;
+            if (pb_op_accumulates(op->kind))
+                last_g = i;
+            continue;
+        }
+        if (ps->f[op->mb] >= 0)
             return pb_err_set(e, "stage %d op %d (%s): %s appears twice (also op %d)", k, i,
-                              tok(op, t), t, pos[op->mb]);
-        pos[op->mb] = i;
-        if (op->kind == PB_OP_B) {
-            if (fpos[op->mb] < 0 && op->wsrc == PB_W_STASHED)
-                return pb_err_set(e, "stage %d op %d (%s): reads the stash of F%d, which has not "
-                                     "run (backward before its forward)", k, i, tok(op, t),
-                                  (int)op->mb);
-            if (fpos[op->mb] < 0)
-                return pb_err_set(e, "stage %d op %d (%s): backward before its forward F%d", k, i,
-                                  tok(op, t), (int)op->mb);
-            last_b = i;
-        } else if (op->wsrc == PB_W_STASHED) {
+                              tok(op, t), t, ps->f[op->mb]);
+        if (op->wsrc == PB_W_STASHED)
             return pb_err_set(e, "stage %d op %d (%s): a forward cannot read stashed weights", k,
                               i, tok(op, t));
-        }
+        ps->f[op->mb] = i;
     }
     for (int j = 0; j < n; j++) {
-        if (fpos[j] < 0)
+        if (ps->f[j] < 0)
             return pb_err_set(e, "stage %d: micro-batch %d has no forward F%d", k, j, j);
-        if (bpos[j] < 0)
+        if (ps->b[j] < 0)
             return pb_err_set(e, "stage %d: micro-batch %d has no backward B%d (F%d is op %d)", k,
-                              j, j, j, fpos[j]);
+                              j, j, j, ps->f[j]);
+        if (prog->ops[ps->b[j]].kind == PB_OP_I && ps->w[j] < 0)
+            return pb_err_set(e, "stage %d: micro-batch %d has I%d (op %d) but no W%d; its weight "
+                                 "gradient is never computed", k, j, j, ps->b[j], j);
     }
-    for (int i = last_b + 1; i < prog->n; i++)
+    for (int i = last_g + 1; i < prog->n; i++)
         if (prog->ops[i].kind == PB_OP_U)
             return 0;
-    if (last_b >= 0)
+    if (last_g >= 0)
         return pb_err_set(e, "stage %d op %d (%s): its gradient is never applied (no U after it)",
-                          k, last_b, tok(&prog->ops[last_b], t));
+                          k, last_g, tok(&prog->ops[last_g], t));
     return 0;
+}
+
+/* Whether op is one of the channel's: the forwards (kind F) or the ops carrying a
+ * gradient (kind B: B and I). */
+static bool on_channel(const struct pb_op *op, int kind)
+{
+    return kind == PB_OP_F ? op->kind == PB_OP_F : pb_op_carries_grad(op->kind);
 }
 
 /* Stage k+1 must receive activations in the order stage k sends them, and stage k
@@ -81,20 +138,20 @@ static int check_orders(const struct pb_pipe *p, const struct pb_program *pr, in
     for (int k = 0; k + 1 < p->stages; k++) {
         int i = 0, j = 0, nth = 0;
         for (;; i++, j++, nth++) {
-            while (i < pr[k].n && pr[k].ops[i].kind != kind)
+            while (i < pr[k].n && !on_channel(&pr[k].ops[i], kind))
                 i++;
-            while (j < pr[k + 1].n && pr[k + 1].ops[j].kind != kind)
+            while (j < pr[k + 1].n && !on_channel(&pr[k + 1].ops[j], kind))
                 j++;
             if (i == pr[k].n || j == pr[k + 1].n)
                 break;
             if (pr[k].ops[i].mb != pr[k + 1].ops[j].mb) {
                 const char *what = kind == PB_OP_F ? "forward" : "backward";
-                char c = kind == PB_OP_F ? 'F' : 'B';
                 return pb_err_set(e, "%s order differs between stages %d and %d: %s #%d is %c%d "
                                      "on stage %d (op %d) but %c%d on stage %d (op %d); channels "
-                                     "are FIFO", what, k, k + 1, what, nth, c,
-                                  (int)pr[k].ops[i].mb, k, i, c, (int)pr[k + 1].ops[j].mb, k + 1,
-                                  j);
+                                     "are FIFO", what, k, k + 1, what, nth,
+                                  pb_op_letter(pr[k].ops[i].kind), (int)pr[k].ops[i].mb, k, i,
+                                  pb_op_letter(pr[k + 1].ops[j].kind), (int)pr[k + 1].ops[j].mb,
+                                  k + 1, j);
             }
         }
     }
@@ -132,7 +189,7 @@ static int check_deadlock(const struct pb_pipe *p, const struct pb_program *pr, 
                 if (pc[k] == pr[k].n)
                     break;
                 const struct pb_op *op = &pr[k].ops[pc[k]];
-                bool f = op->kind == PB_OP_F, b = op->kind == PB_OP_B;
+                bool f = op->kind == PB_OP_F, b = pb_op_carries_grad(op->kind);
                 struct chan *in = f && k > 0 ? &fwd[k - 1] : b && k + 1 < D ? &bwd[k] : NULL;
                 struct chan *out = f && k + 1 < D ? &fwd[k] : b && k > 0 ? &bwd[k - 1] : NULL;
                 if (ph[k] == PH_RECV && in) {
@@ -232,7 +289,7 @@ static int check_versions(const struct pb_pipe *p, const struct pb_program *prog
                                    "so the group prediction made at F%d is gone", k, i,
                                 tok(op, t), first);
         }
-        if (op->kind == PB_OP_B && M >= 1 && !closed[g]) {
+        if (pb_op_accumulates(op->kind) && M >= 1 && !closed[g]) {
             bool listed = false;
             for (int q = 0; q < npend; q++)
                 listed |= pend[q] == g;
@@ -255,12 +312,13 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
         return pb_err_set(e, "validate: channel capacity must be >= 0 (got %d)", capacity);
     int n = p->length, rc = 0;
     int *fpos = pb_xmalloc((size_t)n * p->stages * sizeof *fpos);
-    int *bpos = pb_xmalloc((size_t)n * p->stages * sizeof *bpos);
+    int *bpos = pb_xmalloc((size_t)n * 2 * sizeof *bpos);
     for (int k = 0; k < p->stages && !rc; k++) {
+        struct passes ps = {fpos + (size_t)k * n, bpos, bpos + n};
         if (programs[k].device != k)
             rc = pb_err_set(e, "validate: programs[%d] is for device %d", k, programs[k].device);
         else
-            rc = check_stage(p, &programs[k], fpos + (size_t)k * n, bpos + (size_t)k * n, e);
+            rc = check_stage(p, &programs[k], &ps, e);
     }
     if (!rc)
         rc = check_orders(p, programs, PB_OP_F, e);

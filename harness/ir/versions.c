@@ -20,7 +20,7 @@ static int update_every(const struct pb_program *prog)
 {
     int before_u = 0;
     for (int i = 0; i < prog->n && prog->ops[i].kind != PB_OP_U; i++)
-        before_u += prog->ops[i].kind == PB_OP_B;
+        before_u += pb_op_accumulates(prog->ops[i].kind);
     return before_u > 0 ? before_u : 1;
 }
 

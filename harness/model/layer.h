@@ -98,6 +98,8 @@ struct pb_fwd_ctx {
     const int32_t *lengths;  /* sequences' lengths [batch] (device), NULL = all full */
     float *attn_out;  /* eval: where the attention layers write their weights [batch, tq,
                          tk] (device; the last one's stay), NULL = nowhere */
+    bool input_only;  /* backward: the split backward's I pass; a layer with
+                         backward_weights leaves its dW to that */
 };
 
 /* What a forward leaves for the backward of one micro-batch. */
@@ -131,6 +133,13 @@ struct pb_layer_ops {
                     const struct pb_tensor *const *in, const struct pb_node_act *act,
                     const struct pb_tensor *dy, const float *params, float *grads,
                     struct pb_tensor *const *dx, struct pb_err *e);
+    /* The weight gradient alone (the split backward's W pass), from the inputs the
+     * forward read and dy: accumulates exactly what backward adds to grads when
+     * !c->input_only, with the same kernels. NULL: the layer has no separate weight
+     * pass and does all of its backward in I. */
+    int (*backward_weights)(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                            const struct pb_tensor *const *in, const struct pb_node_act *act,
+                            const struct pb_tensor *dy, float *grads, struct pb_err *e);
     /* Forward FLOPs for the micro-batch of the inferred shapes. */
     double (*flops)(const struct pb_layer *l);
 };

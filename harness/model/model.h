@@ -36,6 +36,10 @@ struct pb_model {
      * and the loss the mean over the batch·T labels other than ignore_label (padding;
      * < 0: none), the loss per token */
     int label_steps, ignore_label;
+    /* with label_steps: the backward's objective is the loss summed over each sentence's
+     * counted tokens and averaged over the sentences (the paper's GNMT trainer, MLPerf's:
+     * dlogits / batch), not the mean per token; the loss recorded is per token either way */
+    bool grad_per_sentence;
     int nlayers;              /* uids given so far */
     int batch;                /* micro-batch size after pb_model_finalize */
 };

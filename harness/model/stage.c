@@ -153,6 +153,12 @@ void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act)
         }
         free(act->nodes);
     }
+    if (act->wdy) {
+        int n = stage_nodes(s);
+        for (int i = 0; i < n; i++)
+            pb_backend_free(s->be, act->wdy[i].data);
+        free(act->wdy);
+    }
     pb_backend_free(s->be, act->input.data);
     pb_backend_free(s->be, act->dlogits);
     memset(act, 0, sizeof *act);
@@ -176,8 +182,9 @@ static int stage_loss(struct pb_stage *s, const struct pb_step_ctx *c, const str
             return -1;
         }
     }
+    int grad_rows = per_step && s->model->grad_per_sentence ? y->shape.n : 0;
     be->ops->softmax_xent(be, logits->data, labels, n, k, s->model->label_smoothing,
-                          s->model->ignore_label, s->xent, act->dlogits);
+                          s->model->ignore_label, grad_rows, s->xent, act->dlogits);
     struct pb_xent_out res;
     be->ops->download(be, &res, s->xent, sizeof res);
     be->ops->sync(be);
@@ -211,7 +218,7 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
     act->input = input;
     act->nodes = pb_xcalloc((size_t)stage_nodes(s), sizeof *act->nodes);
     struct pb_fwd_ctx fc = {be, c->train, c->seed, s->index, c->mb, c->lengths,
-                            c->train ? NULL : c->attn_out};
+                            c->train ? NULL : c->attn_out, false};
     const struct pb_tensor *bin = &act->input;
     int idx = 0;
     for (int b = s->first; b < s->last; b++) {
@@ -325,14 +332,53 @@ static int node_backward(struct pb_stage *s, const struct pb_fwd_ctx *fc, struct
     return rc;
 }
 
-int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
-                      struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
-                      struct pb_err *e)
+/* Whether the W pass computes layer l's weight gradient: it has weights and a
+ * separate weight-gradient pass (else its whole backward runs in I). */
+static bool splits(const struct pb_layer *l)
+{
+    return l->ops->backward_weights && l->ops->param_count(l) > 0;
+}
+
+/* keep[i]: node i's output is an input of a layer whose weight gradient W computes;
+ * returns whether the stage input is. */
+static bool w_inputs(const struct pb_stage *s, bool *keep)
+{
+    bool input = false;
+    int base = 0;
+    for (int b = s->first; b < s->last; b++) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        for (int i = 0; i < blk->nnodes; i++) {
+            const struct pb_layer *l = &blk->nodes[i];
+            for (int j = 0; j < l->nin && splits(l); j++) {
+                if (l->in[j] >= 0)
+                    keep[base + l->in[j]] = true;
+                else if (b == s->first)
+                    input = true;
+                else
+                    keep[base - 1] = true;
+            }
+        }
+        base += blk->nnodes;
+    }
+    return input;
+}
+
+/* The fused backward (pass B) or the split backward's input-gradient pass (I): I skips
+ * the weight gradients of the layers that split and keeps in act what their W needs
+ * (their inputs and dY); everything else is released as B releases it. */
+static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                    struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
+                    bool input_only, struct pb_err *e)
 {
     struct pb_backend *be = s->be;
     int n = stage_nodes(s);
     struct grad_state gs = {.g = pb_xcalloc((size_t)n, sizeof *gs.g)};
-    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL};
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, input_only};
+    bool *keep = pb_xcalloc((size_t)n, sizeof *keep), keep_input = false;
+    if (input_only) {
+        keep_input = w_inputs(s, keep);
+        act->wdy = pb_xcalloc((size_t)n, sizeof *act->wdy);
+    }
     const struct pb_tensor *y = &act->nodes[n - 1].out;
     struct pb_tensor src = {act->dlogits, y->shape, PB_LAYOUT_PLAIN};
     if (s->index != s->nstages - 1) {
@@ -351,11 +397,20 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
                 if (s->node_s)
                     s->node_s[2 * (base + i) + 1] += node_clock(be) - t0;
             }
-            pb_backend_free(be, gs.g[base + i].data);
+            if (input_only && splits(&blk->nodes[i])) {
+                /* held for W: counted with the activations from now on */
+                act->wdy[base + i] = gs.g[base + i];
+                if (gs.g[base + i].data)
+                    pb_backend_take(be, be, gs.g[base + i].data, PB_MEM_ACTS);
+            } else {
+                pb_backend_free(be, gs.g[base + i].data);
+            }
             gs.g[base + i].data = NULL;
-            pb_backend_free(be, act->nodes[base + i].out.data);
+            if (!keep[base + i]) {
+                pb_backend_free(be, act->nodes[base + i].out.data);
+                act->nodes[base + i].out.data = NULL;
+            }
             pb_backend_free(be, act->nodes[base + i].aux);
-            act->nodes[base + i].out.data = NULL;
             act->nodes[base + i].aux = NULL;
         }
         if (b > s->first) {
@@ -367,6 +422,7 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
     for (int i = 0; i < n; i++)
         pb_backend_free(be, gs.g[i].data);
     free(gs.g);
+    free(keep);
     if (!rc)
         rc = pb_backend_status(be, e);
     if (!rc && s->index > 0) {
@@ -375,6 +431,59 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
     } else {
         pb_backend_free(be, gs.gin.data);
     }
+    if (rc || !input_only) {
+        pb_stage_act_release(s, act);
+        return rc;
+    }
+    pb_backend_free(be, act->dlogits);
+    act->dlogits = NULL;
+    if (!keep_input) {
+        pb_backend_free(be, act->input.data);
+        act->input.data = NULL;
+    }
+    return 0;
+}
+
+int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                      struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
+                      struct pb_err *e)
+{
+    return backward(s, c, w, act, dy, dx, false, e);
+}
+
+int pb_stage_backward_input(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
+                            struct pb_stage_act *act, const struct pb_tensor *dy,
+                            struct pb_tensor *dx, struct pb_err *e)
+{
+    return backward(s, c, w, act, dy, dx, true, e);
+}
+
+int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
+                              struct pb_stage_act *act, struct pb_err *e)
+{
+    PB_CHECK(act->wdy);
+    struct pb_backend *be = s->be;
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, false};
+    int rc = 0, idx = stage_nodes(s);
+    for (int b = s->last - 1; b >= s->first && !rc; b--) {
+        const struct pb_block *blk = &s->model->blocks[b];
+        int base = idx - blk->nnodes;
+        const struct pb_tensor *bin = b == s->first ? &act->input : &act->nodes[base - 1].out;
+        for (int i = blk->nnodes - 1; i >= 0 && !rc; i--) {
+            const struct pb_layer *l = &blk->nodes[i];
+            if (!act->wdy[base + i].data)
+                continue;
+            const struct pb_tensor *ins[PB_LAYER_MAX_INPUTS];
+            for (int j = 0; j < l->nin; j++)
+                ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
+            float *gr = s->grads + s->param_off[b - s->first] + l->param_off;
+            rc = l->ops->backward_weights(l, &fc, ins, &act->nodes[base + i], &act->wdy[base + i],
+                                          gr, e);
+        }
+        idx = base;
+    }
+    if (!rc)
+        rc = pb_backend_status(be, e);
     pb_stage_act_release(s, act);
     return rc;
 }

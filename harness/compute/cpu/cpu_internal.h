@@ -278,8 +278,8 @@ void pb_cpu_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
                   struct pb_tensor *const *douts);
 
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
-                         float *dlogits);
+                         int n, int c, float eps_ls, int ignore, int grad_rows,
+                         struct pb_xent_out *out, float *dlogits);
 
 void pb_cpu_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,
                           int vocab, int dim, float *y);

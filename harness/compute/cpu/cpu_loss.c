@@ -10,11 +10,12 @@
 
 /* logits [N,C] plain, labels [N] in [0, C); loss, correct and count to out (device
  * memory); M = the rows whose label is not `ignore` (< 0: all N);
- * dlogits [N,C] = (softmax - target) / M when not NULL (0 on ignored rows),
+ * dlogits [N,C] = (softmax - target) / D when not NULL (0 on ignored rows), D = grad_rows
+ * when > 0, else M,
  * target = (1 - eps) * onehot + eps / C */
 void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels,
-                         int n, int c, float eps_ls, int ignore, struct pb_xent_out *out,
-                         float *dlogits)
+                         int n, int c, float eps_ls, int ignore, int grad_rows,
+                         struct pb_xent_out *out, float *dlogits)
 {
     if (!pb_cpu_begin(be))
         return;
@@ -22,6 +23,7 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
     int counted = 0;
     for (int r = 0; r < n; r++)
         counted += labels[r] != ignore;
+    int div = grad_rows > 0 ? grad_rows : counted;
     double *row_loss = pb_xmalloc((size_t)n * sizeof *row_loss);
     int correct = 0;
     double eps = eps_ls, off = eps / c;
@@ -44,7 +46,7 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
         if (dlogits) {
             float *d = dlogits + (size_t)r * (size_t)c;
             for (int j = 0; j < c; j++)
-                d[j] = pb_k_xent_dlogit(z[j], lse, j == y, eps, off, counted);
+                d[j] = pb_k_xent_dlogit(z[j], lse, j == y, eps, off, div);
         }
     }
     double total = 0;

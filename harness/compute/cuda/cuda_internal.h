@@ -193,7 +193,8 @@ void pb_cuda_split(struct pb_backend *be, const struct pb_tensor *dout, int k,
 
 /* cuda_loss.cu: softmax cross-entropy */
 void pb_cuda_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels, int n,
-                          int c, float eps_ls, int ignore, struct pb_xent_out *out, float *dlogits);
+                          int c, float eps_ls, int ignore, int grad_rows,
+                          struct pb_xent_out *out, float *dlogits);
 
 /* cuda_seq.cu: embedding and the sequence ops */
 void pb_cuda_embedding_fwd(struct pb_backend *be, const float *tok, size_t n, const float *table,

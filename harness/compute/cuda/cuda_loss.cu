@@ -47,11 +47,11 @@ static __device__ __forceinline__ bool argmax_beats(float v, int j, float bv, in
 }
 
 /* logits, dlogits [n, c], labels [n], row r = blockIdx.x: row_loss[r] and row_correct[r]
- * (0 for an ignored row or a bad label), dlogits[r] = (softmax − target) / *count (0 on an
- * ignored row) when dlogits is not NULL */
+ * (0 for an ignored row or a bad label), dlogits[r] = (softmax − target) / D (0 on an
+ * ignored row) when dlogits is not NULL, D = grad_rows when > 0, else *count */
 static __global__ void xent_row_kernel(const float *logits, const int32_t *labels, int c,
-                                       double eps, double off, int ignore, const int32_t *count,
-                                       float *dlogits, double *row_loss, int *row_correct)
+                                       double eps, double off, int ignore, int grad_rows,
+                                       const int32_t *count, float *dlogits, double *row_loss, int *row_correct)
 {
     __shared__ double s_sum[XENT_BLOCK], s_zsum[XENT_BLOCK];
     __shared__ float s_v[XENT_BLOCK];
@@ -111,9 +111,9 @@ static __global__ void xent_row_kernel(const float *logits, const int32_t *label
         row_loss[r] = pb_k_xent_row_loss(lse, z[y], s_zsum[0], eps, off);
         row_correct[r] = am == y;
     }
-    int counted = *count;
+    int div = grad_rows > 0 ? grad_rows : *count;
     for (int j = tid; d && j < c; j += XENT_BLOCK)
-        d[j] = pb_k_xent_dlogit(z[j], lse, j == y, eps, off, counted);
+        d[j] = pb_k_xent_dlogit(z[j], lse, j == y, eps, off, div);
 }
 
 /* row_loss, row_correct [n] → out: the mean loss over *count rows (0 when none) and the
@@ -150,7 +150,8 @@ static __global__ void xent_sum_kernel(const double *row_loss, const int *row_co
 /* logits [n, c] plain, labels [n] (device); out (device) and dlogits [n, c] as backend.h
  * says; the row values live in the instance's workspace (n doubles, n ints) */
 void pb_cuda_softmax_xent(struct pb_backend *be, const float *logits, const int32_t *labels, int n,
-                          int c, float eps_ls, int ignore, struct pb_xent_out *out, float *dlogits)
+                          int c, float eps_ls, int ignore, int grad_rows,
+                          struct pb_xent_out *out, float *dlogits)
 {
     if (!pb_cuda_begin(be))
         return;
@@ -168,8 +169,8 @@ void pb_cuda_softmax_xent(struct pb_backend *be, const float *logits, const int3
     if (!PB_CUDA(be, cudaGetLastError()))
         return;
     xent_row_kernel<<<(unsigned)n, XENT_BLOCK, 0, s>>>(logits, labels, c, eps, off, ignore,
-                                                       &out->count, dlogits, row_loss,
-                                                       row_correct);
+                                                       grad_rows, &out->count, dlogits,
+                                                       row_loss, row_correct);
     if (!PB_CUDA(be, cudaGetLastError()))
         return;
     xent_sum_kernel<<<1, XENT_BLOCK, 0, s>>>(row_loss, row_correct, n, out);

@@ -36,12 +36,13 @@ PB_KERNEL double pb_k_xent_row_loss(double lse, float zy, double zsum, double ep
     return lse - (1.0 - eps) * zy - off * zsum;
 }
 
-/* ∂(mean loss)/∂z_j = (p_j − t_j) / counted; label: j = y */
+/* ∂(loss sum / div)/∂z_j = (p_j − t_j) / div (div: the counted rows for the mean, or the
+ * sentences for the paper's GNMT objective); label: j = y */
 PB_KERNEL float pb_k_xent_dlogit(float zj, double lse, bool label, double eps, double off,
-                                 int counted)
+                                 int div)
 {
     double t = off + (label ? 1.0 - eps : 0.0);
-    return (float)((exp((double)zj - lse) - t) / counted);
+    return (float)((exp((double)zj - lse) - t) / div);
 }
 
 #endif

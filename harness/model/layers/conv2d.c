@@ -66,16 +66,27 @@ static int conv_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     return 0;
 }
 
-static int conv_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
-                         const struct pb_tensor *const *in, const struct pb_node_act *act,
-                         const struct pb_tensor *dy, const float *params, float *grads,
-                         struct pb_tensor *const *dx, struct pb_err *e)
+static int conv_backward_weights(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                                 const struct pb_tensor *const *in, const struct pb_node_act *act,
+                                 const struct pb_tensor *dy, float *grads, struct pb_err *e)
 {
     (void)act;
     (void)e;
     struct pb_backend *be = c->be;
     const struct pb_conv_desc *d = &l->cfg.conv;
     be->ops->conv_bwd_weights(be, d, in[0], dy, grads, d->bias ? grads + conv_weight_count(l) : NULL);
+    return 0;
+}
+
+static int conv_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                         const struct pb_tensor *const *in, const struct pb_node_act *act,
+                         const struct pb_tensor *dy, const float *params, float *grads,
+                         struct pb_tensor *const *dx, struct pb_err *e)
+{
+    struct pb_backend *be = c->be;
+    const struct pb_conv_desc *d = &l->cfg.conv;
+    if (!c->input_only)
+        conv_backward_weights(l, c, in, act, dy, grads, e);
     if (dx[0])
         be->ops->conv_bwd_data(be, d, dy, params, dx[0]);
     return 0;
@@ -96,5 +107,6 @@ const struct pb_layer_ops pb_conv2d_ops = {
     .param_tensors = conv_tensors,
     .forward = conv_forward,
     .backward = conv_backward,
+    .backward_weights = conv_backward_weights,
     .flops = conv_flops,
 };

@@ -60,17 +60,28 @@ static int embedding_forward(const struct pb_layer *l, const struct pb_fwd_ctx *
     return 0;
 }
 
+static int embedding_backward_weights(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                                      const struct pb_tensor *const *in,
+                                      const struct pb_node_act *act, const struct pb_tensor *dy,
+                                      float *grads, struct pb_err *e)
+{
+    (void)act;
+    (void)e;
+    struct pb_backend *be = c->be;
+    be->ops->embedding_bwd(be, in[0]->data, pb_shape_count(in[0]->shape), dy->data,
+                           l->cfg.in_features, l->cfg.out_features, l->cfg.padding_idx, grads);
+    return 0;
+}
+
 static int embedding_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                               const struct pb_tensor *const *in, const struct pb_node_act *act,
                               const struct pb_tensor *dy, const float *params, float *grads,
                               struct pb_tensor *const *dx, struct pb_err *e)
 {
-    (void)act;
     (void)params;
-    (void)e;
     struct pb_backend *be = c->be;
-    be->ops->embedding_bwd(be, in[0]->data, pb_shape_count(in[0]->shape), dy->data,
-                           l->cfg.in_features, l->cfg.out_features, l->cfg.padding_idx, grads);
+    if (!c->input_only)
+        embedding_backward_weights(l, c, in, act, dy, grads, e);
     if (dx[0])  /* token ids are not differentiable: a zero gradient */
         be->ops->fill(be, dx[0]->data, 0.0f, pb_tensor_floats(be, dx[0]));
     return 0;
@@ -85,5 +96,6 @@ const struct pb_layer_ops pb_embedding_ops = {
     .param_tensors = embedding_tensors,
     .forward = embedding_forward,
     .backward = embedding_backward,
+    .backward_weights = embedding_backward_weights,
     .flops = pb_layer_out_flops,
 };

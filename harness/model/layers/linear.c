@@ -81,10 +81,10 @@ static int linear_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     return 0;
 }
 
-static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
-                           const struct pb_tensor *const *in, const struct pb_node_act *act,
-                           const struct pb_tensor *dy, const float *params, float *grads,
-                           struct pb_tensor *const *dx, struct pb_err *e)
+static int linear_backward_weights(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                                   const struct pb_tensor *const *in,
+                                   const struct pb_node_act *act, const struct pb_tensor *dy,
+                                   float *grads, struct pb_err *e)
 {
     (void)act;
     struct pb_backend *be = c->be;
@@ -98,6 +98,18 @@ static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     if (l->cfg.bias)
         be->ops->bias_grad(be, dy->data, grads + (size_t)fo * fi, n, fo);
     pb_plain_release(be, &tmp);
+    return 0;
+}
+
+static int linear_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                           const struct pb_tensor *const *in, const struct pb_node_act *act,
+                           const struct pb_tensor *dy, const float *params, float *grads,
+                           struct pb_tensor *const *dx, struct pb_err *e)
+{
+    struct pb_backend *be = c->be;
+    int n = linear_rows(l), fi = l->cfg.in_features, fo = l->cfg.out_features;
+    if (!c->input_only && linear_backward_weights(l, c, in, act, dy, grads, e))
+        return -1;
     if (!dx[0])
         return 0;
     /* dx[N, in] = dy[N, out] · W[out, in] */
@@ -128,5 +140,6 @@ const struct pb_layer_ops pb_linear_ops = {
     .param_tensors = linear_tensors,
     .forward = linear_forward,
     .backward = linear_backward,
+    .backward_weights = linear_backward_weights,
     .flops = linear_flops,
 };

@@ -1,0 +1,137 @@
+/* bench/bench_sync.c — the synchronous schedules on a 4-stage model (mlp-deep: stages
+ * of equal cost), one core per stage, M = 8 micro-batches of 64 per step:
+ * (a) each stage's bubble measured by the threads executor against the simulator's
+ *     prediction (harness/exec/sim.h) from isolated op costs: the medians of every F,
+ *     B, U, I and W of a sequential run of the same schedule (one op at a time) and
+ *     its copy time per message; the ratio is measured / predicted;
+ * (b) the activations each stage holds at its peak, in micro-batches: its peak bytes of
+ *     activations over those of one micro-batch (a GPipe run with M = 1), beside the
+ *     count of micro-batches in flight the programs imply (semantics §4.10's table).
+ * With fewer cores than stages the threads share them and the measured bubbles are
+ * those of the shared machine (it prints the cores). Prints; asserts nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench_db.h"
+#include "harness/driver/run.h"
+#include "harness/exec/sim_periodic.h"
+#include "results/results.h"
+
+#define D 4
+#define M 8
+#define STEPS 6
+#define EPOCHS 2
+
+/* Trains the schedule with the executor, every op traced; returns the run id or -1. */
+static long run(const char *db, const char *schedule, const char *executor, int m)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    struct pb_run_summary sum;
+    pb_run_cfg_defaults(&c);
+    c.model = "mlp-deep";
+    c.schedule = schedule;
+    c.executor = executor;
+    c.stages = D;
+    c.threads = D;
+    c.microbatches = m;
+    c.microbatch_size = 64;
+    c.limit_train = 64 * M * STEPS;
+    c.limit_val = 64;
+    c.epochs = EPOCHS;
+    c.trace_epochs = "all";
+    c.quiet = true;
+    c.db = db;
+    if (pb_run(&c, &sum, &e) != PB_EXIT_OK) {
+        fprintf(stderr, "bench_sync: %s %s: %s\n", schedule, executor, e.msg);
+        return -1;
+    }
+    return (long)bench_query(db, "SELECT max(id) FROM runs");
+}
+
+/* Stage k's column of the last epoch of run id. */
+static double stage_stat(const char *db, long id, int k, const char *column)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM stage_stats WHERE run_id = %ld AND epoch = %d "
+                              "AND stage = %d", column, id, EPOCHS - 1, k);
+    return bench_query(db, sql);
+}
+
+/* The simulated epoch of schedule with the costs of run `seq`: per-stage bubble and
+ * activations in flight (micro-batches). */
+static int predict(const char *db, long seq, const char *schedule, double *bubble, int *acts)
+{
+    struct pb_err e;
+    struct pb_results *r;
+    struct pb_run_costs rc;
+    if (pb_results_open_existing(&r, db, &e))
+        return -1;
+    int rcode = pb_results_run_costs(r, seq, &rc, &e);
+    pb_results_close(r);
+    if (rcode)
+        return -1;
+    struct pb_sim_cost costs[D];
+    for (int k = 0; k < D; k++) {
+        double o[5];
+        for (int t = 0; t < 5; t++)
+            o[t] = isnan(rc.op_s[5 * k + t]) ? 0 : rc.op_s[5 * k + t];
+        costs[k] = (struct pb_sim_cost){o[PB_OP_F], o[PB_OP_B], o[PB_OP_U], rc.recv_s[k],
+                                        o[PB_OP_I], o[PB_OP_W]};
+    }
+    const struct pb_schedule *sch = pb_schedule_find(schedule, &e);
+    struct pb_pipe p = {.stages = D, .length = rc.length, .microbatches = M,
+                        .optimizer = PB_OPT_SGD};
+    struct pb_program progs[D];
+    struct pb_sim_result res;
+    rcode = !sch || pb_programs_build(sch, &p, progs, &e) ||
+            pb_simulate_pipe(sch, &p, progs, costs, D, false, &res, &e);
+    if (!rcode) {
+        for (int k = 0; k < D; k++) {
+            bubble[k] = res.bubble[k];
+            acts[k] = pb_sim_acts_peak(&progs[k]);
+        }
+        pb_sim_result_finish(&res);
+    } else {
+        fprintf(stderr, "bench_sync: %s: %s\n", schedule, e.msg);
+    }
+    if (sch)
+        pb_programs_finish(progs, D);
+    pb_run_costs_finish(&rc);
+    return rcode ? -1 : 0;
+}
+
+int main(void)
+{
+    char db[] = "/tmp/pb-bench-XXXXXX";
+    if (bench_tmp_db(db))
+        return 1;
+    static const char *const schedules[] = {"gpipe", "1f1b", "zb-h1", "zb-h2"};
+    long one = run(db, "gpipe", "seq", 1);
+    if (one < 0)
+        return 1;
+    printf("synchronous schedules: mlp-deep, D = %d, M = %d micro-batches of 64 per step, %d "
+           "steps an epoch, epoch %d of %d, threads executor, %ld cores here\n", D, M, STEPS,
+           EPOCHS, EPOCHS, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("bubble: measured (threads) / predicted (simulator, isolated op costs of a seq run); "
+           "in flight: peak activation bytes / one micro-batch's, and the programs' count\n");
+    printf("%-8s %5s %10s %10s %7s %12s %9s\n", "schedule", "stage", "measured", "predicted",
+           "ratio", "in flight", "programs");
+    for (size_t i = 0; i < sizeof schedules / sizeof *schedules; i++) {
+        long seq = run(db, schedules[i], "seq", M), thr = run(db, schedules[i], "threads", M);
+        double bubble[D];
+        int acts[D];
+        if (seq < 0 || thr < 0 || predict(db, seq, schedules[i], bubble, acts))
+            return 1;
+        for (int k = 0; k < D; k++) {
+            double meas = stage_stat(db, thr, k, "bubble_frac");
+            double held = stage_stat(db, thr, k, "mem_acts") / stage_stat(db, one, k, "mem_acts");
+            printf("%-8s %5d %9.1f%% %9.1f%% %7.2f %12.2f %9d\n", schedules[i], k, 100 * meas,
+                   100 * bubble[k], bubble[k] > 0 ? meas / bubble[k] : NAN, held, acts[k]);
+        }
+    }
+    unlink(db);
+    return 0;
+}

@@ -25,7 +25,32 @@ _Static_assert(PB_MEM_NKINDS == 9, "stage_stats has one mem_ column per enum pb_
 struct pb_results {
     sqlite3 *db;
     char *path;
+    int busy_ms;    /* how long a locked database is waited for */
+    bool told;      /* the wait has been announced */
 };
+
+/* SQLite's busy handler: waits in steps of 10 ms up to r->busy_ms, saying once, after a
+ * second, that another process holds the lock. */
+static int on_busy(void *ctx, int calls)
+{
+    struct pb_results *r = ctx;
+    if (calls * 10 >= r->busy_ms)
+        return 0;
+    if (calls * 10 >= 1000 && !r->told) {
+        fprintf(stderr, "pipebench: the results database %s is locked by another process; "
+                        "waiting up to %d s\n", r->path, r->busy_ms / 1000);
+        r->told = true;
+    }
+    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    nanosleep(&ten_ms, NULL);
+    return 1;
+}
+
+static void set_busy(struct pb_results *r, int ms)
+{
+    r->busy_ms = ms;
+    sqlite3_busy_handler(r->db, on_busy, r);
+}
 
 const char *const pb_run_status_names[PB_RUN_NSTATUS] = {
     "running", "done", "failed", "diverged", "interrupted",
@@ -37,7 +62,7 @@ static int db_fail(struct pb_results *r, const char *what, struct pb_err *e)
     if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
         return pb_err_set(e, "results database %s: %s: another process kept it locked for %d s "
                              "(a long write of a concurrent run?); run again when it is done",
-                          r->path, what, BUSY_TIMEOUT_MS / 1000);
+                          r->path, what, r->busy_ms / 1000);
     if (code == SQLITE_READONLY)
         return pb_err_set(e, "results database %s: %s: the file is read-only; reports can read "
                              "it, runs need a writable --db", r->path, what);
@@ -265,7 +290,12 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
         goto fail_set;
     return 0;
 fail:
-    if ((sqlite3_errcode(r->db) & 0xff) == SQLITE_READONLY)
+    if ((sqlite3_errcode(r->db) & 0xff) == SQLITE_BUSY ||
+        (sqlite3_errcode(r->db) & 0xff) == SQLITE_LOCKED)
+        pb_err_set(e, "results database %s is locked by another process, which kept it for %d "
+                   "s; run again when that process is done (the file itself is fine)", r->path,
+                   r->busy_ms / 1000);
+    else if ((sqlite3_errcode(r->db) & 0xff) == SQLITE_READONLY)
         pb_err_set(e, "results database %s is read-only: a run needs a writable --db (reports "
                    "and `pipebench runs` can read this one)", r->path);
     else
@@ -334,6 +364,15 @@ static char *immutable_uri(const char *path)
     return u;
 }
 
+int pb_results_check_writable(const char *path, struct pb_err *e)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !writable(path))
+        return pb_err_set(e, "results database %s is read-only: a run needs a writable --db "
+                             "(reports and `pipebench runs` can read this one)", path);
+    return 0;
+}
+
 static int open_db(struct pb_results **out, const char *path, int create, struct pb_err *e)
 {
     *out = NULL;
@@ -341,9 +380,13 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
     if (create) {
         if (make_parent(path, e))
             return -1;
+        if (pb_results_check_writable(path, e))
+            return -1;
     } else if (stat(path, &st) != 0) {
         return pb_err_set(e, "no results database at %s (%s); pass --db FILE, or record runs "
                           "there first with `pipebench run`", path, strerror(errno));
+    } else if (S_ISREG(st.st_mode) && st.st_size == 0 && writable(path)) {
+        create = 1;   /* left empty by a run killed before its schema commit: a new database */
     }
     struct pb_results *r = pb_xcalloc(1, sizeof *r);
     r->path = pb_xstrdup(path);
@@ -366,7 +409,7 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
         return -1;
     }
     sqlite3_extended_result_codes(r->db, 1);
-    sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
+    set_busy(r, BUSY_TIMEOUT_MS);
     if (exec(r, "PRAGMA foreign_keys = ON", "enabling foreign keys", e))
         goto fail;
     if (check_schema(r, create, e))
@@ -381,10 +424,10 @@ static int open_db(struct pb_results **out, const char *path, int create, struct
     if (flags & SQLITE_OPEN_READWRITE) {
         struct pb_err ignored;
         if (!create)
-            sqlite3_busy_timeout(r->db, READER_MARK_TIMEOUT_MS);
+            set_busy(r, READER_MARK_TIMEOUT_MS);
         if (pb_results_mark_orphans(r, create ? e : &ignored) < 0 && create)
             goto fail;
-        sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
+        set_busy(r, BUSY_TIMEOUT_MS);
     }
     *out = r;
     return 0;

@@ -82,6 +82,9 @@ struct pb_epoch_record {
  * build's, sets WAL mode and a busy timeout, and marks failed the runs whose process
  * died (pb_results_mark_orphans). */
 int pb_results_open(struct pb_results **out, const char *path, struct pb_err *e);
+/* -1 with a message when the database at path exists and this process cannot write it
+ * (the file, its folder or its mount read-only): checked before work that would record. */
+int pb_results_check_writable(const char *path, struct pb_err *e);
 /* Opens an existing database for reading and writing (read-only, as immutable, where
  * this process cannot write it); a missing file is an error. A writable one has its
  * crashed runs marked too, as far as a short wait for the write lock allows. */

@@ -103,6 +103,11 @@ static const struct bad_input cases[] = {
     {RUN "--lr-steps 5,3", "--lr-steps must be strictly increasing", NULL},
     {RUN "--lr-steps x", "--lr-steps expects comma-separated integers", NULL},
     {RUN "--lr-steps 2 --lr-gamma -1", "--lr-gamma", NULL},
+    {RUN "--lr-gamma -1", "--lr-gamma must be > 0", "(got -1)"},
+    {RUN "--lr-gamma 0", "--lr-gamma must be > 0", "(got 0)"},
+    {RUN "--epochs ' 1'", "--epochs expects an integer", "(got ' 1')"},
+    {RUN "--epochs +1", "--epochs expects an integer", "(got '+1')"},
+    {RUN "--trace-epochs 99999999999", "--trace-epochs: 99999999999 is out of range", NULL},
     {RUN "--checkpoint-every -2", "--checkpoint-every counts epochs", "0 for never"},
     {RUN "--shuffle maybe", "--shuffle expects on or off", NULL},
     {RUN "--seed -1", "--seed expects a non-negative integer", NULL},
@@ -110,6 +115,8 @@ static const struct bad_input cases[] = {
     {RUN "--trace-epochs foo", "--trace-epochs", "first, last or epoch numbers"},
     {RUN "--trace-window 5:2", "--trace-window A:B", "0 <= A < B"},
     {RUN "--experiment ''", "--experiment wants a name of 1 to 64 characters", NULL},
+    {RUN "--experiment \"$(printf 'a\\377b')\"", "--experiment: the name is not valid UTF-8",
+     "give a name in UTF-8"},
     {RUN "--repeat 0", "--repeat counts trainings of the configuration: between 1 and 1000",
      "(got 0)"},
     {RUN "--repeat -1", "--repeat counts trainings", "(got -1)"},
@@ -125,12 +132,30 @@ static const struct bad_input cases[] = {
     {RUN "--init missing.safetensors", "cannot open 'missing.safetensors'", NULL},
     {RUN "--init adir", "'adir' is not a file", "give its path"},
     {RUN "--init bad.safetensors", "not a safetensors file", NULL},
+    {RUN "--model mlp --stages 2 --init flipped.safetensors",
+     "'flipped.safetensors' is damaged: its tensor data do not match the checksum", NULL},
     {RUN "--model lenet --init w.safetensors", "is missing (the file holds", NULL},
-    {RUN "--save nodir/x.safetensors", "cannot write there", "writable folder"},
+    {RUN "--save nodir/x.safetensors", "cannot write nodir/x.safetensors",
+     "give --save a path in a writable output folder"},
+    /* output paths that would destroy something: checked before any work */
+    {RUN "--save runs.db", "cannot write runs.db: it is the results database",
+     "give --save another path"},
+    {"run --quiet --limit-train 256 --limit-val 64 --db new.db --save ./new.db",
+     "it is the results database (--db new.db)",
+     "give --save another path"},
+    {RUN "--save adir", "cannot write adir: it is a folder", "give --save the path of a file"},
+    {RUN "--save fifo", "cannot write fifo: it is a FIFO", "give --save the path of a file"},
+    {RUN "--save w.safetensors/x", "w.safetensors is not a folder", "writable output folder"},
     {"run --quiet --limit-train 256 --limit-val 64 --db adir", "cannot open the results database adir", "pass --db"},
     {"run --quiet --limit-train 256 --limit-val 64 --db bad.db", "file is not a database", "pass --db"},
     {RUN "--dataset fashion-mnist --data-dir nodir", "does not exist", "check the path"},
     {RUN "--dataset fashion-mnist --data-dir trunc", "the file is damaged", "re-download"},
+    {RUN "--dataset fashion-mnist --data-dir badtrail", "the gzip trailer does not give",
+     "re-download"},
+    {RUN "--dataset fashion-mnist --data-dir fmfifo",
+     "train-images-idx3-ubyte.gz is a FIFO, not a file", "re-download"},
+    {RUN "--model alexnet --dataset cifar10 --data-dir cifardir",
+     "data_batch_1.bin is a folder, not a batch file", "unpack cifar-10-binary.tar.gz again"},
     {RUN "--dataset synthetic --data-dir empty", "the synthetic dataset is generated",
      "drop --data-dir"},
     {RUN "--model alexnet --dataset cifar10 --data-dir empty", "cannot find data_batch_1.bin",
@@ -146,6 +171,10 @@ static const struct bad_input cases[] = {
      "the imdb dataset"},
     {RUN "--model residual-lstm --preset paper --dataset fashion-mnist",
      "(preset paper) takes sequences of 200 token ids", "the imdb dataset"},
+    {"run --quiet --db runs.db --model gnmt8 --preset small --data-dir wmt16small --stages 2 "
+     "--microbatch-size 2 --limit-train 0 --limit-val 0",
+     "the vocabulary of wmt16small holds 24 tokens, fewer than the 256",
+     "vocab.bpe.32000 holds at least 256 tokens"},
     {RUN "--model residual-lstm-small", "unknown model 'residual-lstm-small' (use --model "
      "residual-lstm --preset small)", "valid models: mlp"},
     /* compare */
@@ -174,9 +203,20 @@ static const struct bad_input cases[] = {
     {"sweep repeats.ini" DB, "differ only in repeat", "give repeat one value"},
     {"sweep devices.ini" DB, "--devices 0:0:0: more devices than stages", "give at most 2"},
     {"sweep unknown.ini --jobs 0" DB, "--jobs must be at least 1", NULL},
+    {"sweep fifo" DB, "the sweep file fifo is a FIFO", "give the path of a regular file"},
+    {"sweep adir" DB, "the sweep file adir is a folder", "give the path of a regular file"},
+    /* bleu: text inputs are regular files of a bounded size */
+    {"bleu --hyp /dev/zero --ref ref.txt", "the hypothesis file /dev/zero is a device",
+     "give the path of a regular file"},
+    {"bleu --hyp fifo --ref ref.txt", "the hypothesis file fifo is a FIFO", NULL},
     /* program and simulate */
     {"program --schedule x --stages 4", "unknown schedule 'x'", "valid schedules"},
     {"program --schedule gpipe", "--stages is required", NULL},
+    {"program --schedule gpipe --stages 0", "--stages must be between 1 and", "(got 0)"},
+    {"simulate --schedule gpipe --stages 0 --cost 1,1,1", "--stages must be between 1 and",
+     "(got 0)"},
+    {"simulate --schedule gpipe --stages 4 --cost 1e308,1,1", "1e308 is out of range",
+     "magnitude must be at most"},
     {"program --schedule gpipe --stages -1", "--stages must be between 1 and", NULL},
     {"program --schedule gpipe --stages 4 --length 2147483647", "--length must be between 1 and",
      NULL},
@@ -201,6 +241,8 @@ static const struct bad_input cases[] = {
     {"trace 1" DB, "trace needs --out FILE.json", NULL},
     {"trace 999 --out t.json" DB, "there is no run 999", "lists the runs"},
     {"trace 1 --out nodir/t.json" DB, "cannot write nodir/t.json", "writable output folder"},
+    {"trace 1 --out fifo" DB, "cannot write fifo: it is a FIFO", "writable output folder"},
+    {"trace 1 --out runs.db" DB, "it is the results database", "give --out another path"},
     {"trace 1 --out t.json --epoch 50" DB, "has no events in epoch 50", "--epoch counts from 1"},
     {"runs --where badkey" DB, "badkey", "KEY=VALUE"},
     {"runs --runs a,b" DB, "--runs", NULL},
@@ -223,7 +265,7 @@ static int snapshot_entry(const char *path, const struct stat *sb, int type, str
 {
     (void)ftw;
     uint64_t h = 1469598103934665603ull;
-    if (type == FTW_F) {
+    if (type == FTW_F && S_ISREG(sb->st_mode)) {   /* never opens the FIFO */
         FILE *f = fopen(path, "rb");
         ck_assert(f != NULL);
         int c;
@@ -233,7 +275,8 @@ static int snapshot_entry(const char *path, const struct stat *sb, int type, str
     }
     snapshot_len += (size_t)snprintf(snapshot_buf + snapshot_len,
                                      sizeof snapshot_buf - snapshot_len, "%s %c %lld %016llx\n",
-                                     path + strlen(dir), type == FTW_F ? 'f' : 'd',
+                                     path + strlen(dir),
+                                     type != FTW_F ? 'd' : S_ISREG(sb->st_mode) ? 'f' : 'p',
                                      (long long)sb->st_size, (unsigned long long)h);
     ck_assert(snapshot_len < sizeof snapshot_buf);
     return 0;
@@ -264,6 +307,19 @@ static void write_truncated_dataset(void)
     }
 }
 
+/* dir/badtrail: the Fashion-MNIST files with the training images' gzip trailer (its
+ * length) damaged, which a run that reads only their head must still see. */
+static void write_bad_trailer_dataset(void)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/badtrail' && cp /usr/share/datasets/fashion-mnist/*.gz '%s/badtrail/' "
+             "&& f='%s/badtrail/train-images-idx3-ubyte.gz' && chmod u+w \"$f\" && "
+             "printf '\\001\\002\\003\\004' | dd of=\"$f\" bs=1 seek=$(($(stat -c %%s \"$f\") - 4)) "
+             "conv=notrunc status=none", dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 /* One finished run (run 1, its weights in w.safetensors) and the bad files the cases
  * name; made once, in Check's parent process. */
 static void setup(void)
@@ -288,6 +344,33 @@ static void setup(void)
     cli_write(dir, "repeats.ini", "[grid]\nschedule = gpipe\nrepeat = 1, 2\n");
     cli_write(dir, "devices.ini", "[grid]\ndevices = 0, 0:0:0\n[run]\nstages = 2\n");
     write_truncated_dataset();
+    write_bad_trailer_dataset();
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    char cmd1[512];
+    snprintf(cmd1, sizeof cmd1, "mkdir '%s/fmfifo' && cp /usr/share/datasets/fashion-mnist/*.gz "
+             "'%s/fmfifo/' && rm '%s/fmfifo/train-images-idx3-ubyte.gz' && mkfifo "
+             "'%s/fmfifo/train-images-idx3-ubyte.gz'", dir, dir, dir, dir);
+    ck_assert_int_eq(system(cmd1), 0);
+    snprintf(path, sizeof path, "%s/cifardir", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/cifardir/data_batch_1.bin", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    cli_write(dir, "ref.txt", "a reference line\n");
+    /* the fixture's checkpoint with one weight bit flipped (in its last byte) */
+    char cmd0[512];
+    snprintf(cmd0, sizeof cmd0, "cp '%s/w.safetensors' '%s/flipped.safetensors'", dir, dir);
+    ck_assert_int_eq(system(cmd0), 0);
+    snprintf(path, sizeof path, "%s/flipped.safetensors", dir);
+    FILE *f = fopen(path, "r+b");
+    ck_assert(f != NULL && fseek(f, -1, SEEK_END) == 0);
+    int last = getc(f);
+    ck_assert(last != EOF && fseek(f, -1, SEEK_END) == 0 && putc(last ^ 0x10, f) != EOF);
+    ck_assert_int_eq(fclose(f), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/data/wmt16-de-en' '%s/wmt16small'",
+             getenv("PB_FIXTURES") ? getenv("PB_FIXTURES") : "tests/fixtures", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 
 static void teardown(void)

@@ -6,7 +6,10 @@
  * resume` finishes it with final weights byte-identical to an uninterrupted run's (the
  * sweep's runs: every epoch's losses and accuracy bit for bit). Signals: the first stops
  * a run after its epoch (the notice printed, exit 130), a second during the next epoch
- * stops it now with that epoch lost; resumed, both end with the uninterrupted weights. */
+ * stops it now with that epoch lost; resumed, both end with the uninterrupted weights.
+ * kill -9 during figure writes and Tiny-ImageNet cache builds (issue 34): the next plot
+ * and the next run of that kind leave no hidden temporary file, and what they find is
+ * whole (every figure there, the cache mapped and checked). */
 #include <errno.h>
 #include <glob.h>
 #include <sqlite3.h>
@@ -351,6 +354,68 @@ START_TEST(signals_stop_at_the_boundary_or_now)
 }
 END_TEST
 
+/* The hidden temporaries ".NAME.tmp-PID-N" under folder: 0 when none is left. */
+static int temporaries(const char *folder)
+{
+    char pattern[256];
+    snprintf(pattern, sizeof pattern, "%s/%s/.*.tmp-*", dir, folder);
+    glob_t g;
+    int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    if (n)
+        printf("left: %s\n", g.gl_pathv[0]);
+    globfree(&g);
+    return n;
+}
+
+#define TINY_RUN "run --quiet --model lenet --dataset tiny-imagenet --data-dir tiny " \
+                 "--limit-train 8 --limit-val 4 --microbatch-size 2 --db t.db"
+
+START_TEST(kill9_outputs)
+{
+    cli_scratch(dir, sizeof dir, "faultsout");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/data/tiny-imagenet-200' '%s/tiny'",
+             getenv("PB_FIXTURES"), dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "run --quiet --stages 2 --limit-train 256 "
+                          "--limit-val 64 --db r.db") == 0, "%s", out);
+    double t0 = now_s();
+    ck_assert_msg(cli_run(dir, out, sizeof out, "plot --figure all --out figs --db r.db") == 0,
+                  "%s", out);
+    double plot_span = now_s() - t0;
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/tiny/pipebench-*.u8cache", dir);
+    t0 = now_s();
+    ck_assert_msg(cli_run(dir, out, sizeof out, TINY_RUN) == 0, "%s", out);
+    double run_span = now_s() - t0;
+    uint64_t rng = 20261206;
+    for (int t = 0; t < 8; t++) {
+        static struct proc p;
+        proc_start(&p, dir, "plot --figure all --out figs --db r.db");
+        sleep_s(1.1 * plot_span * uniform(&rng));
+        proc_signal(&p, SIGKILL);
+        proc_finish(&p);
+        ck_assert_int_eq(system(cmd), 0);   /* the cache built anew by the killed run */
+        proc_start(&p, dir, TINY_RUN);
+        sleep_s(1.1 * run_span * uniform(&rng));
+        proc_signal(&p, SIGKILL);
+        proc_finish(&p);
+        ck_assert_msg(cli_run(dir, out, sizeof out, "plot --figure all --out figs --db r.db") ==
+                      0, "trial %d: %s", t, out);
+        ck_assert_msg(cli_run(dir, out, sizeof out, TINY_RUN) == 0, "trial %d: %s", t, out);
+        ck_assert_msg(temporaries("figs") == 0 && temporaries("tiny") == 0,
+                      "trial %d: a temporary file is left", t);
+    }
+    static const char *const figs[] = {"convergence", "throughput", "memory", "timeline",
+                                       "staleness"};
+    for (int i = 0; i < 5; i++) {
+        char f[160];
+        snprintf(f, sizeof f, "%s/figs/%s.png", dir, figs[i]);
+        ck_assert_msg(access(f, F_OK) == 0, "%s is missing", f);
+    }
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -360,5 +425,9 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, kill9_sweep);
     tcase_add_test(tc, signals_stop_at_the_boundary_or_now);
     suite_add_tcase(s, tc);
+    TCase *outputs = tcase_create("outputs");
+    tcase_set_timeout(outputs, 600);
+    tcase_add_test(outputs, kill9_outputs);
+    suite_add_tcase(s, outputs);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness/base/rng.h"
@@ -406,6 +407,34 @@ START_TEST(tiny_cache)
     ck_assert_int_eq(ds.y[0], 0);
     ck_assert(memcmp(ds.pix, train + 12288, 12288) == 0);   /* n01443537_0 comes first */
     pb_dataset_finish(&ds);
+    /* damaged: one pixel's bit flipped, the header intact → refused with what to do */
+    b = slurp(cache, &len);
+    b[len - 1] ^= 1;
+    spill(cache, b, len);
+    free(b);
+    struct pb_err e;
+    ck_assert_int_eq(pb_dataset_load(&ds, "tiny-imagenet", root, PB_SPLIT_TRAIN, 0, 0, &e), -1);
+    assert_msg_has(&e, "pipebench-train.u8cache is damaged");
+    assert_msg_has(&e, "delete it and run again to rebuild it");
+    /* deleted: rebuilt; the temporary file a build killed by kill -9 left is removed by
+       this build of the same cache (its process is gone), a live writer's stays */
+    ck_assert_int_eq(unlink(cache), 0);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert(dead > 0 && waitpid(dead, NULL, 0) == dead);
+    char stale[600], live[600];
+    snprintf(stale, sizeof stale, "%s/tiny-imagenet-200/.pipebench-train.u8cache.tmp-%d-0", root,
+             (int)dead);
+    snprintf(live, sizeof live, "%s/tiny-imagenet-200/.pipebench-train.u8cache.tmp-%d-0", root,
+             (int)getpid());
+    spill(stale, "half", 4);
+    spill(live, "half", 4);
+    load_tiny(&ds, root, PB_SPLIT_TRAIN, 0);
+    ck_assert_int_eq(ds.decoded, 10);
+    pb_dataset_finish(&ds);
+    ck_assert_msg(!exists(stale) && exists(live), "the stale temporary file is left");
+    unlink(live);
     free(train);
     free(val);
 }

@@ -3,10 +3,13 @@
  * the alternating order as Keras' load_data and the aclImdb loader give them), a
  * labels-only load, the npz taking precedence over aclImdb/, and its errors (a
  * truncated or non-zip file, a cut pickle, a pickle that calls something else than
- * numpy's array builder: each a message, never a crash; CLI exit 2, nothing recorded). */
+ * numpy's array builder: each a message, never a crash; CLI exit 2, nothing recorded),
+ * and label arrays whose shape claims more entries than the file holds (2^62 wrapped the
+ * allocation and overflowed the heap; 2^61 and 10^12 aborted at the allocation). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zip.h>
 
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
@@ -82,6 +85,50 @@ START_TEST(npz_first)
 }
 END_TEST
 
+/* dir/imdb.npz holding y_train.npy: a 1-D '<i8' array whose header claims `shape`
+ * entries, followed by 16 bytes of zero labels. */
+static void write_claiming_npz(const char *dir, const char *shape)
+{
+    static char npy[256];
+    char hdr[128];
+    int hl = snprintf(hdr, sizeof hdr, "{'descr': '<i8', 'fortran_order': False, 'shape': (%s,), }",
+                      shape);
+    while ((hl + 10) % 64 != 63)
+        hdr[hl++] = ' ';
+    hdr[hl++] = '\n';
+    memcpy(npy, "\x93NUMPY\x01\x00", 8);
+    npy[8] = (char)hl;
+    npy[9] = 0;
+    memcpy(npy + 10, hdr, (size_t)hl);
+    memset(npy + 10 + hl, 0, 16);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/imdb.npz", dir);
+    int err;
+    zip_t *z = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &err);
+    ck_assert(z != NULL);
+    zip_source_t *src = zip_source_buffer(z, npy, (zip_uint64_t)(10 + hl + 16), 0);
+    ck_assert(src != NULL);
+    ck_assert(zip_file_add(z, "y_train.npy", src, 0) >= 0);
+    ck_assert_int_eq(zip_close(z), 0);
+}
+
+START_TEST(huge_shape)
+{
+    const char *shapes[] = {"4611686018427387904", "2305843009213693952", "1000000000000", "3"};
+    for (int i = 0; i < 4; i++) {
+        char tmp[64];
+        cli_scratch(tmp, sizeof tmp, "npzshape");
+        write_claiming_npz(tmp, shapes[i]);
+        struct pb_dataset ds;
+        struct pb_err e;
+        ck_assert_int_eq(pb_dataset_load(&ds, "imdb", tmp, PB_SPLIT_TRAIN, 0, 0, &e), -1);
+        const char *want = i < 3 ? "claims" : "too few bytes";
+        ck_assert_msg(strstr(e.msg, want) && strstr(e.msg, "afresh"), "%s: %s", shapes[i], e.msg);
+        cli_cleanup(tmp);
+    }
+}
+END_TEST
+
 START_TEST(errors)
 {
     struct pb_dataset ds;
@@ -127,6 +174,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(t, fixture);
     tcase_add_test(t, npz_first);
     tcase_add_test(t, errors);
+    tcase_add_test(t, huge_shape);
     suite_add_tcase(s, t);
     return s;
 }

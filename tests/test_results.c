@@ -361,6 +361,52 @@ START_TEST(foreign_and_future_databases)
 }
 END_TEST
 
+/* A run killed before its schema commit leaves an empty file: the readers (runs, resume)
+ * take it as a new database, not as "empty, not a pipebench results database". */
+START_TEST(empty_file_is_new)
+{
+    char empty[300];
+    snprintf(empty, sizeof empty, "%s/empty.db", tmpdir);
+    FILE *f = fopen(empty, "w");
+    ck_assert(f != NULL);
+    fclose(f);
+    struct pb_results *db;
+    struct pb_err e;
+    ck_assert_msg(pb_results_open_existing(&db, empty, &e) == 0, "%s", e.msg);
+    sqlite3_stmt *s;
+    ck_assert(sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT count(*) FROM runs", -1, &s,
+                                 NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 0);
+    sqlite3_finalize(s);
+    pb_results_close(db);
+}
+END_TEST
+
+/* A database another process keeps locked: the run says so while it waits, on one line,
+ * and goes on when the lock is released. */
+START_TEST(locked_database_says_so)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert(bin != NULL);
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    ck_assert(sqlite3_exec(d, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK);
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd, "'%s' run --quiet --dataset synthetic --limit-train 64 "
+             "--limit-val 64 --microbatch-size 32 --db '%s' 2>&1", bin, dbpath);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    sleep(3);
+    ck_assert(sqlite3_exec(d, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    sqlite3_close(d);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, out);
+    ck_assert_msg(strstr(out, "is locked by another process; waiting up to"), "%s", out);
+}
+END_TEST
+
 START_TEST(failed_epoch_rolls_back)
 {
     struct pb_results *db = open_ok();
@@ -464,6 +510,13 @@ START_TEST(read_only_database_is_readable)
     snprintf(cmd, sizeof cmd, "su nobody -s /bin/sh -c \"cd /tmp && '%s' run --quiet --db '%s'\" "
              "2>&1 | grep -q 'is read-only: a run needs a writable --db'", bin, dbpath);
     ck_assert_msg(system(cmd) == 0, "a run on a read-only database did not say why");
+    /* simulate --record: refused before it simulates, exit 2 (it printed the simulation
+       and then failed with exit 1) */
+    snprintf(cmd, sizeof cmd, "su nobody -s /bin/sh -c \"cd /tmp && '%s' simulate --schedule "
+             "gpipe --stages 2 --cost 1,1,1 --record --db '%s'\" > '%s/sim.out' 2>&1; "
+             "test $? -eq 2 && grep -q 'is read-only' '%s/sim.out' && ! grep -q makespan "
+             "'%s/sim.out'", bin, dbpath, tmpdir, tmpdir, tmpdir);
+    ck_assert_msg(system(cmd) == 0, "simulate --record on a read-only database did not stop first");
     snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'", tmpdir);
     ck_assert(system(cmd) == 0);
 }
@@ -505,6 +558,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, unwritable_paths);
     tcase_add_test(tc, foreign_and_future_databases);
     tcase_add_test(tc, failed_epoch_rolls_back);
+    tcase_add_test(tc, empty_file_is_new);
+    tcase_add_test(tc, locked_database_says_so);
     tcase_add_test(tc, crashed_runs_are_marked);
     tcase_add_test(tc, zombie_runs_are_marked);
     tcase_add_test(tc, read_only_database_is_readable);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,6 +253,74 @@ START_TEST(test_bad_resumes)
 }
 END_TEST
 
+/* Flips bit 0 of the byte `back` bytes before path's end (in the tensor data). */
+static void flip_bit(const char *path, long back)
+{
+    FILE *f = fopen(path, "r+b");
+    ck_assert(f != NULL);
+    ck_assert_int_eq(fseek(f, -back, SEEK_END), 0);
+    int c = getc(f);
+    ck_assert_int_eq(fseek(f, -back, SEEK_END), 0);
+    putc(c ^ 1, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n;
+    unsigned char *b = read_file(from, &n);
+    FILE *f = fopen(to, "wb");
+    ck_assert(f != NULL && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+}
+
+/* Nothing trusted blindly: a state with one flipped weight bit, and another database's
+ * state of the same run id (another configuration), are refused with what to do, the
+ * run left interrupted; the state itself then resumes to the end (its configuration
+ * hash is the resumed run's). */
+START_TEST(test_state_integrity)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    struct pb_run_summary sum;
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 128;
+    c.limit_val = 64;
+    c.epochs = 2;
+    c.on_epoch = interrupt_after_first;
+    c.db = tmp_path_kept("other.db");
+    c.optim.lr *= 2;
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 128;
+    c.limit_val = 64;
+    c.epochs = 2;
+    c.on_epoch = interrupt_after_first;
+    c.db = tmp_path_kept("own.db");
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    char state[256], kept[280], other[256], out[8192];
+    snprintf(state, sizeof state, "%s.run1.state", c.db);
+    snprintf(kept, sizeof kept, "%s.kept", state);
+    snprintf(other, sizeof other, "%s.run1.state", tmp_path("other.db"));
+    copy_file(state, kept);
+    flip_bit(state, 1);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "is damaged") && strstr(out, "do not match the checksum") &&
+                  strstr(out, "delete") && strstr(out, "start over"), "%s", out);
+    copy_file(other, state);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s'", c.db), 2);
+    ck_assert_msg(strstr(out, "belongs to another configuration") && strstr(out, "delete"), "%s",
+                  out);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"),
+                     1);
+    copy_file(kept, state);
+    ck_assert_int_eq(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s' --quiet", c.db), 0);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("resume");
@@ -265,6 +334,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_signal_state_and_no_state);
     tcase_add_test(tc, test_bad_resumes);
     tcase_add_test(tc, test_resumed_summary_is_the_whole_run);
+    tcase_add_test(tc, test_state_integrity);
     suite_add_tcase(s, tc);
     return s;
 }

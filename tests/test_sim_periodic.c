@@ -189,6 +189,10 @@ START_TEST(test_cli_extrapolates)
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 4 "
                              "--length 40 --cost 1,1,0"), 0);
     ck_assert_msg(!strstr(out, "extrapolated"), "%s", out);
+    /* the largest micro-batch: samples/s in double, not an int that wraps negative */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 4 "
+                             "--length 40 --cost 1,1,0 --microbatch-size 2147483647"), 0);
+    ck_assert_msg(strstr(out, "samples/s (b = 2147483647)") && !strstr(out, "= -"), "%s", out);
     cli_cleanup(dir);
 }
 END_TEST

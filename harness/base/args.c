@@ -8,13 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An integer as written: an optional '-' then digits (strtol alone would also take
+ * leading blanks and a '+', and so accept ' 1' but not '1 '). */
+static bool plain_int(const char *s)
+{
+    return (s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9');
+}
+
 int pb_arg_int(const char *flag, const char *s, int *out, struct pb_err *e)
 {
     char *end;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < INT_MIN || v > INT_MAX)
+    long v = plain_int(s) ? strtol(s, &end, 10) : 0;
+    if (!plain_int(s) || end == s || *end)
         return pb_err_set(e, "%s expects an integer (got '%s')", flag, s);
+    if (errno || v < INT_MIN || v > INT_MAX)
+        return pb_err_set(e, "%s: %s is out of range (an integer between %d and %d)", flag, s,
+                          INT_MIN, INT_MAX);
     *out = (int)v;
     return 0;
 }
@@ -23,7 +33,7 @@ int pb_arg_u64(const char *flag, const char *s, uint64_t *out, struct pb_err *e)
 {
     char *end;
     errno = 0;
-    if (*s == '-')
+    if (!plain_int(s) || *s == '-')
         return pb_err_set(e, "%s expects a non-negative integer (got '%s')", flag, s);
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s || *end)
@@ -63,8 +73,13 @@ int pb_arg_floats(const char *flag, const char *s, float *out, int n, struct pb_
         errno = 0;
         double v = strtod(p, &end);
         bool last = i == n - 1;
-        if (errno || end == p || !(fabs(v) <= FLT_MAX) || (last ? *end != 0 : *end != ','))
+        if (end == p || (last ? *end != 0 : *end != ','))
             return pb_err_set(e, "%s expects %d comma-separated numbers (got '%s')", flag, n, s);
+        if (errno || !(fabs(v) <= FLT_MAX)) {
+            pb_err_set(e, "%s: %.*s is out of range: each number's magnitude must be at most %g",
+                       flag, (int)(end - p), p, (double)FLT_MAX);
+            return PB_ARG_RANGE;
+        }
         out[i] = (float)v;
         p = end + 1;
     }
@@ -78,8 +93,8 @@ int pb_arg_ints(const char *flag, const char *s, int *out, int max, int *n, stru
     while (*p) {
         char *end;
         errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || (*end && *end != ',') || v < INT_MIN || v > INT_MAX)
+        long v = plain_int(p) ? strtol(p, &end, 10) : 0;
+        if (!plain_int(p) || errno || end == p || (*end && *end != ',') || v < INT_MIN || v > INT_MAX)
             return pb_err_set(e, "%s expects comma-separated integers (got '%s')", flag, s);
         if (*n == max)
             return pb_err_set(e, "%s takes at most %d values", flag, max);

@@ -15,7 +15,9 @@ int pb_arg_u64(const char *flag, const char *s, uint64_t *out, struct pb_err *e)
 int pb_arg_float(const char *flag, const char *s, float *out, struct pb_err *e);
 /* "on"/"off", "true"/"false", "1"/"0" */
 int pb_arg_bool(const char *flag, const char *s, bool *out, struct pb_err *e);
-/* Comma-separated floats (each as pb_arg_float's): exactly n of them. */
+/* Comma-separated floats (each as pb_arg_float's): exactly n of them; -1 when s is not
+ * that, PB_ARG_RANGE when one is beyond float's range (each with a message). */
+#define PB_ARG_RANGE (-2)
 int pb_arg_floats(const char *flag, const char *s, float *out, int n, struct pb_err *e);
 /* Comma-separated ints: up to max of them; *n receives the count. */
 int pb_arg_ints(const char *flag, const char *s, int *out, int max, int *n, struct pb_err *e);

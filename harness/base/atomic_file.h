@@ -21,7 +21,11 @@ int pb_afile_commit(struct pb_afile *a, struct pb_err *e);
 void pb_afile_abort(struct pb_afile *a);
 
 /* A fresh temporary path beside path (its folder, a hidden name with the pid), to
- * hand to a program that writes the file itself; free() it. */
+ * hand to a program that writes the file itself; free() it. Removes first the stale
+ * temporaries of path (pb_afile_remove_stale). */
 char *pb_afile_tmp_name(const char *path);
+/* Removes the temporaries ".NAME.tmp-PID-N" beside path whose writing process is gone
+ * (killed while it wrote path); those of live processes stay. */
+void pb_afile_remove_stale(const char *path);
 
 #endif

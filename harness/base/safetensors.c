@@ -1,5 +1,7 @@
 /* harness/base/safetensors.c — safetensors reader and writer (safetensors.h), JSON by cJSON. */
 #include "harness/base/safetensors.h"
+#include "harness/base/atomic_file.h"
+#include "harness/base/out_path.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -7,6 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 static const char *const dtype_names[] = {"F32", "F64", "I32", "I64"};
 static const size_t dtype_sizes[] = {4, 8, 4, 8};
@@ -160,10 +163,12 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
     const unsigned char *data = st->blob + 8 + hlen;
     const cJSON *it;
     int rc = 0;
+    unsigned long sum = 0;
+    bool has_sum = false, seen_meta = false;
     cJSON_ArrayForEach(it, root)
     {
         if (!strcmp(it->string, "__metadata__")) {
-            if (st->metadata) {
+            if (seen_meta) {
                 rc = pb_err_set(e, "%s: __metadata__ appears twice in the header (corrupt file)",
                                 path);
                 break;
@@ -173,7 +178,18 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
                                    "format's rule; corrupt file)", path);
                 break;
             }
-            st->metadata = cJSON_PrintUnformatted(it);
+            seen_meta = true;
+            const cJSON *crc = cJSON_GetObjectItemCaseSensitive(it, PB_ST_CRC_KEY);
+            if (crc) {
+                char *end;
+                sum = strtoul(crc->valuestring, &end, 16);
+                has_sum = *crc->valuestring && !*end;
+            }
+            while (cJSON_GetObjectItemCaseSensitive(it, PB_ST_CRC_KEY))
+                cJSON_DeleteItemFromObjectCaseSensitive((cJSON *)it, PB_ST_CRC_KEY);
+            /* nothing but the checksum, or nothing at all: no metadata */
+            if (it->child)
+                st->metadata = cJSON_PrintUnformatted(it);
             continue;
         }
         if ((rc = parse_entry(st, it, data_len, path, e)))
@@ -182,6 +198,14 @@ static int parse_blob(struct pb_safetensors *st, size_t len, const char *path, s
     cJSON_Delete(root);
     if (!rc)
         rc = check_tiling(st, data_len, path, e);
+    /* a file written without the checksum (before it was kept, or by another program)
+       loads unchecked, as before */
+    uLong got = has_sum && !rc ? crc32_z(crc32_z(0, NULL, 0), data, data_len) : 0;
+    if (has_sum && !rc && got != sum)
+        rc = pb_err_set(e, "'%s' is damaged: its tensor data do not match the checksum written "
+                           "with them (%s %08lx, the data give %08lx); restore it from a copy or write it "
+                           "again", path, PB_ST_CRC_KEY, sum,
+                        (unsigned long)got);
     if (rc) {
         pb_st_finish(st);
         return -1;
@@ -332,11 +356,16 @@ int pb_st_save(const struct pb_safetensors *w, const char *path, const char *met
                struct pb_err *e)
 {
     cJSON *root = cJSON_CreateObject();
-    if (metadata) {
-        cJSON *m = cJSON_Parse(metadata);
-        PB_CHECK(cJSON_IsObject(m));
-        cJSON_AddItemToObject(root, "__metadata__", m);
-    }
+    cJSON *m = metadata ? cJSON_Parse(metadata) : cJSON_CreateObject();
+    PB_CHECK(cJSON_IsObject(m));
+    uLong sum = crc32_z(0, NULL, 0);
+    for (int i = 0; i < w->n; i++)
+        sum = crc32_z(sum, w->t[i].data, w->t[i].count * dtype_sizes[w->t[i].dtype]);
+    char hex[16];
+    snprintf(hex, sizeof hex, "%08lx", (unsigned long)sum);
+    cJSON_DeleteItemFromObjectCaseSensitive(m, PB_ST_CRC_KEY);
+    cJSON_AddStringToObject(m, PB_ST_CRC_KEY, hex);
+    cJSON_AddItemToObject(root, "__metadata__", m);
     size_t off = 0;
     for (int i = 0; i < w->n; i++) {
         const struct pb_st_tensor *t = &w->t[i];
@@ -356,9 +385,7 @@ int pb_st_save(const struct pb_safetensors *w, const char *path, const char *met
     cJSON_Delete(root);
     size_t jlen = strlen(json), padded = (jlen + 7) / 8 * 8;
 
-    size_t plen = strlen(path);
-    char *tmp = pb_xmalloc(plen + 16);
-    snprintf(tmp, plen + 16, "%s.tmp", path);
+    char *tmp = pb_afile_tmp_name(path);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         int err = errno;
@@ -378,6 +405,11 @@ int pb_st_save(const struct pb_safetensors *w, const char *path, const char *met
     }
     ok = (fclose(f) == 0) && ok;
     free(json);
+    if (ok && pb_out_path_replaceable(path, e)) {
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
     if (!ok || rename(tmp, path) != 0) {
         int err = errno;
         remove(tmp);

@@ -2,7 +2,9 @@
  * File: u64 little-endian header length, a JSON header mapping each tensor name to
  * {dtype, shape, data_offsets}, then the raw little-endian data. PyTorch's
  * safetensors package loads what this writes, and the fixtures written by
- * tests/fixtures/gen_fixtures.py load here. */
+ * tests/fixtures/gen_fixtures.py load here. The writer keeps a CRC-32 of the data section
+ * in __metadata__ (PB_ST_CRC_KEY, which PyTorch ignores); the reader checks it where it is
+ * present and hands the rest of __metadata__ on without it (none when nothing is left). */
 #ifndef PB_SAFETENSORS_H
 #define PB_SAFETENSORS_H
 
@@ -12,6 +14,7 @@
 #include "harness/base/err.h"
 
 #define PB_ST_MAX_DIMS 8
+#define PB_ST_CRC_KEY "pb_crc32"
 
 enum pb_st_dtype { PB_ST_F32, PB_ST_F64, PB_ST_I32, PB_ST_I64 };
 

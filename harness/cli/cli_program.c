@@ -54,7 +54,7 @@ int pb_cmd_program(int argc, char **argv)
     };
     const char *sched_name = NULL, *opt_name = "sgdm";
     struct pb_pipe pipe = {.stages = 0, .length = 8, .microbatches = 0};
-    bool have_m = false;
+    bool have_m = false, have_d = false;
     int print = 0;
     struct pb_err e;
     int c;
@@ -67,6 +67,7 @@ int pb_cmd_program(int argc, char **argv)
         case 'd':
             if (pb_arg_int("--stages", optarg, &pipe.stages, &e))
                 return pb_cli_fail(e.msg);
+            have_d = true;
             break;
         case 'n':
             if (pb_arg_int("--length", optarg, &pipe.length, &e))
@@ -100,6 +101,10 @@ int pb_cmd_program(int argc, char **argv)
     if (optind < argc) {
         pb_err_set(&e, "program: unexpected argument '%s' (see pipebench program --help)",
                    argv[optind]);
+        return pb_cli_fail(e.msg);
+    }
+    if (have_d && pipe.stages == 0) {   /* given, so not "required": out of range */
+        pb_err_set(&e, "program: --stages must be between 1 and %d (got 0)", PB_MAX_STAGES);
         return pb_cli_fail(e.msg);
     }
     const struct pb_schedule *sch;

@@ -102,6 +102,9 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
     if (a->microbatch_size < 0)
         return pb_err_set(e, "simulate: --microbatch-size must be positive (got %d)",
                           a->microbatch_size);
+    if (a->have_stages && a->pipe.stages == 0)   /* given, so not "required" */
+        return pb_err_set(e, "simulate: --stages must be between 1 and %d (got 0)",
+                          PB_MAX_STAGES);
     return 0;
 }
 
@@ -109,8 +112,13 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
 static int costs_given(const char *spec, int D, struct pb_sim_cost *costs, struct pb_err *e)
 {
     float v[6] = {0};
-    if (pb_arg_floats("--cost", spec, v, 6, e) && pb_arg_floats("--cost", spec, v, 4, e) &&
-        pb_arg_floats("--cost", spec, v, 3, e))
+    int n = 1;
+    for (const char *p = spec; *p; p++)
+        n += *p == ',';
+    int rc = n == 3 || n == 4 || n == 6 ? pb_arg_floats("--cost", spec, v, n, e) : -1;
+    if (rc == PB_ARG_RANGE)   /* well formed, too large: say so */
+        return pb_err_prefix(e, "simulate: ");
+    if (rc)
         return pb_err_set(e, "simulate: --cost wants F,B,U, F,B,U,SEND or F,B,U,SEND,I,W in "
                           "seconds (I and W: the split backward's passes), e.g. --cost 1,2,0.1 "
                           "(got '%s')", spec);
@@ -184,7 +192,7 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
     printf(", M = %d", p->microbatches);
     printf(" (%s)\n", a->run ? "costs: the run's medians" : "costs as given");
     printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
-           "%ld ops\n", r->makespan_s, p->length / r->makespan_s, p->length * b / r->makespan_s,
+           "%ld ops\n", r->makespan_s, p->length / r->makespan_s, (double)p->length * b / r->makespan_s,
            b, r->ops);
     if (r->extrapolated)
         printf("extrapolated: simulated op by op from N' = %d micro-batches, then %lld "
@@ -238,9 +246,10 @@ static int print_memory(const struct sim_args *a, const struct pb_run_costs *rc,
     return status;
 }
 
-/* --record: the simulation as a finished run of one epoch, every op an event. */
-static int record(const struct sim_args *a, const struct pb_sim_result *r, int64_t *id,
-                  struct pb_err *e)
+/* --record: the simulation as a finished run of one epoch, every op an event, into db
+ * (opened before the simulation, so a database that cannot take it fails first). */
+static int record(const struct sim_args *a, const struct pb_sim_result *r,
+                  struct pb_results *db, int64_t *id, struct pb_err *e)
 {
     const struct pb_pipe *p = &a->pipe;
     int b = a->microbatch_size ? a->microbatch_size : 1;
@@ -250,9 +259,6 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r, int64
     if (a->run)
         snprintf(config + strlen(config) - 1, sizeof config - strlen(config) + 1,
                  ", \"from_run\": %s}", a->run);
-    struct pb_results *db;
-    if (pb_results_open(&db, a->db, e))
-        return -1;
     struct pb_run_info info = {.config_json = config, .schedule = a->sched,
                                .variant = p->variant, .optimizer = a->optimizer,
                                .executor = "sim", .stages = p->stages, .microbatch_size = b,
@@ -284,7 +290,6 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r, int64
     else if (*id > 0)
         pb_results_run_end(db, *id, PB_RUN_FAILED, e->msg, e);
     free(st);
-    pb_results_close(db);
     return rc;
 }
 
@@ -300,6 +305,7 @@ int pb_cmd_simulate(int argc, char **argv)
     struct pb_sim_cost *costs = NULL;
     struct pb_sim_result res = {0};
     const struct pb_schedule *sch;
+    struct pb_results *db = NULL;
     int status = PB_EXIT_USAGE;
     if (a.run && costs_from_run(&a, &rcosts, &costs, &e))
         goto out;
@@ -312,7 +318,11 @@ int pb_cmd_simulate(int argc, char **argv)
         if (costs_given(a.cost, a.pipe.stages, costs, &e))
             goto out;
     }
+    if (a.record && pb_results_check_writable(a.db, &e))   /* before simulating */
+        goto out;
     if (pb_simulate_pipe(sch, &a.pipe, NULL, costs, a.pipe.stages, a.record, &res, &e))
+        goto out;
+    if (a.record && pb_results_open(&db, a.db, &e))
         goto out;
     print_result(&a, costs, &res);
     if (a.run && print_memory(&a, &rcosts, &res, &e))
@@ -320,7 +330,7 @@ int pb_cmd_simulate(int argc, char **argv)
     a.costs = costs;
     if (a.record) {
         int64_t id;
-        if (record(&a, &res, &id, &e)) {
+        if (record(&a, &res, db, &id, &e)) {
             status = PB_EXIT_RUN;
             goto out;
         }
@@ -332,6 +342,7 @@ out:
     if (status != PB_EXIT_OK)
         fprintf(stderr, "pipebench: %s\n", e.msg);
     free(costs);
+    pb_results_close(db);
     pb_sim_result_finish(&res);
     pb_run_costs_finish(&rcosts);
     return status;

@@ -6,6 +6,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/base/args.h"
+#include "harness/base/out_path.h"
 #include "results/results.h"
 #include "plots/trace.h"
 
@@ -63,6 +64,8 @@ int pb_cmd_trace(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     struct pb_trace_info info;
+    if (pb_out_path_check("--out", out, db, &e))
+        return pb_cli_fail(e.msg);
     if (pb_trace_write(db, id, epoch, out, &info, &e))
         return pb_cli_fail(e.msg);
     printf("wrote %s: run %lld, epoch %d, %d devices, %d slices, %d flows\n", out, id,

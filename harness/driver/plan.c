@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include "harness/base/args.h"
+#include "harness/base/out_path.h"
 #include "harness/driver/placement.h"
 #include "harness/driver/plan.h"
 #include "harness/driver/run_flags.h"
 #include "predictors/predictor.h"
+#include "workloads/bleu/bleu.h"
 
 /* The checks of c alone, with its executor and backend chosen into p. */
 static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err *e)
@@ -41,6 +43,18 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
                           c->batch, mb, c->schedule, c->microbatch_size);
     if (c->limit_train < 0 || c->limit_val < 0)
         return pb_err_set(e, "--limit-train and --limit-val must be >= 0 (0 = all)");
+    /* the limits alone can say no micro-batch fits: before the data and model are made
+       (load_data's checks, in its order) */
+    if (c->batch && c->limit_train > 0 && c->limit_train / c->batch < 1)
+        return pb_err_set(e, "%d training samples make no batch of %d; lower --batch or raise "
+                             "--limit-train", c->limit_train, c->batch);
+    if (c->limit_train > 0 && c->limit_train / c->microbatch_size < 1)
+        return pb_err_set(e, "%d training samples make no micro-batch of %d; lower "
+                             "--microbatch-size or raise --limit-train", c->limit_train,
+                          c->microbatch_size);
+    if (c->limit_val > 0 && c->limit_val / c->microbatch_size < 1)
+        return pb_err_set(e, "%d validation samples make no batch of %d; lower --microbatch-size "
+                             "or raise --limit-val", c->limit_val, c->microbatch_size);
     if (c->beam < 0 || c->beam > PB_RUN_MAX_BEAM)
         return pb_err_set(e, "--beam takes 0 (greedy decoding) or a beam width of 1 to %d "
                              "(got %d)", PB_RUN_MAX_BEAM, c->beam);
@@ -66,10 +80,15 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
     if (c->experiment && (!*c->experiment || strlen(c->experiment) > 64))
         return pb_err_set(e, "--experiment wants a name of 1 to 64 characters (got '%s')",
                           c->experiment);
+    if (c->experiment && !pb_bleu_valid_utf8(c->experiment, strlen(c->experiment)))
+        return pb_err_set(e, "--experiment: the name is not valid UTF-8 (reports print it in "
+                             "JSON and LaTeX); give a name in UTF-8");
     if (c->trace_mb_lo < 0 || c->trace_mb_hi < 0 || (c->trace_mb_hi && c->trace_mb_hi <= c->trace_mb_lo))
         return pb_err_set(e, "--trace-window A:B keeps micro-batches A to B-1 of the traced epochs: "
                              "0 <= A < B (got %d:%d)", c->trace_mb_lo, c->trace_mb_hi);
     if (pb_run_trace_epochs(c->trace_epochs, c->epochs, NULL, e))
+        return -1;
+    if (c->save && pb_out_path_check("--save", c->save, c->db, e))
         return -1;
     p->backend = pb_backend_find(c->backend, e);
     if (!p->backend)
@@ -246,6 +265,17 @@ static int load_data(struct pb_plan *r, struct pb_err *e)
                                   c->seed, &opts, e) ||
              pb_dataset_load_opts(&r->val, ds, c->data_dir, PB_SPLIT_TEST, c->limit_val, c->seed,
                                   &opts, e);
+    /* a translation model decodes ids of its whole head at validation: a vocabulary
+       smaller than the head would meet an id it cannot spell after the epoch's training,
+       so setup, which knows the vocabulary now, refuses it */
+    const struct pb_dataset *v = opts.parts & PB_DATA_INPUTS ? &r->train : &r->val;
+    if (!rc && opts.parts && r->preset && r->preset->sample == PB_SAMPLE_PAIR && v->vocab &&
+        v->vocab < opts.vocab)
+        rc = pb_err_set(e, "%s: the vocabulary of %s holds %d tokens, fewer than the %d the "
+                           "model %s (preset %s) decodes into; give a folder whose "
+                           "vocab.bpe.32000 holds at least %d tokens, or a preset of a smaller "
+                           "vocabulary", ds, c->data_dir ? c->data_dir : "the dataset", v->vocab,
+                        opts.vocab, c->model, r->preset->name, opts.vocab);
     if (pb_plan_collective(r, rc, e))
         return -1;
     int info[6] = {r->train.n, r->val.n, r->train.c, r->train.h, r->train.w, r->train.nclasses};

@@ -161,7 +161,8 @@ void pb_run_flags_usage(FILE *f)
         "                          pipedream-2bw and xpipe, 1 to 1,000,000 (default D)\n"
         "  --epochs N              1 to 1,000,000 (default 1)\n"
         "  --limit-train N         keep the first N training samples, 0 to the split's size\n"
-        "                          (default 0: all)\n"
+        "                          (default 0: all); an IDX file read in part is checked\n"
+        "                          against its length (gzip trailer), not its CRC\n"
         "  --limit-val N           the same for the validation samples (default 0: all)\n"
         "  --beam K                a translation model's validation BLEU each epoch: 0\n"
         "                          greedy decoding (default), K >= 1 beam search of K\n"
@@ -325,7 +326,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         c->deterministic = true;
     if (!rc && val[O_BETAS]) {
         float b[2];
-        rc = pb_arg_floats("--betas", val[O_BETAS], b, 2, e);
+        rc = pb_arg_floats("--betas", val[O_BETAS], b, 2, e) ? -1 : 0;
         o->beta1 = b[0];
         o->beta2 = b[1];
     }

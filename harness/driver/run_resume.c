@@ -4,18 +4,31 @@
  * worker has applied; the data order, augmentation, dropout and learning rate are pure
  * functions of (seed, epoch). That state goes into one safetensors file beside the
  * database, written atomically, and comes back into a resumed run's stages; a run
- * without one is trained again from its first epoch. */
+ * without one is trained again from its first epoch. The file carries the checksum of
+ * its data (safetensors.h) and what it belongs to: the run id and a hash of the run's
+ * configuration, so a damaged state, or another database's run of the same id, is
+ * refused with what to do. */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/atomic_file.h"
 #include "harness/driver/run_resume.h"
+#include "harness/driver/run_json.h"
 #include "harness/store/checkpoint.h"
+#include "workloads/datasets/image_cache.h"
+
+/* The hash of the plan's configuration, as the run records it. */
+static unsigned long long config_hash(const struct pb_plan *p)
+{
+    char *json = pb_plan_cfg_json(p);
+    unsigned long long h = pb_fnv1a(PB_FNV_OFFSET, json, strlen(json));
+    free(json);
+    return h;
+}
 
 void pb_run_state_path(const char *db, int64_t run_id, char *buf, size_t cap)
 {
@@ -40,13 +53,15 @@ int pb_run_save_state(const struct pb_plan *p, struct pb_local_stages *ls, int64
     const struct pb_run_cfg *c = p->cfg;
     PB_CHECK(!p->dist);
     int d = c->stages;
-    char path[4096], updates[8192], steps[8192], meta[20000];
+    char path[4096], updates[8192], steps[8192], meta[20000], hash[32];
     pb_run_state_path(c->db, run_id, path, sizeof path);
     join_counts(ls, d, false, updates, sizeof updates);
     join_counts(ls, d, true, steps, sizeof steps);
+    snprintf(hash, sizeof hash, "%016llx", config_hash(p));
     snprintf(meta, sizeof meta, "{\"pipebench_state\":\"1\",\"run_id\":\"%lld\",\"model\":\"%s\","
-             "\"stages\":\"%d\",\"epochs_done\":\"%d\",\"updates\":\"%s\",\"steps\":\"%s\"}",
-             (long long)run_id, c->model, d, epochs_done, updates, steps);
+             "\"stages\":\"%d\",\"epochs_done\":\"%d\",\"updates\":\"%s\",\"steps\":\"%s\","
+             "\"config\":\"%s\"}",
+             (long long)run_id, c->model, d, epochs_done, updates, steps, hash);
     struct pb_optim **optims = pb_xcalloc((size_t)d, sizeof *optims);
     for (int k = 0; k < d; k++)
         optims[k] = &ls->workers[k].optim;
@@ -71,34 +86,6 @@ static int read_counts(const cJSON *meta, const char *key, int d, long *v)
     return p ? 0 : -1;
 }
 
-/* Removes what a process killed while it wrote run_id's state left: the hidden
- * temporary files ".<state>.tmp-PID-N" of atomic_file.c whose process is gone. */
-static void remove_stale_tmp(const char *state)
-{
-    char dir[4096], prefix[4200];
-    const char *slash = strrchr(state, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == state ? 1 : (int)(slash - state), state);
-    snprintf(prefix, sizeof prefix, ".%s.tmp-", slash ? slash + 1 : state);
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        size_t n = strlen(prefix);
-        if (strncmp(de->d_name, prefix, n))
-            continue;
-        long pid = strtol(de->d_name + n, NULL, 10);
-        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-            char path[8400];
-            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-            unlink(path);
-        }
-    }
-    if (d)
-        closedir(d);
-}
-
 int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *start_epoch,
                       struct pb_err *e)
 {
@@ -106,7 +93,7 @@ int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *
     int d = c->stages;
     char path[4096];
     pb_run_state_path(c->db, c->resume_run, path, sizeof path);
-    remove_stale_tmp(path);
+    pb_afile_remove_stale(path);   /* what a process killed while it wrote it left */
     if (access(path, F_OK) && errno == ENOENT) {
         /* stopped before its first resume state (killed in its first epoch, or between
          * recording an epoch and writing the state, or run with --checkpoint-every 0):
@@ -123,12 +110,21 @@ int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *
     char *meta_text = NULL;
     int rc = pb_checkpoint_load_state(ls->stages, optims, d, path, &meta_text, e);
     free(optims);
-    if (rc)
-        return -1;
+    if (rc) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        return pb_err_set(e, "run %lld's resume state: %s; delete %s to train the run again "
+                             "from its first epoch (pipebench resume %lld), or start over with "
+                             "pipebench run", (long long)c->resume_run, why, path,
+                          (long long)c->resume_run);
+    }
     cJSON *meta = meta_text ? cJSON_Parse(meta_text) : NULL;
     free(meta_text);
     const cJSON *done = cJSON_GetObjectItemCaseSensitive(meta, "epochs_done");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(meta, "run_id");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(meta, "config");
+    char *end = NULL;
+    unsigned long long hash = cJSON_IsString(cfg) ? strtoull(cfg->valuestring, &end, 16) : 0;
     long *u = pb_xcalloc((size_t)d, sizeof *u), *t = pb_xcalloc((size_t)d, sizeof *t);
     int epochs_done = cJSON_IsString(done) ? atoi(done->valuestring) : -1;
     if (!cJSON_IsString(id) || atoll(id->valuestring) != c->resume_run || epochs_done < 1 ||
@@ -137,6 +133,13 @@ int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *
         rc = pb_err_set(e, "%s is not run %lld's resume state of %d stages (its metadata "
                         "does not match); start the run again with pipebench run", path,
                         (long long)c->resume_run, d);
+    /* a state written before the hash was kept has none and is taken on its run id */
+    else if (cfg && (!end || *end || hash != config_hash(p)))
+        rc = pb_err_set(e, "%s belongs to another configuration than run %lld's (another "
+                           "database's run of that id?); delete it to train the run again from "
+                           "its first epoch (pipebench resume %lld), or start over with "
+                           "pipebench run", path, (long long)c->resume_run,
+                        (long long)c->resume_run);
     for (int k = 0; !rc && k < d; k++) {
         ls->workers[k].u = u[k];
         ls->workers[k].optim.t = t[k];

@@ -1,35 +1,12 @@
 /* harness/driver/run_row.c — a run's row in the results database (run_row.h). */
 #include "harness/driver/run_row.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/driver/run_json.h"
 #include "harness/model/partition.h"
-
-/* --save's folder takes a file (its temporary, which the save renames): found out
- * now, not after training. */
-static int probe_save_path(const char *path, struct pb_err *e)
-{
-    size_t n = strlen(path);
-    char *probe = pb_xmalloc(n + 16);
-    snprintf(probe, n + 16, "%s.tmp", path);
-    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    int err = errno;
-    if (fd >= 0) {
-        close(fd);
-        unlink(probe);
-    }
-    free(probe);
-    if (fd < 0 && err != EEXIST)
-        return pb_err_set(e, "--save %s: cannot write there (%s); give a path in a writable "
-                             "folder", path, strerror(err));
-    return 0;
-}
 
 int pb_run_row_begin(const struct pb_plan *r, struct pb_run_bleu *bleu, int start_epoch,
                      struct pb_results **db, int64_t *run_id, struct pb_err *e)
@@ -37,9 +14,7 @@ int pb_run_row_begin(const struct pb_plan *r, struct pb_run_bleu *bleu, int star
     const struct pb_run_cfg *c = r->cfg;
     int rc = 0;
     if (pb_plan_writer(r)) {
-        rc = c->save ? probe_save_path(c->save, e) : 0;
-        if (!rc)
-            rc = pb_run_bleu_prepare(bleu, r, e);
+        rc = pb_run_bleu_prepare(bleu, r, e);
         if (!rc)
             rc = pb_results_open(db, c->db, e);
         /* runs left 'running' by a process of this host that no longer exists */

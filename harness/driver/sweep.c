@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/in_file.h"
 #include "harness/driver/finished.h"
 #include "harness/driver/plan.h"
 #include "workloads/datasets/dataset.h"
@@ -254,9 +255,13 @@ static const char *not_text(const char *text, size_t n)
 /* The whole file (*n bytes), NUL-terminated; free() it. */
 static char *slurp(const char *path, size_t *n, struct pb_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, 0, &why);
     if (!f) {
-        pb_err_set(e, "cannot open the sweep file %s: %s", path, strerror(errno));
+        if (errno)
+            pb_err_set(e, "cannot open the sweep file %s: %s", path, strerror(errno));
+        else
+            pb_err_set(e, "the sweep file %s", why.msg);
         return NULL;
     }
     char *buf = pb_xmalloc(MAX_FILE + 2);

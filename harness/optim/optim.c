@@ -97,7 +97,7 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
     if (c->n_lr_steps < 0 || c->n_lr_steps > PB_LR_MAX_STEPS)
         return pb_err_set(e, "--lr-steps takes at most %d epochs (got %d)", PB_LR_MAX_STEPS,
                           c->n_lr_steps);
-    if (c->n_lr_steps > 0 && check_positive(c->lr_gamma, "--lr-gamma", e))
+    if (check_positive(c->lr_gamma, "--lr-gamma", e))
         return -1;
     if (c->lr_warmup < 0)
         return pb_err_set(e, "--lr-warmup counts epochs: 0 or more (got %d)", c->lr_warmup);

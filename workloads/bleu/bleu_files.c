@@ -6,13 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/bleu/bleu.h"
 
 int pb_bleu_read_lines(const char *path, const char *role, struct pb_bleu_lines *l,
                        struct pb_err *e)
 {
     memset(l, 0, sizeof *l);
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, PB_TEXT_MAX_BYTES, &why);
+    if (!f && !errno)
+        return pb_err_set(e, "bleu: the %s file %s", role, why.msg);
     if (!f)
         return pb_err_set(e, "bleu: cannot open the %s file %s: %s", role, path, strerror(errno));
     size_t cap = 1 << 16, n = 0, got;

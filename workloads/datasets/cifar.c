@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 
 #define PIXELS 3072
@@ -66,6 +67,10 @@ static int count_records(const struct cifar_format *f, const char *folder, const
         if (stat(path, &st) != 0)
             return pb_err_set(e, "%s: %s is missing (%s); the folder holds %s: unpack %s again",
                               f->name, path, strerror(errno), files[0], f->archive);
+        if (!S_ISREG(st.st_mode))
+            return pb_err_set(e, "%s: %s is %s, not a batch file; move it away and unpack %s "
+                                 "again", f->name, path, S_ISDIR(st.st_mode) ? "a folder"
+                                                         : "not a regular file", f->archive);
         long long size = (long long)st.st_size;
         if (size == 0 || size % rec != 0)
             return pb_err_set(e, "%s: %s is %lld bytes, not a whole number of %lld-byte records: "
@@ -85,7 +90,10 @@ static int read_records(const struct cifar_format *f, const char *path, long lon
                         struct pb_err *e)
 {
     size_t rec = (size_t)f->label_bytes + PIXELS;
-    FILE *in = fopen(path, "rb");
+    struct pb_err why;
+    FILE *in = pb_in_file_open(path, 0, &why);
+    if (!in && !errno)
+        return pb_err_set(e, "%s: %s", f->name, why.msg);
     if (!in)
         return pb_err_set(e, "%s: cannot open %s: %s", f->name, path, strerror(errno));
     int rc = 0;

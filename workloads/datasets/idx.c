@@ -4,10 +4,13 @@
  * float32 as torchvision does. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 
 #define IDX_IMAGES_MAGIC 0x00000803u
@@ -18,6 +21,7 @@
 struct idx_file {
     gzFile f;
     const char *path;
+    int ndims;
     uint32_t dims[3];
 };
 
@@ -38,9 +42,21 @@ static int open_idx(struct idx_file *in, const char *path, uint32_t magic, int n
                     struct pb_err *e)
 {
     in->path = path;
-    in->f = gzopen(path, "rb");
-    if (!in->f)
+    in->ndims = ndims;
+    struct pb_err why;
+    FILE *raw = pb_in_file_open(path, 0, &why);   /* a folder or FIFO: refused, not read */
+    if (!raw && !errno)
+        return pb_err_set(e, "%s; reinstall or re-download the dataset", why.msg);
+    if (!raw)
+        return pb_err_set(e, "cannot open %s: %s", path, strerror(errno));
+    int fd = dup(fileno(raw));
+    fclose(raw);
+    in->f = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!in->f) {
+        if (fd >= 0)
+            close(fd);
         return pb_err_set(e, "cannot open %s: %s", path, strerror(errno ? errno : ENOMEM));
+    }
     gzbuffer(in->f, CHUNK);
     unsigned char hdr[16];
     size_t len = 4 * (size_t)(ndims + 1);
@@ -65,14 +81,44 @@ static int open_idx(struct idx_file *in, const char *path, uint32_t magic, int n
     return 0;
 }
 
+/* The file's length against its header's, for a read of a prefix only (the whole read
+ * meets the end and zlib's CRC and length checks): a plain file's size, a gzip file's
+ * trailer (ISIZE, the uncompressed length mod 2^32). Damage inside the compressed bytes
+ * not read is not seen (run --help says so). */
+static int check_length(struct idx_file *in, size_t total, struct pb_err *e)
+{
+    size_t want = 4 * (size_t)(in->ndims + 1) + total;
+    FILE *f = fopen(in->path, "rb");
+    if (!f)
+        return pb_err_set(e, "cannot open %s: %s", in->path, strerror(errno));
+    unsigned char t[4];
+    int rc = 0;
+    bool plain = gzdirect(in->f);
+    long end = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (plain && end >= 0 && (unsigned long)end != want)
+        rc = pb_err_set(e, "%s: the file is %ld bytes, its header declares %zu (the file is damaged or "
+                           "truncated; reinstall or re-download it)", in->path, end, want);
+    else if (!plain && (end < 18 || fseek(f, -4, SEEK_END) || fread(t, 1, 4, f) != 4 ||
+                        ((uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+                         (uint32_t)t[3] << 24) != (uint32_t)want))
+        rc = pb_err_set(e, "%s: the gzip trailer does not give the %zu bytes the header "
+                           "declares (the file is damaged or truncated; reinstall or re-download it)",
+                        in->path, want);
+    fclose(f);
+    return rc;
+}
+
 /* Reads the first `need` of the `total` bytes the header declares into *out. The whole
  * body (need == total) must be exactly that long; a prefix (a run that keeps fewer
- * samples) stops decoding there, so a tiny run does not gunzip the whole file. The
- * buffer grows with the data read, so a corrupt header cannot demand a huge block. */
+ * samples) stops decoding there, so a tiny run does not gunzip the whole file, but the
+ * file's length is checked against its trailer first. The buffer grows with the data
+ * read, so a corrupt header cannot demand a huge block. */
 static int read_body(struct idx_file *in, size_t total, size_t need, const char *unit,
                      unsigned char **out, struct pb_err *e)
 {
     PB_CHECK(need <= total);
+    if (need < total && check_length(in, total, e))
+        return -1;
     size_t cap = need < CHUNK ? need : CHUNK, done = 0;
     unsigned char *buf = pb_malloc_or_err(cap, unit, e);
     if (!buf)

@@ -12,10 +12,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "harness/base/atomic_file.h"
 
 static const char magic[8] = "PBU8IMG";
+enum { CRC_AT = 60 };   /* the header's last 4 bytes: the pixels' CRC-32 */
 
 uint64_t pb_fnv1a(uint64_t h, const void *bytes, size_t n)
 {
@@ -96,37 +98,47 @@ static void header(const struct pb_image_cache_id *id, int n, unsigned char *h)
 }
 
 /* Maps path when it is a valid cache of id: header equal but for the count, which is at
- * most the split's, and the size exactly header plus that many samples. */
-static void try_map(const struct pb_image_cache_id *id, const char *path,
-                    struct pb_image_cache_map *out)
+ * most the split's, and the checksum, the size exactly header plus that many samples;
+ * -1 with a message when such a cache's pixels do not match the checksum. */
+static int try_map(const struct pb_image_cache_id *id, const char *path,
+                   struct pb_image_cache_map *out, struct pb_err *e)
 {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return;
+        return 0;
     struct stat st;
     unsigned char h[PB_IMAGE_CACHE_HEADER], want[PB_IMAGE_CACHE_HEADER];
     size_t per = (size_t)id->c * id->h * id->w;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || read(fd, h, sizeof h) != (ssize_t)sizeof h) {
         close(fd);
-        return;
+        return 0;
     }
     uint32_t n = get32(h + 28);
     header(id, (int)n, want);
-    if (memcmp(h, want, sizeof h) != 0 || n > (uint32_t)id->n_total ||
+    if (memcmp(h, want, CRC_AT) != 0 || n > (uint32_t)id->n_total ||
         (uint64_t)st.st_size != PB_IMAGE_CACHE_HEADER + (uint64_t)n * per || n == 0) {
         close(fd);
-        return;
+        return 0;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED)
-        return;
+        return 0;
+    const uint8_t *pix = (const uint8_t *)m + PB_IMAGE_CACHE_HEADER;
+    uint32_t sum = (uint32_t)crc32_z(crc32_z(0, NULL, 0), pix, (size_t)n * per);
+    if (sum != get32(h + CRC_AT)) {
+        munmap(m, (size_t)st.st_size);
+        return pb_err_set(e, "%s: the decoded-image cache %s is damaged (its pixels do not match "
+                             "their checksum); delete it and run again to rebuild it",
+                          id->dataset, path);
+    }
     out->map = m;
     out->len = (size_t)st.st_size;
     out->pix = (const uint8_t *)m + PB_IMAGE_CACHE_HEADER;
     out->n = (int)n;
     out->path = pb_xstrdup(path);
+    return 0;
 }
 
 void pb_image_cache_unmap(struct pb_image_cache_map *m)
@@ -137,14 +149,18 @@ void pb_image_cache_unmap(struct pb_image_cache_map *m)
     memset(m, 0, sizeof *m);
 }
 
-void pb_image_cache_find(const struct pb_image_cache_id *id, struct pb_image_cache_map *out)
+int pb_image_cache_find(const struct pb_image_cache_id *id, struct pb_image_cache_map *out,
+                        struct pb_err *e)
 {
     memset(out, 0, sizeof *out);
     for (int beside = 1; beside >= 0; beside--) {
         char *path = pb_image_cache_path(id, beside);
         struct pb_image_cache_map m;
-        if (path)
-            try_map(id, path, &m);
+        if (path && try_map(id, path, &m, e)) {
+            free(path);
+            pb_image_cache_unmap(out);
+            return -1;
+        }
         free(path);
         if (!path || m.n <= out->n) {
             if (path)
@@ -154,6 +170,7 @@ void pb_image_cache_find(const struct pb_image_cache_id *id, struct pb_image_cac
         pb_image_cache_unmap(out);
         *out = m;
     }
+    return 0;
 }
 
 static int write_at(const struct pb_image_cache_id *id, const char *path, const uint8_t *pix,
@@ -165,6 +182,7 @@ static int write_at(const struct pb_image_cache_id *id, const char *path, const 
     unsigned char h[PB_IMAGE_CACHE_HEADER];
     header(id, n, h);
     size_t bytes = (size_t)n * id->c * id->h * id->w;
+    put32(h + CRC_AT, (uint32_t)crc32_z(crc32_z(0, NULL, 0), pix, bytes));
     if (fwrite(h, 1, sizeof h, a.f) != sizeof h || fwrite(pix, 1, bytes, a.f) != bytes) {
         pb_err_set(e, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
         pb_afile_abort(&a);

@@ -1,12 +1,14 @@
 /* workloads/datasets/image_cache.h — decoded images kept in a uint8 cache file, so a
  * dataset of JPEGs is decoded once and mapped by later runs (semantics §1.6). The file is
  * a 64-byte header (magic "PBU8IMG", version, the source tree's fingerprint, the split's
- * sample count, the samples held, their shape, the split's name) and the pixels
+ * sample count, the samples held, their shape, the split's name, the CRC-32 of the
+ * pixels) and the pixels
  * [n, c, h, w] of the split's first n samples. It lives beside the data
  * (DIR/pipebench-SPLIT.u8cache) or, where that folder cannot be written, in the cache
  * folder ($XDG_CACHE_HOME/pipebench or ~/.cache/pipebench), and is written atomically. A
- * header that does not match the source (another fingerprint, count or shape) is stale:
- * the loader decodes again and replaces it. */
+ * header that does not match the source (another fingerprint, count or shape, or an
+ * older version) is stale: the loader decodes again and replaces it. One whose pixels do
+ * not match their checksum is damaged, and refused with what to do. */
 #ifndef PB_IMAGE_CACHE_H
 #define PB_IMAGE_CACHE_H
 
@@ -16,7 +18,7 @@
 
 #include "harness/base/err.h"
 
-#define PB_IMAGE_CACHE_VERSION 1u
+#define PB_IMAGE_CACHE_VERSION 2u
 #define PB_IMAGE_CACHE_HEADER 64
 
 /* Which cache: the dataset, its folder, the split and what its pixels depend on. */
@@ -43,8 +45,10 @@ struct pb_image_cache_map {
 char *pb_image_cache_path(const struct pb_image_cache_id *id, bool beside);
 
 /* Maps the valid cache of id that holds the most samples, beside the data or in the
- * cache folder; out->n is 0 (and nothing is mapped) when neither is valid. */
-void pb_image_cache_find(const struct pb_image_cache_id *id, struct pb_image_cache_map *out);
+ * cache folder; out->n is 0 (and nothing is mapped) when neither is valid. -1 with a
+ * message (delete it and let the next run rebuild it) when one is damaged. */
+int pb_image_cache_find(const struct pb_image_cache_id *id, struct pb_image_cache_map *out,
+                        struct pb_err *e);
 /* Unmaps and zeroes m; safe on a zeroed one. */
 void pb_image_cache_unmap(struct pb_image_cache_map *m);
 

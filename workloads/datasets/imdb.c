@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 
 static void *xrealloc(void *p, size_t n)
@@ -137,7 +138,10 @@ static bool is_separator(unsigned char ch)
  * NULL with a message when unreadable or not text. */
 static char *read_review(const char *path, struct pb_err *e)
 {
-    FILE *fp = fopen(path, "rb");
+    struct pb_err why;
+    FILE *fp = pb_in_file_open(path, PB_TEXT_MAX_BYTES, &why);
+    if (!fp && !errno)
+        return pb_err_set(e, "%s; unpack aclImdb_v1.tar.gz afresh", why.msg), NULL;
     if (!fp)
         return pb_err_set(e, "cannot read %s: %s", path, strerror(errno)), NULL;
     size_t cap = 4096, n = 0;

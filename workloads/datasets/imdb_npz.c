@@ -443,6 +443,16 @@ static int read_npy(zip_t *z, const char *path, const char *name, struct npy *a,
     if (zip_stat(z, name, 0, &st) || !(st.valid & ZIP_STAT_SIZE) || !(f = zip_fopen(z, name, 0)))
         return pb_err_set(e, "imdb: %s has no member %s (%s); it is not Keras' imdb.npz: fetch "
                              "it afresh", path, name, zip_strerror(z));
+    /* the size the archive claims, against what its compressed bytes can hold (deflate
+       expands at most 1032 times), before the allocation */
+    bool comp = (st.valid & ZIP_STAT_COMP_SIZE) && (st.valid & ZIP_STAT_COMP_METHOD);
+    if (comp && ((st.comp_method == ZIP_CM_STORE && st.size != st.comp_size) ||
+                 (st.comp_method == ZIP_CM_DEFLATE && st.size / 1032 > st.comp_size + 1))) {
+        zip_fclose(f);
+        return pb_err_set(e, "imdb: %s in %s claims %llu bytes from %llu compressed (a damaged "
+                             "archive); fetch imdb.npz afresh", name, path,
+                          (unsigned long long)st.size, (unsigned long long)st.comp_size);
+    }
     a->raw = pb_malloc_or_err(st.size + 1, "imdb.npz's member", e);
     zip_int64_t got = a->raw ? zip_fread(f, a->raw, st.size) : -1;
     zip_fclose(f);
@@ -474,6 +484,15 @@ static int read_npy(zip_t *z, const char *path, const char *name, struct npy *a,
     memcpy(a->descr, d + 10, (size_t)(strchr(d + 10, '\'') - (d + 10)));
     a->data = r + off + hl;
     a->len = st.size - off - hl;
+    /* every element takes at least one byte (an object array's pickle more): a shape
+       beyond the data's length is a damaged header, refused before any allocation */
+    if ((unsigned long)a->n > a->len) {
+        free(a->raw);
+        a->raw = NULL;
+        return pb_err_set(e, "imdb: %s in %s claims %ld entries but holds %zu bytes of data "
+                             "(a damaged header); fetch imdb.npz afresh", name, path, a->n,
+                          a->len);
+    }
     return 0;
 }
 
@@ -483,7 +502,7 @@ static int labels(const struct npy *a, const char *name, int32_t *y, struct pb_e
     int w = !strcmp(a->descr, "<i8") || !strcmp(a->descr, "<u8") ? 8
           : !strcmp(a->descr, "<i4") || !strcmp(a->descr, "<u4") ? 4
           : !strcmp(a->descr, "|i1") || !strcmp(a->descr, "|u1") ? 1 : 0;
-    if (!w || a->len < (size_t)a->n * w)
+    if (!w || (size_t)a->n > a->len / (size_t)w)
         return pb_err_set(e, "imdb: %s in imdb.npz holds %s, not %ld integer labels; fetch "
                              "imdb.npz afresh", name, w ? "too few bytes" : a->descr, a->n);
     for (long i = 0; i < a->n; i++) {
@@ -521,7 +540,7 @@ int pb_dataset_imdb_npz(struct pb_dataset *ds, const char *path, enum pb_split s
     struct node **lists = NULL;
     int32_t *y = NULL;
     int rc = read_npy(z, path, sy, &ay, e);
-    if (!rc) {
+    if (!rc) {   /* ay.n <= the member's length: read_npy checked it */
         y = pb_xmalloc(((size_t)ay.n + 1) * sizeof *y);
         rc = labels(&ay, sy, y, e);
     }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <turbojpeg.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/image_cache.h"
 
@@ -82,7 +83,12 @@ static void tree_finish(struct tree *t)
 /* The whole of a small text file, NUL-terminated. */
 static char *read_text(const char *path, size_t *len, struct pb_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, PB_TEXT_MAX_BYTES, &why);
+    if (!f && !errno) {
+        pb_err_set(e, "tiny-imagenet: %s: " REDO, why.msg);
+        return NULL;
+    }
     if (!f) {
         pb_err_set(e, "tiny-imagenet: cannot open %s: %s; the tree is incomplete: " REDO, path,
                    strerror(errno));
@@ -401,10 +407,16 @@ struct decoder {
     unsigned char rgb[PER];
 };
 
+/* A 64x64 JPEG is a few KB; a larger file is not one of the dataset's. */
+#define JPEG_MAX_BYTES (1LL << 24)
+
 /* One JPEG into out [3, 64, 64]: RGB, a grayscale image's one channel repeated. */
 static int decode_one(struct decoder *d, const char *path, uint8_t *out, struct pb_err *e)
 {
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, JPEG_MAX_BYTES, &why);
+    if (!f && !errno)
+        return pb_err_set(e, "tiny-imagenet: %s: " REDO, why.msg);
     if (!f)
         return pb_err_set(e, "tiny-imagenet: cannot open %s: %s", path, strerror(errno));
     struct stat st;
@@ -448,7 +460,8 @@ static int load_pixels(struct pb_dataset *ds, const struct tree *t, const struct
     struct pb_image_cache_id id = {"tiny-imagenet", t->root, val ? "val" : "train", fp, l->n,
                                    3, SIDE, SIDE};
     struct pb_image_cache_map m;
-    pb_image_cache_find(&id, &m);
+    if (pb_image_cache_find(&id, &m, e))
+        return -1;
     if (m.n >= keep) {
         ds->pix = m.pix;
         ds->map = m.map;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/wmt16_vocab.h"
 
@@ -118,15 +119,17 @@ int pb_dataset_wmt16(struct pb_dataset *ds, const char *dir, const char *origin,
     if (pb_wmt16_vocab_load(&v, vpath, e))
         return pb_err_prefix(e, "wmt16-de-en: ");
     int vocab = opts && opts->vocab && opts->vocab < v.size ? opts->vocab : v.size;
-    FILE *fs = fopen(spath, "rb"), *ft = fopen(tpath, "rb");
+    struct pb_err why;
+    FILE *fs = pb_in_file_open(spath, 0, &why), *ft = fs ? pb_in_file_open(tpath, 0, &why) : NULL;
     if (!fs || !ft) {
+        int err = errno;
         if (fs)
             fclose(fs);
-        if (ft)
-            fclose(ft);
         pb_wmt16_vocab_finish(&v);
+        if (!err)
+            return pb_err_set(e, "wmt16-de-en: %s" ADVICE, why.msg);
         return pb_err_set(e, "wmt16-de-en: cannot open %s: %s" ADVICE, !fs ? spath : tpath,
-                          strerror(errno));
+                          strerror(err));
     }
     char *ls = NULL, *lt = NULL;
     size_t cs = 0, ct = 0;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "harness/base/in_file.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/wmt16_vocab.h"
 
@@ -71,7 +72,10 @@ static bool is_ws(char c)
 int pb_wmt16_vocab_load(struct pb_wmt16_vocab *v, const char *path, struct pb_err *e)
 {
     memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
+    struct pb_err why;
+    FILE *f = pb_in_file_open(path, PB_TEXT_MAX_BYTES, &why);
+    if (!f && !errno)
+        return pb_err_set(e, "the vocabulary %s" PB_WMT16_ADVICE, why.msg);
     if (!f)
         return pb_err_set(e, "cannot open the vocabulary %s: %s" PB_WMT16_ADVICE, path,
                           strerror(errno));

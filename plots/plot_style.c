@@ -13,6 +13,7 @@
 const struct pb_plot_styled pb_plot_styles[] = {
     {"gpipe", NULL, {"#332288", 7, "solid"}},
     {"pipedream", NULL, {"#117733", 5, "12,5"}},
+    {"pipedream", "vertical", {"#004411", 4, "12,3,12,9"}},
     {"pipedream-2bw", NULL, {"#44AA99", 9, "5,4"}},
     {"spectrain", NULL, {"#882255", 13, "2,4"}},
     {"spectrain", "code", {"#CC6677", 12, "2,3,8,3"}},

@@ -88,6 +88,7 @@ struct golden_case {
 static const struct golden_case goldens[] = {
     /* the op order (semantics §4.1–§4.6) */
     {"pipedream", NULL, 8, 4, false, order_1f1b},
+    {"pipedream", "vertical", 8, 4, false, order_1f1b},
     {"pipeoptim", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", "code", 8, 4, false, order_1f1b},
     {"spectrain", NULL, 8, 4, false, order_1f1b},
@@ -120,6 +121,18 @@ static const struct golden_case goldens[] = {
      "U F7:6 B6:5 U B7:6 U\n"
      "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
      "F6:6 B6:6 U F7:7 B7:7 U\n"},
+    /* Vertical sync, worked by hand: stage 0's F(j) reads max(0, j − 3) (its three warm-up
+     * forwards read W^(0), then F(3 + i) follows i updates), and every stage's F(j) and
+     * B(j) read that version; a synchronous run reads j, so every stage lags min(j, 3). */
+    {"pipedream", "vertical", 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
+     "B5:2 U B6:3 U B7:4 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:0 B1:0 U F4:1 B2:0 U F5:2 B3:0 U F6:3 B4:1 U F7:4 "
+     "B5:2 U B6:3 U B7:4 U\n"
+     "stage 2: F0:0 F1:0 B0:0 U F2:0 B1:0 U F3:0 B2:0 U F4:1 B3:0 U F5:2 B4:1 U F6:3 B5:2 "
+     "U F7:4 B6:3 U B7:4 U\n"
+     "stage 3: F0:0 B0:0 U F1:0 B1:0 U F2:0 B2:0 U F3:0 B3:0 U F4:1 B4:1 U F5:2 B5:2 U "
+     "F6:3 B6:3 U F7:4 B7:4 U\n"},
     /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
     {"pipeoptim", NULL, 8, 4, true,
      "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
@@ -292,6 +305,57 @@ START_TEST(pipedream_versions)
 }
 END_TEST
 
+/* semantics §4.1, variant vertical: on every stage F(j) and B(j) read v(j) =
+ * max(0, j − min(D−1, N)), the version stage 0's F(j) reads, so the lag behind a
+ * synchronous run is min(j, D−1) everywhere; the version exists (v(j) ≤ u); an op
+ * reads W itself exactly when v(j) = u, else a copy kept at the U that replaced v(j),
+ * counted once per backward; in the steady state every stage keeps D − 1 copies. */
+START_TEST(vertical_versions)
+{
+    static const int Ds[] = {1, 2, 3, 4, 6}, Ns[] = {1, 3, 8, 24};
+    for (int di = 0; di < 5; di++)
+        for (int ni = 0; ni < 4; ni++) {
+            int D = Ds[di], N = Ns[ni], w0 = D - 1 < N ? D - 1 : N;
+            struct pb_pipe p;
+            struct pb_program pr[MAXD];
+            build("pipedream", D, N, D, "vertical", PB_OPT_ADAM, &p, pr);
+            struct pb_err e;
+            ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0, "%s", e.msg);
+            for (int k = 0; k < D; k++) {
+                struct pb_version_plan vp;
+                pb_version_plan_init(&vp, &p, &pr[k]);
+                int kept[64] = {0}, reads[64] = {0}, u = 0;
+                for (int i = 0; i < pr[k].n; i++) {
+                    const struct pb_op *op = &pr[k].ops[i];
+                    if (op->kind == PB_OP_U) {
+                        kept[u++] += vp.keep[i];
+                        continue;
+                    }
+                    int v = op->mb > w0 ? op->mb - w0 : 0;
+                    ck_assert_int_eq(op->wsrc, PB_W_VERTICAL);
+                    ck_assert_msg(vp.ops[i].base == v && vp.ops[i].ahead == 0,
+                                  "D=%d N=%d stage %d op %d: version %d, expected %d", D, N, k,
+                                  i, vp.ops[i].base, v);
+                    ck_assert_int_eq(vp.ops[i].sync - vp.ops[i].base,
+                                     op->mb < D - 1 ? op->mb : D - 1);
+                    ck_assert_int_le(v, u);
+                    ck_assert(vp.ops[i].live == (v == u));
+                    if (op->kind == PB_OP_B && v < u)
+                        reads[v]++;
+                }
+                for (int v = 0; v < 64; v++)
+                    ck_assert_msg(kept[v] == reads[v], "D=%d N=%d stage %d: version %d kept "
+                                  "for %d backwards, read by %d", D, N, k, v, kept[v], reads[v]);
+                if (N == 24)
+                    ck_assert_msg(vp.stash_slots == D - 1, "D=%d stage %d: %d copies, "
+                                  "expected %d", D, k, vp.stash_slots, D - 1);
+                pb_version_plan_finish(&vp);
+            }
+            pb_programs_finish(pr, D);
+        }
+}
+END_TEST
+
 /* semantics §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
  * B reads the current W. Variant code: s = D−k, ΔW form CODE. */
 START_TEST(pipeoptim_versions)
@@ -431,6 +495,7 @@ static const struct {
 } single_stage_programs[] = {
     {"gpipe", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
     {"pipedream", NULL, d1_per_mb},
+    {"pipedream", "vertical", d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},
     {"spectrain", NULL, d1_per_mb},
     {"spectrain", "code", d1_per_mb},
@@ -584,6 +649,8 @@ START_TEST(bad_input)
     rejects("pipeoptim", 4, 8, 4, "paper2", PB_OPT_SGD,
             (const char *[]){"unknown variant 'paper2'", "code", NULL});
     rejects("xpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"note", NULL});
+    rejects("pipedream", 4, 8, 4, "vertcal", PB_OPT_SGD,
+            (const char *[]){"unknown variant 'vertcal'", "vertical", NULL});
     rejects("gpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"no variants", NULL});
 }
 END_TEST
@@ -613,6 +680,14 @@ START_TEST(cli)
                              sizeof out), 0);
     ck_assert_msg(strstr(out, "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U") != NULL,
                   "%s", out);
+    /* vertical sync, worked by hand: stage 3 reads max(0, j − 3) where a synchronous run
+     * reads j */
+    ck_assert_int_eq(run_cli("--schedule pipedream --variant vertical --stages 4 --length 6 "
+                             "--versions --sync", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "stage 3: F0:0|0 B0:0|0 U F1:0|1 B1:0|1 U F2:0|2 B2:0|2 U F3:0|3 "
+                              "B3:0|3 U F4:1|4 B4:1|4 U F5:2|5 B5:2|5 U\n") != NULL, "%s", out);
+    ck_assert_int_eq(run_cli("--schedule pipedream --variant vertcal --stages 4", out,
+                             sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule xpipe --stages 4 --microbatches 4", out, sizeof out), 0);
     ck_assert_str_eq(out, order_mb4);
     ck_assert_int_eq(run_cli("--schedule nope --stages 4", out, sizeof out), 2);
@@ -643,6 +718,7 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, golden_programs, 0, NGOLDENS);
     tcase_add_test(tc, golden_coverage);
     tcase_add_test(tc, pipedream_versions);
+    tcase_add_test(tc, vertical_versions);
     tcase_add_test(tc, pipeoptim_versions);
     tcase_add_test(tc, spectrain_versions);
     tcase_add_test(tc, minibatch_versions);

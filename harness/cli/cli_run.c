@@ -140,6 +140,8 @@ int pb_cmd_list(int argc, char **argv)
     printf("  %-14s %s\n", "adam", "Adam with L2 weight decay (torch.optim.Adam)");
     printf("  %-14s %s\n", "adamw", "AdamW, decoupled weight decay (torch.optim.AdamW)");
     printf("  %-14s %s\n", "rmsprop", "RMSprop (torch.optim.RMSprop; --alpha, --momentum)");
+    printf("  %-14s %s\n", "nadam", "NAdam with decoupled weight decay (torch 2.x "
+           "torch.optim.NAdam, decoupled_weight_decay=True; --momentum-decay)");
     printf("backends:\n");
     for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
         printf("  %-14s %s%s\n", r->name, r->summary, r->create ? "" : " (not in this build)");

@@ -60,6 +60,8 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     cJSON_AddNumberToObject(o, "beta2", pb_run_decimal(oc->beta2));
     cJSON_AddNumberToObject(o, "eps", pb_run_decimal(oc->eps));
     cJSON_AddNumberToObject(o, "alpha", pb_run_decimal(oc->alpha));
+    if (oc->kind == PB_OPT_NADAM)  /* NAdam's alone: the others' configurations stay as they were */
+        cJSON_AddNumberToObject(o, "momentum_decay", pb_run_decimal(oc->momentum_decay));
     cJSON *steps = cJSON_AddArrayToObject(o, "lr_steps");
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
@@ -321,6 +323,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"dampening", 'f', true, &o->dampening},  {"nesterov", 'b', true, &o->nesterov},
         {"weight_decay", 'f', true, &o->weight_decay}, {"eps", 'f', true, &o->eps},
         {"alpha", 'f', true, &o->alpha},          {"lr_steps", 'l', true, o},
+        {"momentum_decay", 'f', true, &o->momentum_decay},
         {"lr_gamma", 'f', true, &o->lr_gamma},    {NULL, 0, false, NULL},
     };
     if (read_fields(j->root, fields, false, e))

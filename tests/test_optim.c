@@ -187,6 +187,80 @@ START_TEST(test_torch2_nadam)
 }
 END_TEST
 
+/* semantics §4.9, PipeMare's rescheduling worked by hand: τ = 3, K = 4, lr 0.1; step t
+ * (0-based) runs at 0.1 / 3^(1 − min((t+1)/4, 1)): 0.1 / 3^0.75 = 0.1 / 2.2795070569547775,
+ * 0.1 / √3 = 0.1 / 1.7320508075688772, 0.1 / 3^0.25 = 0.1 / 1.3160740129524924, then 0.1
+ * from step 3 on. Plain SGD from W = 1 with g = 1 takes exactly those steps (one float
+ * add each). After an epoch boundary of a multi-step schedule the base rate is the
+ * epoch's; a delay of 1, or no length, leaves the rate alone. */
+START_TEST(test_pipemare_rates)
+{
+    static const double divisor[6] = {2.2795070569547775, 1.7320508075688772,
+                                      1.3160740129524924, 1, 1, 1};
+    static const double rate[6] = {0.043869133765083085, 0.05773502691896258,
+                                   0.07598356856515927, 0.1, 0.1, 0.1};
+    struct pb_err e;
+    struct pb_optim_cfg cfg;
+    ck_assert_int_eq(pb_optim_cfg_from_name(&cfg, "sgd", &e), 0);
+    cfg.lr = 0.1f;
+    cfg.lr_delay = 3;
+    cfg.lr_reschedule = 4;
+    for (int t = 0; t < 6; t++)
+        ck_assert_msg(fabs(pb_optim_lr_divisor(&cfg, t) - divisor[t]) <= 1e-15 * divisor[t],
+                      "step %d: divisor %.17g, by hand %.17g", t,
+                      pb_optim_lr_divisor(&cfg, t), divisor[t]);
+    struct pb_backend *be = pb_backend_cpu_create(1, &e);
+    ck_assert_msg(be != NULL, "%s", e.msg);
+    enum { n = 3 };
+    const float ones[n] = {1, 1, 1};
+    float *w = pb_backend_alloc(be, sizeof ones, PB_MEM_PARAMS, &e);
+    float *g = pb_backend_alloc(be, sizeof ones, PB_MEM_GRADS, &e);
+    ck_assert_msg(w && g, "%s", e.msg);
+    be->ops->upload(be, w, ones, sizeof ones);
+    struct pb_optim o;
+    ck_assert_msg(pb_optim_init(&o, be, &cfg, n, &e) == 0, "%s", e.msg);
+    float want = 1.0f, got[n];
+    for (int t = 0; t < 6; t++) {
+        be->ops->upload(be, g, ones, sizeof ones);
+        pb_optim_step(&o, be, w, g);
+        struct pb_optim_coef c;
+        pb_optim_coef_init(&c, &o);
+        ck_assert_msg(c.neg_lr == (float)-rate[t], "step %d: rate %.9g, by hand %.9g", t,
+                      -(double)c.neg_lr, rate[t]);
+        want += (float)-rate[t];
+        be->ops->download(be, got, w, sizeof got);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want, "step %d: W = %.9g, by hand %.9g", t, (double)got[i],
+                          (double)want);
+    }
+    /* the multi-step rate of the epoch is the base: 0.1·0.5 at step 1, divided by √3 */
+    pb_optim_finish(&o, be);
+    cfg.n_lr_steps = 1;
+    cfg.lr_steps[0] = 1;
+    cfg.lr_gamma = 0.5f;
+    ck_assert_msg(pb_optim_init(&o, be, &cfg, n, &e) == 0, "%s", e.msg);
+    for (int t = 0; t < 2; t++) {
+        pb_optim_set_epoch(&o, t);
+        pb_optim_step(&o, be, w, g);
+    }
+    struct pb_optim_coef c;
+    pb_optim_coef_init(&c, &o);
+    ck_assert_msg(c.neg_lr == (float)-(0.05 / 1.7320508075688772), "rate %.9g", -(double)c.neg_lr);
+    pb_optim_finish(&o, be);
+    /* no rescheduling: a delay of 0 or 1 (the last stages), or no length */
+    int delays[3] = {0, 1, 3};
+    long lengths[3] = {4, 4, 0};
+    for (int i = 0; i < 3; i++) {
+        cfg.lr_delay = delays[i];
+        cfg.lr_reschedule = lengths[i];
+        ck_assert(pb_optim_lr_divisor(&cfg, 0) == 1.0);
+    }
+    pb_backend_free(be, w);
+    pb_backend_free(be, g);
+    pb_backend_destroy(be);
+}
+END_TEST
+
 START_TEST(test_from_name)
 {
     struct pb_optim_cfg c;
@@ -488,6 +562,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("optim");
     tcase_add_test(tc, test_torch_trajectories);
     tcase_add_test(tc, test_torch2_nadam);
+    tcase_add_test(tc, test_pipemare_rates);
     tcase_add_test(tc, test_from_name);
     tcase_add_loop_test(tc, test_cfg_check_bad, 0,
                         (int)(sizeof bad_cases / sizeof bad_cases[0]));

@@ -63,6 +63,32 @@ START_TEST(test_nadam_momentum_decay)
 }
 END_TEST
 
+/* PipeMare's rescheduling length is recorded for pipemare alone, as in force (the
+ * default 7 when not given), and reads back. */
+START_TEST(test_pipemare_reschedule)
+{
+    struct pb_run_cfg c, back;
+    struct pb_err e;
+    pb_run_cfg_defaults(&c);
+    char *json = pb_run_cfg_json(&c);
+    ck_assert_msg(!strstr(json, "lr_reschedule_epochs"), "%s", json);
+    free(json);
+    c.schedule = "pipemare";
+    json = pb_run_cfg_json(&c);
+    ck_assert_msg(strstr(json, "\"lr_reschedule_epochs\":7"), "%s", json);
+    free(json);
+    c.lr_reschedule_epochs = 3;
+    json = pb_run_cfg_json(&c);
+    struct pb_run_json *keep;
+    pb_run_cfg_defaults(&back);
+    ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(back.lr_reschedule_epochs, 3);
+    ck_assert_str_eq(back.schedule, "pipemare");
+    free(json);
+    pb_run_json_finish(keep);
+}
+END_TEST
+
 /* A preset the model does not have reads back as itself (the run's checks refuse it), not
  * as "" and then as the default preset (found by tests/fuzz/fuzz_run_json). */
 START_TEST(test_unknown_preset_kept)
@@ -124,6 +150,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_nadam_momentum_decay);
+    tcase_add_test(tc, test_pipemare_reschedule);
     tcase_add_test(tc, test_unknown_preset_kept);
     tcase_add_test(tc, test_tampered_refused);
     suite_add_tcase(s, tc);

@@ -89,6 +89,7 @@ static const struct golden_case goldens[] = {
     /* the op order (semantics §4.1–§4.6) */
     {"pipedream", NULL, 8, 4, false, order_1f1b},
     {"pipedream", "vertical", 8, 4, false, order_1f1b},
+    {"pipemare", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", "code", 8, 4, false, order_1f1b},
     {"spectrain", NULL, 8, 4, false, order_1f1b},
@@ -133,6 +134,17 @@ static const struct golden_case goldens[] = {
      "U F7:4 B6:3 U B7:4 U\n"
      "stage 3: F0:0 B0:0 U F1:0 B1:0 U F2:0 B2:0 U F3:0 B3:0 U F4:1 B4:1 U F5:2 B5:2 U "
      "F6:3 B6:3 U F7:4 B7:4 U\n"},
+    /* PipeMare: no stash, both passes read the latest weights when they run: F(j) on
+     * stage k reads max(0, j − (D−1−k)) as PipeDream's, B(j) reads W^(j) */
+    {"pipemare", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:1 U F5:2 B2:2 U F6:3 B3:3 U F7:4 B4:4 U "
+     "B5:5 U B6:6 U B7:7 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:1 B1:1 U F4:2 B2:2 U F5:3 B3:3 U F6:4 B4:4 U F7:5 "
+     "B5:5 U B6:6 U B7:7 U\n"
+     "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:1 U F3:2 B2:2 U F4:3 B3:3 U F5:4 B4:4 U F6:5 B5:5 "
+     "U F7:6 B6:6 U B7:7 U\n"
+     "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+     "F6:6 B6:6 U F7:7 B7:7 U\n"},
     /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
     {"pipeoptim", NULL, 8, 4, true,
      "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U F5:2+3 B2:2 U F6:3+3 B3:3 "
@@ -356,6 +368,56 @@ START_TEST(vertical_versions)
 }
 END_TEST
 
+/* semantics §4.9: PipeMare reschedules stage k's rate by its delay τ_k = D−1−k, the
+ * updates between its F(j) and B(j) in the steady state; no other schedule reschedules. */
+START_TEST(pipemare_delays)
+{
+    struct pb_err e;
+    const struct pb_schedule *s = pb_schedule_find("pipemare", &e);
+    ck_assert_msg(s && s->lr_delay, "%s", e.msg);
+    for (int D = 1; D <= 6; D++) {
+        struct pb_pipe p;
+        struct pb_program pr[MAXD];
+        build("pipemare", D, 4 * D, D, NULL, PB_OPT_ADAM, &p, pr);
+        for (int k = 0; k < D; k++) {
+            ck_assert_int_eq(s->lr_delay(&p, k), D - 1 - k);
+            struct vers v;
+            versions_of(&p, &pr[k], &v);
+            for (int j = D; j < 4 * D; j++)
+                ck_assert_int_eq(v.u[v.b[j]] - v.u[v.f[j]], D - 1 - k);
+        }
+        pb_programs_finish(pr, D);
+    }
+    for (int i = 0; pb_schedules[i]; i++)
+        ck_assert_msg(!pb_schedules[i]->lr_delay || pb_schedules[i] == s, "%s reschedules",
+                      pb_schedules[i]->name);
+}
+END_TEST
+
+/* The family `pipebench list` shows: synchronous where every op reads the synchronous
+ * version (GPipe), asynchronous where some op lags (every other seed schedule, PipeMare);
+ * a schedule that accepts no pipe of D = 4 has none. */
+static int refuse_all(const struct pb_pipe *p, struct pb_err *e)
+{
+    (void)p;
+    return pb_err_set(e, "refused");
+}
+
+START_TEST(families)
+{
+    for (int i = 0; pb_schedules[i]; i++) {
+        bool sync = !strcmp(pb_schedules[i]->name, "gpipe");
+        ck_assert_msg(pb_schedule_family(pb_schedules[i]) ==
+                          (sync ? PB_FAMILY_SYNC : PB_FAMILY_ASYNC),
+                      "%s: family %d", pb_schedules[i]->name,
+                      (int)pb_schedule_family(pb_schedules[i]));
+    }
+    struct pb_schedule none = *pb_schedules[0];
+    none.check = refuse_all;
+    ck_assert_int_eq(pb_schedule_family(&none), PB_FAMILY_UNKNOWN);
+}
+END_TEST
+
 /* semantics §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
  * B reads the current W. Variant code: s = D−k, ΔW form CODE. */
 START_TEST(pipeoptim_versions)
@@ -502,6 +564,7 @@ static const struct {
     {"xpipe", NULL, d1_mb2},
     {"xpipe", "note", d1_mb2},
     {"pipeoptim", NULL, d1_per_mb},
+    {"pipemare", NULL, d1_per_mb},
     {"pipeoptim", "code",
      "stage 0: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U\n"},
 };
@@ -674,6 +737,22 @@ static int run_cli(const char *args, char *out, size_t cap)
 START_TEST(cli)
 {
     char out[8192];
+    /* `pipebench list`: each schedule's family and what it needs beside its summary */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' list", getenv("PB_PIPEBENCH"));
+    FILE *lf = popen(cmd, "r");
+    ck_assert_ptr_nonnull(lf);
+    size_t ln = fread(out, 1, sizeof out - 1, lf);
+    out[ln] = 0;
+    ck_assert_int_eq(pclose(lf), 0);
+    static const char *const listed[] = {
+        "  gpipe          synchronous  needs D, M  fill and drain",
+        "  pipedream      asynchronous needs D     asynchronous 1F1B; B reads the weights its F "
+        "stashed (semantics §4.1) (variants: vertical)",
+        "  pipemare       asynchronous needs D     asynchronous 1F1B without stashing",
+    };
+    for (size_t i = 0; i < sizeof listed / sizeof *listed; i++)
+        ck_assert_msg(strstr(out, listed[i]) != NULL, "no '%s' in:\n%s", listed[i], out);
     ck_assert_int_eq(run_cli("--schedule pipedream --stages 4", out, sizeof out), 0);
     ck_assert_str_eq(out, order_1f1b);
     ck_assert_int_eq(run_cli("--schedule pipeoptim --stages 4 --length 8 --versions", out,
@@ -687,6 +766,8 @@ START_TEST(cli)
     ck_assert_msg(strstr(out, "stage 3: F0:0|0 B0:0|0 U F1:0|1 B1:0|1 U F2:0|2 B2:0|2 U F3:0|3 "
                               "B3:0|3 U F4:1|4 B4:1|4 U F5:2|5 B5:2|5 U\n") != NULL, "%s", out);
     ck_assert_int_eq(run_cli("--schedule pipedream --variant vertcal --stages 4", out,
+                             sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule pipemare --variant vertical --stages 4", out,
                              sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule xpipe --stages 4 --microbatches 4", out, sizeof out), 0);
     ck_assert_str_eq(out, order_mb4);
@@ -719,6 +800,8 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, golden_coverage);
     tcase_add_test(tc, pipedream_versions);
     tcase_add_test(tc, vertical_versions);
+    tcase_add_test(tc, pipemare_delays);
+    tcase_add_test(tc, families);
     tcase_add_test(tc, pipeoptim_versions);
     tcase_add_test(tc, spectrain_versions);
     tcase_add_test(tc, minibatch_versions);

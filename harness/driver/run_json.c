@@ -66,6 +66,11 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
     cJSON_AddNumberToObject(o, "lr_gamma", pb_run_decimal(oc->lr_gamma));
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
+    if (sch && sch->lr_delay)  /* a rescheduling schedule's alone (semantics §4.9) */
+        cJSON_AddNumberToObject(o, "lr_reschedule_epochs",
+                                c->lr_reschedule_epochs ? c->lr_reschedule_epochs
+                                                        : PB_LR_RESCHEDULE_EPOCHS);
     cJSON_AddNumberToObject(o, "stages", c->stages);
     if (c->batch > 0)   /* the micro-batch size follows from it and the schedule */
         cJSON_AddNumberToObject(o, "batch", c->batch);
@@ -317,6 +322,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"epochs", 'i', false, &c->epochs},       {"limit_train", 'i', false, &c->limit_train},
         {"limit_val", 'i', false, &c->limit_val}, {"beam", 'i', false, &c->beam},
         {"threads", 'i', false, &c->threads},
+        {"lr_reschedule_epochs", 'i', false, &c->lr_reschedule_epochs},
         {"checkpoint_every", 'i', false, &c->checkpoint_every},
         {"label_smoothing", 'f', false, &c->label_smoothing},
         {"lr", 'f', true, &o->lr},                {"momentum", 'f', true, &o->momentum},

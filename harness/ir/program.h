@@ -68,11 +68,22 @@ struct pb_schedule {
     int (*check)(const struct pb_pipe *p, struct pb_err *e);
     /* Appends device d's program for one epoch. */
     void (*emit)(const struct pb_pipe *p, int device, struct pb_program *out);
+    /* PipeMare's learning-rate rescheduling (semantics §4.9): the delay τ of stage k, whose
+       rate is lr / τ^(1 − min((t+1)/K, 1)) at its step t (none where τ <= 1); NULL: the
+       schedule keeps the optimizer's rate. */
+    int (*lr_delay)(const struct pb_pipe *p, int stage);
 };
 
 /* The registry (schedules/registry.c). */
 extern const struct pb_schedule *const pb_schedules[];
 const struct pb_schedule *pb_schedule_find(const char *name, struct pb_err *e);
+
+/* A schedule's family, as `pipebench list` shows it: synchronous when every F and B of its
+ * default form, at D = 4, N = 8, M = 4 with the first optimizer it accepts, reads the
+ * version a synchronous run reads (lag 0, semantics §6.2), asynchronous otherwise;
+ * PB_FAMILY_UNKNOWN when it accepts no such pipe. */
+enum pb_family { PB_FAMILY_UNKNOWN, PB_FAMILY_SYNC, PB_FAMILY_ASYNC };
+enum pb_family pb_schedule_family(const struct pb_schedule *sch);
 
 void pb_program_init(struct pb_program *p, int device);
 void pb_program_finish(struct pb_program *p);

@@ -221,6 +221,30 @@ void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
         vp->buffered |= prog->ops[i].wsrc == PB_W_BUFFERED;
 }
 
+enum pb_family pb_schedule_family(const struct pb_schedule *sch)
+{
+    struct pb_pipe p = {.stages = 4, .length = 8, .microbatches = 4};
+    struct pb_program progs[4];
+    int rc = -1;
+    for (int k = 0; rc && k < PB_OPT_NKINDS; k++) {
+        p.optimizer = (enum pb_optim_kind)k;
+        rc = pb_programs_build(sch, &p, progs, NULL);
+    }
+    if (rc)
+        return PB_FAMILY_UNKNOWN;
+    bool sync = true;
+    for (int d = 0; d < p.stages; d++) {
+        struct pb_version_plan vp;
+        pb_version_plan_init(&vp, &p, &progs[d]);
+        for (int i = 0; i < vp.n; i++)
+            sync &= progs[d].ops[i].kind == PB_OP_U ||
+                    vp.ops[i].base + vp.ops[i].ahead == vp.ops[i].sync;
+        pb_version_plan_finish(&vp);
+    }
+    pb_programs_finish(progs, p.stages);
+    return sync ? PB_FAMILY_SYNC : PB_FAMILY_ASYNC;
+}
+
 void pb_version_plan_finish(struct pb_version_plan *vp)
 {
     free(vp->ops);

@@ -110,6 +110,9 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
                           c->n_lr_steps);
     if (c->n_lr_steps > 0 && check_positive(c->lr_gamma, "--lr-gamma", e))
         return -1;
+    if (c->lr_delay < 0 || c->lr_reschedule < 0)
+        return pb_err_set(e, "the learning-rate rescheduling needs a delay and a length >= 0 "
+                             "(got %d and %ld)", c->lr_delay, c->lr_reschedule);
     for (int i = 0; i < c->n_lr_steps; i++) {
         if (c->lr_steps[i] < 0)
             return pb_err_set(e, "--lr-steps: epoch %d is negative", c->lr_steps[i]);
@@ -170,7 +173,7 @@ static void nadam_coef(struct pb_optim_coef *c, const struct pb_optim *o, double
 void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o)
 {
     const struct pb_optim_cfg *g = &o->cfg;
-    double lr = decimal_of(o->lr), wd = decimal_of(g->weight_decay);
+    double lr = decimal_of(o->lr) / o->lr_div, wd = decimal_of(g->weight_decay);
     double b1 = decimal_of(g->beta1), b2 = decimal_of(g->beta2);
     double bc1 = o->t > 0 ? 1.0 - pow(b1, (double)o->t) : 0.0;
     double bc2 = o->t > 0 ? 1.0 - pow(b2, (double)o->t) : 0.0;
@@ -225,6 +228,7 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
     o->cfg = *c;
     o->n = n;
     o->lr = c->lr;
+    o->lr_div = 1.0;
     o->mu_product = 1.0f;
     bool sgd_buf = c->kind == PB_OPT_SGD && c->momentum > 0.0f;
     bool adam = c->kind == PB_OPT_ADAM || c->kind == PB_OPT_ADAMW || c->kind == PB_OPT_NADAM;
@@ -250,6 +254,7 @@ void pb_optim_finish(struct pb_optim *o, struct pb_backend *be)
         *state[i] = NULL;
     }
     o->t = 0;
+    o->lr_div = 1.0;
     o->mu_product = 1.0f;
 }
 
@@ -306,8 +311,17 @@ void pb_optim_set_steps(struct pb_optim *o, long t)
         o->mu_product = nadam_product(o, o->mu_product, i);
 }
 
+double pb_optim_lr_divisor(const struct pb_optim_cfg *c, long t)
+{
+    if (c->lr_delay <= 1 || c->lr_reschedule <= 0)
+        return 1.0;
+    /* AsyncPP's `lr / (num_versions-1) ** (1 - min(float(1 + step)/K, 1))` */
+    return pow((double)c->lr_delay, 1.0 - fmin((double)(t + 1) / (double)c->lr_reschedule, 1.0));
+}
+
 void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, float *g)
 {
+    o->lr_div = pb_optim_lr_divisor(&o->cfg, o->t);
     o->t += 1;
     if (o->cfg.kind == PB_OPT_NADAM)
         o->mu_product = nadam_product(o, o->mu_product, o->t);

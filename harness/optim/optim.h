@@ -32,6 +32,11 @@ struct pb_optim_cfg {
     float eps;            /* Adam, AdamW, RMSprop, NAdam */
     float alpha;          /* RMSprop */
     float momentum_decay; /* NAdam ψ: μ_t = β1·(1 − ½·0.96^(t·ψ)) */
+    /* PipeMare's rescheduling (semantics §4.9): step t (0-based) runs at the rate in force
+     * divided by lr_delay^(1 − min((t+1)/lr_reschedule, 1)); lr_delay <= 1 or
+     * lr_reschedule = 0: none. Set per stage by the run from its schedule. */
+    int lr_delay;
+    long lr_reschedule;
     /* multi-step schedule: lr × gamma at each listed epoch (0-based epoch index at
      * which the new rate starts); n_lr_steps = 0 is constant */
     int n_lr_steps;
@@ -60,7 +65,8 @@ struct pb_optim {
     struct pb_optim_cfg cfg;
     size_t n;        /* floats in the buffer */
     long t;          /* steps taken (torch's step count after the last step) */
-    float lr;        /* rate in force */
+    float lr;        /* rate in force (the epoch's) */
+    double lr_div;   /* the last step's PipeMare divisor of lr (1: none) */
     /* state, device memory, NULL when the optimizer does not keep it */
     float *buf;      /* SGD momentum buffer (u > 0); RMSprop momentum buffer (μ > 0) */
     float *m, *v;    /* Adam/AdamW/NAdam moments */
@@ -86,6 +92,9 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
 void pb_optim_finish(struct pb_optim *o, struct pb_backend *be);
 /* Sets the learning rate in force for an epoch (multi-step schedule). */
 void pb_optim_set_epoch(struct pb_optim *o, int epoch);
+/* PipeMare's divisor of the rate at step t (0-based: t steps taken before it), semantics
+ * §4.9: lr_delay^(1 − min((t+1)/lr_reschedule, 1)), 1 without rescheduling. */
+double pb_optim_lr_divisor(const struct pb_optim_cfg *c, long t);
 /* Sets the step count to t (a resumed run's), with the state derived from it alone
  * (NAdam's Π_t). */
 void pb_optim_set_steps(struct pb_optim *o, long t);

@@ -746,10 +746,10 @@ START_TEST(cli)
     out[ln] = 0;
     ck_assert_int_eq(pclose(lf), 0);
     static const char *const listed[] = {
-        "  gpipe          synchronous  needs D, M  fill and drain",
-        "  pipedream      asynchronous needs D     asynchronous 1F1B; B reads the weights its F "
+        "  gpipe          [synchronous; D, N, M] fill and drain",
+        "  pipedream      [asynchronous; D, N] asynchronous 1F1B; B reads the weights its F "
         "stashed (semantics §4.1) (variants: vertical)",
-        "  pipemare       asynchronous needs D     asynchronous 1F1B without stashing",
+        "  pipemare       [asynchronous; D, N] asynchronous 1F1B without stashing",
     };
     for (size_t i = 0; i < sizeof listed / sizeof *listed; i++)
         ck_assert_msg(strstr(out, listed[i]) != NULL, "no '%s' in:\n%s", listed[i], out);

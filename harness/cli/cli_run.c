@@ -119,13 +119,14 @@ int pb_cmd_list(int argc, char **argv)
         fprintf(stderr, "pipebench list: unexpected argument '%s'\n", argv[1]);
         return PB_EXIT_USAGE;
     }
-    printf("schedules (family: lag 0 everywhere or not, semantics §6.2; what a pipe sets):\n");
+    printf("schedules (family; what the pipe needs: D stages, N micro-batches, M per "
+           "update):\n");
     static const char *const family[] = {"?", "synchronous", "asynchronous"};
     for (int i = 0; pb_schedules[i]; i++) {
         const struct pb_schedule *s = pb_schedules[i];
-        printf("  %-14s %-12s needs %-5s %s%s%s%s\n", s->name, family[pb_schedule_family(s)],
-               s->uses_microbatches ? "D, M" : "D", s->summary, *s->variants ? " (variants: " : "",
-               s->variants, *s->variants ? ")" : "");
+        printf("  %-14s [%s; %s] %s%s%s%s\n", s->name, family[pb_schedule_family(s)],
+               s->uses_microbatches ? "D, N, M" : "D, N", s->summary,
+               *s->variants ? " (variants: " : "", s->variants, *s->variants ? ")" : "");
     }
     printf("models (presets: --preset NAME, * the default; semantics §5):\n");
     for (int i = 0; pb_workloads[i]; i++) {

@@ -1,6 +1,7 @@
 /* plots/plot_style.c — the figures' style table (plot_style.h). Schedules take Paul Tol's
- * "muted" scheme (nine colours told apart with every common colour-vision deficiency), a
- * variant a hue near its schedule's, an open marker where its schedule's is filled and a
+ * "muted" scheme (nine colours told apart with every common colour-vision deficiency; the
+ * styles beyond nine, a dark green and a deep blue, keep the distances tests/test_plot.c
+ * measures), a variant a hue near its schedule's, an open marker where its schedule's is filled and a
  * dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
  * nine colours of his other schemes chosen to differ from each other (also as protanopes
  * and deuteranopes see them) and from every schedule (tests/test_plot.c measures it). */
@@ -9,10 +10,11 @@
 #include <string.h>
 
 /* point types: 5/4 square, 7/6 circle, 9/8 triangle, 11/10 inverted triangle, 13/12
- * diamond, 15/14 pentagon (filled/open) */
+ * diamond, 15/14 pentagon (filled/open); 1 a plus, 2 a cross */
 const struct pb_plot_styled pb_plot_styles[] = {
     {"gpipe", NULL, {"#332288", 7, "solid"}},
     {"pipedream", NULL, {"#117733", 5, "12,5"}},
+    {"pipedream", "vertical", {"#004411", 2, "12,3,12,9"}},
     {"pipedream-2bw", NULL, {"#44AA99", 9, "5,4"}},
     {"spectrain", NULL, {"#882255", 13, "2,4"}},
     {"spectrain", "code", {"#CC6677", 12, "2,3,8,3"}},
@@ -24,6 +26,7 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"zb-h1", NULL, {"#8866DD", 6, "4,2,1,2"}},
     {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
     {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
+    {"pipemare", NULL, {"#110099", 1, "4,2,4,6"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 

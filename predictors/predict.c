@@ -16,12 +16,18 @@ static const dw_fn dws[PB_OPT_NKINDS] = {
     [PB_OPT_ADAM] = pb_dw_adam,
     [PB_OPT_ADAMW] = pb_dw_adam,
     [PB_OPT_RMSPROP] = pb_dw_rmsprop,
+    [PB_OPT_NADAM] = NULL,  /* no ΔW: refused by pb_predictor_check */
 };
 
 int pb_predictor_check(enum pb_optim_kind k, const struct pb_optim_cfg *c,
                        enum pb_predict_variant v, struct pb_err *e)
 {
     (void)c;
+    if (k == PB_OPT_NADAM)
+        return pb_err_set(e, "nadam has no weight prediction: the ΔW of PipeOptim's Table I "
+                             "(semantics §3) is defined for SGD, SGDM, Adam, AdamW and RMSprop "
+                             "only; run nadam with a schedule that does not predict (pipedream, "
+                             "pipedream-2bw, gpipe) or predict with another optimizer");
     if ((unsigned)v >= (unsigned)PB_PREDICT_NFORMS)
         return pb_err_set(e, "unknown prediction form %d (valid: paper, code, momentum, "
                              "spectrain)", (int)v);

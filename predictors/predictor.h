@@ -29,7 +29,8 @@ void pb_dw_rmsprop(const struct pb_optim *o, const struct pb_optim_coef *c,
                    enum pb_predict_variant v, struct pb_dw_desc *dw);  /* predictors/rmsprop.c */
 
 /* Whether form v is defined for optimizer k with configuration c (predictors/predict.c).
- * PAPER and CODE are defined for every optimizer. MOMENTUM (ΔW = u·buf, SpecTrain's code
+ * PAPER and CODE are defined for every optimizer but NAdam, which has no ΔW in PipeOptim's
+ * Table I and is refused in every form. MOMENTUM (ΔW = u·buf, SpecTrain's code
  * backward) and SPECTRAIN (ΔW = u·buf + d_last, its code forward) are SGD's only: with
  * u = 0 MOMENTUM is ΔW = 0 and SPECTRAIN d_last (semantics §3.4); refused for Adam, AdamW and
  * RMSprop, which have no such buffer. */

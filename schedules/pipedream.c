@@ -1,6 +1,7 @@
 /* schedules/pipedream.c — PipeDream, asynchronous 1F1B with weight stashing
  * (semantics §4.1): F(j) reads the latest weights and stashes them, B(j) reads the
- * stash, one update per micro-batch. */
+ * stash, one update per micro-batch. Variant `vertical` (PipeDream paper §3.3, vertical
+ * sync): F(j) and B(j) on every stage read the version stage 0's F(j) read. */
 #include "schedules/common.h"
 
 static int check(const struct pb_pipe *p, struct pb_err *e)
@@ -10,14 +11,16 @@ static int check(const struct pb_pipe *p, struct pb_err *e)
 
 static void fwd(const struct pb_pipe *p, int k, int mb, struct pb_program *out)
 {
-    (void)p, (void)k;
-    pb_program_f(out, mb, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+    (void)k;
+    pb_program_f(out, mb, pb_sched_variant_is(p, "vertical") ? PB_W_VERTICAL : PB_W_LATEST, 0,
+                 PB_PREDICT_PAPER);
 }
 
 static void bwd(const struct pb_pipe *p, int k, int mb, struct pb_program *out)
 {
-    (void)p, (void)k;
-    pb_program_b(out, mb, PB_W_STASHED, 0, PB_PREDICT_PAPER);
+    (void)k;
+    pb_program_b(out, mb, pb_sched_variant_is(p, "vertical") ? PB_W_VERTICAL : PB_W_STASHED, 0,
+                 PB_PREDICT_PAPER);
     pb_program_u(out);
 }
 
@@ -29,7 +32,7 @@ static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 const struct pb_schedule pb_schedule_pipedream = {
     .name = "pipedream",
     .summary = "asynchronous 1F1B; B reads the weights its F stashed (semantics §4.1)",
-    .variants = "",
+    .variants = "vertical",
     .uses_microbatches = false,
     .check = check,
     .emit = emit,

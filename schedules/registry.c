@@ -14,6 +14,7 @@ const struct pb_schedule *const pb_schedules[] = {
     &pb_schedule_spectrain,
     &pb_schedule_xpipe,
     &pb_schedule_pipeoptim,
+    &pb_schedule_pipemare,
     NULL,
 };
 

@@ -426,6 +426,17 @@ void pb_ref_optim_step(struct pb_ref_optim *r)
             w += (double)c->neg_step_size * m / (sqrt(v) / c->bc2_sqrt + c->eps);
             break;
         }
+        case PB_OPTK_NADAM: {
+            if (lam != 0)
+                w *= c->decay;
+            dd = g;
+            double m = r->m[i] + (double)c->one_minus_beta1 * (g - r->m[i]);
+            double v = c->beta2 * (double)r->v[i] + (double)c->one_minus_beta2 * g * g;
+            r->m[i] = (float)m, r->v[i] = (float)v;
+            double den = sqrt(v / c->bc2) + c->eps;
+            w += (double)c->nadam_g * g / den + (double)c->nadam_m * m / den;
+            break;
+        }
         case PB_OPTK_RMSPROP:
         default: {
             dd = g + lam * w;

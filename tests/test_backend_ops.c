@@ -1080,10 +1080,10 @@ static struct pb_optim_coef optim_coef(const struct optim_arg *a)
         .beta1 = 0.9f, .beta2 = 0.999f, .one_minus_beta1 = 0.1f, .one_minus_beta2 = 0.001f,
         .eps = 1e-8f, .neg_step_size = -0.01f / 0.271f, .bc2_sqrt = 0.05473f, .bc1 = 0.271f,
         .decay = a->family == PB_OPTK_ADAMW ? 1.0f - 0.01f * 0.01f : 1.0f, .alpha = 0.99f,
-        .one_minus_alpha = 0.01f,
+        .one_minus_alpha = 0.01f, .bc2 = 0.002f, .nadam_g = -0.0531f, .nadam_m = -0.0817f,
     };
-    if (a->family == PB_OPTK_ADAMW)
-        k.wd = 0.01f;
+    if (a->family == PB_OPTK_ADAMW || (a->family == PB_OPTK_NADAM && a->wd))
+        k.wd = 0.01f, k.decay = 1.0f - 0.01f * 0.01f;
     return k;
 }
 
@@ -1091,7 +1091,8 @@ static void optim_run(struct ctx *c, const void *arg)
 {
     const struct optim_arg *a = arg;
     size_t n = OPT_N;
-    bool adam = a->family == PB_OPTK_ADAM || a->family == PB_OPTK_ADAMW;
+    bool adam = a->family == PB_OPTK_ADAM || a->family == PB_OPTK_ADAMW ||
+                a->family == PB_OPTK_NADAM;
     struct pb_optim_step_args s = {
         .family = a->family, .c = optim_coef(a), .first = a->first, .nesterov = a->nesterov,
         .zero_grad = a->zero_grad, .n = n, .w = dup(c, hrand(n, 170, -1, 1), n),
@@ -1123,7 +1124,8 @@ static void optim_ref(const void *arg, struct outs *w, const struct outs *got)
     (void)got;
     const struct optim_arg *a = arg;
     size_t n = OPT_N;
-    bool adam = a->family == PB_OPTK_ADAM || a->family == PB_OPTK_ADAMW;
+    bool adam = a->family == PB_OPTK_ADAM || a->family == PB_OPTK_ADAMW ||
+                a->family == PB_OPTK_NADAM;
     struct pb_ref_optim r = {
         .family = a->family, .c = optim_coef(a), .first = a->first, .nesterov = a->nesterov,
         .zero_grad = a->zero_grad, .n = n, .w = hcopy(hrand(n, 170, -1, 1), n),
@@ -1406,8 +1408,10 @@ static void build_cases(void)
         {PB_OPTK_ADAMW, false, false, false, false, true, false, false},
         {PB_OPTK_RMSPROP, true, false, false, false, true, true, true},
         {PB_OPTK_RMSPROP, false, true, false, false, true, false, false},
+        {PB_OPTK_NADAM, true, false, false, false, true, false, false},
+        {PB_OPTK_NADAM, false, false, false, false, false, true, true},
     };
-    static const char *const fam[] = {"sgd", "adam", "adamw", "rmsprop"};
+    static const char *const fam[] = {"sgd", "adam", "adamw", "rmsprop", "nadam"};
     for (size_t i = 0; i < sizeof optims / sizeof optims[0]; i++) {
         const struct optim_arg *a = &optims[i];
         add_case("optim_step", PB_BOP_OPTIM_STEP, 1e-5, 1e-6, EXACT, optim_run, optim_ref, a,

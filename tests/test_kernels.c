@@ -198,17 +198,22 @@ static struct pb_optim_coef coef(void)
         .neg_lr = -0.01f, .wd = 5e-4f, .mom = 0.9f, .one_minus_damp = 0.9f, .beta1 = 0.9f,
         .beta2 = 0.999f, .one_minus_beta1 = 0.1f, .one_minus_beta2 = 0.001f, .eps = 1e-8f,
         .neg_step_size = -0.0526f, .bc2_sqrt = 0.0447f, .bc1 = 0.19f, .decay = 0.99999f,
-        .alpha = 0.99f, .one_minus_alpha = 0.01f};
+        .alpha = 0.99f, .one_minus_alpha = 0.01f, .bc2 = 0.002f, .nadam_g = -0.0531f,
+        .nadam_m = -0.0817f};
 }
 
 /* One option set of one family: the backend's step against the shared function's loop
  * over copies of the same state. opt bits: 1 weight decay, 2 momentum buffer, 4 nesterov,
- * 8 first step, 16 zero_grad, 32 d_last, 64 g_last. */
+ * 8 first step, 16 zero_grad, 32 d_last, 64 g_last, 128 β1 = 0.3 (1 − β1 ≥ 0.5). */
 static void check_step(struct pb_backend *be, enum pb_optk_family family, unsigned opt)
 {
     struct pb_optim_coef c = coef();
     if (!(opt & 1))
         c.wd = 0.0f;
+    if (opt & 128) {
+        c.beta1 = 0.3f;
+        c.one_minus_beta1 = 0.7f;
+    }
     float *w = random_floats(10, N, 1.0f, false), *g = random_floats(11, N, 0.1f, false);
     float *b = random_floats(12, N, 0.1f, false), *m = random_floats(13, N, 0.1f, false);
     float *v = random_positive(14, N);
@@ -216,6 +221,7 @@ static void check_step(struct pb_backend *be, enum pb_optk_family family, unsign
     float *rv = copy_of(v, N), *dl = floats(N), *gl = floats(N), *rdl = floats(N), *rgl = floats(N);
     bool buf = opt & 2, first = opt & 8, zero = opt & 16;
     bool adamw = family == PB_OPTK_ADAMW, rms = family == PB_OPTK_RMSPROP;
+    bool nadam = family == PB_OPTK_NADAM;
     bool sgd = family == PB_OPTK_SGD, nesterov = sgd && buf && (opt & 4);
     struct pb_optim_step_args a = {
         .family = family, .c = c, .first = first, .nesterov = nesterov, .zero_grad = zero,
@@ -229,6 +235,8 @@ static void check_step(struct pb_backend *be, enum pb_optk_family family, unsign
             d = pb_k_sgd_step(&c, opt & 1, buf, first, nesterov, &rw[i], rg[i], &rb[i]);
         else if (rms)
             d = pb_k_rmsprop_step(&c, opt & 1, buf, &rw[i], rg[i], &rv[i], &rb[i]);
+        else if (nadam)
+            d = pb_k_nadam_step(&c, opt & 1, &rw[i], rg[i], &rm[i], &rv[i]);
         else
             d = pb_k_adam_step(&c, adamw, !adamw && (opt & 1), &rw[i], rg[i], &rm[i], &rv[i]);
         rdl[i] = d;
@@ -253,20 +261,20 @@ static void check_step(struct pb_backend *be, enum pb_optk_family family, unsign
         free(all[k]);
 }
 
-/* every family and option set (those it reads: SGD all, Adam and AdamW no buffer,
+/* every family and option set (those it reads: SGD all, Adam, AdamW and NAdam no buffer,
  * RMSprop neither nesterov nor a first step of its own), the vectorised loops (zeroing,
- * later steps) and the others */
+ * later steps) and the others; NAdam with β1 above and below 0.5 (lerp's two forms) */
 START_TEST(optimizer_steps)
 {
     struct pb_backend *be = cpu_backend();
     static const enum pb_optk_family fams[] = {PB_OPTK_SGD, PB_OPTK_ADAM, PB_OPTK_ADAMW,
-                                               PB_OPTK_RMSPROP};
+                                               PB_OPTK_RMSPROP, PB_OPTK_NADAM, PB_OPTK_NADAM};
     for (size_t f = 0; f < sizeof fams / sizeof *fams; f++)
         for (unsigned opt = 0; opt < 128; opt++) {
             bool sgd = fams[f] == PB_OPTK_SGD, rms = fams[f] == PB_OPTK_RMSPROP;
             if ((!sgd && (opt & 12)) || (!sgd && !rms && (opt & 2)) || (sgd && (opt & 6) == 4))
                 continue;
-            check_step(be, fams[f], opt);
+            check_step(be, fams[f], opt | (f == 5 ? 128 : 0));
         }
     pb_backend_destroy(be);
 }

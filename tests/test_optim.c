@@ -1,6 +1,7 @@
 /* tests/test_optim.c — semantics §2: the optimizers against torch.optim 1.13 trajectories
- * (tests/fixtures/optim.safetensors, written by gen_fixtures.py) through the CPU
- * backend, the multi-step schedule, state allocation, and bad configurations. */
+ * (tests/fixtures/optim.safetensors, written by gen_fixtures.py) and NAdam against torch
+ * 2.x's (nadam.safetensors, written by fixtures_nadam.py) through the CPU backend, the
+ * multi-step schedule, state allocation, and bad configurations. */
 #include <cjson/cJSON.h>
 #include <float.h>
 #include <stdint.h>
@@ -63,6 +64,11 @@ static void parse_config(const char *name, const char *desc, struct pb_optim_cfg
             c->eps = strtof(v, NULL);
         else if (!strcmp(k, "alpha"))
             c->alpha = strtof(v, NULL);
+        else if (!strcmp(k, "momentum_decay"))
+            c->momentum_decay = strtof(v, NULL);
+        else if (!strcmp(k, "decoupled_weight_decay"))
+            ck_assert_msg(atoi(v) == 1 && c->kind == PB_OPT_NADAM, "%s: pipebench's nadam "
+                          "decays decoupled only", name);
         else if (!strcmp(k, "lr_gamma"))
             c->lr_gamma = strtof(v, NULL);
         else if (!strcmp(k, "lr_steps")) {
@@ -119,8 +125,12 @@ static int64_t run_trajectory(const struct pb_safetensors *st, const char *name,
         }
         /* Same kernels, same op order, same float rounding of the Python-double
          * scalars as torch's CPU kernels: the trajectories agree bit for bit (measured
-         * 0 ulp). rtol 2·FLT_EPSILON allows 2 ulp for a different libm pow(); the
-         * atol only keeps 0 / 0 out of the ratio. */
+         * 0 ulp), NAdam's to 1 ulp: PyPI's torch 2.x takes square roots from MKL's
+         * vector math, within 1 ulp but not always the nearest float (161 of 1000
+         * random inputs differ from IEEE sqrt, measured), where pipebench's sqrtf is
+         * IEEE; every other op of its step matches torch's bits. rtol 2·FLT_EPSILON
+         * allows 2 ulp (and a different libm pow()); the atol only keeps 0 / 0 out of
+         * the ratio. */
         snprintf(tn, sizeof tn, "%s after step %d", name, k + 1);
         pb_assert_close(tn, got, ref, FIX_N, 2 * FLT_EPSILON, 1e-30);
     }
@@ -132,13 +142,14 @@ static int64_t run_trajectory(const struct pb_safetensors *st, const char *name,
     return worst;
 }
 
-START_TEST(test_torch_trajectories)
+/* Every trajectory of a fixture file; `want` configurations in it. */
+static void run_fixture(const char *file, int want)
 {
     struct pb_safetensors st;
-    pb_load_fixture(&st, "optim.safetensors");
-    ck_assert_msg(st.metadata != NULL, "optim.safetensors has no metadata");
+    pb_load_fixture(&st, file);
+    ck_assert_msg(st.metadata != NULL, "%s has no metadata", file);
     cJSON *meta = cJSON_Parse(st.metadata);
-    ck_assert_msg(meta != NULL, "optim.safetensors: metadata is not JSON");
+    ck_assert_msg(meta != NULL, "%s: metadata is not JSON", file);
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(meta, "n");
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(meta, "steps");
     const cJSON *configs = cJSON_GetObjectItemCaseSensitive(meta, "configs");
@@ -151,15 +162,102 @@ START_TEST(test_torch_trajectories)
     int count = 0;
     for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
         const cJSON *desc = cJSON_GetObjectItemCaseSensitive(meta, name);
-        ck_assert_msg(cJSON_IsString(desc), "optim.safetensors: no description of %s", name);
+        ck_assert_msg(cJSON_IsString(desc), "%s: no description of %s", file, name);
         int64_t worst = run_trajectory(&st, name, desc->valuestring);
         printf("optim: %-18s max %lld ulp from torch over %d steps\n", name, (long long)worst,
                FIX_STEPS);
         count++;
     }
-    ck_assert_int_eq(count, 13);
+    ck_assert_int_eq(count, want);
     cJSON_Delete(meta);
     pb_st_finish(&st);
+}
+
+START_TEST(test_torch_trajectories)
+{
+    run_fixture("optim.safetensors", 13);
+}
+END_TEST
+
+/* torch 2.x's NAdam with decoupled_weight_decay=True: defaults with a decay, PipeNAG's
+ * β1 = 0.99 and lr 3e-4, no decay, β1 < 0.5 (lerp's other branch), a multi-step rate */
+START_TEST(test_torch2_nadam)
+{
+    run_fixture("nadam.safetensors", 5);
+}
+END_TEST
+
+/* semantics §4.11, PipeMare's rescheduling worked by hand: τ = 3, K = 4, lr 0.1; step t
+ * (0-based) runs at 0.1 / 3^(1 − min((t+1)/4, 1)): 0.1 / 3^0.75 = 0.1 / 2.2795070569547775,
+ * 0.1 / √3 = 0.1 / 1.7320508075688772, 0.1 / 3^0.25 = 0.1 / 1.3160740129524924, then 0.1
+ * from step 3 on. Plain SGD from W = 1 with g = 1 takes exactly those steps (one float
+ * add each). After an epoch boundary of a multi-step schedule the base rate is the
+ * epoch's; a delay of 1, or no length, leaves the rate alone. */
+START_TEST(test_pipemare_rates)
+{
+    static const double divisor[6] = {2.2795070569547775, 1.7320508075688772,
+                                      1.3160740129524924, 1, 1, 1};
+    static const double rate[6] = {0.043869133765083085, 0.05773502691896258,
+                                   0.07598356856515927, 0.1, 0.1, 0.1};
+    struct pb_err e;
+    struct pb_optim_cfg cfg;
+    ck_assert_int_eq(pb_optim_cfg_from_name(&cfg, "sgd", &e), 0);
+    cfg.lr = 0.1f;
+    cfg.lr_delay = 3;
+    cfg.lr_reschedule = 4;
+    for (int t = 0; t < 6; t++)
+        ck_assert_msg(fabs(pb_optim_lr_divisor(&cfg, t) - divisor[t]) <= 1e-15 * divisor[t],
+                      "step %d: divisor %.17g, by hand %.17g", t,
+                      pb_optim_lr_divisor(&cfg, t), divisor[t]);
+    struct pb_backend *be = pb_backend_cpu_create(1, &e);
+    ck_assert_msg(be != NULL, "%s", e.msg);
+    enum { n = 3 };
+    const float ones[n] = {1, 1, 1};
+    float *w = pb_backend_alloc(be, sizeof ones, PB_MEM_PARAMS, &e);
+    float *g = pb_backend_alloc(be, sizeof ones, PB_MEM_GRADS, &e);
+    ck_assert_msg(w && g, "%s", e.msg);
+    be->ops->upload(be, w, ones, sizeof ones);
+    struct pb_optim o;
+    ck_assert_msg(pb_optim_init(&o, be, &cfg, n, &e) == 0, "%s", e.msg);
+    float want = 1.0f, got[n];
+    for (int t = 0; t < 6; t++) {
+        be->ops->upload(be, g, ones, sizeof ones);
+        pb_optim_step(&o, be, w, g);
+        struct pb_optim_coef c;
+        pb_optim_coef_init(&c, &o);
+        ck_assert_msg(c.neg_lr == (float)-rate[t], "step %d: rate %.9g, by hand %.9g", t,
+                      -(double)c.neg_lr, rate[t]);
+        want += (float)-rate[t];
+        be->ops->download(be, got, w, sizeof got);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want, "step %d: W = %.9g, by hand %.9g", t, (double)got[i],
+                          (double)want);
+    }
+    /* the multi-step rate of the epoch is the base: 0.1·0.5 at step 1, divided by √3 */
+    pb_optim_finish(&o, be);
+    cfg.n_lr_steps = 1;
+    cfg.lr_steps[0] = 1;
+    cfg.lr_gamma = 0.5f;
+    ck_assert_msg(pb_optim_init(&o, be, &cfg, n, &e) == 0, "%s", e.msg);
+    for (int t = 0; t < 2; t++) {
+        pb_optim_set_epoch(&o, t);
+        pb_optim_step(&o, be, w, g);
+    }
+    struct pb_optim_coef c;
+    pb_optim_coef_init(&c, &o);
+    ck_assert_msg(c.neg_lr == (float)-(0.05 / 1.7320508075688772), "rate %.9g", -(double)c.neg_lr);
+    pb_optim_finish(&o, be);
+    /* no rescheduling: a delay of 0 or 1 (the last stages), or no length */
+    int delays[3] = {0, 1, 3};
+    long lengths[3] = {4, 4, 0};
+    for (int i = 0; i < 3; i++) {
+        cfg.lr_delay = delays[i];
+        cfg.lr_reschedule = lengths[i];
+        ck_assert(pb_optim_lr_divisor(&cfg, 0) == 1.0);
+    }
+    pb_backend_free(be, w);
+    pb_backend_free(be, g);
+    pb_backend_destroy(be);
 }
 END_TEST
 
@@ -178,13 +276,18 @@ START_TEST(test_from_name)
     ck_assert(c.kind == PB_OPT_ADAMW && c.weight_decay == 1e-2f);
     ck_assert_int_eq(pb_optim_cfg_from_name(&c, "rmsprop", &e), 0);
     ck_assert(c.kind == PB_OPT_RMSPROP && c.lr == 0.01f && c.alpha == 0.99f && c.eps == 1e-8f);
+    /* torch 2.x NAdam's defaults */
+    ck_assert_int_eq(pb_optim_cfg_from_name(&c, "nadam", &e), 0);
+    ck_assert(c.kind == PB_OPT_NADAM && c.lr == 2e-3f && c.beta1 == 0.9f && c.beta2 == 0.999f &&
+              c.eps == 1e-8f && c.weight_decay == 0.0f && c.momentum_decay == 4e-3f);
     for (int k = 0; k < PB_OPT_NKINDS; k++) {
         ck_assert_int_eq(pb_optim_cfg_from_name(&c, pb_optim_kind_name(k), &e), 0);
         ck_assert_int_eq(c.kind, k);
         ck_assert_int_eq(pb_optim_cfg_check(&c, &e), 0);
     }
     ck_assert_int_eq(pb_optim_cfg_from_name(&c, "adagrad", &e), -1);
-    ck_assert_msg(strstr(e.msg, "'adagrad'") && strstr(e.msg, "sgd, sgdm, adam, adamw, rmsprop"),
+    ck_assert_msg(strstr(e.msg, "'adagrad'") &&
+                  strstr(e.msg, "sgd, sgdm, adam, adamw, rmsprop, nadam"),
                   "message: %s", e.msg);
     ck_assert_int_eq(pb_optim_cfg_from_name(&c, "SGD", &e), -1);
 }
@@ -229,6 +332,8 @@ static void cosine_steps(struct pb_optim_cfg *c)
 }
 static void clip_neg(struct pb_optim_cfg *c) { c->clip_grad = -1.0f; }
 static void clip_inf(struct pb_optim_cfg *c) { c->clip_grad = INFINITY; }
+static void psi_neg(struct pb_optim_cfg *c) { c->momentum_decay = -0.004f; }
+static void psi_inf(struct pb_optim_cfg *c) { c->momentum_decay = INFINITY; }
 
 static const struct bad_case bad_cases[] = {
     {"sgd", neg_lr, "--lr must be > 0 (got -0.1)"},
@@ -254,6 +359,11 @@ static const struct bad_case bad_cases[] = {
     {"adam", cosine_steps, "--lr-cosine and --lr-steps are two schedules"},
     {"sgd", clip_neg, "--clip-grad is the largest gradient norm of a stage"},
     {"sgd", clip_inf, "--clip-grad is the largest gradient norm of a stage"},
+    {"nadam", beta1_one, "--beta1 must be in [0, 1) (got 1)"},
+    {"nadam", beta2_neg, "--beta2 must be in [0, 1) (got -0.5)"},
+    {"nadam", eps_zero, "--eps must be > 0 (got 0)"},
+    {"nadam", psi_neg, "--momentum-decay must be >= 0 (got -0.004)"},
+    {"nadam", psi_inf, "--momentum-decay must be >= 0 (got inf)"},
 };
 
 START_TEST(test_cfg_check_bad)
@@ -316,6 +426,7 @@ START_TEST(test_state_allocation)
         {"rmsprop", 0.0f, false, true, 2},  /* sq, g_last (code form) */
         {"rmsprop", 0.9f, false, true, 3},  /* sq, buf, g_last (code form) */
         {"sgdm", 0.9f, true, true, 2},      /* buf, d_last: SGD never reads g_last */
+        {"nadam", 0.9f, false, false, 2},   /* m, v (Π_t is one float of the optimizer) */
     };
     struct pb_err e;
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
@@ -331,11 +442,12 @@ START_TEST(test_state_allocation)
         ck_assert_msg(pb_optim_init(&o, be, &c, n, &e) == 0, "%s", e.msg);
         ck_assert_uint_eq(be->mem_cur[PB_MEM_OPTSTATE], cases[i].per_param * n * sizeof(float));
         ck_assert(o.t == 0 && o.lr == c.lr && o.n == n);
-        ck_assert((o.m != NULL) == (c.kind == PB_OPT_ADAM || c.kind == PB_OPT_ADAMW));
+        ck_assert((o.m != NULL) == (c.kind == PB_OPT_ADAM || c.kind == PB_OPT_ADAMW ||
+                                    c.kind == PB_OPT_NADAM));
         ck_assert((o.v != NULL) == (o.m != NULL));
         ck_assert((o.sq != NULL) == (c.kind == PB_OPT_RMSPROP));
         ck_assert((o.buf != NULL) == (c.kind != PB_OPT_ADAM && c.kind != PB_OPT_ADAMW &&
-                                      c.momentum > 0.0f));
+                                      c.kind != PB_OPT_NADAM && c.momentum > 0.0f));
         ck_assert((o.g_last != NULL) == (c.kind == PB_OPT_RMSPROP && cases[i].keep_g));
         float *state[] = {o.buf, o.m, o.v, o.sq, o.d_last, o.g_last};
         float host[1001];
@@ -488,6 +600,8 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("optim");
     TCase *tc = tcase_create("optim");
     tcase_add_test(tc, test_torch_trajectories);
+    tcase_add_test(tc, test_torch2_nadam);
+    tcase_add_test(tc, test_pipemare_rates);
     tcase_add_test(tc, test_from_name);
     tcase_add_loop_test(tc, test_cfg_check_bad, 0,
                         (int)(sizeof bad_cases / sizeof bad_cases[0]));

@@ -545,6 +545,14 @@ START_TEST(test_predictor_check)
     }
     ck_assert_int_eq(pb_predictor_check(c.kind, &c, (enum pb_predict_variant)7, &e), -1);
     ck_assert_msg(strstr(e.msg, "unknown prediction form 7"), "message: %s", e.msg);
+    /* NAdam has no ΔW in any form: refused, with the schedules that run it */
+    ck_assert_int_eq(pb_optim_cfg_from_name(&c, "nadam", &e), 0);
+    for (int v = 0; v < PB_PREDICT_NFORMS; v++) {
+        e.msg[0] = '\0';
+        ck_assert_int_eq(pb_predictor_check(c.kind, &c, (enum pb_predict_variant)v, &e), -1);
+        ck_assert_msg(strstr(e.msg, "nadam has no weight prediction") &&
+                      strstr(e.msg, "pipedream"), "form %d: %s", v, e.msg);
+    }
 }
 END_TEST
 

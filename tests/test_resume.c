@@ -112,6 +112,13 @@ START_TEST(test_threads_batchnorm_adam)
 }
 END_TEST
 
+/* NAdam's Π_t is not in the state file: a resumed run derives it from the step count */
+START_TEST(test_threads_nadam)
+{
+    resume_matches("pipedream", "mlp", "threads", "nadam");
+}
+END_TEST
+
 /* --checkpoint-every 0 writes no state at the boundaries, but a signal does; without
  * the state (deleted here, as a kill in the first epoch leaves none) resume trains the
  * run again from its first epoch: the same weights, each epoch recorded once. */
@@ -331,6 +338,7 @@ Suite *pb_test_suite(void)
         n++;
     tcase_add_loop_test(tc, test_every_schedule, 0, n);
     tcase_add_test(tc, test_threads_batchnorm_adam);
+    tcase_add_test(tc, test_threads_nadam);
     tcase_add_test(tc, test_signal_state_and_no_state);
     tcase_add_test(tc, test_bad_resumes);
     tcase_add_test(tc, test_resumed_summary_is_the_whole_run);

@@ -39,6 +39,56 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* NAdam's ψ is recorded for nadam alone (the other optimizers' configurations keep the
+ * keys they had) and reads back. */
+START_TEST(test_nadam_momentum_decay)
+{
+    struct pb_run_cfg c, back;
+    struct pb_err e;
+    pb_run_cfg_defaults(&c);
+    char *json = pb_run_cfg_json(&c);
+    ck_assert_msg(!strstr(json, "momentum_decay"), "%s", json);
+    free(json);
+    c.optimizer = "nadam";
+    ck_assert_int_eq(pb_optim_cfg_from_name(&c.optim, "nadam", &e), 0);
+    c.optim.momentum_decay = 0.01f;
+    json = pb_run_cfg_json(&c);
+    ck_assert_msg(strstr(json, "\"momentum_decay\":0.01"), "%s", json);
+    struct pb_run_json *keep;
+    pb_run_cfg_defaults(&back);
+    ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep, &e) == 0, "%s", e.msg);
+    ck_assert(back.optim.kind == PB_OPT_NADAM && back.optim.momentum_decay == 0.01f);
+    free(json);
+    pb_run_json_finish(keep);
+}
+END_TEST
+
+/* PipeMare's rescheduling length is recorded for pipemare alone, as in force (the
+ * default 7 when not given), and reads back. */
+START_TEST(test_pipemare_reschedule)
+{
+    struct pb_run_cfg c, back;
+    struct pb_err e;
+    pb_run_cfg_defaults(&c);
+    char *json = pb_run_cfg_json(&c);
+    ck_assert_msg(!strstr(json, "lr_reschedule_epochs"), "%s", json);
+    free(json);
+    c.schedule = "pipemare";
+    json = pb_run_cfg_json(&c);
+    ck_assert_msg(strstr(json, "\"lr_reschedule_epochs\":7"), "%s", json);
+    free(json);
+    c.lr_reschedule_epochs = 3;
+    json = pb_run_cfg_json(&c);
+    struct pb_run_json *keep;
+    pb_run_cfg_defaults(&back);
+    ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(back.lr_reschedule_epochs, 3);
+    ck_assert_str_eq(back.schedule, "pipemare");
+    free(json);
+    pb_run_json_finish(keep);
+}
+END_TEST
+
 /* A preset the model does not have reads back as itself (the run's checks refuse it), not
  * as "" and then as the default preset (found by tests/fuzz/fuzz_run_json). */
 START_TEST(test_unknown_preset_kept)
@@ -99,6 +149,8 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("run_json");
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_nadam_momentum_decay);
+    tcase_add_test(tc, test_pipemare_reschedule);
     tcase_add_test(tc, test_unknown_preset_kept);
     tcase_add_test(tc, test_tampered_refused);
     suite_add_tcase(s, tc);

@@ -88,6 +88,8 @@ struct golden_case {
 static const struct golden_case goldens[] = {
     /* the op order (semantics §4.1–§4.6) */
     {"pipedream", NULL, 8, 4, false, order_1f1b},
+    {"pipedream", "vertical", 8, 4, false, order_1f1b},
+    {"pipemare", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", NULL, 8, 4, false, order_1f1b},
     {"pipeoptim", "code", 8, 4, false, order_1f1b},
     {"spectrain", NULL, 8, 4, false, order_1f1b},
@@ -159,6 +161,29 @@ static const struct golden_case goldens[] = {
      "B5:3 U B6:4 U B7:5 U\n"
      "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:0 U F3:2 B2:1 U F4:3 B3:2 U F5:4 B4:3 U F6:5 B5:4 "
      "U F7:6 B6:5 U B7:6 U\n"
+     "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
+     "F6:6 B6:6 U F7:7 B7:7 U\n"},
+    /* Vertical sync, worked by hand: stage 0's F(j) reads max(0, j − 3) (its three warm-up
+     * forwards read W^(0), then F(3 + i) follows i updates), and every stage's F(j) and
+     * B(j) read that version; a synchronous run reads j, so every stage lags min(j, 3). */
+    {"pipedream", "vertical", 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:0 U F5:2 B2:0 U F6:3 B3:0 U F7:4 B4:1 U "
+     "B5:2 U B6:3 U B7:4 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:0 B1:0 U F4:1 B2:0 U F5:2 B3:0 U F6:3 B4:1 U F7:4 "
+     "B5:2 U B6:3 U B7:4 U\n"
+     "stage 2: F0:0 F1:0 B0:0 U F2:0 B1:0 U F3:0 B2:0 U F4:1 B3:0 U F5:2 B4:1 U F6:3 B5:2 "
+     "U F7:4 B6:3 U B7:4 U\n"
+     "stage 3: F0:0 B0:0 U F1:0 B1:0 U F2:0 B2:0 U F3:0 B3:0 U F4:1 B4:1 U F5:2 B5:2 U "
+     "F6:3 B6:3 U F7:4 B7:4 U\n"},
+    /* PipeMare: no stash, both passes read the latest weights when they run: F(j) on
+     * stage k reads max(0, j − (D−1−k)) as PipeDream's, B(j) reads W^(j) */
+    {"pipemare", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 U F4:1 B1:1 U F5:2 B2:2 U F6:3 B3:3 U F7:4 B4:4 U "
+     "B5:5 U B6:6 U B7:7 U\n"
+     "stage 1: F0:0 F1:0 F2:0 B0:0 U F3:1 B1:1 U F4:2 B2:2 U F5:3 B3:3 U F6:4 B4:4 U F7:5 "
+     "B5:5 U B6:6 U B7:7 U\n"
+     "stage 2: F0:0 F1:0 B0:0 U F2:1 B1:1 U F3:2 B2:2 U F4:3 B3:3 U F5:4 B4:4 U F6:5 B5:5 "
+     "U F7:6 B6:6 U B7:7 U\n"
      "stage 3: F0:0 B0:0 U F1:1 B1:1 U F2:2 B2:2 U F3:3 B3:3 U F4:4 B4:4 U F5:5 B5:5 U "
      "F6:6 B6:6 U F7:7 B7:7 U\n"},
     /* F: pipedream's base, predicted s = D−1−k ahead; B: the current W^(j) */
@@ -333,6 +358,109 @@ START_TEST(pipedream_versions)
 }
 END_TEST
 
+/* semantics §4.1, variant vertical: on every stage F(j) and B(j) read v(j) =
+ * max(0, j − min(D−1, N)), the version stage 0's F(j) reads, so the lag behind a
+ * synchronous run is min(j, D−1) everywhere; the version exists (v(j) ≤ u); an op
+ * reads W itself exactly when v(j) = u, else a copy kept at the U that replaced v(j),
+ * counted once per backward; in the steady state every stage keeps D − 1 copies. */
+START_TEST(vertical_versions)
+{
+    static const int Ds[] = {1, 2, 3, 4, 6}, Ns[] = {1, 3, 8, 24};
+    for (int di = 0; di < 5; di++)
+        for (int ni = 0; ni < 4; ni++) {
+            int D = Ds[di], N = Ns[ni], w0 = D - 1 < N ? D - 1 : N;
+            struct pb_pipe p;
+            struct pb_program pr[MAXD];
+            build("pipedream", D, N, D, "vertical", PB_OPT_ADAM, &p, pr);
+            struct pb_err e;
+            ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0, "%s", e.msg);
+            for (int k = 0; k < D; k++) {
+                struct pb_version_plan vp;
+                pb_version_plan_init(&vp, &p, &pr[k]);
+                int kept[64] = {0}, reads[64] = {0}, u = 0;
+                for (int i = 0; i < pr[k].n; i++) {
+                    const struct pb_op *op = &pr[k].ops[i];
+                    if (op->kind == PB_OP_U) {
+                        kept[u++] += vp.keep[i];
+                        continue;
+                    }
+                    int v = op->mb > w0 ? op->mb - w0 : 0;
+                    ck_assert_int_eq(op->wsrc, PB_W_VERTICAL);
+                    ck_assert_msg(vp.ops[i].base == v && vp.ops[i].ahead == 0,
+                                  "D=%d N=%d stage %d op %d: version %d, expected %d", D, N, k,
+                                  i, vp.ops[i].base, v);
+                    ck_assert_int_eq(vp.ops[i].sync - vp.ops[i].base,
+                                     op->mb < D - 1 ? op->mb : D - 1);
+                    ck_assert_int_le(v, u);
+                    ck_assert(vp.ops[i].live == (v == u));
+                    if (op->kind == PB_OP_B && v < u)
+                        reads[v]++;
+                }
+                for (int v = 0; v < 64; v++)
+                    ck_assert_msg(kept[v] == reads[v], "D=%d N=%d stage %d: version %d kept "
+                                  "for %d backwards, read by %d", D, N, k, v, kept[v], reads[v]);
+                if (N == 24)
+                    ck_assert_msg(vp.stash_slots == D - 1, "D=%d stage %d: %d copies, "
+                                  "expected %d", D, k, vp.stash_slots, D - 1);
+                pb_version_plan_finish(&vp);
+            }
+            pb_programs_finish(pr, D);
+        }
+}
+END_TEST
+
+/* semantics §4.11: PipeMare reschedules stage k's rate by its delay τ_k = D−1−k, the
+ * updates between its F(j) and B(j) in the steady state; no other schedule reschedules. */
+START_TEST(pipemare_delays)
+{
+    struct pb_err e;
+    const struct pb_schedule *s = pb_schedule_find("pipemare", &e);
+    ck_assert_msg(s && s->lr_delay, "%s", e.msg);
+    for (int D = 1; D <= 6; D++) {
+        struct pb_pipe p;
+        struct pb_program pr[MAXD];
+        build("pipemare", D, 4 * D, D, NULL, PB_OPT_ADAM, &p, pr);
+        for (int k = 0; k < D; k++) {
+            ck_assert_int_eq(s->lr_delay(&p, k), D - 1 - k);
+            struct vers v;
+            versions_of(&p, &pr[k], &v);
+            for (int j = D; j < 4 * D; j++)
+                ck_assert_int_eq(v.u[v.b[j]] - v.u[v.f[j]], D - 1 - k);
+        }
+        pb_programs_finish(pr, D);
+    }
+    for (int i = 0; pb_schedules[i]; i++)
+        ck_assert_msg(!pb_schedules[i]->lr_delay || pb_schedules[i] == s, "%s reschedules",
+                      pb_schedules[i]->name);
+}
+END_TEST
+
+/* The family `pipebench list` shows: synchronous where every op reads the synchronous
+ * version (GPipe), asynchronous where some op lags (every other seed schedule, PipeMare);
+ * a schedule that accepts no pipe of D = 4 has none. */
+static int refuse_all(const struct pb_pipe *p, struct pb_err *e)
+{
+    (void)p;
+    return pb_err_set(e, "refused");
+}
+
+START_TEST(families)
+{
+    for (int i = 0; pb_schedules[i]; i++) {
+        /* the family its versions show is the one it declares */
+        bool sync = pb_schedules[i]->synchronous;
+        ck_assert_msg(pb_schedule_family(pb_schedules[i]) ==
+                          (sync ? PB_FAMILY_SYNC : PB_FAMILY_ASYNC),
+                      "%s: family %d, declared %s", pb_schedules[i]->name,
+                      (int)pb_schedule_family(pb_schedules[i]),
+                      sync ? "synchronous" : "asynchronous");
+    }
+    struct pb_schedule none = *pb_schedules[0];
+    none.check = refuse_all;
+    ck_assert_int_eq(pb_schedule_family(&none), PB_FAMILY_UNKNOWN);
+}
+END_TEST
+
 /* semantics §4.2: F reads W^(u) predicted s = D−1−k ahead (the last stage reads W);
  * B reads the current W. Variant code: s = D−k, ΔW form CODE. */
 START_TEST(pipeoptim_versions)
@@ -479,12 +607,14 @@ static const struct {
     {"zb-h1", "quick-start", d1_mb2},
     {"zb-h2", NULL, d1_split},
     {"pipedream", NULL, d1_per_mb},
+    {"pipedream", "vertical", d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},
     {"spectrain", NULL, d1_per_mb},
     {"spectrain", "code", d1_per_mb},
     {"xpipe", NULL, d1_mb2},
     {"xpipe", "note", d1_mb2},
     {"pipeoptim", NULL, d1_per_mb},
+    {"pipemare", NULL, d1_per_mb},
     {"pipeoptim", "code",
      "stage 0: F0:0+1 B0:0 U F1:1+1 B1:1 U F2:2+1 B2:2 U F3:3+1 B3:3 U F4:4+1 B4:4 U\n"},
 };
@@ -664,6 +794,8 @@ START_TEST(bad_input)
     rejects("pipeoptim", 4, 8, 4, "paper2", PB_OPT_SGD,
             (const char *[]){"unknown variant 'paper2'", "code", NULL});
     rejects("xpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"note", NULL});
+    rejects("pipedream", 4, 8, 4, "vertcal", PB_OPT_SGD,
+            (const char *[]){"unknown variant 'vertcal'", "vertical", NULL});
     rejects("gpipe", 4, 8, 4, "code", PB_OPT_SGD, (const char *[]){"no variants", NULL});
 }
 END_TEST
@@ -687,12 +819,38 @@ static int run_cli(const char *args, char *out, size_t cap)
 START_TEST(cli)
 {
     char out[8192];
+    /* `pipebench list`: each schedule's family and what it needs beside its summary */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' list", getenv("PB_PIPEBENCH"));
+    FILE *lf = popen(cmd, "r");
+    ck_assert_ptr_nonnull(lf);
+    size_t ln = fread(out, 1, sizeof out - 1, lf);
+    out[ln] = 0;
+    ck_assert_int_eq(pclose(lf), 0);
+    static const char *const listed[] = {
+        "  gpipe          [synchronous; D, N, M] fill and drain",
+        "  pipedream      [asynchronous; D, N] asynchronous 1F1B; B reads the weights its F "
+        "stashed (semantics §4.1) (variants: vertical)",
+        "  pipemare       [asynchronous; D, N] asynchronous 1F1B without stashing",
+    };
+    for (size_t i = 0; i < sizeof listed / sizeof *listed; i++)
+        ck_assert_msg(strstr(out, listed[i]) != NULL, "no '%s' in:\n%s", listed[i], out);
     ck_assert_int_eq(run_cli("--schedule pipedream --stages 4", out, sizeof out), 0);
     ck_assert_str_eq(out, order_1f1b);
     ck_assert_int_eq(run_cli("--schedule pipeoptim --stages 4 --length 8 --versions", out,
                              sizeof out), 0);
     ck_assert_msg(strstr(out, "stage 0: F0:0+3 F1:0+3 F2:0+3 F3:0+3 B0:0 U F4:1+3 B1:1 U") != NULL,
                   "%s", out);
+    /* vertical sync, worked by hand: stage 3 reads max(0, j − 3) where a synchronous run
+     * reads j */
+    ck_assert_int_eq(run_cli("--schedule pipedream --variant vertical --stages 4 --length 6 "
+                             "--versions --sync", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "stage 3: F0:0|0 B0:0|0 U F1:0|1 B1:0|1 U F2:0|2 B2:0|2 U F3:0|3 "
+                              "B3:0|3 U F4:1|4 B4:1|4 U F5:2|5 B5:2|5 U\n") != NULL, "%s", out);
+    ck_assert_int_eq(run_cli("--schedule pipedream --variant vertcal --stages 4", out,
+                             sizeof out), 2);
+    ck_assert_int_eq(run_cli("--schedule pipemare --variant vertical --stages 4", out,
+                             sizeof out), 2);
     ck_assert_int_eq(run_cli("--schedule xpipe --stages 4 --microbatches 4", out, sizeof out), 0);
     ck_assert_str_eq(out, order_mb4);
     ck_assert_int_eq(run_cli("--schedule nope --stages 4", out, sizeof out), 2);
@@ -723,6 +881,9 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, golden_programs, 0, NGOLDENS);
     tcase_add_test(tc, golden_coverage);
     tcase_add_test(tc, pipedream_versions);
+    tcase_add_test(tc, vertical_versions);
+    tcase_add_test(tc, pipemare_delays);
+    tcase_add_test(tc, families);
     tcase_add_test(tc, pipeoptim_versions);
     tcase_add_test(tc, spectrain_versions);
     tcase_add_test(tc, minibatch_versions);

@@ -2,7 +2,8 @@
  * differ: PipeDream-2BW has no delay at D = 1 (§4.4); PipeOptim's `code` variant
  * predicts one update ahead even at D = 1 while its paper form is plain training there
  * (§4.2, §4.7); the code form's SGD ΔW reads d_last = g_last + λW with W the weights
- * before that step (§3). */
+ * before that step (§3); PipeMare reschedules the rates of the stages whose delay D−1−k is
+ * above 1, and of those alone (§4.11). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -236,6 +237,34 @@ START_TEST(test_code_delta_reads_weights_before_step)
 }
 END_TEST
 
+/* §4.11: the rescheduling length changes the weights where a stage's delay is above 1
+ * (stage 0 at D = 3: τ = 2; cut so that it holds the first linear layer) and nothing
+ * where none is (D = 2: τ = 1 and 0). */
+START_TEST(test_pipemare_reschedules_by_delay)
+{
+    for (int D = 2; D <= 3; D++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.schedule = "pipemare";
+        c.stages = D;
+        c.partition = D == 3 ? "0,2,5,8" : "0,2,8";
+        size_t n_short, n_long;
+        c.lr_reschedule_epochs = 1;
+        float *w_short = run_weights(&c, &n_short);
+        c.lr_reschedule_epochs = 1000;
+        float *w_long = run_weights(&c, &n_long);
+        ck_assert_uint_eq(n_short, n_long);
+        size_t d = bits_differ(w_short, w_long, n_short);
+        if (D == 2)
+            ck_assert_msg(d == 0, "D = 2: %zu weights depend on the rescheduling length", d);
+        else
+            ck_assert_msg(d > 0, "D = 3: the rescheduling length changed nothing");
+        free(w_short);
+        free(w_long);
+    }
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("spec_semantics");
@@ -245,6 +274,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_pipeoptim_code_one_stage_predicts);
     tcase_add_test(tc, test_pipeoptim_code_one_stage_program);
     tcase_add_test(tc, test_code_delta_reads_weights_before_step);
+    tcase_add_test(tc, test_pipemare_reschedules_by_delay);
     suite_add_tcase(s, tc);
     return s;
 }

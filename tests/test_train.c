@@ -233,9 +233,11 @@ END_TEST
  * D = 4, SGDM lr 0.01, micro-batches of 64. Measured: pipedream 50.6%, pipeoptim
  * 62.8%, spectrain 71.0% (updates every micro-batch, staleness up to 3 on the first
  * stage, which holds the 784x256 layer); gpipe, pipedream-2bw and xpipe 42.5–42.8%
- * (one update every M = 4 micro-batches). Chance is 10%; the thresholds 40% for the
+ * (one update every M = 4 micro-batches); pipemare 65.2%, pipedream --variant vertical
+ * 40.0% (a lag of D−1 = 3 updates on every stage where PipeDream's is 3, 2, 1, 0; 53.8%
+ * and 64.2% after a second and third epoch). Chance is 10%; the thresholds 40% for the
  * schedules that update every micro-batch and 30% for those with mini-batches of M
- * (uses_microbatches) leave a margin. */
+ * (uses_microbatches) and for vertical sync leave a margin. */
 START_TEST(test_every_schedule_learns)
 {
     struct sched_form forms[SCHED_FORMS_MAX];
@@ -252,7 +254,8 @@ START_TEST(test_every_schedule_learns)
         c.epochs = 1;
         c.threads = 0;
         ck_assert_msg(pb_run(&c, &sum, &e) == PB_EXIT_OK, "%s: %s", forms[i].label, e.msg);
-        double need = forms[i].sch->uses_microbatches ? 0.30 : 0.40;
+        bool vertical = sched_form_is(&forms[i], "pipedream", "vertical");
+        double need = forms[i].sch->uses_microbatches || vertical ? 0.30 : 0.40;
         ck_assert_msg(sum.final_acc > need, "%s: validation accuracy %.3f <= %.2f",
                       forms[i].label, sum.final_acc, need);
     }

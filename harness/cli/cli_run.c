@@ -160,12 +160,13 @@ int pb_cmd_list(int argc, char **argv)
     }
     printf("schedules (family; what the pipe needs: D stages, N micro-batches, M per "
            "update):\n");
-    for (int i = 0; pb_schedules[i]; i++)
-        printf("  %-14s [%s; %s] %s%s%s%s\n", pb_schedules[i]->name,
-               pb_schedules[i]->synchronous ? "synchronous" : "asynchronous",
-               pb_schedules[i]->uses_microbatches ? "D, N, M" : "D, N",
-               pb_schedules[i]->summary, *pb_schedules[i]->variants ? " (variants: " : "",
-               pb_schedules[i]->variants, *pb_schedules[i]->variants ? ")" : "");
+    static const char *const family[] = {"?", "synchronous", "asynchronous"};
+    for (int i = 0; pb_schedules[i]; i++) {
+        const struct pb_schedule *s = pb_schedules[i];
+        printf("  %-14s [%s; %s] %s%s%s%s\n", s->name, family[pb_schedule_family(s)],
+               s->uses_microbatches ? "D, N, M" : "D, N", s->summary,
+               *s->variants ? " (variants: " : "", s->variants, *s->variants ? ")" : "");
+    }
     printf("models (presets: --preset NAME, * the default; semantics §5):\n");
     for (int i = 0; pb_workloads[i]; i++) {
         const struct pb_workload *w = pb_workloads[i];
@@ -182,6 +183,8 @@ int pb_cmd_list(int argc, char **argv)
     printf("  %-14s %s\n", "adam", "Adam with L2 weight decay (torch.optim.Adam)");
     printf("  %-14s %s\n", "adamw", "AdamW, decoupled weight decay (torch.optim.AdamW)");
     printf("  %-14s %s\n", "rmsprop", "RMSprop (torch.optim.RMSprop; --alpha, --momentum)");
+    printf("  %-14s %s\n", "nadam", "NAdam with decoupled weight decay (torch 2.x "
+           "torch.optim.NAdam, decoupled_weight_decay=True; --momentum-decay)");
     printf("backends:\n");
     for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
         printf("  %-14s %s%s\n", r->name, r->summary, r->create ? "" : " (not in this build)");

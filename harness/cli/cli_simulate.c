@@ -212,7 +212,8 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
                100 * r->bubble[k], r->acts_peak[k], r->stash_peak[k]);
     }
     printf("(acts held: most micro-batches a device keeps between F and B, or W; stashed: "
-           "most weight copies its F ops keep for their B)\n");
+           "most weight copies kept for later ops: stashes for their B, vertical sync's "
+           "versions)\n");
 }
 
 /* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its

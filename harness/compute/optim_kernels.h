@@ -8,9 +8,10 @@
 #include <stddef.h>
 
 /* The optimizer family a step kernel runs (semantics §2). */
-enum pb_optk_family { PB_OPTK_SGD, PB_OPTK_ADAM, PB_OPTK_ADAMW, PB_OPTK_RMSPROP };
+enum pb_optk_family { PB_OPTK_SGD, PB_OPTK_ADAM, PB_OPTK_ADAMW, PB_OPTK_RMSPROP, PB_OPTK_NADAM };
 
-/* The scalars torch.optim (1.13, single-tensor) derives from the hyperparameters in
+/* The scalars torch.optim (1.13, single-tensor; NAdam's of torch 2.x) derives from the
+ * hyperparameters in
  * Python doubles and hands to its float32 kernels. Each float hyperparameter is first
  * widened to the double its shortest decimal denotes (0.9f -> 0.9), the value the
  * user typed and Python would hold, so 1 - beta1, lr / (1 - beta1^t), ... round to
@@ -27,8 +28,11 @@ struct pb_optim_coef {
     float neg_step_size;    /* -lr / (1 - beta1^t) */
     float bc2_sqrt;         /* sqrt(1 - beta2^t) */
     float bc1;              /* 1 - beta1^t */
-    float decay;            /* AdamW: 1 - lr·λ */
+    float decay;            /* AdamW, NAdam: 1 - lr·λ */
     float alpha, one_minus_alpha;
+    float bc2;              /* NAdam: 1 - beta2^t */
+    float nadam_g;          /* NAdam: -lr·(1 - μ_t) / (1 - Π_t), Π_t = μ_1·…·μ_t */
+    float nadam_m;          /* NAdam: -lr·μ_{t+1} / (1 - Π_t·μ_{t+1}) */
 };
 
 /* One optimizer step over n floats, W updated in place (semantics §2):
@@ -38,6 +42,9 @@ struct pb_optim_coef {
  * ADAMW: W ← W·(1 − lr·λ), then ADAM with d = g.
  * RMSPROP: d = g + λW; sq = α·sq + (1−α)·d²; with buf: buf = μ·buf + d/(√sq + ε),
  *      W ← W − lr·buf; without: W ← W − lr·d/(√sq + ε).
+ * NADAM (torch 2.x, decoupled decay): W ← W·(1 − lr·λ); m = lerp(m, g, 1−β1),
+ *      v = β2·v + (1−β2)·g²; den = √(v/bc2) + ε; W ← W + nadam_g·g/den + nadam_m·m/den
+ *      (d = g).
  * d_last and g_last, when not NULL, receive the step's d and its raw gradient g
  * (what the predictors read afterwards); with zero_grad, g ← 0 once read (the next
  * accumulation starts from zero). The arrays do not overlap. */
@@ -51,7 +58,7 @@ struct pb_optim_step_args {
     float *w;                /* [n] weights, updated in place */
     float *g;                /* [n] gradient (zeroed with zero_grad, else only read) */
     float *buf;              /* [n] momentum buffer (SGD u > 0, RMSprop μ > 0) or NULL */
-    float *m, *v;            /* [n] Adam/AdamW moments (NULL for the others) */
+    float *m, *v;            /* [n] Adam/AdamW/NAdam moments (NULL for the others) */
     float *sq;               /* [n] RMSprop square average (NULL for the others) */
     float *d_last;           /* [n] copy of d, or NULL */
     float *g_last;           /* [n] copy of the raw g, or NULL */

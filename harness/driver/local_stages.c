@@ -68,7 +68,10 @@ static int create(struct pb_local_stages *ls, struct pb_plan *p, struct pb_err *
     if (c->init && pb_checkpoint_load(ls->stages + ls->lo, ls->hi - ls->lo, c->init, e))
         return -1;
     for (int k = ls->lo; k < ls->hi; k++) {
-        if (pb_worker_init(&ls->workers[k], &ls->stages[k], &p->optim, &p->pipe, c->seed, e))
+        /* the stage's own delay where the schedule reschedules the rate (semantics §4.11) */
+        struct pb_optim_cfg oc = p->optim;
+        oc.lr_delay = p->sch->lr_delay ? p->sch->lr_delay(&p->pipe, k) : 0;
+        if (pb_worker_init(&ls->workers[k], &ls->stages[k], &oc, &p->pipe, c->seed, e))
             return -1;
         ls->nworkers_ready++;
     }

@@ -210,6 +210,9 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
         }
     for (int i = 0; i < p->progs[0].n; i++)
         p->updates_per_epoch += p->progs[0].ops[i].kind == PB_OP_U;
+    /* the rescheduling length K in updates (each stage's delay: local_stages.c) */
+    int E = c->lr_reschedule_epochs ? c->lr_reschedule_epochs : PB_LR_RESCHEDULE_EPOCHS;
+    p->optim.lr_reschedule = p->sch->lr_delay ? (long)E * p->updates_per_epoch : 0;
     p->samples_per_update = c->microbatch_size * (p->sch->uses_microbatches ? p->pipe.microbatches : 1);
     return 0;
 }
@@ -429,6 +432,13 @@ int pb_plan_choose(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err 
     p->sch = pb_schedule_find(c->schedule, e);
     if (!p->sch)
         return -1;
+    if (c->lr_reschedule_epochs < 0 || c->lr_reschedule_epochs > PB_MAX_EPOCHS)
+        return pb_err_set(e, "--lr-reschedule-epochs counts epochs: 1 to %d (got %d)",
+                          PB_MAX_EPOCHS, c->lr_reschedule_epochs);
+    if (c->lr_reschedule_epochs && !p->sch->lr_delay)
+        return pb_err_set(e, "--lr-reschedule-epochs: %s keeps the optimizer's rate; only "
+                             "pipemare reschedules it (drop the flag, or use --schedule "
+                             "pipemare)", c->schedule);
     p->input_side = p->preset ? p->preset->input_side : 0;
     p->no_flip = p->preset && p->preset->no_flip;
     p->stage_threads = pb_run_stage_threads(c);

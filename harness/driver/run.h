@@ -15,6 +15,9 @@
 
 /* Most epochs one run may plan (the paper's longest recipe has 120). */
 #define PB_MAX_EPOCHS 1000000
+/* PipeMare's rescheduling length in epochs when not given: AsyncPP's
+ * --lr_correction_epoch default. */
+#define PB_LR_RESCHEDULE_EPOCHS 7
 /* Most trainings --repeat may ask of one configuration and seed. */
 #define PB_MAX_REPEATS 1000
 /* The widest --beam a run takes. */
@@ -49,6 +52,9 @@ struct pb_run_cfg {
     int64_t resume_run;           /* > 0: take this interrupted run up again (resume) */
     struct pb_optim_cfg optim;
     const char *optimizer;        /* its name as given ("sgdm", ...) */
+    /* --lr-reschedule-epochs E: a schedule that reschedules its rates (pipemare) does so
+     * over K = E epochs' updates (semantics §4.11); 0: not given, PB_LR_RESCHEDULE_EPOCHS */
+    int lr_reschedule_epochs;
     int stages, microbatch_size, microbatches, epochs;
     /* --batch B: samples per optimizer update, 0 = not given. Set, the micro-batch size
      * is derived from it (pb_run_batch_split): B / M where the schedule accumulates M

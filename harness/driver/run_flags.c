@@ -12,7 +12,7 @@
 
 enum {
     O_MODEL = 1, O_PRESET, O_PARTITION, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
-    O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_LR_STEPS, O_LR_GAMMA,
+    O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_MOMENTUM_DECAY, O_LR_RESCHEDULE, O_LR_STEPS, O_LR_GAMMA,
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
     O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
@@ -39,6 +39,8 @@ static const struct option run_options[] = {
     {"betas", required_argument, 0, O_BETAS},
     {"eps", required_argument, 0, O_EPS},
     {"alpha", required_argument, 0, O_ALPHA},
+    {"momentum-decay", required_argument, 0, O_MOMENTUM_DECAY},
+    {"lr-reschedule-epochs", required_argument, 0, O_LR_RESCHEDULE},
     {"lr-steps", required_argument, 0, O_LR_STEPS},
     {"lr-gamma", required_argument, 0, O_LR_GAMMA},
     {"lr-warmup", required_argument, 0, O_LR_WARMUP},
@@ -126,14 +128,19 @@ void pb_run_flags_usage(FILE *f)
         "                          /usr/share/datasets/<dataset>; semantics §1.6)\n");
     usage_schedules(f);
     fprintf(f,
-        "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop (default sgdm)\n"
+        "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop | nadam (default sgdm)\n"
         "  --lr X                  learning rate, any finite X > 0 (default: the optimizer's\n"
-        "                          torch default; sgd/sgdm/rmsprop 0.01, adam/adamw 0.001)\n"
+        "                          torch default; sgd/sgdm/rmsprop 0.01, adam/adamw 0.001,\n"
+        "                          nadam 0.002)\n"
         "  --momentum X --dampening X --nesterov --weight-decay X\n"
         "                          momentum and dampening in [0, 1), weight decay >= 0;\n"
         "                          --nesterov needs momentum > 0 and dampening 0\n"
-        "  --betas B1,B2 --eps X --alpha X   (Adam/AdamW betas, each in [0, 1), and eps > 0;\n"
-        "                          RMSprop alpha in [0, 1) and eps > 0)\n"
+        "  --betas B1,B2 --eps X --alpha X   (Adam/AdamW/NAdam betas, each in [0, 1), and\n"
+        "                          eps > 0; RMSprop alpha in [0, 1) and eps > 0)\n"
+        "  --momentum-decay X      NAdam's psi >= 0 (default 0.004, torch's)\n"
+        "  --lr-reschedule-epochs E  pipemare: each stage's rate starts at lr / its delay and\n"
+        "                          reaches lr after E epochs' updates (default 7; semantics\n"
+        "                          §4.11)\n"
         "  --lr-steps E1,E2,...    multiply the rate by --lr-gamma (> 0, default 0.1) after\n"
         "                          these many epochs, as torch's MultiStepLR milestones\n"
         "                          stepped once per epoch (40,60: from the 41st and 61st)\n"
@@ -297,6 +304,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     FLT(O_WEIGHT_DECAY, "--weight-decay", o->weight_decay);
     FLT(O_EPS, "--eps", o->eps);
     FLT(O_ALPHA, "--alpha", o->alpha);
+    FLT(O_MOMENTUM_DECAY, "--momentum-decay", o->momentum_decay);
     FLT(O_LR_GAMMA, "--lr-gamma", o->lr_gamma);
     FLT(O_CLIP_GRAD, "--clip-grad", o->clip_grad);
     INT(O_LR_WARMUP, "--lr-warmup", o->lr_warmup);
@@ -312,6 +320,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_BATCH, "--batch", c->batch);
     INT(O_REPEAT, "--repeat", c->repeats);
     INT(O_BEAM, "--beam", c->beam);
+    INT(O_LR_RESCHEDULE, "--lr-reschedule-epochs", c->lr_reschedule_epochs);
 #undef FLT
 #undef INT
     if (!rc && val[O_NESTEROV])

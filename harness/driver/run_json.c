@@ -60,6 +60,8 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     cJSON_AddNumberToObject(o, "beta2", pb_run_decimal(oc->beta2));
     cJSON_AddNumberToObject(o, "eps", pb_run_decimal(oc->eps));
     cJSON_AddNumberToObject(o, "alpha", pb_run_decimal(oc->alpha));
+    if (oc->kind == PB_OPT_NADAM)  /* NAdam's alone: the others' configurations stay as they were */
+        cJSON_AddNumberToObject(o, "momentum_decay", pb_run_decimal(oc->momentum_decay));
     cJSON *steps = cJSON_AddArrayToObject(o, "lr_steps");
     for (int i = 0; i < oc->n_lr_steps; i++)
         cJSON_AddItemToArray(steps, cJSON_CreateNumber(oc->lr_steps[i]));
@@ -71,6 +73,11 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
         cJSON_AddBoolToObject(o, "lr_cosine", true);
     if (oc->clip_grad > 0)
         cJSON_AddNumberToObject(o, "clip_grad", pb_run_decimal(oc->clip_grad));
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
+    if (sch && sch->lr_delay)  /* a rescheduling schedule's alone (semantics §4.11) */
+        cJSON_AddNumberToObject(o, "lr_reschedule_epochs",
+                                c->lr_reschedule_epochs ? c->lr_reschedule_epochs
+                                                        : PB_LR_RESCHEDULE_EPOCHS);
     cJSON_AddNumberToObject(o, "stages", c->stages);
     if (c->batch > 0)   /* the micro-batch size follows from it and the schedule */
         cJSON_AddNumberToObject(o, "batch", c->batch);
@@ -322,6 +329,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"epochs", 'i', false, &c->epochs},       {"limit_train", 'i', false, &c->limit_train},
         {"limit_val", 'i', false, &c->limit_val}, {"beam", 'i', false, &c->beam},
         {"threads", 'i', false, &c->threads},
+        {"lr_reschedule_epochs", 'i', false, &c->lr_reschedule_epochs},
         {"checkpoint_every", 'i', false, &c->checkpoint_every},
         {"label_smoothing", 'f', false, &c->label_smoothing},
         {"lr", 'f', true, &o->lr},                {"momentum", 'f', true, &o->momentum},
@@ -330,6 +338,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"alpha", 'f', true, &o->alpha},          {"lr_steps", 'l', true, o},
         {"lr_gamma", 'f', true, &o->lr_gamma},    {"lr_warmup", 'i', true, &o->lr_warmup},
         {"lr_cosine", 'b', true, &o->lr_cosine},  {"clip_grad", 'f', true, &o->clip_grad},
+        {"momentum_decay", 'f', true, &o->momentum_decay},
         {NULL, 0, false, NULL},
     };
     if (read_fields(j->root, fields, false, e))

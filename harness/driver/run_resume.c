@@ -142,7 +142,7 @@ int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *
                         (long long)c->resume_run);
     for (int k = 0; !rc && k < d; k++) {
         ls->workers[k].u = u[k];
-        ls->workers[k].optim.t = t[k];
+        pb_optim_set_steps(&ls->workers[k].optim, t[k]);
     }
     if (!rc)
         *start_epoch = epochs_done;

@@ -242,6 +242,12 @@ static const float *resolve(struct pb_worker *w, const struct pb_op *op,
             return params;
         PB_CHECK(base == w->ws.older_version);
         return w->ws.older;
+    case PB_W_VERTICAL:
+        if (v->live) {
+            PB_CHECK(base == w->u);
+            return params;
+        }
+        return pb_wstore_stashed(&w->ws, base);
     }
     PB_CHECK(!"unknown weight source");
     return NULL;
@@ -541,7 +547,7 @@ static int exec_backward(struct pb_worker *w, const struct pb_op *op, struct pb_
         return -1;
     }
     pb_wstore_note_versions(&w->ws, w->u, op->wsrc == PB_W_PREDICTED && op->s > 0);
-    if (op->wsrc == PB_W_STASHED && !v->live)
+    if ((op->wsrc == PB_W_STASHED || op->wsrc == PB_W_VERTICAL) && !v->live)
         pb_wstore_unstash(&w->ws, w->u_epoch + v->base);
     if (op->kind == PB_OP_B) {
         w->nacc++;
@@ -618,6 +624,9 @@ static int exec_update(struct pb_worker *w, const struct pb_op *op, struct pb_er
         clock_drop(be, &clk);
         return -1;
     }
+    int keep = w->plan.keep[op - w->prog->ops];
+    if (keep > 0)  /* vertical sync: later ops read the version this update replaces */
+        pb_wstore_keep(&w->ws, s->params, w->u, keep);
     pb_optim_step(&w->optim, be, s->params, s->grads);
     w->nacc = 0;
     w->u++;

@@ -39,6 +39,9 @@ enum pb_wsrc {
     PB_W_GROUP,      /* XPipe: the Ŵ its mini-batch's first micro-batch predicted at its F
                         with look-ahead s, kept until the mini-batch's update */
     PB_W_BUFFERED,   /* PipeDream-2BW: W^(max(0, b−1)) for mini-batch b = mb / M */
+    PB_W_VERTICAL,   /* PipeDream with vertical sync: the version stage 0's F(mb) read in the
+                        1F1B order with one U per B, W^(max(0, mb − min(D−1, N))), on every
+                        stage and in both passes */
 };
 
 struct pb_op {
@@ -63,7 +66,8 @@ struct pb_pipe {
     int microbatches;  /* M: micro-batches per update (gpipe, 1f1b, zb-h1, zb-h2,
                           pipedream-2bw, xpipe) */
     enum pb_optim_kind optimizer;
-    const char *variant;  /* NULL or "" for the default; "code", "note" (semantics §4.8) */
+    const char *variant;  /* NULL or "" for the default; "code", "note", "vertical"
+                             (semantics §4.8) */
 };
 
 struct pb_schedule {
@@ -76,11 +80,22 @@ struct pb_schedule {
     int (*check)(const struct pb_pipe *p, struct pb_err *e);
     /* Appends device d's program for one epoch. */
     void (*emit)(const struct pb_pipe *p, int device, struct pb_program *out);
+    /* PipeMare's learning-rate rescheduling (semantics §4.11): the delay τ of stage k, whose
+       rate is lr / τ^(1 − min((t+1)/K, 1)) at its step t (none where τ <= 1); NULL: the
+       schedule keeps the optimizer's rate. */
+    int (*lr_delay)(const struct pb_pipe *p, int stage);
 };
 
 /* The registry (schedules/registry.c). */
 extern const struct pb_schedule *const pb_schedules[];
 const struct pb_schedule *pb_schedule_find(const char *name, struct pb_err *e);
+
+/* A schedule's family, as `pipebench list` shows it: synchronous when every F and B of its
+ * default form, at D = 4, N = 8, M = 4 with the first optimizer it accepts, reads the
+ * version a synchronous run reads (lag 0, semantics §6.2), asynchronous otherwise;
+ * PB_FAMILY_UNKNOWN when it accepts no such pipe. */
+enum pb_family { PB_FAMILY_UNKNOWN, PB_FAMILY_SYNC, PB_FAMILY_ASYNC };
+enum pb_family pb_schedule_family(const struct pb_schedule *sch);
 
 void pb_program_init(struct pb_program *p, int device);
 void pb_program_finish(struct pb_program *p);
@@ -107,13 +122,15 @@ void pb_programs_finish(struct pb_program *programs, int d);
  * with every event, and `pipebench program --versions` prints it. */
 struct pb_op_version {
     int base;   /* F, B: the version its weights start from (LATEST u, STASHED its F's,
-                   GROUP the bellwether F's u, BUFFERED max(0, b−1)); -1 when the program
+                   GROUP the bellwether F's u, BUFFERED max(0, b−1), VERTICAL
+                   max(0, mb − min(D−1, N))); -1 when the program
                    cannot supply it. U: the version it produces. */
     int ahead;  /* F, B: look-ahead s of a prediction (0 when none); U: 0 */
     int sync;   /* the version a synchronous run reads at this op: F, B mb / update_every;
                    U: its base */
     bool live;  /* a STASHED B whose F's version is still the latest when it runs (no U
-                   between them): it reads W itself and its F keeps no copy */
+                   between them): it reads W itself and its F keeps no copy; a VERTICAL F
+                   or B whose version is the latest: it reads W itself */
 };
 
 /* What a stage's program asks of its weight store, derived once per program. */
@@ -123,7 +140,9 @@ struct pb_version_plan {
     int update_every;           /* micro-batches per update: backwards before the first U */
     bool *stash;                /* [n]: this F keeps a copy of its weights for its B
                                    (STASHED with an update between them) */
-    int stash_slots;            /* most distinct stashed versions held at once */
+    int *keep;                  /* [n]: at a U, the VERTICAL backwards after it that read
+                                   the version it replaces (a copy kept for them); 0 else */
+    int stash_slots;            /* most distinct stashed or kept versions held at once */
     int group_slots;            /* XPipe: most mini-batch predictions held at once */
     bool buffered;              /* some op reads the older buffer (2BW) */
 };

@@ -85,7 +85,7 @@ static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, s
         if (op->mb < 0 || op->mb >= n)
             return pb_err_set(e, "stage %d op %d (%s): micro-batch outside the epoch's 0..%d", k,
                               i, tok(op, t), n - 1);
-        if (op->wsrc > PB_W_BUFFERED)
+        if (op->wsrc > PB_W_VERTICAL)
             return pb_err_set(e, "stage %d op %d (%s): unknown weight source %d", k, i,
                               tok(op, t), op->wsrc);
         if (op->kind != PB_OP_F) {
@@ -246,10 +246,13 @@ static int check_deadlock(const struct pb_pipe *p, const struct pb_program *pr, 
  * every STASHED read come after its F): BUFFERED version v needs u−1 ≤ v ≤ u (two
  * buffers); GROUP needs the mini-batch's first F, itself GROUP with the same s, and
  * must come before the mini-batch's update (the first U after one of its
- * backwards), which frees Ŵ. */
+ * backwards), which frees Ŵ; VERTICAL version v needs v ≤ u (the stage has made it;
+ * the version plan keeps it from its last U on). */
 static int check_versions(const struct pb_pipe *p, const struct pb_program *prog,
                           const int *fpos, struct pb_err *e)
 {
+    struct pb_version_plan vp;
+    pb_version_plan_init(&vp, p, prog);
     int k = prog->device, M = p->microbatches, u = 0, npend = 0, rc = 0;
     /* per mini-batch: its update has run; the mini-batches with a B since the last U */
     bool *closed = pb_xcalloc((size_t)p->length, sizeof *closed);
@@ -269,7 +272,12 @@ static int check_versions(const struct pb_pipe *p, const struct pb_program *prog
             break;
         }
         int g = M >= 1 ? op->mb / M : 0, first = g * M;
-        if (op->wsrc == PB_W_BUFFERED) {
+        if (op->wsrc == PB_W_VERTICAL) {
+            if (vp.ops[i].base > u)
+                rc = pb_err_set(e, "stage %d op %d (%s): reads W^(%d), the version stage 0's "
+                                   "F%d read, but this stage has made only %d updates", k, i,
+                                tok(op, t), vp.ops[i].base, (int)op->mb, u);
+        } else if (op->wsrc == PB_W_BUFFERED) {
             int v = g >= 1 ? g - 1 : 0;
             if (v < u - 1 || v > u)
                 rc = pb_err_set(e, "stage %d op %d (%s): reads W^(%d) but after %d updates the "
@@ -299,6 +307,7 @@ static int check_versions(const struct pb_pipe *p, const struct pb_program *prog
     }
     free(closed);
     free(pend);
+    pb_version_plan_finish(&vp);
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /* harness/ir/versions.c — the weight version every op of a program reads, and the one
  * a synchronous run would read (semantics §4 version rules of enum pb_wsrc, §6.1
- * and §6.2), with what the weight store must hold for them: stash slots, XPipe's
- * group predictions, 2BW's older buffer. Derived from the program alone. */
+ * and §6.2), with what the weight store must hold for them: stash slots, the versions
+ * vertical sync keeps, XPipe's group predictions, 2BW's older buffer. Derived from the
+ * program and the pipe's D and N alone. */
 #include "harness/ir/program.h"
 
 #include <string.h>
@@ -24,9 +25,18 @@ static int update_every(const struct pb_program *prog)
     return before_u > 0 ? before_u : 1;
 }
 
+/* The version stage 0's F(mb) reads in the 1F1B order with one U per B (semantics §4.1):
+ * its w_0 = min(D−1, N) warm-up forwards read W^(0), then F(w_0 + i) follows i updates. */
+static int vertical_version(const struct pb_pipe *p, int mb)
+{
+    int w0 = p->stages - 1 < p->length ? p->stages - 1 : p->length;
+    return mb > w0 ? mb - w0 : 0;
+}
+
 /* Versions per enum pb_wsrc, u = updates before the op on this stage:
  * LATEST (u, 0); PREDICTED (u, s); STASHED the (base, ahead) of F(mb) on this stage;
- * GROUP (u at F(mb − mb mod M) on this stage, s); BUFFERED (max(0, mb/M − 1), 0). */
+ * GROUP (u at F(mb − mb mod M) on this stage, s); BUFFERED (max(0, mb/M − 1), 0);
+ * VERTICAL (vertical_version(mb), 0), live when that is u. */
 static void op_versions(const struct pb_pipe *p, const struct pb_program *prog, int nmb,
                         struct pb_version_plan *vp)
 {
@@ -77,15 +87,43 @@ static void op_versions(const struct pb_pipe *p, const struct pb_program *prog, 
             if (M >= 1 && op->mb >= 0)
                 v->base = op->mb / M >= 1 ? op->mb / M - 1 : 0;
             break;
+        case PB_W_VERTICAL:
+            if (op->mb >= 0) {
+                v->base = vertical_version(p, op->mb);
+                v->live = v->base == u;
+            }
+            break;
         }
     }
     free(fidx);
     free(fu);
 }
 
+/* Vertical sync: a version an op reads after the U that replaced it is copied at that
+ * U, with one reference per backward that reads it then (its forward, earlier, reads
+ * the copy too); keep[] of the U counts them. A read of a version the program never
+ * replaces is a read of the live weights. */
+static void keep_needs(const struct pb_program *prog, struct pb_version_plan *vp)
+{
+    /* upos[v]: op index of the U that replaces version v (the (v+1)-th U) */
+    int *upos = pb_xmalloc((size_t)(prog->n > 0 ? prog->n : 1) * sizeof *upos), nu = 0;
+    for (int i = 0; i < prog->n; i++)
+        if (prog->ops[i].kind == PB_OP_U)
+            upos[nu++] = i;
+    for (int i = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        int v = vp->ops[i].base;
+        if (op->kind == PB_OP_B && op->wsrc == PB_W_VERTICAL && v >= 0 && !vp->ops[i].live &&
+            v < nu && upos[v] < i)
+            vp->keep[upos[v]]++;
+    }
+    free(upos);
+}
+
 /* Which forwards stash: those whose B reads STASHED with an update between them (else
  * the B reads the live weights, which are still that version: no copy). And the most
- * distinct stashed versions held at once, a stash released by its backward. */
+ * distinct stashed or kept versions held at once, a stash released by its backward, a
+ * kept version (keep_needs) by the last backward that reads it. */
 static void stash_needs(const struct pb_program *prog, int nmb, struct pb_version_plan *vp)
 {
     size_t cnt = (size_t)(nmb > 0 ? nmb : 1);
@@ -106,16 +144,25 @@ static void stash_needs(const struct pb_program *prog, int nmb, struct pb_versio
             vp->ops[i].live = !copied[op->mb];
         }
     }
-    /* held[v]: stashed copies of version v (versions count updates: at most n) */
+    /* held[v]: references to the copy of version v (versions count updates: at most n) */
     int *held = pb_xcalloc((size_t)prog->n + 1, sizeof *held);
     int distinct = 0;
-    for (int i = 0; i < prog->n; i++) {
+    for (int i = 0, u = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
         int v = vp->ops[i].base;
-        if (op->kind == PB_OP_F && vp->stash[i] && v >= 0) {
+        if (op->kind == PB_OP_U) {
+            if (vp->keep[i] > 0) {
+                distinct += held[u] == 0;
+                held[u] += vp->keep[i];
+            }
+            u++;
+        } else if (op->kind == PB_OP_F && vp->stash[i] && v >= 0) {
             distinct += held[v]++ == 0;
         } else if (op->kind == PB_OP_B && op->wsrc == PB_W_STASHED && copied[op->mb] && v >= 0 &&
                    held[v] > 0) {
+            distinct -= --held[v] == 0;
+        } else if (op->kind == PB_OP_B && op->wsrc == PB_W_VERTICAL && !vp->ops[i].live &&
+                   v >= 0 && held[v] > 0) {
             distinct -= --held[v] == 0;
         }
         if (distinct > vp->stash_slots)
@@ -164,17 +211,44 @@ void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
     vp->n = n;
     vp->ops = pb_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *vp->ops);
     vp->stash = pb_xcalloc((size_t)(n > 0 ? n : 1), sizeof *vp->stash);
+    vp->keep = pb_xcalloc((size_t)(n > 0 ? n : 1), sizeof *vp->keep);
     vp->update_every = update_every(prog);
     op_versions(p, prog, nmb, vp);
+    keep_needs(prog, vp);
     stash_needs(prog, nmb, vp);
     group_needs(p, prog, vp);
     for (int i = 0; i < n; i++)
         vp->buffered |= prog->ops[i].wsrc == PB_W_BUFFERED;
 }
 
+enum pb_family pb_schedule_family(const struct pb_schedule *sch)
+{
+    struct pb_pipe p = {.stages = 4, .length = 8, .microbatches = 4};
+    struct pb_program progs[4];
+    int rc = -1;
+    for (int k = 0; rc && k < PB_OPT_NKINDS; k++) {
+        p.optimizer = (enum pb_optim_kind)k;
+        rc = pb_programs_build(sch, &p, progs, NULL);
+    }
+    if (rc)
+        return PB_FAMILY_UNKNOWN;
+    bool sync = true;
+    for (int d = 0; d < p.stages; d++) {
+        struct pb_version_plan vp;
+        pb_version_plan_init(&vp, &p, &progs[d]);
+        for (int i = 0; i < vp.n; i++)
+            sync &= progs[d].ops[i].kind == PB_OP_U ||
+                    vp.ops[i].base + vp.ops[i].ahead == vp.ops[i].sync;
+        pb_version_plan_finish(&vp);
+    }
+    pb_programs_finish(progs, p.stages);
+    return sync ? PB_FAMILY_SYNC : PB_FAMILY_ASYNC;
+}
+
 void pb_version_plan_finish(struct pb_version_plan *vp)
 {
     free(vp->ops);
     free(vp->stash);
+    free(vp->keep);
     memset(vp, 0, sizeof *vp);
 }

@@ -1,6 +1,7 @@
-/* harness/optim/optim.c — torch.optim-exact SGD/SGDM, Adam, AdamW and RMSprop over one flat
- * float32 buffer (semantics §2): configuration, state in backend memory, multi-step learning
- * rates, torch's scalars of a step, and the arguments of the backend's step kernel. */
+/* harness/optim/optim.c — torch.optim-exact SGD/SGDM, Adam, AdamW, RMSprop (torch 1.13) and
+ * NAdam (torch 2.x, decoupled decay) over one flat float32 buffer (semantics §2):
+ * configuration, state in backend memory, multi-step learning rates, torch's scalars of a
+ * step, and the arguments of the backend's step kernel. */
 #include "harness/optim/optim.h"
 
 #include <math.h>
@@ -11,7 +12,8 @@
 
 #include "harness/compute/backend.h"
 
-static const char *const kind_names[PB_OPT_NKINDS] = {"sgd", "adam", "adamw", "rmsprop"};
+static const char *const kind_names[PB_OPT_NKINDS] = {"sgd", "adam", "adamw", "rmsprop",
+                                                       "nadam"};
 
 const char *pb_optim_kind_name(enum pb_optim_kind k)
 {
@@ -22,12 +24,13 @@ void pb_optim_cfg_defaults(struct pb_optim_cfg *c, enum pb_optim_kind k)
 {
     memset(c, 0, sizeof *c);
     c->kind = k;
-    c->lr = (k == PB_OPT_ADAM || k == PB_OPT_ADAMW) ? 1e-3f : 1e-2f;
+    c->lr = (k == PB_OPT_ADAM || k == PB_OPT_ADAMW) ? 1e-3f : k == PB_OPT_NADAM ? 2e-3f : 1e-2f;
     c->weight_decay = k == PB_OPT_ADAMW ? 1e-2f : 0.0f;
     c->beta1 = 0.9f;
     c->beta2 = 0.999f;
     c->eps = 1e-8f;
     c->alpha = 0.99f;
+    c->momentum_decay = 4e-3f;
     c->lr_gamma = 0.1f;
 }
 
@@ -43,8 +46,8 @@ int pb_optim_cfg_from_name(struct pb_optim_cfg *c, const char *name, struct pb_e
             pb_optim_cfg_defaults(c, (enum pb_optim_kind)k);
             return 0;
         }
-    return pb_err_set(e, "unknown optimizer '%s'; valid optimizers: sgd, sgdm, adam, adamw, rmsprop",
-                      name ? name : "(null)");
+    return pb_err_set(e, "unknown optimizer '%s'; valid optimizers: sgd, sgdm, adam, adamw, "
+                         "rmsprop, nadam", name ? name : "(null)");
 }
 
 /* value in [0, 1); NaN fails */
@@ -66,7 +69,7 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
 {
     if (c->kind < 0 || c->kind >= PB_OPT_NKINDS)
         return pb_err_set(e, "unknown optimizer kind %d; valid optimizers: sgd, sgdm, adam, "
-                             "adamw, rmsprop", (int)c->kind);
+                             "adamw, rmsprop, nadam", (int)c->kind);
     if (check_positive(c->lr, "--lr", e))
         return -1;
     if (!(c->weight_decay >= 0.0f && isfinite(c->weight_decay)))
@@ -91,6 +94,14 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
             check_positive(c->eps, "--eps", e))
             return -1;
         break;
+    case PB_OPT_NADAM:
+        if (check_unit(c->beta1, "--beta1", e) || check_unit(c->beta2, "--beta2", e) ||
+            check_positive(c->eps, "--eps", e))
+            return -1;
+        if (!(c->momentum_decay >= 0.0f && isfinite(c->momentum_decay)))
+            return pb_err_set(e, "--momentum-decay must be >= 0 (got %g)",
+                              (double)c->momentum_decay);
+        break;
     default:
         break;
     }
@@ -107,6 +118,9 @@ int pb_optim_cfg_check(const struct pb_optim_cfg *c, struct pb_err *e)
     if (!(c->clip_grad >= 0 && c->clip_grad < INFINITY))
         return pb_err_set(e, "--clip-grad is the largest gradient norm of a stage, a finite "
                              "number > 0 (0: no clipping; got %g)", (double)c->clip_grad);
+    if (c->lr_delay < 0 || c->lr_reschedule < 0)
+        return pb_err_set(e, "the learning-rate rescheduling needs a delay and a length >= 0 "
+                             "(got %d and %ld)", c->lr_delay, c->lr_reschedule);
     for (int i = 0; i < c->n_lr_steps; i++) {
         if (c->lr_steps[i] < 0)
             return pb_err_set(e, "--lr-steps: epoch %d is negative", c->lr_steps[i]);
@@ -146,10 +160,28 @@ static double decimal_of(float x)
     return d;
 }
 
+/* NAdam's momentum cache μ_t = β1·(1 − ½·0.96^(t·ψ)), in Python doubles as torch 2.x. */
+static double nadam_mu(const struct pb_optim_cfg *g, long t)
+{
+    return decimal_of(g->beta1) * (1.0 - 0.5 * pow(0.96, (double)t * decimal_of(g->momentum_decay)));
+}
+
+/* NAdam's scalars of step o->t (Π_t in o->mu_product already), as torch 2.x's
+ * _single_tensor_nadam derives them: (−lr·(1 − μ_t))/(1 − Π_t) and (−lr·μ_{t+1})/(1 −
+ * Π_t·μ_{t+1}), Π_t read as the double of its float32. */
+static void nadam_coef(struct pb_optim_coef *c, const struct pb_optim *o, double lr)
+{
+    double mu = nadam_mu(&o->cfg, o->t), mu_next = nadam_mu(&o->cfg, o->t + 1);
+    double prod = (double)o->mu_product, prod_next = prod * mu_next;
+    c->bc2 = (float)(1.0 - pow(decimal_of(o->cfg.beta2), (double)o->t));
+    c->nadam_g = (float)(-lr * (1.0 - mu) / (1.0 - prod));
+    c->nadam_m = (float)((-lr * mu_next) / (1.0 - prod_next));
+}
+
 void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o)
 {
     const struct pb_optim_cfg *g = &o->cfg;
-    double lr = decimal_of(o->lr), wd = decimal_of(g->weight_decay);
+    double lr = decimal_of(o->lr) / o->lr_div, wd = decimal_of(g->weight_decay);
     double b1 = decimal_of(g->beta1), b2 = decimal_of(g->beta2);
     double bc1 = o->t > 0 ? 1.0 - pow(b1, (double)o->t) : 0.0;
     double bc2 = o->t > 0 ? 1.0 - pow(b2, (double)o->t) : 0.0;
@@ -169,6 +201,8 @@ void pb_optim_coef_init(struct pb_optim_coef *c, const struct pb_optim *o)
     c->decay = (float)(1.0 - lr * wd);
     c->alpha = g->alpha;
     c->one_minus_alpha = (float)(1.0 - decimal_of(g->alpha));
+    if (g->kind == PB_OPT_NADAM && o->t > 0)
+        nadam_coef(c, o, lr);
 }
 
 static bool needs_d_last(const struct pb_optim_cfg *c)
@@ -202,8 +236,10 @@ int pb_optim_init(struct pb_optim *o, struct pb_backend *be, const struct pb_opt
     o->cfg = *c;
     o->n = n;
     o->lr = c->lr;
+    o->lr_div = 1.0;
+    o->mu_product = 1.0f;
     bool sgd_buf = c->kind == PB_OPT_SGD && c->momentum > 0.0f;
-    bool adam = c->kind == PB_OPT_ADAM || c->kind == PB_OPT_ADAMW;
+    bool adam = c->kind == PB_OPT_ADAM || c->kind == PB_OPT_ADAMW || c->kind == PB_OPT_NADAM;
     bool rms = c->kind == PB_OPT_RMSPROP;
     if ((sgd_buf && alloc_state(&o->buf, be, n, e)) ||
         (adam && (alloc_state(&o->m, be, n, e) || alloc_state(&o->v, be, n, e))) ||
@@ -226,6 +262,8 @@ void pb_optim_finish(struct pb_optim *o, struct pb_backend *be)
         *state[i] = NULL;
     }
     o->t = 0;
+    o->lr_div = 1.0;
+    o->mu_product = 1.0f;
 }
 
 void pb_optim_set_epoch(struct pb_optim *o, int epoch)
@@ -248,6 +286,7 @@ static const enum pb_optk_family families[PB_OPT_NKINDS] = {
     [PB_OPT_ADAM] = PB_OPTK_ADAM,
     [PB_OPT_ADAMW] = PB_OPTK_ADAMW,
     [PB_OPT_RMSPROP] = PB_OPTK_RMSPROP,
+    [PB_OPT_NADAM] = PB_OPTK_NADAM,
 };
 
 void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim *o, float *w,
@@ -270,9 +309,35 @@ void pb_optim_step_args_init(struct pb_optim_step_args *a, const struct pb_optim
     a->g_last = o->g_last;
 }
 
+/* NAdam's Π after step t from Π before it: torch's float32 `mu_product *= mu`, the double
+ * μ_t rounded to float first. */
+static float nadam_product(const struct pb_optim *o, float prod, long t)
+{
+    return prod * (float)nadam_mu(&o->cfg, t);
+}
+
+void pb_optim_set_steps(struct pb_optim *o, long t)
+{
+    o->t = t;
+    o->mu_product = 1.0f;
+    for (long i = 1; o->cfg.kind == PB_OPT_NADAM && i <= t; i++)
+        o->mu_product = nadam_product(o, o->mu_product, i);
+}
+
+double pb_optim_lr_divisor(const struct pb_optim_cfg *c, long t)
+{
+    if (c->lr_delay <= 1 || c->lr_reschedule <= 0)
+        return 1.0;
+    /* AsyncPP's `lr / (num_versions-1) ** (1 - min(float(1 + step)/K, 1))` */
+    return pow((double)c->lr_delay, 1.0 - fmin((double)(t + 1) / (double)c->lr_reschedule, 1.0));
+}
+
 void pb_optim_step(struct pb_optim *o, struct pb_backend *be, float *w, float *g)
 {
+    o->lr_div = pb_optim_lr_divisor(&o->cfg, o->t);
     o->t += 1;
+    if (o->cfg.kind == PB_OPT_NADAM)
+        o->mu_product = nadam_product(o, o->mu_product, o->t);
     struct pb_optim_step_args a;
     pb_optim_step_args_init(&a, o, w, g);
     a.zero_grad = true;

@@ -68,17 +68,23 @@ static float *slot_data(const struct pb_wstore *s, const struct pb_wring *r, int
     return r->data + (size_t)i * s->n;
 }
 
-void pb_wstore_stash(struct pb_wstore *s, const float *w, long version)
+void pb_wstore_keep(struct pb_wstore *s, const float *w, long version, int refs)
 {
+    PB_CHECK(refs > 0);
     int i = ring_find(&s->stash, version);
     if (i >= 0) {
-        s->stash.slots[i].refs++;
+        s->stash.slots[i].refs += refs;
         return;
     }
     i = ring_find(&s->stash, -1);
     PB_CHECK(i >= 0);  /* the plan sized the ring for the most versions held at once */
-    s->stash.slots[i] = (struct pb_wslot){version, version, 1};
+    s->stash.slots[i] = (struct pb_wslot){version, version, refs};
     s->be->ops->copy(s->be, slot_data(s, &s->stash, i), w, s->n * sizeof(float));
+}
+
+void pb_wstore_stash(struct pb_wstore *s, const float *w, long version)
+{
+    pb_wstore_keep(s, w, version, 1);
 }
 
 const float *pb_wstore_stashed(const struct pb_wstore *s, long version)

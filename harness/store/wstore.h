@@ -1,5 +1,5 @@
 /* harness/store/wstore.h — a stage's weight versions besides the latest W (semantics §4):
- * PipeDream's stash, the predicted copy Ŵ made at an op (PipeOptim, SpecTrain),
+ * PipeDream's stash (and the versions vertical sync keeps), the predicted copy Ŵ made at an op (PipeOptim, SpecTrain),
  * XPipe's per-mini-batch Ŵ, and PipeDream-2BW's older buffer. Each kind of copy is
  * one ring of slots sized by the program's version plan (harness/ir/program.h),
  * allocated once and reused: nothing is allocated per op. Every copy is
@@ -46,6 +46,9 @@ int pb_wstore_reserve(struct pb_wstore *s, int stash_slots, int group_slots, str
 void pb_wstore_stash(struct pb_wstore *s, const float *w, long version);
 /* The stashed copy of a version (PB_CHECK: it exists). */
 const float *pb_wstore_stashed(const struct pb_wstore *s, long version);
+/* Vertical sync: W^(version), about to be replaced by an update, kept for `refs` later
+ * backwards (and the forwards before them) that read it; each backward unstashes it. */
+void pb_wstore_keep(struct pb_wstore *s, const float *w, long version, int refs);
 /* A backward done with a stashed version: frees the slot when nobody reads it. */
 void pb_wstore_unstash(struct pb_wstore *s, long version);
 

@@ -1,6 +1,6 @@
 /* harness/compute/cpu/cpu_optim.c — the optimizer step kernel (semantics §2) of the CPU backend
  * over a stage's flat buffer, each element by harness/compute/kernels/optim.h (torch 1.13's
- * single-tensor op order), fused with the zeroing of the gradient: one vectorised loop per
+ * single-tensor op order; NAdam's torch 2.x's), fused with the zeroing of the gradient: one vectorised loop per
  * optimizer and option set, on the instance's threads in chunks (elementwise, so the bits
  * never depend on the thread count). */
 #include "harness/compute/cpu/cpu_internal.h"
@@ -154,6 +154,46 @@ static void step_rmsprop(const struct pb_optim_step_args *a, size_t lo, size_t h
                  gl, a->zero_grad);
 }
 
+/* NAdam (semantics §2.7); decay: λ ≠ 0 (decoupled), dl, gl, zero as for SGD. */
+static inline void nadam_loop(const struct pb_optim_coef *c, size_t lo, size_t hi,
+                              float *restrict w, float *restrict g, float *restrict m,
+                              float *restrict v, float *restrict d_last, float *restrict g_last,
+                              bool decay, bool dl, bool gl, bool zero)
+{
+    const struct pb_optim_coef k = *c;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float wi = w[i], mi = m[i], vi = v[i];
+        float d = pb_k_nadam_step(&k, decay, &wi, gi, &mi, &vi);
+        w[i] = wi;
+        m[i] = mi;
+        v[i] = vi;
+        if (dl)
+            d_last[i] = d;
+        if (gl)
+            g_last[i] = gi;
+        if (zero)
+            g[i] = 0.0f;
+    }
+}
+
+static void step_nadam(const struct pb_optim_step_args *a, size_t lo, size_t hi)
+{
+    bool decay = a->c.wd != 0.0f, dl = a->d_last != NULL, gl = a->g_last != NULL;
+#define PB_NADAM(decay_, dl_, gl_, zero_)                                              \
+    nadam_loop(&a->c, lo, hi, a->w, a->g, a->m, a->v, a->d_last, a->g_last, decay_,    \
+               dl_, gl_, zero_)
+    if (!dl && !gl && a->zero_grad) {
+        if (decay)
+            PB_NADAM(true, false, false, true);
+        else
+            PB_NADAM(false, false, false, true);
+    } else {
+        PB_NADAM(decay, dl, gl, a->zero_grad);
+    }
+#undef PB_NADAM
+}
+
 void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a)
 {
     void (*step)(const struct pb_optim_step_args *a, size_t lo, size_t hi) = NULL;
@@ -169,6 +209,10 @@ void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a
     case PB_OPTK_RMSPROP:
         PB_CHECK(a->sq);
         step = step_rmsprop;
+        break;
+    case PB_OPTK_NADAM:
+        PB_CHECK(a->m && a->v);
+        step = step_nadam;
         break;
     }
     PB_CHECK(step != NULL);

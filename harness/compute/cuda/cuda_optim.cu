@@ -1,4 +1,4 @@
-/* harness/compute/cuda/cuda_optim.cu — the optimizer step (semantics §2) and the prediction
+/* harness/compute/cuda/cuda_optim.cu — the optimizer step (semantics §2, NAdam §2.7) and the prediction
  * Ŵ = W − lr·s·ΔW (§3.1) over a flat buffer, one thread per element. References: cpu_optim.c,
  * cpu_predict.c; the math is kernels/optim.h and predict.h, the CPU's: the CPU's bits.
  * One kernel per family, its options read at run time (uniform over the grid: no divergence;
@@ -70,6 +70,20 @@ static __global__ void rmsprop_kernel(struct pb_optim_step_args a, struct step_o
     step_tail(a, i, d, g);
 }
 
+/* w, g, m, v, d_last, g_last [a.n]: NAdam (semantics §2.7); o.wd: the decoupled decay */
+static __global__ void nadam_kernel(struct pb_optim_step_args a, struct step_opts o)
+{
+    size_t i = pb_cu_index();
+    if (i >= a.n)
+        return;
+    float w = a.w[i], g = a.g[i], m = a.m[i], v = a.v[i];
+    float d = pb_k_nadam_step(&a.c, o.wd, &w, g, &m, &v);
+    a.w[i] = w;
+    a.m[i] = m;
+    a.v[i] = v;
+    step_tail(a, i, d, g);
+}
+
 /* w, w_hat and the arrays of a.dw [a.n]: ŵ = fmaf(scale, ΔW, w) for ΔW of kind LINEAR,
  * ADAM or RMS (ZERO is a copy, or nothing, on the host side) */
 static __global__ void predict_kernel(struct pb_predict_args a)
@@ -103,6 +117,9 @@ void pb_cuda_optim_step(struct pb_backend *be, const struct pb_optim_step_args *
         PB_CHECK(a->m && a->v);
         o.wd = !o.adamw && a->c.wd != 0.0f;  /* AdamW: decoupled decay instead of L2 */
         break;
+    case PB_OPTK_NADAM:
+        PB_CHECK(a->m && a->v);
+        break;
     default:
         PB_CHECK(!"unknown optimizer family");
     }
@@ -114,6 +131,8 @@ void pb_cuda_optim_step(struct pb_backend *be, const struct pb_optim_step_args *
         sgd_kernel<<<blocks, PB_CU_BLOCK, 0, s>>>(*a, o);
     else if (a->family == PB_OPTK_RMSPROP)
         rmsprop_kernel<<<blocks, PB_CU_BLOCK, 0, s>>>(*a, o);
+    else if (a->family == PB_OPTK_NADAM)
+        nadam_kernel<<<blocks, PB_CU_BLOCK, 0, s>>>(*a, o);
     else
         adam_kernel<<<blocks, PB_CU_BLOCK, 0, s>>>(*a, o);
     PB_CUDA(be, cudaGetLastError());

@@ -1,6 +1,7 @@
 /* harness/compute/kernels/optim.h — one element of the optimizer step (semantics §2) in
- * torch 1.13's single-tensor op order: add(x, alpha) is fmaf(alpha, x, a), addcmul(t1, t2,
- * value) fmaf(value·t1, t2, a), addcdiv(t1, t2, value) a + (value·t1)/t2. Each function
+ * torch 1.13's single-tensor op order (NAdam: torch 2.x's): add(x, alpha) is fmaf(alpha, x,
+ * a), addcmul(t1, t2, value) fmaf(value·t1, t2, a), addcdiv(t1, t2, value) a + (value·t1)/t2,
+ * lerp(a, x, wt) fmaf(wt, x − a, a) for wt < 0.5, else fmaf(wt − 1, x − a, x). Each function
  * updates the element's weight w and state in place from its gradient g and returns d,
  * the gradient with L2 decay (what d_last keeps); the options are bool arguments, constant
  * in a caller's loop. Scalars: harness/compute/optim_kernels.h's struct pb_optim_coef. */
@@ -59,6 +60,24 @@ PB_KERNEL float pb_k_rmsprop_step(const struct pb_optim_coef *c, bool wd, bool b
         *w = *w + (c->neg_lr * d) / avg;
     }
     return d;
+}
+
+/* NAdam (§2.7, torch 2.x with decoupled decay): w ← w·(1 − lr·λ) (decay); m = lerp(m, g,
+ * 1−β1); v = β2·v + (1−β2)·g²; den = √(v/bc2) + ε; w ← w + (nadam_g·g)/den, then
+ * w ← w + (nadam_m·m)/den. Returns g (no L2 term to keep). */
+PB_KERNEL float pb_k_nadam_step(const struct pb_optim_coef *c, bool decay, float *w, float g,
+                                float *m, float *v)
+{
+    float wi = decay ? *w * c->decay : *w;
+    float wt = c->one_minus_beta1;
+    float mi = wt < 0.5f ? fmaf(wt, g - *m, *m) : fmaf(wt - 1.0f, g - *m, g);
+    float vi = fmaf(c->one_minus_beta2 * g, g, *v * c->beta2);
+    *m = mi;
+    *v = vi;
+    float denom = sqrtf(vi / c->bc2) + c->eps;
+    wi = wi + (c->nadam_g * g) / denom;
+    *w = wi + (c->nadam_m * mi) / denom;
+    return g;
 }
 
 #endif

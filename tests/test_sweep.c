@@ -527,6 +527,37 @@ START_TEST(dry_run_every_registered_pair)
 }
 END_TEST
 
+/* --jobs 2 of runs with 4 stage threads each (the threads executor) warns once, before
+ * any run, that their timings will carry a dagger, where 8 threads outnumber the cores;
+ * --jobs 1, or the seq executor's one thread a run, never does. */
+START_TEST(jobs_warn_shared)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "t.ini", "[grid]\nseed = 1, 2\n[run]\nmodel = mlp\nstages = 4\n"
+                            "executor = threads\nlimit-train = 256\nlimit-val = 64\n"
+                            "epochs = 1\n");
+    const char *warn = "the runs share cores, so every throughput and bubble";
+    bool shared = 8 > sysconf(_SC_NPROCESSORS_ONLN);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep t.ini --db a.db --jobs 2 --quiet") == 0,
+                  "%s", out);
+    ck_assert_msg(!strstr(out, warn) == !shared, "warned %d, 8 threads on %ld cores: %s",
+                  strstr(out, warn) != NULL, sysconf(_SC_NPROCESSORS_ONLN), out);
+    if (shared) {
+        const char *w = strstr(out, warn);
+        ck_assert_msg(!strstr(w + 1, warn), "warned twice: %s", out);
+    }
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep t.ini --db b.db --jobs 1 --quiet") == 0,
+                  "%s", out);
+    ck_assert_msg(!strstr(out, warn), "%s", out);
+    cli_write(dir, "s.ini", "[grid]\nseed = 1, 2\n[run]\nmodel = mlp\nstages = 2\n"
+                            "executor = seq\nlimit-train = 256\nlimit-val = 64\nepochs = 1\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db c.db --jobs 2 --quiet") == 0,
+                  "%s", out);
+    ck_assert_msg(!strstr(out, warn) == !(2 > sysconf(_SC_NPROCESSORS_ONLN)), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("sweep");
@@ -543,6 +574,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, dry_run_presets);
     tcase_add_test(fast, any_option_is_a_grid_key);
     tcase_add_test(fast, two_copies_split_the_work);
+    tcase_add_test(fast, jobs_warn_shared);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");
     tcase_set_timeout(tc, 600);

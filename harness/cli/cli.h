@@ -34,6 +34,11 @@ struct pb_sweep;
 void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struct pb_err *e,
                          const char *who, bool advice);
 
+struct pb_batch_item;
+/* Says once, before a batch of n runs `jobs` at a time starts, when jobs > 1 makes their
+ * stage threads outnumber the machine's cores: every timing will carry a dagger. */
+void pb_cli_warn_shared(const char *who, const struct pb_batch_item *items, int n, int jobs);
+
 struct pb_run_cfg;
 /* Runs c's repeats c->repeat .. c->repeats - 1 one after another and says how each
  * ended, as `pipebench run` does (the first that does not end done ends the rest);

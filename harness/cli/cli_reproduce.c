@@ -256,6 +256,7 @@ static int run_pending(const struct args *a, struct row_run *rr, int n)
     int rc = PB_EXIT_OK;
     if (m) {
         struct pb_batch_totals t;
+        pb_cli_warn_shared("reproduce", pending, m, a->jobs);
         pb_batch_run(pending, m, a->jobs, "reproduce", &t);
         printf("reproduce: %d runs: %d done, %d diverged, %d failed, %d errors", m, t.done,
                t.diverged, t.failed, t.errors);

@@ -23,7 +23,8 @@ static void sweep_usage(FILE *f)
         "Configurations the database already holds finished are skipped: running a sweep\n"
         "again resumes it.\n\n"
         "  --jobs N        runs at once, each in its own process with cores / N threads\n"
-        "                  (default 1)\n"
+        "                  (default 1); where their stage threads then outnumber the\n"
+        "                  cores it says so once: every timing will carry a dagger\n"
         "  --db FILE       results database (default: the file's [run] db, else\n"
         "                  %s)\n"
         "  --dry-run       list the configurations and which are finished; run nothing\n"
@@ -158,6 +159,17 @@ void pb_cli_sweep_errors(const struct pb_sweep *s, const char *file, const struc
                         "describes it)\n", who);
 }
 
+void pb_cli_warn_shared(const char *who, const struct pb_batch_item *items, int n, int jobs)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = pb_batch_threads(items, n, jobs);
+    if (jobs > 1 && threads > cores)
+        printf("%s: --jobs %d runs %d stage threads at once on %ld cores: the runs share "
+               "cores, so every throughput and bubble they record carries a \xe2\x80\xa0 "
+               "(for timings run --jobs 1 with a core per stage; the sim- tables replay each "
+               "run on one device per stage)\n", who, jobs, threads, cores);
+}
+
 /* "1 configuration", "2 configurations" */
 static const char *plural(int n, const char *one, const char *many)
 {
@@ -267,6 +279,7 @@ static int sweep(const struct args *a)
         pending[i].hostfile = a->hostfile;
     }
     struct pb_batch_totals t;
+    pb_cli_warn_shared("sweep", pending, n, a->jobs);
     pb_batch_run(pending, n, a->jobs, "sweep", &t);
     printf("sweep: %d %s: %d done, %d diverged, %d failed, %d %s", n, plural(n, "run", "runs"),
            t.done, t.diverged, t.failed, t.errors, plural(t.errors, "error", "errors"));

@@ -28,6 +28,17 @@
 #include "harness/driver/progress.h"
 #include "harness/ir/program.h"
 
+int pb_batch_threads(const struct pb_batch_item *items, int n, int jobs)
+{
+    int most = 0;
+    for (int i = 0; i < n; i++) {
+        const struct pb_executor *x = pb_plan_executor(&items[i].cfg);
+        int t = x && x->stages_in_turn ? 1 : items[i].cfg.stages;
+        most = t > most ? t : most;
+    }
+    return most * (jobs < n ? jobs : n);
+}
+
 int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err *e)
 {
     *unsupported = false;

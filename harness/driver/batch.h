@@ -44,6 +44,11 @@ struct pb_batch_totals {
     bool stopped;                         /* SIGINT, SIGTERM or SIGHUP stopped the batch */
 };
 
+/* The stage threads of items[0 .. n) run `jobs` at a time when the widest run at a time:
+ * its stages (one for the seq executor, which runs them in turn) times the runs at once.
+ * Above the machine's cores every timing is a shared machine's (a dagger in the tables). */
+int pb_batch_threads(const struct pb_batch_item *items, int n, int jobs);
+
 /* Checks a configuration with pb_run_check. *unsupported is set when the only problem
  * is that the schedule cannot run the optimizer (spectrain with Adam): compare and sweep
  * skip those pairs. */

@@ -32,7 +32,7 @@ enum metric {
     M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED, M_THROUGHPUT_REPEATS,
     M_BUBBLE_LO, M_BUBBLE_HI, M_BUBBLE_REPEATS,
     M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
-    M_HAS_BLEU,
+    M_HAS_BLEU, M_LOAD,
     M_N
 };
 
@@ -59,7 +59,8 @@ static const char runs_sql[] =
     "(SELECT microbatch_size FROM runs WHERE id = s.run_id), "
     "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
     "FROM runs WHERE id = s.run_id), samples_per_update, updates_per_epoch, epochs_done, "
-    "best_bleu IS NOT NULL, config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
+    "best_bleu IS NOT NULL, (SELECT load_avg FROM runs WHERE id = s.run_id), "
+    "config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
     "WHERE s.status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
@@ -628,6 +629,25 @@ static void by_schedule(const struct runs *rs, const struct how *h, enum pb_repo
     free(col);
 }
 
+/* The runs' 1-minute load average when they began, appended to a timing table's caption
+ * (" Load average at the runs' start: 0.52–4.18."); nothing where none was recorded. */
+static void load_note(const struct runs *rs, char *caption, size_t cap)
+{
+    double lo = NAN, hi = NAN;
+    for (int i = 0; i < rs->n; i++) {
+        double l = rs->v[i].m[M_LOAD];
+        if (!isnan(l) && !(lo <= l))
+            lo = l;
+        if (!isnan(l) && !(hi >= l))
+            hi = l;
+    }
+    size_t len = strlen(caption);
+    if (!isnan(lo) && len < cap)
+        snprintf(caption + len, cap - len, lo == hi ? " Load average (1 min) when the runs "
+                 "began: %.2f." : " Load average (1 min) when the runs began: %.2f\xe2\x80"
+                 "\x93%.2f.", lo, hi);
+}
+
 /* The caption's words for what follows a cell's mean: "std", or the half-width of its
  * confidence interval at o->ci. */
 static void spread_words(char *buf, size_t cap, const struct pb_report_opts *o)
@@ -753,6 +773,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "are counted, not averaged; epochs: the range of the runs' epochs; repeats: "
                  "the range of the seeds' repeats; with warm-up: a run of one epoch, timed with "
                  "it); %s, and the gap exceeds half the range. %s", sw, bw, shared_note);
+        load_note(&rs, caption, sizeof caption);
         by_schedule(&rs, &(struct how){M_THROUGHPUT, 1, false, true, 0, o->ci, "throughput", "samples/s"}, o->format, &g);
         break;
     case PB_REPORT_BUBBLE:
@@ -764,6 +785,7 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
                  "diverged ones are counted, not averaged; repeats: the range of the seeds' "
                  "repeats); %s, and the gap exceeds half the repeats' range. %s", sw, bw,
                  shared_note);
+        load_note(&rs, caption, sizeof caption);
         by_schedule(&rs, &(struct how){M_BUBBLE, 1, true, true, 0, o->ci, "bubble", "%"}, o->format, &g);
         break;
     case PB_REPORT_SIM_THROUGHPUT:

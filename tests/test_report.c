@@ -547,6 +547,30 @@ START_TEST(best_needs_welch)
 }
 END_TEST
 
+/* The load average the runs began under: a timing table's caption gives its range, and
+ * `show` gives a run's with its cores and whether its timings shared them. */
+START_TEST(load_average_shown)
+{
+    sqlite3 *h;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_exec(h, "UPDATE runs SET load_avg = 0.5 + (id % 3) * 0.75, cores = 2, "
+                              "threads_per_stage = 1", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    char *t = report(PB_REPORT_THROUGHPUT, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "Load average (1 min) when the runs began: 0.50\u20132.00."), "%s", t);
+    free(t);
+    t = report(PB_REPORT_BUBBLE, PB_FORMAT_MD, 0);
+    ck_assert_msg(strstr(t, "Load average (1 min) when the runs began: 0.50\u20132.00."), "%s", t);
+    free(t);
+    char out[8192], args[600];
+    snprintf(args, sizeof args, "show 2 --db '%s'", db);
+    ck_assert_int_eq(fx_cli(NULL, args, out, sizeof out, NULL, 0), 0);
+    ck_assert_msg(strstr(out, "load average (1 min, at start)  2.00") &&
+                  strstr(out, "timings on shared cores         yes: the seq executor"), "%s",
+                  out);
+}
+END_TEST
+
 /* The failed run (90%, 9000 samples/s) appears in no table. */
 START_TEST(failed_run_ignored)
 {
@@ -618,6 +642,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, stats_hand_worked);
     tcase_add_test(tc, best_needs_welch);
     tcase_add_test(tc, adamw_without_decay_flagged);
+    tcase_add_test(tc, load_average_shown);
     tcase_add_test(tc, failed_run_ignored);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);

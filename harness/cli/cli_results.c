@@ -308,7 +308,11 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         "SELECT status, created, started, ended, message, model, dataset, schedule, variant, "
         "optimizer, stages, microbatch_size, microbatches, samples_per_update, "
         "updates_per_epoch, partition_cut, epochs, seed, repeat, executor, lr, bleu_scoring, "
-        "git_revision, cpu_model, library_versions, host, pid, "
+        "git_revision, cpu_model, library_versions, host, pid, cores, threads_per_stage, "
+        "printf('%.2f', load_avg), CASE WHEN executor = 'seq' THEN 'yes: the seq executor runs "
+        "the stages in turn; timings carry a dagger' WHEN oversubscribed = 1 THEN 'yes: more "
+        "stage threads than cores; timings carry a dagger' WHEN oversubscribed = 0 THEN 'no' "
+        "END, "
         /* a run recorded before --devices ran every stage on device 0 */
         "CASE WHEN json_valid(config) AND json_type(config, '$.devices') IS NULL "
         "THEN json_set(config, '$.devices', '0') ELSE config END FROM runs WHERE id = ?";
@@ -317,11 +321,12 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         "variant", "optimizer", "stages", "microbatch size", "microbatches",
         "samples per update", "updates per epoch", "partition cut", "epochs", "seed",
         "repeat", "executor", "lr", "bleu scoring", "git revision", "cpu", "libraries",
-        "host", "pid",
+        "host", "pid", "cores", "threads per stage", "load average (1 min, at start)",
+        "timings on shared cores",
     };
     /* Sections: the run's state, its configuration, its environment (columns [a, b)). */
     static const struct { const char *title; int a, b; } sections[] = {
-        {"", 0, 5}, {"configuration:\n", 5, 22}, {"environment:\n", 22, 27},
+        {"", 0, 5}, {"configuration:\n", 5, 22}, {"environment:\n", 22, 31},
     };
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(pb_results_sqlite(db), sql, -1, &s, NULL) != SQLITE_OK)
@@ -346,7 +351,7 @@ static int show_run(struct pb_results *db, sqlite3_int64 id)
         fputs(sections[k].title, stdout);
         table_print(&t, "  ", NULL);
     }
-    print_config((const char *)sqlite3_column_text(s, 27));
+    print_config((const char *)sqlite3_column_text(s, 31));
     sqlite3_finalize(s);
     return 0;
 }

@@ -238,7 +238,8 @@ static char *compare_table(void)
 
 enum {
     T_SCHEDULE, T_OPTIMIZER, T_RUN, T_STATUS, T_SAMPLES_PER_UPDATE, T_UPDATES_PER_EPOCH, T_BEST,
-    T_FINAL, T_EPOCHS_TO, T_SECS_TO, T_THROUGHPUT, T_BUBBLE, T_F_LAG, T_B_LAG, T_PRED_ERR, T_N
+    T_FINAL, T_EPOCHS_TO, T_SECS_TO, T_THROUGHPUT, T_RANGE, T_BUBBLE, T_F_LAG, T_B_LAG,
+    T_PRED_ERR, T_N
 };
 
 static void compare_tokens(const char *table, const char *schedule, char tok[T_N][32])
@@ -332,6 +333,12 @@ START_TEST(compare_and_report_agree)
         ck_assert_str_eq(tok[T_STATUS], "done");
         /* throughput: compare %.0f, report %.1f */
         snprintf(what, sizeof what, "%s throughput", h->schedule);
+        /* the range it is the median of: compare's %.0f–%.0f, '-' where it has none */
+        char range[64] = "-";
+        if (h->throughput_hi > h->throughput_lo)
+            snprintf(range, sizeof range, "%.0f\xe2\x80\x93%.0f", h->throughput_lo,
+                     h->throughput_hi);
+        ck_assert_str_eq(tok[T_RANGE], range);
         same_number(what, atof(tok[T_THROUGHPUT]), 0, atof(csv_lookup(thr, 4, h->schedule, "mean")),
                     6, h->throughput);
         /* bubble: both in % (semantics §6.5), compare %.1f%%, report in full */

@@ -33,12 +33,15 @@ static const char sql_summary[] =
     "coalesce(t.throughput, s.throughput), coalesce(t.bubble_frac, s.bubble_frac), f_mean, "
     "b_mean, pred_err_mean, pred_count, params_sum, grads_sum, optstate_sum, wcopies_sum, "
     "acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, samples_per_update, "
-    "updates_per_epoch FROM run_summary s LEFT JOIN seed_runs g ON g.run_id = s.run_id "
+    "updates_per_epoch, shared_timing, "
+    "CASE WHEN t.throughput_repeats > 1 THEN t.throughput_lo ELSE s.throughput_lo END, "
+    "CASE WHEN t.throughput_repeats > 1 THEN t.throughput_hi ELSE s.throughput_hi END "
+    "FROM run_summary s LEFT JOIN seed_runs g ON g.run_id = s.run_id "
     "LEFT JOIN seed_timing t ON t.seed_run = g.seed_run WHERE s.run_id = ?1";
 enum summary_col {
     C_STATUS, C_EPOCHS, C_BEST, C_FINAL, C_EPOCHS_TO, C_SECS_TO, C_THROUGHPUT, C_BUBBLE,
     C_F_LAG, C_B_LAG, C_PRED_ERR, C_PRED_COUNT, C_MEM, C_SAMPLES_PER_UPDATE = C_MEM + PB_MEM_NKINDS,
-    C_UPDATES_PER_EPOCH
+    C_UPDATES_PER_EPOCH, C_SHARED, C_THROUGHPUT_LO, C_THROUGHPUT_HI
 };
 _Static_assert(PB_MEM_NKINDS == 9, "sql_summary lists the memory kinds");
 
@@ -86,6 +89,9 @@ static int fetch(struct pb_results *db, int64_t id, double target, struct pb_com
         r->mem_mib[k] = num(s, C_MEM + k) / MIB;
     r->samples_per_update = (int)num(s, C_SAMPLES_PER_UPDATE);
     r->updates_per_epoch = (int)num(s, C_UPDATES_PER_EPOCH);
+    r->shared = num(s, C_SHARED) == 1;
+    r->throughput_lo = num(s, C_THROUGHPUT_LO);
+    r->throughput_hi = num(s, C_THROUGHPUT_HI);
     sqlite3_finalize(s);
     return 0;
 }
@@ -130,17 +136,32 @@ static void cellf(struct table *t, int row, int col, const char *fmt, double v)
     snprintf(cell(t, row, col), TCELL, fmt, v);
 }
 
+/* The columns a cell takes on a terminal: its UTF-8 characters (†, – are one each). */
+static int width(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 static void table_print(FILE *f, struct table *t)
 {
     int w[TCOLS] = {0};
     for (int r = 0; r < t->nrows; r++)
         for (int c = 0; c < t->ncols; c++) {
-            int len = (int)strlen(cell(t, r, c));
+            int len = width(cell(t, r, c));
             w[c] = len > w[c] ? len : w[c];
         }
     for (int r = 0; r < t->nrows; r++) {
-        for (int c = 0; c < t->ncols; c++)
-            fprintf(f, c < 2 ? "  %-*s" : "  %*s", w[c], cell(t, r, c));
+        for (int c = 0; c < t->ncols; c++) {
+            const char *v = cell(t, r, c);
+            int pad = w[c] - width(v);
+            if (c < 2)
+                fprintf(f, "  %s%*s", v, pad, "");
+            else
+                fprintf(f, "  %*s%s", pad, "", v);
+        }
         fputc('\n', f);
     }
     free(t->cells);
@@ -153,11 +174,12 @@ static bool has_epochs(const struct pb_compare_row *r)
 
 static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, double target)
 {
+    bool shared = false;
     struct table t;
-    table_init(&t, 15, n + 1);
+    table_init(&t, 16, n + 1);
     const char *head[] = {"schedule", "optimizer", "run", "status", "samples/upd", "upd/epoch",
-                          "best acc", "final acc", "epochs to", "s to", "samples/s", "bubble",
-                          "F lag", "B lag", "pred err"};
+                          "best acc", "final acc", "epochs to", "s to", "samples/s", "range",
+                          "bubble", "F lag", "B lag", "pred err"};
     for (int c = 0; c < t.ncols; c++)
         snprintf(cell(&t, 0, c), TCELL, "%s", head[c]);
     snprintf(cell(&t, 0, 8), TCELL, "epochs to %.0f%%", 100 * target);
@@ -184,16 +206,26 @@ static void print_speed(FILE *f, const struct pb_compare_row *rows, int n, doubl
             cellf(&t, row, 8, "%.0f", r->epochs_to_target);
             cellf(&t, row, 9, "%.1f", r->seconds_to_target);
         }
-        cellf(&t, row, 10, "%.0f", r->throughput);
-        cellf(&t, row, 11, "%.1f%%", 100 * r->bubble);
-        cellf(&t, row, 12, "%.2f", r->f_lag);
-        cellf(&t, row, 13, "%.2f", r->b_lag);
+        const char *dagger = r->shared ? "\xe2\x80\xa0" : "";
+        shared |= r->shared;
+        snprintf(cell(&t, row, 10), TCELL, "%.0f%s", r->throughput, dagger);
+        if (r->throughput_hi > r->throughput_lo)
+            snprintf(cell(&t, row, 11), TCELL, "%.0f\xe2\x80\x93%.0f", r->throughput_lo,
+                     r->throughput_hi);
+        snprintf(cell(&t, row, 12), TCELL, "%.1f%%%s", 100 * r->bubble, dagger);
+        cellf(&t, row, 13, "%.2f", r->f_lag);
+        cellf(&t, row, 14, "%.2f", r->b_lag);
         if (r->pred_count > 0)
-            cellf(&t, row, 14, "%.2e", r->pred_err);
+            cellf(&t, row, 15, "%.2e", r->pred_err);
     }
     fprintf(f, "Convergence and speed (target: %.0f%% validation accuracy; seconds are "
-               "training time):\n", 100 * target);
+               "training time; samples/s: the median over the steady epochs, range: theirs, "
+               "or their repeats'):\n", 100 * target);
     table_print(f, &t);
+    if (shared)
+        fprintf(f, "\xe2\x80\xa0: measured with the stages sharing cores (the seq executor, "
+                   "or more stage threads than cores): not a one-device-per-stage pipeline's "
+                   "timing\n");
 }
 
 static void print_memory(FILE *f, const struct pb_compare_row *rows, int n)

@@ -50,6 +50,8 @@ struct pb_compare_row {
     double f_lag, b_lag;           /* mean forward and backward staleness (versions) */
     double pred_err;               /* mean ||Ŵ − W|| / ||W|| over the predictions */
     int64_t pred_count;            /* predictions made (0: pred_err is meaningless) */
+    bool shared;                   /* its timings were measured with the stages sharing cores */
+    double throughput_lo, throughput_hi;   /* the range throughput is the median of */
 };
 
 /* Fills row's measurements for run_id from the database at db_path, with target the

@@ -1,11 +1,14 @@
 # plots/convergence.gp — the convergence figure (semantics §6.6): per schedule the mean over
-# its runs (seeds) with a ± 1 std band of the validation accuracy against the epoch and
-# the training seconds elapsed (top), and of the validation and training loss against the
-# epoch (bottom); with a target, its line and where each schedule first reaches it.
-# Data (plots/plot_convergence.c): a block per schedule, columns epoch, accuracy %, its
-# std, seconds, validation loss, its std, training loss, its std, runs; with a target a
-# last block, a row per schedule: epochs and seconds to it. Variables: datafile, outfile,
-# fmt, plottitle, nseries, colors, points, dashes, target (%; 0: none), hasloss.
+# its runs (seeds) with its confidence interval as a band, of the validation accuracy
+# against the epoch and the training seconds elapsed (top), and of the validation and
+# training loss against the epoch (bottom); with a target, its line, a marker where every
+# seed of a schedule reached it and "k/n" where only k of its n seeds did.
+# Data (plots/plot_convergence.c): a block per schedule, its header naming it with its n,
+# columns epoch, accuracy %, its interval's half-width, seconds, validation loss, its
+# half-width, training loss, its half-width, runs; with a target a last block, a row per
+# schedule: epochs and seconds to it where all seeds reached it, the same where some did,
+# reached, runs. Variables: datafile, outfile, fmt, plottitle, nseries, colors, points,
+# dashes, target (%; 0: none), hasloss.
 width = 1400
 height = 1000
 dir = ARG0[1:strstrt(ARG0, 'convergence.gp') - 1]
@@ -22,7 +25,9 @@ mid = 0.53
 set style line 99 lw 1.5 dt (6, 4) lc rgb '#000000'
 # one panel: x column xc, mean column yc, std column sc of every block
 panel(xc, yc, sc) = sprintf('plot for [i = 1:nseries] datafile index (i - 1) using %d:($%d - $%d):($%d + $%d) with filledcurves fc rgb color(i) fs transparent solid 0.18 noborder, for [i = 1:nseries] datafile index (i - 1) using %d:%d with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i)', xc, yc, sc, yc, sc, xc, yc)
-marks(xc) = sprintf(', for [i = 1:nseries] datafile index nseries every ::(i - 1)::(i - 1) using %d:(target) with points pt pt(i) ps 2.6 lw 2 lc rgb color(i)', xc)
+# target markers: column xc (epochs or seconds where all seeds reached it), xc + 2 (where some did)
+marks(xc) = sprintf(', for [i = 1:nseries] datafile index nseries every ::(i - 1)::(i - 1) using %d:(target) with points pt pt(i) ps 2.6 lw 2 lc rgb color(i)', xc) . \
+            sprintf(', for [i = 1:nseries] datafile index nseries every ::(i - 1)::(i - 1) using %d:(target):(sprintf("%%d/%%d", $6, $7)) with labels offset 0, -1.2 tc rgb color(i) font ",10"', xc + 2)
 targetline = 'set arrow 1 from graph 0, first target to graph 1, first target nohead ls 99 front; set label 1 sprintf("target %g%%", target) at graph 0.01, first target offset 0, 0.7 front'
 
 set tmargin at screen 0.90
@@ -70,6 +75,7 @@ if (hasloss) {
 }
 
 legendtop = 0.10
+legendrows = nseries > 5 ? 2 : 1
 legendplot = "plot for [i = 1:nseries] datafile index (i - 1) using (NaN):(NaN) " . \
              "with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i) title columnheader(2)" . \
              (target > 0 ? ", NaN ls 99 title 'target'" : "")

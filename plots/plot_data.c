@@ -199,6 +199,30 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
     return rc;
 }
 
+/* heads[i]: "LABEL (n = N)", N the compared runs of series i with staleness records. */
+static int staleness_heads(struct pb_plot_job *j, const struct pb_plot_series *s, char **heads,
+                           struct pb_err *e)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT count(DISTINCT s.run_id) FROM "
+                           "stage_staleness s JOIN (SELECT c.run_id" PB_PLOT_SAME_CONFIG
+                           " AND c.column_label = ?2) USING (run_id)", -1, &q, NULL) != SQLITE_OK)
+        return pb_plot_db_fail(j, "counting the staleness runs", e);
+    int rc = SQLITE_ROW;
+    for (int i = 0; i < s->n && rc == SQLITE_ROW; i++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, j->run);
+        sqlite3_bind_text(q, 2, s->label[i], -1, SQLITE_STATIC);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            char h[512];
+            snprintf(h, sizeof h, "%s (n = %d)", s->label[i], sqlite3_column_int(q, 0));
+            heads[i] = pb_xstrdup(h);
+        }
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : pb_plot_db_fail(j, "counting the staleness runs", e);
+}
+
 int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
 {
     struct pb_plot_series s;
@@ -250,8 +274,14 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
     for (int i = 0; i < nstages * s.n; i++)   /* log scale: zero errors are not drawn */
         if (m.v[2 * (size_t)nstages * s.n + i] <= 0)
             m.v[2 * (size_t)nstages * s.n + i] = NAN;
+    /* the columns as the legend names them: each schedule with its runs (seeds), n */
+    char **heads = pb_xcalloc((size_t)s.n + 1, sizeof *heads);
     if (rc == 0)
-        rc = write_matrix(j, &m, "# staleness: per stage (row) and schedule (column), mean "
+        rc = staleness_heads(j, &s, heads, e);
+    m.cols = heads;
+    if (rc == 0)
+        rc = write_matrix(j, &m, "# staleness: per stage (row) and schedule (column, with n: "
+                          "its runs), mean "
                           "over epochs and runs of: block 0 the\n# forward version lag, block "
                           "1 the backward version lag (versions behind the synchronous run),\n"
                           "# block 2 the prediction error ||W_pred - W|| / ||W|| (? where "
@@ -271,6 +301,9 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
     for (int k = 0; k < nstages; k++)
         free(sl[k]);
     free(sl);
+    for (int i = 0; i < s.n; i++)
+        free(heads[i]);
+    free(heads);
     pb_plot_series_free(&s);
     return rc;
 }

@@ -4,7 +4,8 @@
  * elapsed (view epoch_progress), each with the half-width of its confidence interval
  * (plots/stats.h: Student's t at PB_STATS_LEVEL over the seeds, none for one seed); with a
  * target, each schedule's mean epochs and seconds to it (view run_target, as report's):
- * a marker where every seed reached it, else "k/n" where some did. */
+ * a marker where every seed reached it, else "k/n" where some did. Without --run, a
+ * database of several configurations gets the blocks of each in turn (a facet each). */
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
@@ -12,6 +13,11 @@
 #include "plots/plot_data.h"
 #include "plots/report_db.h"
 #include "plots/stats.h"
+
+/* The finished runs of every cell, a seed once (the schedules of a faceted figure). */
+#define ANY_CELL                                                                      \
+    " FROM run_config c JOIN run_config r ON r.run_id = ?1 AND c.status = 'done'"      \
+    " AND c.run_id IN (SELECT seed_run FROM seed_runs)"
 
 #define RUNS_OF_SERIES " JOIN (SELECT c.run_id" PB_PLOT_SAME_CONFIG " AND c.column_label = ?2)"
 
@@ -83,10 +89,10 @@ static int run_series(struct pb_plot_job *j, sqlite3_stmt *q, const char *label)
     return sqlite3_step(q);
 }
 
-/* A block per series, then (with a target) a row per series: its mean epochs and seconds
- * to the target ('?' when none of its runs reached it), reached and runs. */
+/* Per cell (its newest run in cells[]), a block per series (header only where the cell has
+ * none of its runs); then, with a target, per cell a row per series: see put_target. */
 static int write_blocks(struct pb_plot_job *j, const struct pb_plot_series *s, FILE *f,
-                        int *any_loss, struct pb_err *e)
+                        const int64_t *cells, int ncells, int *any_loss, struct pb_err *e)
 {
     sqlite3_stmt *q = NULL, *t = NULL, *n = NULL;
     sqlite3 *d = pb_results_sqlite(j->db);
@@ -97,19 +103,25 @@ static int write_blocks(struct pb_plot_job *j, const struct pb_plot_series *s, F
         sqlite3_finalize(n);
         return pb_plot_db_fail(j, "reading the epochs", e);
     }
+    int64_t run = j->run;
     int rc = SQLITE_DONE;
-    for (int i = 0; i < s->n && rc == SQLITE_DONE; i++) {
-        if ((rc = run_series(j, n, s->label[i])) != SQLITE_ROW)
-            break;
-        fputs(i ? "\n\n" : "", f);
-        put_head(f, s->label[i], sqlite3_column_int(n, 3));
-        for (rc = run_series(j, q, s->label[i]); rc == SQLITE_ROW; rc = sqlite3_step(q)) {
-            put_epoch(f, q);
-            *any_loss |= sqlite3_column_type(q, 4) != SQLITE_NULL;
+    for (int c = 0; c < ncells && rc == SQLITE_DONE; c++) {
+        j->run = cells[c];
+        for (int i = 0; i < s->n && rc == SQLITE_DONE; i++) {
+            if ((rc = run_series(j, n, s->label[i])) != SQLITE_ROW)
+                break;
+            fputs(c || i ? "\n\n" : "", f);
+            put_head(f, s->label[i], sqlite3_column_int(n, 3));
+            for (rc = run_series(j, q, s->label[i]); rc == SQLITE_ROW; rc = sqlite3_step(q)) {
+                put_epoch(f, q);
+                *any_loss |= sqlite3_column_type(q, 4) != SQLITE_NULL;
+            }
         }
     }
-    if (t && rc == SQLITE_DONE) {
+    if (t && rc == SQLITE_DONE)
         fputs("\n\nschedule all_epochs all_seconds some_epochs some_seconds reached runs\n", f);
+    for (int c = 0; t && c < ncells && rc == SQLITE_DONE; c++) {
+        j->run = cells[c];
         for (int i = 0; i < s->n && rc == SQLITE_DONE; i++) {
             if ((rc = run_series(j, t, s->label[i])) != SQLITE_ROW)
                 break;
@@ -118,17 +130,34 @@ static int write_blocks(struct pb_plot_job *j, const struct pb_plot_series *s, F
             rc = SQLITE_DONE;
         }
     }
+    j->run = run;
     sqlite3_finalize(q);
     sqlite3_finalize(n);
     sqlite3_finalize(t);
     return rc == SQLITE_DONE ? 0 : pb_plot_db_fail(j, "reading the epochs", e);
 }
 
+/* The facets' titles, celltitle1 ... (a cell's optimizer, model, dataset and D). */
+static void cell_vars(struct pb_plot_job *j)
+{
+    int64_t run = j->run;
+    for (int c = 0; c < j->ncells; c++) {
+        char name[32], what[256];
+        j->run = j->cells[c];
+        pb_plot_describe(j, 1, what, sizeof what);
+        snprintf(name, sizeof name, "celltitle%d", c + 1);
+        pb_plot_var_str(j, name, what);
+    }
+    j->run = run;
+}
+
 int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
 {
     struct pb_plot_series s;
+    int facets = j->ncells > 1;
     if (pb_report_set_target(j->db, j->opts.target, e) ||
-        pb_plot_load_series(j, PB_PLOT_SAME_CONFIG, "epochs WHERE val_acc IS NOT NULL", &s, e))
+        pb_plot_load_series(j, facets ? ANY_CELL : PB_PLOT_SAME_CONFIG,
+                            "epochs WHERE val_acc IS NOT NULL", &s, e))
         return -1;
     if (s.n == 0) {
         pb_plot_series_free(&s);
@@ -148,7 +177,11 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
                     "the target %g\n# (first epoch with val_acc >= it; view run_target): "
                     "where all its runs reached it (the marker),\n# where only some did "
                     "(drawn as reached/runs), reached and runs\n", j->opts.target);
-        rc = write_blocks(j, &s, a.f, &any_loss, e);
+        if (facets)
+            fprintf(a.f, "# a facet per configuration (cell): its blocks in turn, %d a cell; "
+                    "the target rows likewise\n", s.n);
+        rc = facets ? write_blocks(j, &s, a.f, j->cells, j->ncells, &any_loss, e)
+                    : write_blocks(j, &s, a.f, &j->run, 1, &any_loss, e);
         if (rc == 0)
             rc = pb_afile_commit(&a, e);
         else
@@ -157,10 +190,15 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
     if (rc == 0) {
         char what[256], title[512];
         pb_plot_describe(j, 1, what, sizeof what);
+        if (facets)
+            snprintf(what, sizeof what, "a facet per configuration");
         snprintf(title, sizeof title, "Convergence per schedule (%s); mean over n seeds, "
                  "band: its %g%% confidence interval (Student's t; none where n = 1)", what,
                  100 * PB_STATS_LEVEL);
         pb_plot_var_str(j, "plottitle", title);
+        pb_plot_var(j, "ncells", "%d", facets ? j->ncells : 1);
+        if (facets)
+            cell_vars(j);
         pb_plot_series_vars(j, &s);
         pb_plot_var(j, "target", "%.6g", 100 * j->opts.target);
         pb_plot_var(j, "hasloss", "%d", any_loss);

@@ -300,6 +300,44 @@ START_TEST(convergence_target)
 }
 END_TEST
 
+/* Without a run, the fixture's two configurations (sgdm and adam on mlp) are two facets:
+ * each cell's blocks of all four schedules in turn (adam's first: by model, dataset,
+ * optimizer), a schedule the cell lacks a header of n = 0 without rows, the target rows
+ * per cell likewise, and the figure titles each facet with its configuration. */
+START_TEST(convergence_facets)
+{
+    struct pb_err e;
+    struct pb_plot_opts o = {.target = 0.62};
+    ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "svg", 0, NULL, &o, NULL, NULL, &e) ==
+                  0, "%s", e.msg);
+    char *t = read_dat("convergence");
+    static const char head[] = " acc_ci95 seconds val_loss val_loss_ci95 train_loss "
+                               "train_loss_ci95 runs\n";
+    char want[1024];
+    snprintf(want, sizeof want, "epoch \"gpipe (n = 1)\"%s1 70 ? 10 1 ? 1 ? 1\n2 70 ? 20 0.9 ? "
+             "0.9 ? 1\n\n\nepoch \"pipedream (n = 0)\"%s\n\nepoch \"pipeoptim (n = 1)\"%s1 65 ",
+             head, head, head);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "epoch \"pipeoptim (code) (n = 0)\"%s\n\nepoch \"gpipe (n = 2)\""
+             "%s1 52.5 31.7655 10 1 0 1 0 2\n", head, head);
+    assert_has(t, want);
+    assert_has(t, "\"pipeoptim (code)\" ? ? ? ? 0 0\n\"gpipe\" ? ? 2 20 1 2\n");
+    ck_assert_int_eq(data_lines(t), 8 + 2 * 5 + 1 + 8);   /* headers, epochs, target */
+    free(t);
+    char *svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "mlp, fashion-mnist, adam, D=2");
+    assert_has(svg, "mlp, fashion-mnist, sgdm, D=4");
+    assert_has(svg, "a facet per configuration");
+    free(svg);
+    /* a run names its configuration: one cell, as before */
+    plot_ok("convergence", "png", FX_PIPEDREAM);
+    t = read_dat("convergence");
+    ck_assert_int_eq(data_lines(t), 3 * 3);
+    free(t);
+}
+END_TEST
+
 /* A row per D with each schedule's mean and std: gpipe's steady-epoch throughputs 1200
  * and 1100 (mean 1150, std 70.7107); bubble 0.25 (k + 1) / 4 averages 15.625 %. */
 START_TEST(throughput_dat)
@@ -600,6 +638,10 @@ START_TEST(bad_input)
     ck_assert_msg(strstr(err, "configurations; these figures show run 7's "
                               "(adam, mlp on fashion-mnist, D = 2)") &&
                   strstr(err, "--run ID"), "%s", err);
+    /* convergence draws them all, a facet each: nothing to say */
+    snprintf(args, sizeof args, "plot --db '%s' --figure convergence --out '%s'", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
+    ck_assert_msg(!strstr(err, "configurations"), "%s", err);
 }
 END_TEST
 
@@ -729,6 +771,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, scripts_use_the_table);
     tcase_add_test(tc, convergence_dat);
     tcase_add_test(tc, convergence_target);
+    tcase_add_test(tc, convergence_facets);
     tcase_add_test(tc, throughput_dat);
     tcase_add_test(tc, memory_dat);
     tcase_add_test(tc, timeline_dat);

@@ -1,30 +1,29 @@
 /* plots/plot_style.c — the figures' style table (plot_style.h). Schedules take Paul Tol's
- * "muted" scheme (nine colours told apart with every common colour-vision deficiency) and
- * a marker shape each, a variant a hue near its schedule's, its schedule's shape open where
- * that one's is filled, and a dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
+ * "muted" scheme (nine colours told apart with every common colour-vision deficiency), a
+ * variant a hue near its schedule's, an open marker where its schedule's is filled and a
+ * dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
  * nine colours of his other schemes chosen to differ from each other (also as protanopes
  * and deuteranopes see them) and from every schedule (tests/test_plot.c measures it). */
 #include "plots/plot_style.h"
 
 #include <string.h>
 
-/* point types: 1 plus, 2 cross, 3 star, 5/4 square, 7/6 circle, 9/8 triangle, 11/10
- * inverted triangle, 13/12 diamond, 15/14 pentagon (filled/open): every schedule a shape
- * of its own, a variant its schedule's shape open */
+/* point types: 5/4 square, 7/6 circle, 9/8 triangle, 11/10 inverted triangle, 13/12
+ * diamond, 15/14 pentagon (filled/open) */
 const struct pb_plot_styled pb_plot_styles[] = {
     {"gpipe", NULL, {"#332288", 7, "solid"}},
     {"pipedream", NULL, {"#117733", 5, "12,5"}},
-    {"pipedream-2bw", NULL, {"#44AA99", 3, "5,4"}},
+    {"pipedream-2bw", NULL, {"#44AA99", 9, "5,4"}},
     {"spectrain", NULL, {"#882255", 13, "2,4"}},
     {"spectrain", "code", {"#CC6677", 12, "2,3,8,3"}},
     {"xpipe", NULL, {"#999933", 11, "10,4,2,4"}},
     {"xpipe", "note", {"#DDCC77", 10, "12,3,2,3,2,3"}},
     {"pipeoptim", NULL, {"#AA4499", 15, "16,4,5,4"}},
     {"pipeoptim", "code", {"#88CCEE", 14, "7,3,2,3"}},
-    {"1f1b", NULL, {"#2222DD", 1, "8,2"}},
-    {"zb-h1", NULL, {"#8866DD", 9, "4,2,1,2"}},
-    {"zb-h1", "quick-start", {"#6644DD", 8, "6,2,2,2"}},
-    {"zb-h2", NULL, {"#88DD22", 2, "1,2"}},
+    {"1f1b", NULL, {"#2222DD", 4, "8,2"}},
+    {"zb-h1", NULL, {"#8866DD", 6, "4,2,1,2"}},
+    {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
+    {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 

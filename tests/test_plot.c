@@ -144,15 +144,8 @@ static double delta_e(const char *a, const char *b, int all_eyes)
     return least;
 }
 
-/* gnuplot's point type as a shape: 1 plus, 2 cross, 3 star, then a filled (odd) and an
- * open (even) square, circle, triangle, inverted triangle, diamond and pentagon. */
-static int marker_shape(int pt)
-{
-    return pt <= 3 ? pt : 4 + (pt - 4) / 2;
-}
-
 /* Every registered schedule and variant has its own entry: a colour, marker and dash no
- * other has, each schedule a marker shape of its own and a variant its schedule's open; the colours of the schedules (drawn together), of the op kinds and of the
+ * other has; the colours of the schedules (drawn together), of the op kinds and of the
  * memory kinds stay apart within each set for normal, protanopic and deuteranopic eyes,
  * and no schedule's colour is near an op kind's or memory kind's. */
 START_TEST(style_table)
@@ -183,22 +176,6 @@ START_TEST(style_table)
             ck_assert_msg(d >= 15, "%s and %s: delta E %.1f", x->color, y->color, d);
         }
     ck_assert_int_eq(styled, n);
-    /* the markers: a shape per schedule; a variant its schedule's shape, open */
-    for (int a = 0; a < styled; a++) {
-        const struct pb_plot_styled *x = &pb_plot_styles[a];
-        for (int b = 0; b < a; b++) {
-            const struct pb_plot_styled *y = &pb_plot_styles[b];
-            if (!x->variant && !y->variant)
-                ck_assert_msg(marker_shape(x->style.point) != marker_shape(y->style.point),
-                              "%s and %s share a marker shape", x->schedule, y->schedule);
-        }
-        if (x->variant) {
-            struct pb_plot_style base = pb_plot_style_of(x->schedule, NULL, NULL);
-            ck_assert_msg(base.point >= 4 && base.point % 2 == 1 &&
-                          x->style.point == base.point - 1, "%s (%s): not %s's marker, open",
-                          x->schedule, x->variant, x->schedule);
-        }
-    }
     for (int a = 0; a < PB_PLOT_NMEMKINDS; a++)
         for (int b = 0; b < a; b++)
             ck_assert_msg(delta_e(pb_plot_mem_colors[a], pb_plot_mem_colors[b], 1) >= 15,

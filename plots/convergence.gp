@@ -1,30 +1,59 @@
 # plots/convergence.gp — the convergence figure (semantics §6.6): per schedule the mean over
-# its runs (seeds) with a ± 1 std band of the validation accuracy against the epoch and
-# the training seconds elapsed (top), and of the validation and training loss against the
-# epoch (bottom); with a target, its line and where each schedule first reaches it.
-# Data (plots/plot_convergence.c): a block per schedule, columns epoch, accuracy %, its
-# std, seconds, validation loss, its std, training loss, its std, runs; with a target a
-# last block, a row per schedule: epochs and seconds to it. Variables: datafile, outfile,
-# fmt, plottitle, nseries, colors, points, dashes, target (%; 0: none), hasloss.
+# its runs (seeds) with its confidence interval as a band, of the validation accuracy
+# against the epoch and the training seconds elapsed (top), and of the validation and
+# training loss against the epoch (bottom); with a target, its line, a marker where every
+# seed of a schedule reached it and "k/n" where only k of its n seeds did.
+# Data (plots/plot_convergence.c): a block per schedule, its header naming it with its n,
+# columns epoch, accuracy %, its interval's half-width, seconds, validation loss, its
+# half-width, training loss, its half-width, runs; with a target a last block, a row per
+# schedule: epochs and seconds to it where all seeds reached it, the same where some did,
+# reached, runs. Variables: datafile, outfile, fmt, plottitle, nseries, colors, points,
+# dashes, target (%; 0: none), hasloss, ncells.
+# With ncells > 1 (a database of several configurations): a facet per configuration of
+# the accuracy per epoch, titled celltitle1 ..., each with its own key (its n); the data
+# holds each cell's nseries blocks in turn and the target rows likewise.
 width = 1400
 height = 1000
 dir = ARG0[1:strstrt(ARG0, 'convergence.gp') - 1]
 load dir.'style.gp'
 if (!exists("target")) target = 0
 if (!exists("hasloss")) hasloss = 1
+if (!exists("ncells")) ncells = 1
+bo = 0                  # the drawn cell's first block, and its first target row
+tb = ncells * nseries   # the target block
 
 band(i) = sprintf('fs transparent solid 0.18 noborder lc rgb "%s"', color(i))
-set multiplot title plottitle font ',13'
-unset key
 set xtics nomirror
 left = 0.07
 mid = 0.53
 set style line 99 lw 1.5 dt (6, 4) lc rgb '#000000'
 # one panel: x column xc, mean column yc, std column sc of every block
-panel(xc, yc, sc) = sprintf('plot for [i = 1:nseries] datafile index (i - 1) using %d:($%d - $%d):($%d + $%d) with filledcurves fc rgb color(i) fs transparent solid 0.18 noborder, for [i = 1:nseries] datafile index (i - 1) using %d:%d with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i)', xc, yc, sc, yc, sc, xc, yc)
-marks(xc) = sprintf(', for [i = 1:nseries] datafile index nseries every ::(i - 1)::(i - 1) using %d:(target) with points pt pt(i) ps 2.6 lw 2 lc rgb color(i)', xc)
+panel(xc, yc, sc) = sprintf('plot for [i = 1:nseries] datafile index (bo + i - 1) using %d:($%d - $%d):($%d + $%d) with filledcurves fc rgb color(i) fs transparent solid 0.18 noborder notitle, for [i = 1:nseries] datafile index (bo + i - 1) using %d:%d with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i)', xc, yc, sc, yc, sc, xc, yc)
+# target markers: column xc (epochs or seconds where all seeds reached it), xc + 2 (where some did)
+marks(xc) = sprintf(', for [i = 1:nseries] datafile index tb every ::(bo + i - 1)::(bo + i - 1) using %d:(target) with points pt pt(i) ps 2.6 lw 2 lc rgb color(i) notitle', xc) . \
+            sprintf(', for [i = 1:nseries] datafile index tb every ::(bo + i - 1)::(bo + i - 1) using %d:(target):(sprintf("%%d/%%d", $6, $7)) with labels offset 0, -1.2 tc rgb color(i) font ",10" notitle', xc + 2)
 targetline = 'set arrow 1 from graph 0, first target to graph 1, first target nohead ls 99 front; set label 1 sprintf("target %g%%", target) at graph 0.01, first target offset 0, 0.7 front'
 
+if (ncells > 1) {
+    cols = ncells <= 2 ? ncells : (ncells <= 4 ? 2 : 3)
+    set multiplot layout int((ncells + cols - 1) / cols), cols title plottitle font ',13'
+    set key top left opaque font ',9' samplen 2.5
+    set ylabel 'validation accuracy (%)'
+    set xlabel 'epoch'
+    set xtics 1
+    set autoscale xfix
+    set offsets 0.25, 0.25, 0, 0
+    do for [c = 1:ncells] {
+        bo = (c - 1) * nseries
+        set title value(sprintf('celltitle%d', c))
+        if (target > 0) { eval targetline; eval panel(1, 2, 3).marks(2) } else { eval panel(1, 2, 3) }
+    }
+    unset multiplot
+    exit
+}
+
+set multiplot title plottitle font ',13'
+unset key
 set tmargin at screen 0.90
 set bmargin at screen 0.60
 set lmargin at screen left
@@ -70,6 +99,7 @@ if (hasloss) {
 }
 
 legendtop = 0.10
+legendrows = nseries > 5 ? 2 : 1
 legendplot = "plot for [i = 1:nseries] datafile index (i - 1) using (NaN):(NaN) " . \
              "with linespoints lw 2 pt pt(i) ps 1.1 lc rgb color(i) dt dtn(i) title columnheader(2)" . \
              (target > 0 ? ", NaN ls 99 title 'target'" : "")

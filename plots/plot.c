@@ -250,8 +250,8 @@ static int64_t newest_run(struct pb_results *db, struct pb_err *e)
 }
 
 /* With several configurations (results/views.sql's config_id) among the selection's
- * finished runs, says on stderr which one's the figures show (run's) and how to pick
- * another: a database of several cells never draws one of them silently. */
+ * finished runs, says on stderr which one's the figures but convergence show (run's) and
+ * how to pick another: a database of several cells never draws one of them silently. */
 static void note_cells(struct pb_results *db, int64_t run)
 {
     sqlite3_stmt *s;
@@ -271,11 +271,49 @@ static void note_cells(struct pb_results *db, int64_t run)
         }
         fprintf(stderr, "pipebench: plot: the runs hold %d configurations; these figures show "
                         "run %lld's (%s, %s on %s, D = %d) and the runs of its configuration "
-                        "(throughput: of every D); pick another with --run ID, or select with "
-                        "--where KEY=VALUE or --experiment NAME\n", sqlite3_column_int(s, 0),
+                        "(throughput: of every D; convergence: a facet per configuration); "
+                        "pick another with --run ID, or select with --where KEY=VALUE or "
+                        "--experiment NAME\n", sqlite3_column_int(s, 0),
                 (long long)run, txt[0], txt[1], txt[2], sqlite3_column_int(s, 4));
     }
     sqlite3_finalize(s);
+}
+
+/* The cells the convergence figure draws a facet of (plot_data.h): the configurations as
+ * PB_PLOT_SAME_CONFIG compares them whose finished runs recorded a validation accuracy,
+ * by model, dataset, optimizer and D, each by its newest such run; says on stderr which
+ * it leaves out beyond PB_PLOT_MAX_CELLS. */
+static void find_cells(struct pb_plot_job *j)
+{
+    sqlite3_stmt *s;
+    int total = 0;
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db),
+                           "SELECT max(run_id), optimizer, model, dataset, stages FROM "
+                           "run_config WHERE status = 'done' AND run_id IN (SELECT run_id FROM "
+                           "epochs WHERE val_acc IS NOT NULL) GROUP BY optimizer, model, "
+                           "dataset, config_id ORDER BY model, dataset, optimizer, stages, 1",
+                           -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return;
+    }
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (total < PB_PLOT_MAX_CELLS) {
+            j->cells[total++] = sqlite3_column_int64(s, 0);
+            continue;
+        }
+        const char *txt[3];
+        for (int k = 0; k < 3; k++) {
+            txt[k] = (const char *)sqlite3_column_text(s, 1 + k);
+            txt[k] = txt[k] ? txt[k] : "?";
+        }
+        fprintf(stderr, "pipebench: plot: the convergence figure draws at most %d "
+                        "configurations; left out run %lld's (%s, %s on %s, D = %d): select "
+                        "fewer with --where KEY=VALUE or --experiment NAME\n", PB_PLOT_MAX_CELLS,
+                (long long)sqlite3_column_int64(s, 0), txt[0], txt[1], txt[2],
+                sqlite3_column_int(s, 4));
+    }
+    sqlite3_finalize(s);
+    j->ncells = total;
 }
 
 static int lookup(const char *const *names, const char *v)
@@ -332,8 +370,11 @@ int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdi
         return -1;
     }
     j.run = run_id > 0 ? pb_report_pick_run(j.db, run_id, e) : newest_run(j.db, e);
-    if (run_id <= 0 && j.run > 0)
-        note_cells(j.db, j.run);
+    if (run_id <= 0 && j.run > 0) {
+        find_cells(&j);
+        if (all || fig != 0)
+            note_cells(j.db, j.run);
+    }
     int rc = j.run > 0 ? make_dir(outdir, e) : -1;
     int made = 0;
     for (int f = fig; rc >= 0 && (f == fig || (all && pb_plot_figure_names[f])); f++) {

@@ -40,6 +40,10 @@ int pb_plot_figure(const char *db_path, const char *figure, const char *outdir,
  * selection the timeline draws a panel per selected run that has events (at most
  * PB_PLOT_MAX_PANELS), simulations (`simulate --record`) included. */
 #define PB_PLOT_MAX_PANELS 8
+/* Without run_id, the convergence figure draws a facet per configuration of the selection
+ * (optimizer, model, dataset and results/views.sql's config_id), at most this many; the
+ * other figures show run_id's configuration and say so on stderr when there are several. */
+#define PB_PLOT_MAX_CELLS 12
 int pb_plot_figure_cb(const char *db_path, const char *figure, const char *outdir,
                       const char *format, int64_t run_id, const struct pb_report_select *sel,
                       const struct pb_plot_opts *opts,

@@ -78,11 +78,11 @@ static int write_matrix(struct pb_plot_job *j, const struct matrix *m, const cha
     return pb_afile_commit(&a, e);
 }
 
-/* Runs the query (?1 = the run) and stores each row's value columns [first, first +
- * nblocks) into the matrix cell named by columns 0 (the row: its label, or its index when
- * rows_by_index) and 1 (the column's label). */
+/* Runs the query (?1 = the run) and stores each row's value columns [first, first + nb)
+ * into blocks [b0, b0 + nb) of the matrix cell named by columns 0 (the row: its label, or
+ * its index when rows_by_index) and 1 (the column's label). */
 static int fill_matrix(struct pb_plot_job *j, const char *sql, struct matrix *m, int rows_by_index,
-                       int first, struct pb_err *e)
+                       int first, int b0, int nb, struct pb_err *e)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), sql, -1, &q, NULL) != SQLITE_OK)
@@ -96,9 +96,9 @@ static int fill_matrix(struct pb_plot_job *j, const char *sql, struct matrix *m,
         int c = label_index(m->cols, m->ncols, k1);
         if (r < 0 || r >= m->nrows || c < 0 || c >= m->ncols)
             continue;
-        for (int b = 0; b < m->nblocks; b++)
+        for (int b = 0; b < nb; b++)
             if (sqlite3_column_type(q, first + b) != SQLITE_NULL)
-                *cell(m, b, r, c) = sqlite3_column_double(q, first + b);
+                *cell(m, b0 + b, r, c) = sqlite3_column_double(q, first + b);
     }
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? 0 : pb_plot_db_fail(j, "reading the runs", e);
@@ -163,40 +163,81 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
         dl[nd++] = pb_xstrdup(d);
     }
     sqlite3_finalize(q);
+    /* runs whose stages shared cores (†): their simulated throughput too, blocks 4, 5 */
+    int shared = any_shared_timing(j);
     struct matrix m;
-    matrix_init(&m, 4, nd, dl, s.n, s.label);
+    matrix_init(&m, shared ? 6 : 4, nd, dl, s.n, s.label);
     /* a seed counts once: its repeats' median (seed_timing), as the report takes it */
     rc = fill_matrix(j, "SELECT 'D=' || c.stages, c.column_label, avg(t.throughput), "
                      PB_PLOT_VAR("t.throughput") ", 100 * avg(t.bubble_frac), "
                      PB_PLOT_VAR("100 * t.bubble_frac") " FROM seed_timing t JOIN (SELECT "
                      "c.run_id, c.column_label, c.stages" PB_PLOT_SAME_CONFIG_ANY_D ") c ON "
                      "c.run_id = t.seed_run WHERE t.throughput IS NOT NULL GROUP BY 1, 2", &m, 0,
-                     2, e);
+                     2, 0, 4, e);
+    /* a seed's simulation: its first run's (seed_runs), as the bands and bars count seeds */
+    if (rc == 0 && shared)
+        rc = fill_matrix(j, "SELECT 'D=' || c.stages, c.column_label, avg(t.sim_throughput), "
+                         PB_PLOT_VAR("t.sim_throughput") " FROM run_throughput t JOIN (SELECT "
+                         "c.run_id, c.column_label, c.stages" PB_PLOT_SAME_CONFIG_ANY_D ") c "
+                         "USING (run_id) WHERE t.sim_throughput IS NOT NULL GROUP BY 1, 2", &m,
+                         0, 2, 4, 2, e);
     to_std(&m, 1);
     to_std(&m, 3);
+    if (shared)
+        to_std(&m, 5);
     if (rc == 0)
         rc = write_matrix(j, &m, "# throughput: per D (row) and schedule (column, then its std), "
                           "the mean and sample std over\n# the schedule's seeds of: block 0 the "
                           "run's throughput (the median samples/s of its steady\n# epochs, view "
                           "run_throughput), block 1 its bubble (%: idle / makespan, the mean over "
                           "the\n# devices, view run_bubble); a seed run --repeat N times: the "
-                          "median over its repeats\n# (view seed_timing)\n", "D", 1, e);
+                          "median over its repeats\n# (view seed_timing); where the stages "
+                          "shared cores, block 2 the simulated throughput\n# (sim_throughput: "
+                          "the steady epochs replayed with their own op costs on one device\n# "
+                          "per stage, view run_throughput)\n", "D", 1, e);
     if (rc == 0) {
         char what[256], title[768];
+        int hassim = shared && any_value(&m, 4);
         pb_plot_describe(j, 0, what, sizeof what);
-        snprintf(title, sizeof title, "Throughput and bubble per schedule (%s)%s", what,
-                 any_shared_timing(j) ? "\nmeasured with the stages sharing cores (executor "
-                 "seq, or more threads than cores): not one device per stage" : "");
+        snprintf(title, sizeof title, "Throughput and bubble per schedule (%s)%s%s", what,
+                 shared ? "\nmeasured with the stages sharing cores (executor seq, or more "
+                 "threads than cores): not one device per stage" : "",
+                 hassim ? "; hatched: simulated, one device per stage" : "");
         pb_plot_var_str(j, "plottitle", title);
         pb_plot_var(j, "ngroups", "%d", nd);
         pb_plot_series_vars(j, &s);
         pb_plot_var(j, "hasbubble", "%d", any_value(&m, 2));
+        pb_plot_var(j, "hassim", "%d", hassim);
     }
     free(m.v);
     for (int i = 0; i < nd; i++)
         free(dl[i]);
     pb_plot_series_free(&s);
     return rc;
+}
+
+/* heads[i]: "LABEL (n = N)", N the compared runs of series i with staleness records. */
+static int staleness_heads(struct pb_plot_job *j, const struct pb_plot_series *s, char **heads,
+                           struct pb_err *e)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT count(DISTINCT s.run_id) FROM "
+                           "stage_staleness s JOIN (SELECT c.run_id" PB_PLOT_SAME_CONFIG
+                           " AND c.column_label = ?2) USING (run_id)", -1, &q, NULL) != SQLITE_OK)
+        return pb_plot_db_fail(j, "counting the staleness runs", e);
+    int rc = SQLITE_ROW;
+    for (int i = 0; i < s->n && rc == SQLITE_ROW; i++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, j->run);
+        sqlite3_bind_text(q, 2, s->label[i], -1, SQLITE_STATIC);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            char h[512];
+            snprintf(h, sizeof h, "%s (n = %d)", s->label[i], sqlite3_column_int(q, 0));
+            heads[i] = pb_xstrdup(h);
+        }
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? 0 : pb_plot_db_fail(j, "counting the staleness runs", e);
 }
 
 int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
@@ -235,7 +276,7 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
                          "max(coalesce(sum(s.pred_count), 0)) OVER (PARTITION BY "
                          "c.column_label) > 0 FROM stage_staleness s JOIN (SELECT c.run_id, "
                          "c.column_label" PB_PLOT_SAME_CONFIG ") c USING (run_id) GROUP BY 1, 2",
-                         &m, 1, 2, e);
+                         &m, 1, 2, 0, 4, e);
     /* the "n/a (s = 0)" marks, placed in the error panel's clusters (gnuplot's clustered
      * histogram: member i of N at stage k is centred at k - 0.5 + (i + 1) / (N + 1)) */
     char marks[4096] = "";
@@ -250,8 +291,14 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
     for (int i = 0; i < nstages * s.n; i++)   /* log scale: zero errors are not drawn */
         if (m.v[2 * (size_t)nstages * s.n + i] <= 0)
             m.v[2 * (size_t)nstages * s.n + i] = NAN;
+    /* the columns as the legend names them: each schedule with its runs (seeds), n */
+    char **heads = pb_xcalloc((size_t)s.n + 1, sizeof *heads);
     if (rc == 0)
-        rc = write_matrix(j, &m, "# staleness: per stage (row) and schedule (column), mean "
+        rc = staleness_heads(j, &s, heads, e);
+    m.cols = heads;
+    if (rc == 0)
+        rc = write_matrix(j, &m, "# staleness: per stage (row) and schedule (column, with n: "
+                          "its runs), mean "
                           "over epochs and runs of: block 0 the\n# forward version lag, block "
                           "1 the backward version lag (versions behind the synchronous run),\n"
                           "# block 2 the prediction error ||W_pred - W|| / ||W|| (? where "
@@ -271,6 +318,9 @@ int pb_plot_data_staleness(struct pb_plot_job *j, struct pb_err *e)
     for (int k = 0; k < nstages; k++)
         free(sl[k]);
     free(sl);
+    for (int i = 0; i < s.n; i++)
+        free(heads[i]);
+    free(heads);
     pb_plot_series_free(&s);
     return rc;
 }

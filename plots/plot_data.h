@@ -21,6 +21,10 @@ struct pb_plot_job {
     struct pb_results *db;   /* with the views of results/views.sql */
     int64_t run;             /* the run shown, or whose configuration is compared */
     int selecting;           /* --experiment, --where or --runs chose the runs */
+    /* without --run, the configurations (cells) holding validation accuracies, each by
+     * its newest finished run (plot.c): the convergence figure draws a facet per cell */
+    int ncells;
+    int64_t cells[PB_PLOT_MAX_CELLS];
     struct pb_plot_opts opts;
     const char *outdir, *figure;
     char datafile[4096];     /* outdir/figure.dat, set by pb_plot_open_dat */

@@ -1,13 +1,17 @@
 /* plots/plot_memory.c — the memory figure's data (plot_data.h): per stage, a bar per
  * schedule of the compared configuration, stacked by memory kind: the mean over the
- * schedule's runs of each kind's peak bytes on the stage (view stage_memory), in MiB. */
+ * schedule's runs of each kind's peak bytes on the stage (view stage_memory), in MiB, with
+ * the bar's total and its weights-only total (params + weight copies, the kinds that set
+ * the schedules apart where activations and scratch space are alike). */
 #include <sqlite3.h>
 #include <string.h>
 
 #include "plots/plot_data.h"
 
 #define MIB (1024.0 * 1024.0)
-#define MAX_TOTALS 16   /* bars: above this, the totals over them would overlap */
+#define MAX_TOTALS 16   /* bars: above this, the totals are turned upright */
+#define PARAMS 0        /* the weights' kinds in pb_plot_mem_columns */
+#define WCOPIES 3
 
 static const char sql[] =
     "SELECT m.stage, c.column_label, avg(m.params), avg(m.grads), avg(m.optstate), "
@@ -23,7 +27,8 @@ static int series_index(const struct pb_plot_series *s, const char *label)
     return -1;
 }
 
-/* Block 0: a bar per line (x, stage, schedule index from 0, its label, MiB per kind, runs),
+/* Block 0: a bar per line (x, stage, schedule index from 0, its label, MiB per kind, runs,
+ * the MiB of all kinds, of the weights: params and weight copies),
  * stage by stage with a gap between stages; block 1: each stage's label at its centre. */
 static int write_bars(struct pb_plot_job *j, const struct pb_plot_series *s, FILE *f,
                       int *nstages, struct pb_err *e)
@@ -34,13 +39,14 @@ static int write_bars(struct pb_plot_job *j, const struct pb_plot_series *s, FIL
     sqlite3_bind_int64(q, 1, j->run);
     fputs("# memory: per stage and schedule, the mean over the schedule's runs of each kind's "
           "peak MiB on\n# the stage (view stage_memory); block 0 a bar per line at x = stage "
-          "* (schedules + 1) +\n# schedule, block 1 the stages' labels at the centre of their "
-          "bars\nx stage schedule label", f);
+          "* (schedules + 1) +\n# schedule (then its runs, its total and its weights-only "
+          "total: params + weight copies),\n# block 1 the stages' labels at the centre of "
+          "their bars\nx stage schedule label", f);
     for (int k = 0; k < PB_PLOT_NMEMKINDS; k++) {
         fputc(' ', f);
         pb_plot_put_label(f, pb_plot_mem_titles[k]);
     }
-    fputs(" runs\n", f);
+    fputs(" runs total weights\n", f);
     int rc;
     *nstages = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -51,9 +57,14 @@ static int write_bars(struct pb_plot_job *j, const struct pb_plot_series *s, FIL
             continue;
         fprintf(f, "%d %d %d ", stage * (s->n + 1) + i, stage, i);
         pb_plot_put_label(f, label);
-        for (int k = 0; k < PB_PLOT_NMEMKINDS; k++)
+        double total = 0;
+        for (int k = 0; k < PB_PLOT_NMEMKINDS; k++) {
             fprintf(f, " %.6g", sqlite3_column_double(q, 2 + k) / MIB);
-        fprintf(f, " %d\n", sqlite3_column_int(q, 11));
+            total += sqlite3_column_double(q, 2 + k);
+        }
+        fprintf(f, " %d %.6g %.6g\n", sqlite3_column_int(q, 11), total / MIB,
+                (sqlite3_column_double(q, 2 + PARAMS) + sqlite3_column_double(q, 2 + WCOPIES)) /
+                    MIB);
         *nstages = stage + 1 > *nstages ? stage + 1 : *nstages;
     }
     sqlite3_finalize(q);

@@ -3,8 +3,11 @@
  * a window of its epoch: by default a few steady-state steps mid-epoch, else the
  * micro-batches --window asks for, from the first F of the window's first micro-batch to
  * the last B (and its U) of its last on stage 0; ops crossing the window's edges are
- * clipped to it. Devices are labelled with their bubble in the epoch (stage_epoch_time). */
+ * clipped to it. Devices are labelled with their bubble in the epoch (stage_epoch_time).
+ * Where every panel is a simulation of costs given to `simulate --cost` (numbers a user
+ * chose, often unitless), times are in those cost units, not converted to ms. */
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +20,7 @@ struct panel {
     int64_t run;
     int epoch, devices, lo, hi, mb_lo, mb_hi, per_update, most;
     double t0, t1;               /* the window, seconds since the epoch began */
+    bool given_costs;            /* a simulation of costs given to simulate --cost */
     char title[512];
 };
 
@@ -141,6 +145,7 @@ static void panel_title(struct pb_plot_job *j, struct panel *p)
                 else
                     snprintf(how, sizeof how, "SIMULATED: ideal, one device per stage, given "
                              "op costs");
+                p->given_costs = sqlite3_column_type(q, 2) == SQLITE_NULL;
             } else {
                 snprintf(how, sizeof how, "measured, %s executor", ex ? ex : "?");
             }
@@ -154,12 +159,12 @@ static void panel_title(struct pb_plot_job *j, struct panel *p)
 /* Block 2i: the ops in the window (device, start ms, end ms from t0, kind 0 F / 1 B / 2 U
  * / 3 I / 4 W,
  * micro-batch or -1); block 2i + 1: each device's label with its bubble in the epoch. */
-static int write_panel(struct pb_plot_job *j, const struct panel *p, int i, FILE *f,
-                       struct pb_err *e)
+static int write_panel(struct pb_plot_job *j, const struct panel *p, int i, double scale,
+                       FILE *f, struct pb_err *e)
 {
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT device, 1000 * (max(start_s, ?3) "
-                           "- ?3), 1000 * (min(end_s, ?4) - ?3), instr('FBUIW', kind) - 1, "
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT device, ?5 * (max(start_s, ?3) "
+                           "- ?3), ?5 * (min(end_s, ?4) - ?3), instr('FBUIW', kind) - 1, "
                            "coalesce(mb, -1), start_s < ?3 OR end_s > ?4 FROM events WHERE "
                            "run_id = ?1 AND epoch = ?2 AND end_s > ?3 AND start_s < ?4 ORDER BY "
                            "device, seq", -1, &q, NULL) != SQLITE_OK)
@@ -168,9 +173,11 @@ static int write_panel(struct pb_plot_job *j, const struct panel *p, int i, FILE
     sqlite3_bind_int(q, 2, p->epoch);
     sqlite3_bind_double(q, 3, p->t0);
     sqlite3_bind_double(q, 4, p->t1);
+    sqlite3_bind_double(q, 5, scale);
     fprintf(f, "%s# panel %d: run %lld, epoch %d, micro-batches %d to %d: device, start, end "
-            "(ms since the window began), kind, micro-batch, clipped\n", i ? "\n\n" : "", i + 1,
-            (long long)p->run, p->epoch + 1, p->lo, p->hi - 1);
+            "(%s since the window began), kind, micro-batch, clipped\n", i ? "\n\n" : "",
+            i + 1, (long long)p->run, p->epoch + 1, p->lo, p->hi - 1,
+            scale == 1 ? "cost units" : "ms");
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)
         fprintf(f, "%d %.6f %.6f %d %d %d\n", sqlite3_column_int(q, 0),
@@ -246,11 +253,14 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
     fprintf(a.f, "# timeline: %d panel(s), each two blocks: the ops of a window, the devices' "
             "labels\n", n);
     double xmax = 0;
-    int most = 0;
+    int most = 0, units = 1;
+    for (int i = 0; i < n; i++)
+        units &= p[i].given_costs;
+    double scale = units ? 1 : 1000;
     char devices[128] = "";
     for (int i = 0; i < n && rc == 0; i++) {
-        rc = write_panel(j, &p[i], i, a.f, e);
-        xmax = 1000 * (p[i].t1 - p[i].t0) > xmax ? 1000 * (p[i].t1 - p[i].t0) : xmax;
+        rc = write_panel(j, &p[i], i, scale, a.f, e);
+        xmax = scale * (p[i].t1 - p[i].t0) > xmax ? scale * (p[i].t1 - p[i].t0) : xmax;
         most = p[i].most > most ? p[i].most : most;
         snprintf(devices + strlen(devices), sizeof devices - strlen(devices), "%s%d",
                  i ? " " : "", p[i].devices);
@@ -270,6 +280,7 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
     pb_plot_var(j, "npanels", "%d", n);
     pb_plot_var_str(j, "paneldevices", devices);
     pb_plot_var(j, "xmax", "%.6f", xmax);
+    pb_plot_var(j, "costunits", "%d", units);
     pb_plot_var(j, "showlabels", "%d", most <= MAX_LABELED_OPS);
     snprintf(colors, sizeof colors, "%s %s %s %s %s", pb_plot_op_colors[0], pb_plot_op_colors[1],
              pb_plot_op_colors[2], pb_plot_op_colors[3], pb_plot_op_colors[4]);

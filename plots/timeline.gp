@@ -6,10 +6,12 @@
 # Data (plots/plot_timeline.c): per panel two blocks, its ops (device, start ms, end ms,
 # kind 0 F / 1 B / 2 U / 3 I / 4 W, micro-batch, clipped) and its devices' labels. Variables:
 # datafile, outfile, fmt, plottitle, npanels, paneldevices, paneltitleN, xmax,
-# showlabels, kindcolors.
+# showlabels, kindcolors, costunits (1: every panel simulates costs given to simulate
+# --cost, its times in those cost units rather than ms).
 if (!exists("npanels")) npanels = 1
 if (!exists("paneldevices")) paneldevices = '4'
 if (!exists("xmax")) xmax = 1
+if (!exists("costunits")) costunits = 0
 if (!exists("showlabels")) showlabels = 0
 devs(p) = int(word(paneldevices, p))
 rows = 0
@@ -48,7 +50,7 @@ do for [p = 1:npanels] {
     set title value(sprintf('paneltitle%d', p)) font ',11'
     set yrange [devs(p) - 0.5:-0.5]
     if (p == npanels) {
-        set xlabel 'time since the window began (ms)'
+        set xlabel (costunits ? 'time since the window began (cost units, as given to simulate --cost)' : 'time since the window began (ms)')
         set format x '%g'
     } else {
         unset xlabel

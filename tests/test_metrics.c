@@ -449,8 +449,8 @@ START_TEST(plot_data_agrees)
     snprintf(path, sizeof path, "%s/staleness.dat", out);
     t = fx_read(path, NULL);
     ck_assert_ptr_nonnull(t);
-    ck_assert_msg(strstr(t, "stage \"gpipe\" \"pipedream\"\n\"stage 0\" 0 1.375\n\"stage 1\" 0 "
-                            "0.625\n\n\n"), "%s", t);
+    ck_assert_msg(strstr(t, "stage \"gpipe (n = 1)\" \"pipedream (n = 1)\"\n\"stage 0\" 0 "
+                            "1.375\n\"stage 1\" 0 0.625\n\n\n"), "%s", t);
     ck_assert_msg(strstr(t, "\"stage 0\" 0 0.5\n\"stage 1\" 0 0.5\n\n\n"), "%s", t);
     ck_assert_msg(strstr(t, "\"stage 0\" ? 0.0025\n\"stage 1\" ? ?\n"), "%s", t);
     free(t);

@@ -221,34 +221,43 @@ START_TEST(scripts_use_the_table)
 END_TEST
 
 /* Blocks per schedule (gpipe, pipedream, pipeoptim (code); not the failed run), each a
- * header and two epochs: gpipe is the mean of its two seeds (50 and 55 %, then 60, 64)
- * with their sample std (3.53553 = 2.5 sqrt 2, then 2.82843), 10 s an epoch, losses 1
- * then 0.9 in every run. */
+ * header naming it with its n and two epochs: gpipe is the mean of its two seeds (50 and
+ * 55 %, then 60, 64) with the half-width of its 95 % interval, t(0.975, 1) = 12.7062 times
+ * the sample std over sqrt 2 (2.5 sqrt 2, then 2 sqrt 2: 31.7655, 25.4124), 10 s an epoch,
+ * losses 1 then 0.9 in every run; one seed has no interval ('?'). */
 START_TEST(convergence_dat)
 {
-    plot_ok("convergence", "png", FX_PIPEDREAM);
+    plot_ok("convergence", "svg", FX_PIPEDREAM);
     char *t = read_dat("convergence");
     ck_assert_int_eq(data_lines(t), 3 * 3);
-    static const char head[] = " acc_std seconds val_loss val_loss_std train_loss "
-                               "train_loss_std runs\n";
+    static const char head[] = " acc_ci95 seconds val_loss val_loss_ci95 train_loss "
+                               "train_loss_ci95 runs\n";
     char want[512];
-    snprintf(want, sizeof want, "epoch \"gpipe\"%s1 52.5 3.53553 10 1 0 1 0 2\n"
-             "2 62 2.82843 20 0.9 0 0.9 0 2\n\n\n", head);
+    snprintf(want, sizeof want, "epoch \"gpipe (n = 2)\"%s1 52.5 31.7655 10 1 0 1 0 2\n"
+             "2 62 25.4124 20 0.9 0 0.9 0 2\n\n\n", head);
     assert_has(t, want);
-    snprintf(want, sizeof want, "epoch \"pipedream\"%s1 59 0 10 1 0 1 0 1\n"
-             "2 66 0 20 0.9 0 0.9 0 1\n\n\n", head);
+    snprintf(want, sizeof want, "epoch \"pipedream (n = 1)\"%s1 59 ? 10 1 ? 1 ? 1\n"
+             "2 66 ? 20 0.9 ? 0.9 ? 1\n\n\n", head);
     assert_has(t, want);
-    snprintf(want, sizeof want, "epoch \"pipeoptim (code)\"%s1 61 0 10 1 0 1 0 1\n", head);
+    snprintf(want, sizeof want, "epoch \"pipeoptim (code) (n = 1)\"%s1 61 ? 10 1 ? 1 ? 1\n",
+             head);
     assert_has(t, want);
     ck_assert_msg(!strstr(t, " 90 ") && !strstr(t, "\"pipeoptim\"") && !strstr(t, "target"),
                   "%s", t);
     free(t);
+    char *svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "95% confidence interval");
+    assert_has(svg, "gpipe (n = 2)");
+    free(svg);
 }
 END_TEST
 
 /* --target 0.6 (a fraction, as report's: the first epoch with val_acc >= 0.6): gpipe's
- * seeds reach it at epoch 2 (0.60 and 0.64), pipedream at 2, pipeoptim (code) at 1; the
- * figure draws the line at 60 %. A target the runs never reach has '?' and 0 reached. */
+ * seeds reach it at epoch 2 (0.60 and 0.64), pipedream at 2, pipeoptim (code) at 1: all
+ * their seeds, so markers; the figure draws the line at 60 %. At 0.62 only gpipe's second
+ * seed does: no marker, "1/2" at its epoch as report's note says. A target the runs never
+ * reach has neither and 0 reached. */
 START_TEST(convergence_target)
 {
     struct pb_err e;
@@ -257,25 +266,75 @@ START_TEST(convergence_target)
                                     NULL, &e) == 0, "%s", e.msg);
     char *t = read_dat("convergence");
     ck_assert_int_eq(data_lines(t), 3 * 3 + 4);
-    assert_has(t, "\n\n\nschedule epochs_to_target seconds_to_target reached runs\n"
-                  "\"gpipe\" 2 20 2 2\n\"pipedream\" 2 20 1 1\n\"pipeoptim (code)\" 1 10 1 1\n");
+    assert_has(t, "\n\n\nschedule all_epochs all_seconds some_epochs some_seconds reached runs\n"
+                  "\"gpipe\" 2 20 ? ? 2 2\n\"pipedream\" 2 20 ? ? 1 1\n"
+                  "\"pipeoptim (code)\" 1 10 ? ? 1 1\n");
     free(t);
     char *svg = fx_read(path_of("convergence.svg"), NULL);
     ck_assert_ptr_nonnull(svg);
     assert_has(svg, "target 60%");
     assert_has(svg, "validation loss per epoch");
     assert_has(svg, "training loss per epoch");
+    ck_assert_msg(!strstr(svg, "/2<"), "a fraction drawn where all seeds reached it");
+    free(svg);
+    o.target = 0.62;
+    ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "svg", FX_PIPEDREAM, NULL, &o, NULL,
+                                    NULL, &e) == 0, "%s", e.msg);
+    t = read_dat("convergence");
+    assert_has(t, "\"gpipe\" ? ? 2 20 1 2\n");
+    free(t);
+    svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, ">1/2<");
     free(svg);
     o.target = 0.7;
     ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "png", FX_PIPEDREAM, NULL, &o, NULL,
                                     NULL, &e) == 0, "%s", e.msg);
     t = read_dat("convergence");
-    assert_has(t, "\"gpipe\" ? ? 0 2\n");
+    assert_has(t, "\"gpipe\" ? ? ? ? 0 2\n");
     free(t);
     o.target = 60;
     ck_assert_int_eq(pb_plot_figure_cb(db, "convergence", out, "png", FX_PIPEDREAM, NULL, &o,
                                        NULL, NULL, &e), -1);
     assert_has(e.msg, "fraction in (0, 1]");
+}
+END_TEST
+
+/* Without a run, the fixture's two configurations (sgdm and adam on mlp) are two facets:
+ * each cell's blocks of all four schedules in turn (adam's first: by model, dataset,
+ * optimizer), a schedule the cell lacks a header of n = 0 without rows, the target rows
+ * per cell likewise, and the figure titles each facet with its configuration. */
+START_TEST(convergence_facets)
+{
+    struct pb_err e;
+    struct pb_plot_opts o = {.target = 0.62};
+    ck_assert_msg(pb_plot_figure_cb(db, "convergence", out, "svg", 0, NULL, &o, NULL, NULL, &e) ==
+                  0, "%s", e.msg);
+    char *t = read_dat("convergence");
+    static const char head[] = " acc_ci95 seconds val_loss val_loss_ci95 train_loss "
+                               "train_loss_ci95 runs\n";
+    char want[1024];
+    snprintf(want, sizeof want, "epoch \"gpipe (n = 1)\"%s1 70 ? 10 1 ? 1 ? 1\n2 70 ? 20 0.9 ? "
+             "0.9 ? 1\n\n\nepoch \"pipedream (n = 0)\"%s\n\nepoch \"pipeoptim (n = 1)\"%s1 65 ",
+             head, head, head);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "epoch \"pipeoptim (code) (n = 0)\"%s\n\nepoch \"gpipe (n = 2)\""
+             "%s1 52.5 31.7655 10 1 0 1 0 2\n", head, head);
+    assert_has(t, want);
+    assert_has(t, "\"pipeoptim (code)\" ? ? ? ? 0 0\n\"gpipe\" ? ? 2 20 1 2\n");
+    ck_assert_int_eq(data_lines(t), 8 + 2 * 5 + 1 + 8);   /* headers, epochs, target */
+    free(t);
+    char *svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "mlp, fashion-mnist, adam, D=2");
+    assert_has(svg, "mlp, fashion-mnist, sgdm, D=4");
+    assert_has(svg, "a facet per configuration");
+    free(svg);
+    /* a run names its configuration: one cell, as before */
+    plot_ok("convergence", "png", FX_PIPEDREAM);
+    t = read_dat("convergence");
+    ck_assert_int_eq(data_lines(t), 3 * 3);
+    free(t);
 }
 END_TEST
 
@@ -285,7 +344,7 @@ START_TEST(throughput_dat)
 {
     plot_ok("throughput", "svg", FX_PIPEDREAM);
     char *t = read_dat("throughput");
-    ck_assert_int_eq(data_lines(t), 2 * 2);
+    ck_assert_int_eq(data_lines(t), 3 * 2);   /* and block 2: no simulated epochs, '?' */
     static const char head[] = "D \"gpipe\" std \"pipedream\" std \"pipeoptim (code)\" std\n";
     char want[512];
     snprintf(want, sizeof want, "%s\"D=4\" 1150 70.7107 1500 0 1300 0\n\n\n", head);
@@ -301,6 +360,50 @@ START_TEST(throughput_dat)
 }
 END_TEST
 
+static void sql_exec(const char *sql)
+{
+    sqlite3 *d;
+    ck_assert_int_eq(sqlite3_open(db, &d), SQLITE_OK);
+    char *msg = NULL;
+    ck_assert_msg(sqlite3_exec(d, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql, msg);
+    sqlite3_close(d);
+}
+
+/* The fixture's runs are seq's (†: the stages shared cores): with simulated epochs (8 s
+ * where 10 were measured) each schedule's simulated throughput, the median of its steady
+ * epoch's samples / sim_wall_s (gpipe's seeds 1500 and 1375: mean 1437.5, std 88.3883),
+ * stands beside the measured bar as block 2, labelled. Runs on cores of their own (threads,
+ * not oversubscribed) draw no simulated bars. */
+START_TEST(throughput_sim_beside)
+{
+    sql_exec("UPDATE epochs SET sim_wall_s = 8");
+    plot_ok("throughput", "svg", FX_PIPEDREAM);
+    char *t = read_dat("throughput");
+    ck_assert_int_eq(data_lines(t), 3 * 2);
+    static const char head[] = "D \"gpipe\" std \"pipedream\" std \"pipeoptim (code)\" std\n";
+    char want[512];
+    snprintf(want, sizeof want, "%s\"D=4\" 15.625 0 15.625 0 15.625 0\n\n\n%s\"D=4\" 1437.5 "
+             "88.3883 1875 0 1625 0\n", head, head);
+    assert_has(t, want);
+    free(t);
+    char *svg = fx_read(path_of("throughput.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "simulated, one device per stage");
+    assert_has(svg, "measured");
+    free(svg);
+    sql_exec("UPDATE runs SET executor = 'threads', oversubscribed = 0");
+    plot_ok("throughput", "svg", FX_PIPEDREAM);
+    t = read_dat("throughput");
+    ck_assert_int_eq(data_lines(t), 2 * 2);
+    free(t);
+    svg = fx_read(path_of("throughput.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    ck_assert_msg(!strstr(svg, "simulated") && !strstr(svg, "not one device per stage"),
+                  "a throughput figure of runs on their own cores speaks of sharing");
+    free(svg);
+}
+END_TEST
+
 /* A bar per stage and schedule: x = stage * 4 + schedule; 1, 1, 2 MiB, weight copies 1 MiB
  * for pipedream only, acts 1 MiB at peak; gpipe averages its 2 runs. */
 START_TEST(memory_dat)
@@ -308,14 +411,18 @@ START_TEST(memory_dat)
     plot_ok("memory", "svg", FX_PIPEDREAM);
     char *t = read_dat("memory");
     ck_assert_int_eq(data_lines(t), 1 + 3 * FX_STAGES + 1 + FX_STAGES);
-    assert_has(t, "\n0 0 0 \"gpipe\" 1 1 2 0 1 0.25 0.25 0 0 2\n");
-    assert_has(t, "\n1 0 1 \"pipedream\" 1 1 2 1 1 0.25 0.25 0 0 1\n");
-    assert_has(t, "\n14 3 2 \"pipeoptim (code)\" 1 1 2 0 1 0.25 0.25 0 0 1\n");
+    /* each bar's total and its weights-only total (params + weight copies) */
+    assert_has(t, "\n0 0 0 \"gpipe\" 1 1 2 0 1 0.25 0.25 0 0 2 5.5 1\n");
+    assert_has(t, "\n1 0 1 \"pipedream\" 1 1 2 1 1 0.25 0.25 0 0 1 6.5 2\n");
+    assert_has(t, "\n14 3 2 \"pipeoptim (code)\" 1 1 2 0 1 0.25 0.25 0 0 1 5.5 1\n");
     assert_has(t, "\n\nx label\n1 \"stage 0\"\n5 \"stage 1\"\n9 \"stage 2\"\n13 \"stage 3\"\n");
     free(t);
     char *svg = fx_read(path_of("memory.svg"), NULL);
     ck_assert_ptr_nonnull(svg);
     assert_has(svg, "weight copies");
+    assert_has(svg, "weights only: params + weight copies");
+    assert_has(svg, ">6.50<");   /* pipedream's total, and its weights' */
+    assert_has(svg, ">2.00<");
     assert_has(svg, "pipeoptim (code)");
     assert_has(svg, "stage 3");
     free(svg);
@@ -373,7 +480,9 @@ START_TEST(timeline_window)
 END_TEST
 
 /* --runs stacks a panel per run; a simulation (`simulate --record`) is one, said to be
- * simulated; runs without events are left out. */
+ * simulated; runs without events are left out. A simulation of given costs (simulate
+ * --cost) is drawn in those costs' units where every panel is one, in ms beside measured
+ * runs. */
 START_TEST(timeline_stack_sim)
 {
     char args[1024], text[4096];
@@ -399,17 +508,32 @@ START_TEST(timeline_stack_sim)
     ck_assert_ptr_nonnull(svg);
     assert_has(svg, "run 8: gpipe, D=4; SIMULATED: ideal, one device per stage, given op costs");
     assert_has(svg, "Op timelines, one panel per run");
+    assert_has(svg, "(ms)");   /* beside a measured run: the given costs taken as seconds */
+    free(svg);
+    /* the given costs alone: drawn in their own units (F = 1: the first op from 0 to 1) */
+    snprintf(args, sizeof args, "plot --db '%s' --figure timeline --format svg --out '%s' "
+             "--runs 8", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
+    t = read_dat("timeline");
+    assert_has(t, "(cost units since the window began)");
+    assert_has(t, "\n0 0.000000 1.000000 0 0 0\n");
+    free(t);
+    svg = fx_read(path_of("timeline.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "cost units, as given to simulate --cost");
     free(svg);
 }
 END_TEST
 
-/* Blocks F lag, B lag, prediction error; a row per stage, a column per schedule. */
+/* Blocks F lag, B lag, prediction error; a row per stage, a column per schedule named
+ * with its runs (gpipe's two seeds, one of the others). */
 START_TEST(staleness_dat)
 {
     plot_ok("staleness", "png", FX_PIPEDREAM);
     char *t = read_dat("staleness");
     ck_assert_int_eq(data_lines(t), 4 * (1 + FX_STAGES));
-    assert_has(t, "stage \"gpipe\" \"pipedream\" \"pipeoptim (code)\"\n\"stage 0\" 0 3 0\n"
+    assert_has(t, "stage \"gpipe (n = 2)\" \"pipedream (n = 1)\" \"pipeoptim (code) (n = 1)\"\n"
+                  "\"stage 0\" 0 3 0\n"
                   "\"stage 1\" 0 2 0\n");
     assert_has(t, "\"stage 0\" ? ? 0.001\n\"stage 1\" ? ? 0.001\n\"stage 2\" ? ? 0.001\n"
                   "\"stage 3\" ? ? ?\n");
@@ -423,6 +547,7 @@ START_TEST(staleness_dat)
     svg = fx_read(path_of("staleness.svg"), &len);
     ck_assert_ptr_nonnull(svg);
     ck_assert_msg(strstr(svg, "n/a (s = 0)"), "no n/a mark in the figure");
+    assert_has(svg, "gpipe (n = 2)");
     free(svg);
 }
 END_TEST
@@ -528,6 +653,10 @@ START_TEST(bad_input)
     ck_assert_msg(strstr(err, "configurations; these figures show run 7's "
                               "(adam, mlp on fashion-mnist, D = 2)") &&
                   strstr(err, "--run ID"), "%s", err);
+    /* convergence draws them all, a facet each: nothing to say */
+    snprintf(args, sizeof args, "plot --db '%s' --figure convergence --out '%s'", db, out);
+    ck_assert_int_eq(fx_cli(NULL, args, stdout_text, sizeof stdout_text, err, sizeof err), 0);
+    ck_assert_msg(!strstr(err, "configurations"), "%s", err);
 }
 END_TEST
 
@@ -657,12 +786,14 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, scripts_use_the_table);
     tcase_add_test(tc, convergence_dat);
     tcase_add_test(tc, convergence_target);
+    tcase_add_test(tc, convergence_facets);
     tcase_add_test(tc, throughput_dat);
     tcase_add_test(tc, memory_dat);
     tcase_add_test(tc, timeline_dat);
     tcase_add_test(tc, timeline_window);
     tcase_add_test(tc, timeline_stack_sim);
     tcase_add_test(tc, staleness_dat);
+    tcase_add_test(tc, throughput_sim_beside);
     tcase_add_test(tc, all_skips_missing_data);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, installed_scripts);

@@ -3,7 +3,8 @@
  * seeds, the table's published numbers in place); a tiny kit runs every configuration,
  * prints the paper's line and pipebench's (the same means as `report`), resumes without
  * running anything again, adds a Δ line at the paper scale, and --dry-run writes no
- * database; bad kits and options exit 2 with what to fix; a run on a model's synthetic
+ * database; --figures draws the convergence figure of its runs; bad kits and options exit
+ * 2 with what to fix; a run on a model's synthetic
  * stand-in records its dataset as synthetic:NAME. */
 #include <errno.h>
 #include <sys/stat.h>
@@ -127,6 +128,21 @@ START_TEST(tiny_kit_runs_and_resumes)
     ck_assert_msg(strstr(out, "mlp-sgdm: 4 runs, 4 finished, 0 to run"), "%s", out);
     ck_assert_str_eq(strstr(out, "Kit tiny"), first);
     ck_assert_int_eq(cli_db_int(dir, "tiny-cpu.db", "SELECT count(*) FROM runs"), 4);
+    ck_assert_msg(!strstr(out, "wrote "), "figures drawn without --figures: %s", out);
+    /* --figures: top-1 against epoch, a line per schedule over its two seeds */
+    ck_assert_msg(cli_run(dir, out, sizeof out, "reproduce tiny --quiet --figures figs") == 0,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "figs/convergence.png"), "%s", out);
+    char path[256], dat[1 << 14];
+    snprintf(path, sizeof path, "%s/figs/convergence.dat", dir);
+    FILE *fd = fopen(path, "r");
+    ck_assert_msg(fd != NULL, "no %s", path);
+    dat[fread(dat, 1, sizeof dat - 1, fd)] = '\0';
+    fclose(fd);
+    ck_assert_msg(strstr(dat, "epoch \"gpipe (n = 2)\"") &&
+                  strstr(dat, "epoch \"pipedream (n = 2)\""), "%s", dat);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "reproduce tiny --figures ''"), 2);
+    ck_assert_msg(strstr(out, "--figures names a folder"), "%s", out);
     /* the paper scale into its own database: a Δ line, pipebench − paper */
     ck_assert_msg(cli_run(dir, out, sizeof out, "reproduce tiny --scale paper --quiet") == 0,
                   "%s", out);

@@ -1,6 +1,7 @@
 /* harness/cli/cli_reproduce.c — `pipebench reproduce KIT`: runs an experiment kit's rows
  * (kit.h: one sweep file per published row and scale) into one database, resumably, and
- * prints the published table beside pipebench's numbers (plots/kit_table.h). */
+ * prints the published table beside pipebench's numbers (plots/kit_table.h) and, with
+ * --figures DIR, the paper's kind of figure (plots/plot.h's convergence, a facet per row). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +14,14 @@
 #include "harness/driver/finished.h"
 #include "harness/driver/kit.h"
 #include "harness/driver/sweep.h"
+#include "plots/plot.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: pipebench reproduce KIT [--scale cpu|paper] [--rows R1,R2,...] [--jobs N]\n"
-        "                           [--db FILE] [--format md|csv|latex] [--dry-run] [--quiet]\n"
+        "                           [--db FILE] [--format md|csv|latex] [--figures DIR]\n"
+        "                           [--dry-run] [--quiet]\n"
         "Runs an experiment kit, a paper's published table as sweep files, into one results\n"
         "database and prints the table: a line with the paper's numbers (\xe2\x80\x93 where "
         "none was\npublished) and one with pipebench's, mean \xc2\xb1 std over the seeds' "
@@ -34,6 +37,10 @@ static void usage(FILE *f)
         "  --jobs N       runs at once, each with cores / N threads (default 1)\n"
         "  --db FILE      results database (default: KIT-SCALE.db)\n"
         "  --format F     md (default), csv or latex\n"
+        "  --figures DIR  also draw the paper's kind of figure into DIR: top-1 against epoch,\n"
+        "                 a facet per row, a line per schedule with its seeds' confidence\n"
+        "                 band (pipebench plot's convergence figure, DIR/convergence.png;\n"
+        "                 default: no figures)\n"
         "  --dry-run      list what would run and what is finished, print the table so far,\n"
         "                 run nothing\n"
         "  --quiet        no progress lines\n"
@@ -42,7 +49,7 @@ static void usage(FILE *f)
 }
 
 struct args {
-    const char *kit, *scale, *rows, *db, *format;
+    const char *kit, *scale, *rows, *db, *format, *figures;
     int jobs;
     bool dry_run, quiet;
 };
@@ -54,6 +61,7 @@ static int parse(int argc, char **argv, struct args *a)
         {"jobs", required_argument, 0, 'j'},   {"db", required_argument, 0, 'd'},
         {"format", required_argument, 0, 'f'}, {"dry-run", no_argument, 0, 'n'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {"figures", required_argument, 0, 'F'},
         {0, 0, 0, 0},
     };
     struct pb_err e;
@@ -87,6 +95,11 @@ static int parse(int argc, char **argv, struct args *a)
             break;
         case 'q':
             a->quiet = true;
+            break;
+        case 'F':
+            if (!*optarg)
+                return pb_cli_fail("--figures names a folder");
+            a->figures = optarg;
             break;
         default:
             fprintf(stderr, "pipebench reproduce: unknown option or missing value: '%s' "
@@ -239,6 +252,46 @@ static int print_table(const struct args *a, const struct row_run *rr, int n,
     return rc;
 }
 
+static void wrote(const char *path, void *arg)
+{
+    (void)arg;
+    printf("wrote %s\n", path);
+}
+
+/* The paper's kind of figure of the rows' finished runs into a->figures: the convergence
+ * figure (plots/plot.h) of exactly those runs, a facet per row's configuration. */
+static int draw_figures(const struct args *a, const struct row_run *rr, int n)
+{
+    size_t cap = 16, len = 0;
+    char *ids = pb_xmalloc(cap);
+    ids[0] = '\0';
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < rr[i].sweep.n; j++) {
+            if (rr[i].ids[j] <= 0)
+                continue;
+            char one[32];
+            int w = snprintf(one, sizeof one, "%s%lld", len ? "," : "", (long long)rr[i].ids[j]);
+            while (len + (size_t)w + 1 > cap) {
+                ids = realloc(ids, cap *= 2);
+                PB_CHECK(ids);
+            }
+            memcpy(ids + len, one, (size_t)w + 1);
+            len += (size_t)w;
+        }
+    int rc = PB_EXIT_OK;
+    if (!len) {
+        printf("reproduce: no finished run to draw yet; no figures\n");
+    } else {
+        struct pb_report_select sel = {.runs = ids};
+        struct pb_err e;
+        if (pb_plot_figure_cb(a->db, "convergence", a->figures, "png", 0, &sel, NULL, wrote,
+                              NULL, &e))
+            rc = pb_cli_fail(e.msg);
+    }
+    free(ids);
+    return rc;
+}
+
 /* Runs the rows' unfinished configurations in one batch; returns the exit status. */
 static int run_pending(const struct args *a, struct row_run *rr, int n)
 {
@@ -329,6 +382,8 @@ static int reproduce(struct args *a)
     }
     if (rc != PB_EXIT_USAGE && n) {
         int prc = print_table(a, rr, n, (enum pb_report_format)f);
+        if (!prc && a->figures && !a->dry_run)
+            prc = draw_figures(a, rr, n);
         rc = prc ? prc : rc;
     }
     for (int i = 0; i < loaded; i++) {

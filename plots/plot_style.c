@@ -24,6 +24,8 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"zb-h1", NULL, {"#8866DD", 6, "4,2,1,2"}},
     {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
     {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
+    {"interleaved", NULL, {"#0099CC", 2, "9,3,3,3"}},
+    {"looped-bfs", NULL, {"#224400", 1, "3,2,3,6"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 

@@ -159,11 +159,12 @@ int pb_cmd_list(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     printf("schedules (family; what the pipe needs: D stages, N micro-batches, M per "
-           "update):\n");
+           "update, v chunks per device):\n");
     for (int i = 0; pb_schedules[i]; i++)
         printf("  %-14s [%s; %s] %s%s%s%s\n", pb_schedules[i]->name,
                pb_schedules[i]->synchronous ? "synchronous" : "asynchronous",
-               pb_schedules[i]->uses_microbatches ? "D, N, M" : "D, N",
+               pb_schedules[i]->chunked ? "D, N, M, v"
+               : pb_schedules[i]->uses_microbatches ? "D, N, M" : "D, N",
                pb_schedules[i]->summary, *pb_schedules[i]->variants ? " (variants: " : "",
                pb_schedules[i]->variants, *pb_schedules[i]->variants ? ")" : "");
     printf("models (presets: --preset NAME, * the default; semantics §5):\n");

@@ -183,6 +183,10 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     if (capacity < 1)
         return pb_err_set(e, "simulate: the channel capacity must be at least 1 (got %d)",
                           capacity);
+    if (pb_pipe_chunks(p) > 1)
+        return pb_err_set(e, "simulate: the simulator runs one stage per device; --chunks %d "
+                             "is not simulated (run it with --executor seq or threads)",
+                          p->chunks);
     long total = 0;
     for (int k = 0; k < D; k++) {
         const struct pb_sim_cost *c = &costs[k];

@@ -205,6 +205,39 @@ START_TEST(acts_in_flight)
 }
 END_TEST
 
+/* The simulator at p = 4, m = 8, v = 2 with chunk costs T_F = T_I = T_W = 1 (B = 2) or
+ * T_W = 0.5: every device idles (p−1)(t_F+t_B) = 9 / 7.5 chunk units in an isolated
+ * step, and per step in steady state (SCHEDULES.md §7: (p−1)(T_F+T_B)/v in stage time). */
+START_TEST(sim_closed_form)
+{
+    const double tw[2] = {1, 0.5};
+    for (int c = 0; c < 2; c++)
+        for (int steps = 1; steps <= 3; steps += 2) {
+            struct pb_pipe p;
+            struct pb_program progs[MAXS];
+            struct pb_sim_cost costs[MAXS];
+            struct pb_sim_result r;
+            struct pb_err e;
+            build("interleaved", NULL, 8, 2, 8 * steps, 8, &p, progs);
+            for (int k = 0; k < 8; k++)
+                costs[k] = (struct pb_sim_cost){1, 1 + tw[c], 0, 0, 1, tw[c]};
+            ck_assert_msg(pb_simulate(&p, progs, costs, 1, false, &r, &e) == 0, "%s", e.msg);
+            double busy = steps * 2 * 8 * (2 + tw[c]), idle = 3 * (2 + tw[c]);
+            for (int k = 0; k < 4; k++) {
+                ck_assert_msg(fabs(r.busy_s[k] - busy) < 1e-9, "device %d busy %g", k,
+                              r.busy_s[k]);
+                /* the first step's fill and the last's drain, and steady steps add the
+                 * same idle each */
+                ck_assert_msg(fabs(r.makespan_s - busy - steps * idle) < 1e-9, "T_W %g, %d "
+                              "steps: device %d idles %g, expected %g per step", tw[c], steps,
+                              k, r.makespan_s - r.busy_s[k], idle);
+            }
+            pb_sim_result_finish(&r);
+            pb_programs_finish(progs, 4);
+        }
+}
+END_TEST
+
 /* mlp on D = 4 stages, M micro-batches per step: interleaved and looped-bfs on 2
  * devices of 2 chunks, seq and threads. */
 static void trains(int M)
@@ -317,6 +350,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, chunk_properties);
     tcase_add_test(fast, capacity_found);
     tcase_add_test(fast, acts_in_flight);
+    tcase_add_test(fast, sim_closed_form);
     tcase_add_test(fast, cli_lag_zero);
     tcase_add_test(fast, bad_inputs);
     tcase_add_test(fast, trains_mlp);

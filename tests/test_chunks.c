@@ -3,7 +3,9 @@
  * v) in the F3@1 notation, including M < p, M not a multiple of p and the last group's
  * size; over a grid, each stage's program (pb_programs_stages) at lag 0 with one U per
  * step, validated at the channel capacity pb_programs_capacity finds (looped-bfs needs
- * more than 1); the activations in flight per device against SCHEDULES.md §7; the
+ * more than 1) and given to the threads executor (looped BFS at M = 16 needs 8); the
+ * simulator's bubble of interleaved; the activations in flight per device against
+ * SCHEDULES.md §7; the
  * trained weights of mlp under seq and threads equal, interleaved's to 1f1b's and
  * looped-bfs's to GPipe's bit for bit (each stage's gradients in the same order) and
  * interleaved's to GPipe's within 1e-5; and bad inputs refused with exit 2. */
@@ -289,6 +291,35 @@ END_TEST
 START_TEST(trains_mlp_m3) { trains(3); }
 END_TEST
 
+/* Looped BFS at M = 16 on 2 devices of 2 chunks needs channels of 8 messages, more than
+ * the threads executor's D = 4: it runs (rather than deadlocks) with the capacity the
+ * plan found, and trains GPipe's weights. */
+START_TEST(threads_capacity)
+{
+    struct pb_run_cfg c;
+    small_cfg(&c);
+    c.model = "mlp";
+    c.stages = 4;
+    c.microbatches = 16;
+    c.limit_train = 512;
+    c.epochs = 1;
+    size_t n_gp, n;
+    c.schedule = "gpipe";
+    run_ok(&c, "gpipe16.safetensors");
+    float *gp = load_weights(tmp_path("gpipe16.safetensors"), &n_gp);
+    c.chunks = 2;
+    c.executor = "threads";
+    c.schedule = "looped-bfs";
+    run_ok(&c, "bfs16.safetensors");
+    float *w = load_weights(tmp_path("bfs16.safetensors"), &n);
+    ck_assert_uint_eq(n, n_gp);
+    ck_assert_msg(memcmp(w, gp, n * sizeof *w) == 0, "looped-bfs M=16 threads: weights "
+                  "differ from GPipe's");
+    free(w);
+    free(gp);
+}
+END_TEST
+
 /* `program --versions --sync` prints F3@1:0|0 …: lag 0 on every chunk. */
 START_TEST(cli_lag_zero)
 {
@@ -354,6 +385,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, cli_lag_zero);
     tcase_add_test(fast, bad_inputs);
     tcase_add_test(fast, trains_mlp);
+    tcase_add_test(fast, threads_capacity);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("training");
     tcase_set_timeout(tc, 600);

@@ -1,12 +1,16 @@
-/* bench/bench_sync.c — the synchronous schedules on a 4-stage model (mlp-deep: stages
- * of equal cost), one core per stage, M = 8 micro-batches of 64 per step:
+/* bench/bench_sync.c — the synchronous schedules on 4 devices (mlp-deep: 4 stages of
+ * equal cost; interleaved: 8 stages, 2 chunks per device), one core per device, M = 8
+ * micro-batches of 64 per step:
  * (a) each stage's bubble measured by the threads executor against the simulator's
  *     prediction (harness/exec/sim.h) from isolated op costs: the medians of every F,
  *     B, U, I and W of a sequential run of the same schedule (one op at a time) and
  *     its copy time per message; the ratio is measured / predicted;
  * (b) the activations each stage holds at its peak, in micro-batches: its peak bytes of
  *     activations over those of one micro-batch (a GPipe run with M = 1), beside the
- *     count of micro-batches in flight the programs imply (semantics §4.10's table).
+ *     count of micro-batches in flight the programs imply (semantics §4.10's table);
+ *     with chunks, per device: each chunk's peak over one micro-batch's of that stage
+ *     (a GPipe run with M = 1 on 8 stages), summed, in chunk units, an upper bound of
+ *     the device's peak (the chunks' peaks need not coincide).
  * With fewer cores than stages the threads share them and the measured bubbles are
  * those of the shared machine (it prints the cores). Prints; asserts nothing. */
 #include <math.h>
@@ -24,8 +28,10 @@
 #define STEPS 6
 #define EPOCHS 2
 
-/* Trains the schedule with the executor, every op traced; returns the run id or -1. */
-static long run(const char *db, const char *schedule, const char *executor, int m)
+/* Trains the schedule with the executor on `stages` stages of v chunks per device, every
+ * op traced; returns the run id or -1. */
+static long run(const char *db, const char *schedule, const char *executor, int m, int stages,
+                int v)
 {
     struct pb_run_cfg c;
     struct pb_err e;
@@ -34,8 +40,9 @@ static long run(const char *db, const char *schedule, const char *executor, int 
     c.model = "mlp-deep";
     c.schedule = schedule;
     c.executor = executor;
-    c.stages = D;
-    c.threads = D;
+    c.stages = stages;
+    c.chunks = v;
+    c.threads = stages;
     c.microbatches = m;
     c.microbatch_size = 64;
     c.limit_train = 64 * M * STEPS;
@@ -60,9 +67,10 @@ static double stage_stat(const char *db, long id, int k, const char *column)
     return bench_query(db, sql);
 }
 
-/* The simulated epoch of schedule with the costs of run `seq`: per-stage bubble and
- * activations in flight (micro-batches). */
-static int predict(const char *db, long seq, const char *schedule, double *bubble, int *acts)
+/* The simulated epoch of schedule with the costs of run `seq` (S stages, v chunks per
+ * device): per-device bubble and activations in flight (micro-batches, or chunk units). */
+static int predict(const char *db, long seq, const char *schedule, int S, int v,
+                   double *bubble, int *acts)
 {
     struct pb_err e;
     struct pb_results *r;
@@ -73,8 +81,8 @@ static int predict(const char *db, long seq, const char *schedule, double *bubbl
     pb_results_close(r);
     if (rcode)
         return -1;
-    struct pb_sim_cost costs[D];
-    for (int k = 0; k < D; k++) {
+    struct pb_sim_cost costs[2 * D];
+    for (int k = 0; k < S; k++) {
         double o[5];
         for (int t = 0; t < 5; t++)
             o[t] = isnan(rc.op_s[5 * k + t]) ? 0 : rc.op_s[5 * k + t];
@@ -82,12 +90,14 @@ static int predict(const char *db, long seq, const char *schedule, double *bubbl
                                         o[PB_OP_I], o[PB_OP_W]};
     }
     const struct pb_schedule *sch = pb_schedule_find(schedule, &e);
-    struct pb_pipe p = {.stages = D, .length = rc.length, .microbatches = M,
-                        .optimizer = PB_OPT_SGD};
-    struct pb_program progs[D];
+    struct pb_pipe p = {.stages = S, .length = rc.length, .microbatches = M,
+                        .optimizer = PB_OPT_SGD, .chunks = v};
+    struct pb_program progs[2 * D];
     struct pb_sim_result res;
+    int cap = 0;
     rcode = !sch || pb_programs_build(sch, &p, progs, &e) ||
-            pb_simulate_pipe(sch, &p, progs, costs, D, false, &res, &e);
+            (cap = pb_programs_capacity(&p, progs, &e)) < 0 ||
+            pb_simulate_pipe(sch, &p, progs, costs, cap > S ? cap : S, false, &res, &e);
     if (!rcode) {
         for (int k = 0; k < D; k++) {
             bubble[k] = res.bubble[k];
@@ -108,27 +118,38 @@ int main(void)
     char db[] = "/tmp/pb-bench-XXXXXX";
     if (bench_tmp_db(db))
         return 1;
-    static const char *const schedules[] = {"gpipe", "1f1b", "zb-h1", "zb-h2"};
-    long one = run(db, "gpipe", "seq", 1);
-    if (one < 0)
+    static const struct {
+        const char *name;
+        int stages, v;
+    } schedules[] = {{"gpipe", D, 1}, {"1f1b", D, 1}, {"zb-h1", D, 1}, {"zb-h2", D, 1},
+                     {"interleaved", 2 * D, 2}};
+    long one = run(db, "gpipe", "seq", 1, D, 1), one8 = run(db, "gpipe", "seq", 1, 2 * D, 1);
+    if (one < 0 || one8 < 0)
         return 1;
     printf("synchronous schedules: mlp-deep, D = %d, M = %d micro-batches of 64 per step, %d "
            "steps an epoch, epoch %d of %d, threads executor, %ld cores here\n", D, M, STEPS,
            EPOCHS, EPOCHS, sysconf(_SC_NPROCESSORS_ONLN));
     printf("bubble: measured (threads) / predicted (simulator, isolated op costs of a seq run); "
            "in flight: peak activation bytes / one micro-batch's, and the programs' count\n");
-    printf("%-8s %5s %10s %10s %7s %12s %9s\n", "schedule", "stage", "measured", "predicted",
-           "ratio", "in flight", "programs");
+    printf("%-11s %6s %10s %10s %7s %12s %9s\n", "schedule", "device", "measured",
+           "predicted", "ratio", "in flight", "programs");
     for (size_t i = 0; i < sizeof schedules / sizeof *schedules; i++) {
-        long seq = run(db, schedules[i], "seq", M), thr = run(db, schedules[i], "threads", M);
-        double bubble[D];
-        int acts[D];
-        if (seq < 0 || thr < 0 || predict(db, seq, schedules[i], bubble, acts))
+        const char *name = schedules[i].name;
+        int S = schedules[i].stages, v = schedules[i].v;
+        long seq = run(db, name, "seq", M, S, v), thr = run(db, name, "threads", M, S, v);
+        double bubble[2 * D];
+        int acts[2 * D];
+        if (seq < 0 || thr < 0 || predict(db, seq, name, S, v, bubble, acts))
             return 1;
         for (int k = 0; k < D; k++) {
-            double meas = stage_stat(db, thr, k, "bubble_frac");
-            double held = stage_stat(db, thr, k, "mem_acts") / stage_stat(db, one, k, "mem_acts");
-            printf("%-8s %5d %9.1f%% %9.1f%% %7.2f %12.2f %9d\n", schedules[i], k, 100 * meas,
+            /* a device's idle: 1 − Σ its chunks' busy / wall = Σ bubble_frac − (v − 1) */
+            double meas = 1 - v, held = 0;
+            for (int c = 0; c < v; c++) {
+                meas += stage_stat(db, thr, k + c * D, "bubble_frac");
+                held += stage_stat(db, thr, k + c * D, "mem_acts") /
+                        stage_stat(db, v > 1 ? one8 : one, k + c * D, "mem_acts");
+            }
+            printf("%-11s %6d %9.1f%% %9.1f%% %7.2f %12.2f %9d\n", name, k, 100 * meas,
                    100 * bubble[k], bubble[k] > 0 ? meas / bubble[k] : NAN, held, acts[k]);
         }
     }

@@ -27,6 +27,8 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"zb-h1", "quick-start", {"#6644DD", 3, "6,2,2,2"}},
     {"zb-h2", NULL, {"#88DD22", 8, "1,2"}},
     {"pipemare", NULL, {"#110099", 1, "4,2,4,6"}},
+    {"interleaved", NULL, {"#0099CC", 2, "9,3,3,3"}},
+    {"looped-bfs", NULL, {"#000000", 8, "3,2,3,6"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 

@@ -7,8 +7,9 @@
 #include "harness/ir/program.h"
 
 extern const struct pb_schedule pb_schedule_gpipe, pb_schedule_1f1b, pb_schedule_zb_h1,
-    pb_schedule_zb_h2, pb_schedule_pipedream, pb_schedule_pipedream_2bw, pb_schedule_spectrain,
-    pb_schedule_xpipe, pb_schedule_pipeoptim, pb_schedule_pipemare;
+    pb_schedule_zb_h2, pb_schedule_interleaved, pb_schedule_looped_bfs, pb_schedule_pipedream,
+    pb_schedule_pipedream_2bw, pb_schedule_spectrain, pb_schedule_xpipe, pb_schedule_pipeoptim,
+    pb_schedule_pipemare;
 
 /* D ≥ 1, N ≥ 1, M ≥ 1 where the schedule uses it, and a variant the schedule lists. */
 int pb_sched_check_pipe(const struct pb_schedule *sch, const struct pb_pipe *p, struct pb_err *e);

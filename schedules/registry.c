@@ -9,6 +9,8 @@ const struct pb_schedule *const pb_schedules[] = {
     &pb_schedule_1f1b,
     &pb_schedule_zb_h1,
     &pb_schedule_zb_h2,
+    &pb_schedule_interleaved,
+    &pb_schedule_looped_bfs,
     &pb_schedule_pipedream,
     &pb_schedule_pipedream_2bw,
     &pb_schedule_spectrain,

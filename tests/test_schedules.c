@@ -152,6 +152,26 @@ static const struct golden_case goldens[] = {
      "I4:1 F7:1 I5:1 I6:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"
      "stage 3: F0:0 I0:0 F1:0 I1:0 F2:0 I2:0 F3:0 I3:0 W0:0 W1:0 W2:0 W3:0 U F4:1 I4:1 F5:1 "
      "I5:1 F6:1 I6:1 F7:1 I7:1 W4:1 W5:1 W6:1 W7:1 U\n"},
+    /* interleaved 1F1B at one chunk per device (semantics §4.12): torch's warm-up
+     * 2(D−1−k) capped at M, not 1F1B's; looped BFS at one chunk: GPipe's order */
+    {"interleaved", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B0:0 B1:0 B2:0 B3:0 U F4:1 F5:1 F6:1 F7:1 B4:1 B5:1 B6:1 "
+     "B7:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 F3:0 B0:0 B1:0 B2:0 B3:0 U F4:1 F5:1 F6:1 F7:1 B4:1 B5:1 B6:1 "
+     "B7:1 U\n"
+     "stage 2: F0:0 F1:0 F2:0 B0:0 F3:0 B1:0 B2:0 B3:0 U F4:1 F5:1 F6:1 B4:1 F7:1 B5:1 B6:1 "
+     "B7:1 U\n"
+     "stage 3: F0:0 B0:0 F1:0 B1:0 F2:0 B2:0 F3:0 B3:0 U F4:1 B4:1 F5:1 B5:1 F6:1 B6:1 F7:1 "
+     "B7:1 U\n"},
+    {"looped-bfs", NULL, 8, 4, true,
+     "stage 0: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 B5:1 "
+     "B4:1 U\n"
+     "stage 1: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 B5:1 "
+     "B4:1 U\n"
+     "stage 2: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 B5:1 "
+     "B4:1 U\n"
+     "stage 3: F0:0 F1:0 F2:0 F3:0 B3:0 B2:0 B1:0 B0:0 U F4:1 F5:1 F6:1 F7:1 B7:1 B6:1 B5:1 "
+     "B4:1 U\n"},
     /* PipeDream: stage k's F(j) sees max(0, j − (D−1−k)) (semantics §4.1, stage 0:
      * max(0, j−3)); B(j) sees its F's version. */
     {"pipedream", NULL, 8, 4, true,
@@ -606,6 +626,8 @@ static const struct {
     {"zb-h1", NULL, d1_split},
     {"zb-h1", "quick-start", d1_mb2},
     {"zb-h2", NULL, d1_split},
+    {"interleaved", NULL, d1_mb2},
+    {"looped-bfs", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
     {"pipedream", NULL, d1_per_mb},
     {"pipedream", "vertical", d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},

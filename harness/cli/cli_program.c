@@ -13,10 +13,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: pipebench program --schedule S --stages D [--length N] [--microbatches M]\n"
-            "                         [--variant V] [--optimizer O] [--versions] [--sync]\n\n"
+            "                         [--chunks v] [--variant V] [--optimizer O] [--versions]\n"
+            "                         [--sync]\n\n"
             "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\";\n"
-            "I3 and W3 are the split backward's input- and weight-gradient passes\n"
-            "(docs/semantics.md §4 says what every schedule's ops read).\n\n"
+            "I3 and W3 are the split backward's input- and weight-gradient passes; with\n"
+            "--chunks v one line per device, F3@1 the forward of micro-batch 3 on the\n"
+            "device's local chunk 1 (docs/semantics.md §4 says what every schedule's ops\n"
+            "read).\n\n"
             "  --schedule S      one of:");
     for (int i = 0; pb_schedules[i]; i++)
         fprintf(f, "%s %s", i ? "," : "", pb_schedules[i]->name);
@@ -27,6 +30,8 @@ static void usage(FILE *f)
             "  --microbatches M  micro-batches per update (the optimizer step) for gpipe, 1f1b,\n"
             "                    zb-h1, zb-h2, pipedream-2bw and xpipe (default D); the\n"
             "                    other schedules update per micro-batch\n"
+            "  --chunks v        model chunks per device (interleaved): the D stages run on\n"
+            "                    p = D / v devices, chunk c of device r is stage r + c·p\n"
             "  --variant V       a schedule's variant: pipeoptim and spectrain 'code',\n"
             "                    xpipe 'note' (default: the paper's form)\n"
             "  --optimizer O     sgd, sgdm, adam, adamw or rmsprop (default sgdm)\n"
@@ -46,6 +51,7 @@ int pb_cmd_program(int argc, char **argv)
         {"length", required_argument, NULL, 'n'},
         {"microbatches", required_argument, NULL, 'm'},
         {"variant", required_argument, NULL, 'v'},
+        {"chunks", required_argument, NULL, 'c'},
         {"optimizer", required_argument, NULL, 'o'},
         {"versions", no_argument, NULL, 'V'},
         {"sync", no_argument, NULL, 'S'},
@@ -80,6 +86,15 @@ int pb_cmd_program(int argc, char **argv)
             break;
         case 'v':
             pipe.variant = optarg;
+            break;
+        case 'c':
+            if (pb_arg_int("--chunks", optarg, &pipe.chunks, &e))
+                return pb_cli_fail(e.msg);
+            if (pipe.chunks < 1) {
+                pb_err_set(&e, "--chunks must be at least 1 (got %d): the model chunks each "
+                               "device holds", pipe.chunks);
+                return pb_cli_fail(e.msg);
+            }
             break;
         case 'o':
             opt_name = optarg;
@@ -116,7 +131,7 @@ int pb_cmd_program(int argc, char **argv)
         free(progs);
         return pb_cli_fail(e.msg);
     }
-    for (int k = 0; k < pipe.stages; k++)
+    for (int k = 0; k < pb_pipe_devices(&pipe); k++)
         pb_program_print(stdout, &pipe, &progs[k], print);
     pb_programs_finish(progs, pipe.stages);
     free(progs);

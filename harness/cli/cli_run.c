@@ -159,13 +159,14 @@ int pb_cmd_list(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     printf("schedules (family; what the pipe needs: D stages, N micro-batches, M per "
-           "update):\n");
+           "update, v chunks per device):\n");
     static const char *const family[] = {"?", "synchronous", "asynchronous"};
     for (int i = 0; pb_schedules[i]; i++) {
         const struct pb_schedule *s = pb_schedules[i];
         printf("  %-14s [%s; %s] %s%s%s%s\n", s->name, family[pb_schedule_family(s)],
-               s->uses_microbatches ? "D, N, M" : "D, N", s->summary,
-               *s->variants ? " (variants: " : "", s->variants, *s->variants ? ")" : "");
+               s->chunked ? "D, N, M, v" : s->uses_microbatches ? "D, N, M" : "D, N",
+               s->summary, *s->variants ? " (variants: " : "", s->variants,
+               *s->variants ? ")" : "");
     }
     printf("models (presets: --preset NAME, * the default; semantics §5):\n");
     for (int i = 0; pb_workloads[i]; i++) {

@@ -183,23 +183,37 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
         .microbatches = c->microbatches ? c->microbatches : c->stages,
         .optimizer = c->optim.kind,
         .variant = c->variant,
+        .chunks = c->chunks,
     };
+    if (c->chunks > 1 && p->executor->one_rank_per_stage)
+        return pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
+                             "chunks with --executor seq or threads", c->chunks,
+                          p->executor->name);
+    int np = c->stages, v = pb_pipe_chunks(&p->pipe);
     p->progs = pb_xcalloc((size_t)c->stages, sizeof *p->progs);
+    p->stage_progs = pb_xcalloc((size_t)c->stages, sizeof *p->stage_progs);
+    p->eval_progs = pb_xcalloc((size_t)c->stages, sizeof *p->eval_progs);
+    p->eval_stage_progs = pb_xcalloc((size_t)c->stages, sizeof *p->eval_stage_progs);
     if (pb_programs_build(p->sch, &p->pipe, p->progs, e))
         return -1;
+    np = pb_pipe_devices(&p->pipe);
     p->progs_ready = true;
     if (c->edit_programs)
         c->edit_programs(c->edit_programs_ctx, &p->pipe, p->progs);
-    if (pb_programs_validate(&p->pipe, p->progs, 1, e))
+    p->capacity = pb_programs_capacity(&p->pipe, p->progs, e);
+    if (p->capacity < 0 || pb_programs_validate(&p->pipe, p->progs, p->capacity, e))
         return pb_err_prefix(e, "the %s programs do not validate: ", c->schedule);
-    p->eval_progs = pb_xcalloc((size_t)c->stages, sizeof *p->eval_progs);
-    for (int k = 0; k < c->stages; k++)
-        pb_program_eval(&p->eval_progs[k], k, p->nval / c->microbatch_size);
+    if (pb_programs_stages(&p->pipe, p->progs, p->stage_progs, e))
+        return -1;
+    for (int k = 0; k < np; k++)
+        pb_program_eval(&p->eval_progs[k], k, p->nval / c->microbatch_size, v);
+    if (pb_programs_stages(&p->pipe, p->eval_progs, p->eval_stage_progs, e))
+        return -1;
     p->optim = c->optim;
     p->optim.lr_epochs = c->epochs;
     p->optim.keep_d_last = false;
     p->optim.keep_g_last = false;
-    for (int k = 0; k < c->stages; k++)
+    for (int k = 0; k < np; k++)
         for (int i = 0; i < p->progs[k].n; i++) {
             const struct pb_op *op = &p->progs[k].ops[i];
             bool predicts = op->wsrc == PB_W_PREDICTED || op->wsrc == PB_W_GROUP;
@@ -208,8 +222,8 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
             p->optim.keep_d_last |= predicts && pb_predictor_reads_d_last(&c->optim, op->pform);
             p->optim.keep_g_last |= predicts && pb_predictor_reads_g_last(&c->optim, op->pform);
         }
-    for (int i = 0; i < p->progs[0].n; i++)
-        p->updates_per_epoch += p->progs[0].ops[i].kind == PB_OP_U;
+    for (int i = 0; i < p->stage_progs[0].n; i++)
+        p->updates_per_epoch += p->stage_progs[0].ops[i].kind == PB_OP_U;
     /* the rescheduling length K in updates (each stage's delay: local_stages.c) */
     int E = c->lr_reschedule_epochs ? c->lr_reschedule_epochs : PB_LR_RESCHEDULE_EPOCHS;
     p->optim.lr_reschedule = p->sch->lr_delay ? (long)E * p->updates_per_epoch : 0;
@@ -504,12 +518,12 @@ void pb_plan_finish(struct pb_plan *p)
 {
     int d = p->cfg ? p->cfg->stages : 0;
     pb_feed_finish(&p->feed);
-    if (p->progs_ready)
-        pb_programs_finish(p->progs, d);
-    if (p->eval_progs)
-        pb_programs_finish(p->eval_progs, d);
-    free(p->eval_progs);
-    free(p->progs);
+    struct pb_program *all[4] = {p->progs, p->stage_progs, p->eval_progs, p->eval_stage_progs};
+    for (int i = 0; i < 4; i++) {
+        if (all[i])
+            pb_programs_finish(all[i], d);  /* [D]; the device ones' tail is empty */
+        free(all[i]);
+    }
     free(p->bounds);
     free(p->devices);
     free(p->trace_epochs);

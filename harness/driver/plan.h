@@ -42,8 +42,11 @@ struct pb_plan {
     int *bounds;                  /* [D + 1] block bounds of the stages */
     struct pb_pipe pipe;
     struct pb_optim_cfg optim;    /* the run's, keeping d_last when the schedule predicts */
-    struct pb_program *progs;     /* [D] an epoch's */
-    struct pb_program *eval_progs; /* [D] the validation pass (pb_program_eval) */
+    struct pb_program *progs;     /* [p] an epoch's, per device (p = D / v) */
+    struct pb_program *stage_progs; /* [D] the same per stage (pb_programs_stages) */
+    struct pb_program *eval_progs; /* [p] the validation pass (pb_program_eval) */
+    struct pb_program *eval_stage_progs; /* [D] the same per stage */
+    int capacity;                 /* channel capacity the programs need (≥ 1) */
     bool progs_ready;
     int updates_per_epoch;        /* stage 0's U ops (every stage makes the same) */
     int samples_per_update;

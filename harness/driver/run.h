@@ -56,6 +56,7 @@ struct pb_run_cfg {
      * over K = E epochs' updates (semantics §4.11); 0: not given, PB_LR_RESCHEDULE_EPOCHS */
     int lr_reschedule_epochs;
     int stages, microbatch_size, microbatches, epochs;
+    int chunks;                   /* --chunks v: stages per device (0: one; D = p·v) */
     /* --batch B: samples per optimizer update, 0 = not given. Set, the micro-batch size
      * is derived from it (pb_run_batch_split): B / M where the schedule accumulates M
      * micro-batches per update, else B; an epoch then makes floor(N / B) updates of B

@@ -21,7 +21,7 @@ static int last_rank(const struct pb_plan *p)
 static int execute(struct pb_run_live *r, const struct pb_program *progs, struct pb_err *e)
 {
     return r->plan->executor->run(r->stages->workers, r->plan->cfg->stages, r->plan->dist, progs,
-                                  e);
+                                  r->plan->capacity, e);
 }
 
 /* Forward-only pass over the validation set with the current weights W (never
@@ -34,7 +34,7 @@ static int validate(struct pb_run_live *r, int epoch, double *loss, double *acc,
     int d = p->cfg->stages, b = p->cfg->microbatch_size, nb = p->nval / b;
     struct pb_data_view view = pb_feed_val_view(&p->feed, epoch);
     for (int k = p->lo; k < p->hi; k++)
-        pb_worker_begin_eval(&workers[k], &p->eval_progs[k], view, e);
+        pb_worker_begin_eval(&workers[k], &p->eval_stage_progs[k], view, e);
     pb_dist_barrier(p->dist);
     int rc = execute(r, p->eval_progs, e);
     double res[3] = {0, 0, 0};  /* Σ loss, Σ correct, Σ labels counted */
@@ -73,6 +73,8 @@ static double simulate_epoch(const struct pb_plan *r, struct pb_stage_record *sr
     double makespan = NAN;
     struct pb_sim_result res;
     struct pb_err e;
+    /* the simulator runs one chunk per device: with chunks the prediction stays NaN */
+    complete &= pb_pipe_chunks(&r->pipe) == 1;
     if (complete && !pb_simulate_pipe(r->sch, &r->pipe, r->progs, costs, d, false, &res, &e)) {
         makespan = res.makespan_s;
         for (int k = 0; k < d; k++)
@@ -190,14 +192,14 @@ int pb_run_epoch(struct pb_run_live *live, int epoch, int32_t *order, struct pb_
     struct pb_data_view view = pb_feed_train_view(&r->feed, epoch, order);
     /* the loader thread prepares the training micro-batches, then the validation batches */
     struct pb_data_view val = pb_feed_val_view(&r->feed, epoch);
-    pb_feed_queue(&r->feed, &view, &r->progs[0]);
-    pb_feed_queue(&r->feed, &val, &r->eval_progs[0]);
+    pb_feed_queue(&r->feed, &view, &r->stage_progs[0]);
+    pb_feed_queue(&r->feed, &val, &r->eval_stage_progs[0]);
     pb_dist_barrier(r->dist);
     int rc = 0;
     for (int k = r->lo; k < r->hi && !rc; k++) {
         workers[k].trace = (struct pb_worker_trace){r->trace_epochs[epoch], c->trace_mb_lo,
                                                     c->trace_mb_hi ? c->trace_mb_hi : INT_MAX};
-        rc = pb_worker_begin_epoch(&workers[k], epoch, &r->progs[k], view, e);
+        rc = pb_worker_begin_epoch(&workers[k], epoch, &r->stage_progs[k], view, e);
         workers[k].epoch_t0 = workers[r->lo].epoch_t0;  /* one time origin for events */
     }
     if (pb_dist_any(r->dist, rc != 0))

@@ -13,7 +13,7 @@
 enum {
     O_MODEL = 1, O_PRESET, O_PARTITION, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,
     O_DAMPENING, O_NESTEROV, O_WEIGHT_DECAY, O_BETAS, O_EPS, O_ALPHA, O_MOMENTUM_DECAY, O_LR_RESCHEDULE, O_LR_STEPS, O_LR_GAMMA,
-    O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
+    O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_CHUNKS, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
     O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
     O_LR_WARMUP, O_LR_COSINE, O_CLIP_GRAD,
@@ -49,6 +49,7 @@ static const struct option run_options[] = {
     {"stages", required_argument, 0, O_STAGES},
     {"microbatch-size", required_argument, 0, O_MB_SIZE},
     {"microbatches", required_argument, 0, O_MICROBATCHES},
+    {"chunks", required_argument, 0, O_CHUNKS},
     {"epochs", required_argument, 0, O_EPOCHS},
     {"limit-train", required_argument, 0, O_LIMIT_TRAIN},
     {"limit-val", required_argument, 0, O_LIMIT_VAL},
@@ -166,6 +167,9 @@ void pb_run_flags_usage(FILE *f)
         "                          derives, or leave it out)\n"
         "  --microbatches M        micro-batches per update for gpipe, 1f1b, zb-h1, zb-h2,\n"
         "                          pipedream-2bw and xpipe, 1 to 1,000,000 (default D)\n"
+        "  --chunks v              model chunks per device (interleaved, looped-bfs): the D\n"
+        "                          stages run on p = D / v devices, chunk c of device r\n"
+        "                          is stage r + c·p; seq and threads executors (default 1)\n"
         "  --epochs N              1 to 1,000,000 (default 1)\n"
         "  --limit-train N         keep the first N training samples, 0 to the split's size\n"
         "                          (default 0: all); an IDX file read in part is checked\n"
@@ -312,6 +316,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_STAGES, "--stages", c->stages);
     INT(O_MB_SIZE, "--microbatch-size", c->microbatch_size);
     INT(O_MICROBATCHES, "--microbatches", c->microbatches);
+    INT(O_CHUNKS, "--chunks", c->chunks);
     INT(O_EPOCHS, "--epochs", c->epochs);
     INT(O_LIMIT_TRAIN, "--limit-train", c->limit_train);
     INT(O_LIMIT_VAL, "--limit-val", c->limit_val);
@@ -363,9 +368,15 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_err_set(e, PB_REPEAT_RANGE_MSG, PB_MAX_REPEATS, c->repeats);
     if (!rc && c->microbatches == 0 && val[O_MICROBATCHES])
         rc = pb_err_set(e, "--microbatches must be at least 1 (got 0)");
+    if (!rc && val[O_CHUNKS] && c->chunks < 1)
+        rc = pb_err_set(e, "--chunks must be at least 1 (got %d): the model chunks each device "
+                           "holds", c->chunks);
     const struct pb_executor *ex = rc ? NULL : pb_executor_find(c->executor, NULL);
     if (ex && c->repeats > 1 && ex->one_rank_per_stage)   /* before MPI starts */
         rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
+    if (!rc && ex && c->chunks > 1 && ex->one_rank_per_stage)
+        rc = pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
+                           "chunks with --executor seq or threads", c->chunks, ex->name);
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);

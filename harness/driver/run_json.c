@@ -84,6 +84,8 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     else
         cJSON_AddNumberToObject(o, "microbatch_size", c->microbatch_size);
     cJSON_AddNumberToObject(o, "microbatches", c->microbatches);
+    if (c->chunks > 1)  /* only with chunks: runs recorded before them keep their identity */
+        cJSON_AddNumberToObject(o, "chunks", c->chunks);
     cJSON_AddNumberToObject(o, "epochs", c->epochs);
     cJSON_AddNumberToObject(o, "limit_train", c->limit_train);
     cJSON_AddNumberToObject(o, "limit_val", c->limit_val);
@@ -326,6 +328,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"stages", 'i', false, &c->stages},       {"batch", 'i', false, &c->batch},
         {"microbatch_size", 'i', false, &c->microbatch_size},
         {"microbatches", 'i', false, &microbatches},
+        {"chunks", 'i', false, &c->chunks},
         {"epochs", 'i', false, &c->epochs},       {"limit_train", 'i', false, &c->limit_train},
         {"limit_val", 'i', false, &c->limit_val}, {"beam", 'i', false, &c->beam},
         {"threads", 'i', false, &c->threads},

@@ -10,13 +10,15 @@
 #include "harness/exec/worker.h"
 
 /* The sequential reference: all devices in one thread, each op run as soon as its
- * input is there, device by device. Stops at the first error or divergence. */
-int pb_exec_seq(struct pb_worker *workers, int ndev, const struct pb_program *progs,
+ * input is there, device by device. Stops at the first error or divergence. workers[nst]
+ * are the stages' (begun with their stage programs, pb_programs_stages), progs[p] the
+ * devices' programs (p = nst / v, v from workers[0].pipe). */
+int pb_exec_seq(struct pb_worker *workers, int nst, const struct pb_program *progs,
                 struct pb_err *e);
 
-/* One thread per device; channels hold at most `capacity` messages (≥ 1: every
- * validated program runs without deadlock with capacity 1). */
-int pb_exec_threads(struct pb_worker *workers, int ndev, const struct pb_program *progs,
+/* One thread per device, workers and programs as pb_exec_seq's; channels hold at most
+ * `capacity` messages (≥ the programs' pb_programs_capacity). */
+int pb_exec_threads(struct pb_worker *workers, int nst, const struct pb_program *progs,
                     int capacity, struct pb_err *e);
 
 /* One executor of the table: how a run's passes go. */
@@ -25,10 +27,11 @@ struct pb_executor {
     bool one_rank_per_stage;      /* mpi: each process holds one stage (dist.h) */
     bool stages_in_turn;          /* seq: the stages share one thread, so its timings are
                                      not a pipeline's */
-    /* Runs the programs progs[ndev] of the stages this process holds on workers[ndev]
-     * (one process: all of them; one rank per stage: index dist->rank only). */
-    int (*run)(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
-               const struct pb_program *progs, struct pb_err *e);
+    /* Runs the device programs progs[] on the workers[nst] of the stages this process
+     * holds (one process: all of them; one rank per stage: index dist->rank only), with
+     * channels of at least `capacity` messages where they are bounded. */
+    int (*run)(struct pb_worker *workers, int nst, const struct pb_dist *dist,
+               const struct pb_program *progs, int capacity, struct pb_err *e);
 };
 
 /* seq, threads, mpi; {NULL}-terminated. */

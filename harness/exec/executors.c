@@ -5,25 +5,29 @@
 #include "harness/exec/executor.h"
 
 static int run_seq(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
-                   const struct pb_program *progs, struct pb_err *e)
+                   const struct pb_program *progs, int capacity, struct pb_err *e)
 {
     (void)dist;
+    (void)capacity;
     return pb_exec_seq(workers, ndev, progs, e);
 }
 
-/* capacity D: a stage may run a whole pipeline's worth ahead of its neighbour */
+/* capacity D (or more where the programs need it): a stage may run a whole pipeline's
+ * worth ahead of its neighbour */
 static int run_threads(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
-                       const struct pb_program *progs, struct pb_err *e)
+                       const struct pb_program *progs, int capacity, struct pb_err *e)
 {
     (void)dist;
-    return pb_exec_threads(workers, ndev, progs, ndev, e);
+    return pb_exec_threads(workers, ndev, progs, capacity > ndev ? capacity : ndev, e);
 }
 
 static int run_mpi(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
-                   const struct pb_program *progs, struct pb_err *e)
+                   const struct pb_program *progs, int capacity, struct pb_err *e)
 {
     (void)ndev;
-    return pb_exec_mpi(dist, &workers[dist->rank], &progs[dist->rank], e);
+    (void)capacity;
+    (void)progs;  /* one stage per rank (no chunks): its device program is its stage's */
+    return pb_exec_mpi(dist, &workers[dist->rank], workers[dist->rank].prog, e);
 }
 
 static const struct pb_executor seq = {"seq", false, true, run_seq};

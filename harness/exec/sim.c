@@ -1,5 +1,6 @@
 /* harness/exec/sim.c — discrete-event simulation of an epoch's programs (sim.h).
- * Each device runs its program in order; a device that cannot go on (its input has not
+ * Each device runs its program in order (an op on local chunk c costs its stage's op
+ * cost, pb_pipe_stage_of; a U every chunk's); a device that cannot go on (its input has not
  * been sent, or its output channel is full) waits on that channel and is woken by the
  * neighbour that changes it, so every op is visited a constant number of times. */
 #include <math.h>
@@ -82,8 +83,9 @@ static void run_device(struct sim *s, int k)
     while (d->pc < prog->n) {
         const struct pb_op *op = &prog->ops[d->pc];
         bool f = op->kind == PB_OP_F, b = pb_op_carries_grad(op->kind);
-        struct chan *in = f && k > 0 ? &s->fwd[k - 1] : b && k + 1 < D ? &s->bwd[k] : NULL;
-        struct chan *out = f && k + 1 < D ? &s->fwd[k] : b && k > 0 ? &s->bwd[k - 1] : NULL;
+        int st = pb_pipe_stage_of(s->p, k, op->kind == PB_OP_U ? 0 : op->chunk);
+        struct chan *in = f && st > 0 ? &s->fwd[st - 1] : b && st + 1 < D ? &s->bwd[st] : NULL;
+        struct chan *out = f && st + 1 < D ? &s->fwd[st] : b && st > 0 ? &s->bwd[st - 1] : NULL;
         if (!d->sending) {
             double start = d->t;
             if (in) {
@@ -100,7 +102,10 @@ static void run_device(struct sim *s, int k)
                 wake(s, in->waiting_send);
                 in->waiting_send = -1;
             }
-            double c = pb_sim_op_cost(&s->costs[k], op->kind);
+            double c = 0;  /* a U updates every chunk of the device */
+            for (int q = 0; q < pb_pipe_chunks(s->p); q++)
+                if (op->kind == PB_OP_U || q == op->chunk)
+                    c += pb_sim_op_cost(&s->costs[pb_pipe_stage_of(s->p, k, q)], op->kind);
             d->start = start;
             d->end = start + c;
             s->r->busy_s[k] += c;
@@ -122,7 +127,7 @@ static void run_device(struct sim *s, int k)
                 if (room > free_at)
                     free_at = room;
             }
-            out->slot[out->sent_at].arrive = free_at + s->costs[f ? k + 1 : k - 1].recv;
+            out->slot[out->sent_at].arrive = free_at + s->costs[f ? st + 1 : st - 1].recv;
             out->sent++;
             out->sent_at = out->sent_at + 1 == s->ring ? 0 : out->sent_at + 1;
             wake(s, out->waiting_recv);
@@ -184,6 +189,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
         return pb_err_set(e, "simulate: the channel capacity must be at least 1 (got %d)",
                           capacity);
     long total = 0;
+    int ND = pb_pipe_devices(p);
     for (int k = 0; k < D; k++) {
         const struct pb_sim_cost *c = &costs[k];
         if (!(isfinite(c->f) && isfinite(c->b) && isfinite(c->u) && isfinite(c->recv) &&
@@ -192,8 +198,9 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
             return pb_err_set(e, "simulate: stage %d's costs must be finite and non-negative "
                               "(got F %g, B %g, U %g, recv %g, I %g, W %g s)", k, c->f, c->b,
                               c->u, c->recv, c->i, c->w);
-        total += progs[k].n;
     }
+    for (int k = 0; k < ND; k++)
+        total += progs[k].n;
     pb_sim_result_init(r, D);
     if (keep_events)
         r->events = pb_xcalloc((size_t)(total > 0 ? total : 1), sizeof *r->events);
@@ -201,7 +208,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     struct sim s = {.p = p, .progs = progs, .costs = costs, .capacity = capacity,
                     .ring = capacity + 1, .times = times, .r = r};
     s.first = pb_xcalloc((size_t)D, sizeof *s.first);
-    for (int k = 1; k < D; k++)
+    for (int k = 1; k < ND; k++)
         s.first[k] = s.first[k - 1] + progs[k - 1].n;
     s.fwd = pb_xcalloc((size_t)D, sizeof *s.fwd);
     s.bwd = pb_xcalloc((size_t)D, sizeof *s.bwd);
@@ -214,7 +221,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     s.dev = pb_xcalloc((size_t)D, sizeof *s.dev);
     s.ready = pb_xcalloc((size_t)D, sizeof *s.ready);
     s.queued = pb_xcalloc((size_t)D, sizeof *s.queued);
-    for (int k = D - 1; k >= 0; k--)
+    for (int k = ND - 1; k >= 0; k--)
         wake(&s, k);
     while (s.nready) {
         int k = s.ready[--s.nready];
@@ -223,16 +230,18 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
     }
 
     int rc = 0;
-    for (int k = 0; k < D && !rc; k++)
+    for (int k = 0; k < ND && !rc; k++)
         if (s.dev[k].pc < progs[k].n)
-            rc = pb_err_set(e, "simulate: the programs deadlock (stage %d stops at op %d); "
+            rc = pb_err_set(e, "simulate: the programs deadlock (device %d stops at op %d); "
                             "validate them with `pipebench program`", k, s.dev[k].pc);
-    for (int k = 0; k < D; k++) {
+    for (int k = 0; k < ND; k++) {
         if (s.dev[k].t > r->makespan_s)
             r->makespan_s = s.dev[k].t;
         if (!peaks)
             continue;
         r->acts_peak[k] = pb_sim_acts_peak(&progs[k]);
+        if (ND < D)  /* chunks: activations in chunk units; one version per chunk */
+            continue;
         /* one plan at a time: a plan is as long as its program */
         struct pb_version_plan vp;
         pb_version_plan_init(&vp, p, &progs[k]);
@@ -246,7 +255,7 @@ static int run(const struct pb_pipe *p, const struct pb_program *progs,
         }
         pb_version_plan_finish(&vp);
     }
-    for (int k = 0; k < D; k++)
+    for (int k = 0; k < ND; k++)
         r->bubble[k] = r->makespan_s > 0 ? 1.0 - r->busy_s[k] / r->makespan_s : 0.0;
     for (int k = 0; k < D; k++) {
         free(s.fwd[k].slot);

@@ -47,7 +47,10 @@ struct pb_sim_result {
 };
 
 /* Simulates one epoch: progs[D] (validated), costs[D], channel capacity ≥ 1 (the threads
- * executor's is D). keep_events fills r->events with each op's virtual start and end
+ * executor's is D). With v chunks per device progs[] are the p = D / v devices'
+ * programs, an op costs its stage's op (a U every chunk's), and the result's per-device
+ * arrays hold the devices' in [0, p): busy, bubble and activations in chunk units (the
+ * version-derived peaks stay 0). keep_events fills r->events with each op's virtual start and end
  * and its versions from the version plan. Fails only when the programs deadlock (which
  * pb_programs_validate rules out) or a cost is negative or not finite. */
 int pb_simulate(const struct pb_pipe *p, const struct pb_program *progs,

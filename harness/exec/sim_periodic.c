@@ -352,7 +352,7 @@ int pb_simulate_pipe_above(const struct pb_schedule *sch, const struct pb_pipe *
                           "programs, and %d stages of %d micro-batches are over %lld ops; use "
                           "fewer stages or a shorter --length", p->stages, p->length,
                           PB_MAX_PROGRAM_OPS);
-    if (keep_events || ops <= full_ops)
+    if (keep_events || ops <= full_ops || pb_pipe_chunks(p) > 1)  /* chunks: op by op */
         return full(sch, p, progs, costs, capacity, keep_events, r, e);
     struct pb_err why;
     int rc = periodic(sch, p, costs, capacity, r, &why);

@@ -65,22 +65,64 @@ void pb_program_w(struct pb_program *p, int mb)
     push_pass(p, PB_OP_W, mb, PB_W_LATEST, 0, PB_PREDICT_PAPER);
 }
 
-void pb_program_eval(struct pb_program *p, int device, int nbatches)
+void pb_program_pass(struct pb_program *p, int kind, int mb, int chunk)
+{
+    PB_CHECK(kind != PB_OP_U && chunk >= 0 && chunk <= INT16_MAX);
+    push_pass(p, (enum pb_op_kind)kind, mb, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+    p->ops[p->n - 1].chunk = (int16_t)chunk;
+}
+
+void pb_program_eval(struct pb_program *p, int device, int nbatches, int chunks)
 {
     pb_program_init(p, device);
     for (int j = 0; j < nbatches; j++)
-        pb_program_f(p, j, PB_W_LATEST, 0, PB_PREDICT_PAPER);
+        for (int c = 0; c < chunks; c++)
+            pb_program_pass(p, PB_OP_F, j, c);
 }
 
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e)
 {
+    int v = pb_pipe_chunks(p);
+    if (p->chunks < 0)
+        return pb_err_set(e, "--chunks must be >= 1 (got %d)", p->chunks);
+    if (v > 1 && !sch->chunked)
+        return pb_err_set(e, "schedule '%s' has no model chunks; drop --chunks %d or use a "
+                             "schedule with chunks (interleaved)", sch->name, v);
+    if (p->stages % v)
+        return pb_err_set(e, "--chunks %d must divide the stages D = %d (D = p·v: p devices "
+                             "of v chunks each)", v, p->stages);
     if (sch->check(p, e))
         return -1;
-    for (int d = 0; d < p->stages; d++) {
+    for (int d = 0; d < pb_pipe_devices(p); d++) {
         pb_program_init(&programs[d], d);
         sch->emit(p, d, &programs[d]);
     }
+    return 0;
+}
+
+int pb_programs_stages(const struct pb_pipe *p, const struct pb_program *devices,
+                       struct pb_program *stages, struct pb_err *e)
+{
+    int v = pb_pipe_chunks(p), np = pb_pipe_devices(p);
+    for (int k = 0; k < p->stages; k++)
+        pb_program_init(&stages[k], k);
+    for (int d = 0; d < np; d++)
+        for (int i = 0; i < devices[d].n; i++) {
+            struct pb_op op = devices[d].ops[i];
+            if (op.kind != PB_OP_U && (op.chunk < 0 || op.chunk >= v)) {
+                pb_programs_finish(stages, p->stages);
+                return pb_err_set(e, "device %d op %d (%c%d@%d): model chunk %d; the device "
+                                     "holds chunks 0..%d", d, i, pb_op_letter(op.kind),
+                                  (int)op.mb, op.chunk, op.chunk, v - 1);
+            }
+            for (int c = 0; c < v; c++)
+                if (op.kind == PB_OP_U || op.chunk == c) {
+                    struct pb_op s = op;
+                    s.chunk = 0;
+                    pb_program_push(&stages[pb_pipe_stage_of(p, d, c)], s);
+                }
+        }
     return 0;
 }
 
@@ -94,20 +136,34 @@ void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program 
                       int flags)
 {
     bool versions = flags & (PB_PRINT_VERSIONS | PB_PRINT_SYNC);
-    struct pb_version_plan vp = {0};
-    if (versions)
-        pb_version_plan_init(&vp, p, prog);
-    fprintf(f, "stage %d:", prog->device);
+    int nc = pb_pipe_chunks(p);
+    /* with chunks, each chunk's ops and version plan as its stage's program */
+    struct pb_program *own = pb_xcalloc((size_t)nc, sizeof *own);
+    struct pb_version_plan *vp = pb_xcalloc((size_t)nc, sizeof *vp);
+    int *at = pb_xcalloc((size_t)nc, sizeof *at);
+    for (int i = 0; i < prog->n; i++)
+        for (int c = 0; c < nc; c++)
+            if (prog->ops[i].kind == PB_OP_U || prog->ops[i].chunk == c)
+                pb_program_push(&own[c], prog->ops[i]);
+    for (int c = 0; versions && c < nc; c++)
+        pb_version_plan_init(&vp[c], p, nc > 1 ? &own[c] : prog);
+    fprintf(f, nc > 1 ? "device %d:" : "stage %d:", prog->device);
     for (int i = 0; i < prog->n; i++) {
         const struct pb_op *op = &prog->ops[i];
+        int c = op->kind == PB_OP_U || op->chunk < 0 || op->chunk >= nc ? 0 : op->chunk;
+        int si = at[c];
+        for (int q = 0; q < nc; q++)
+            at[q] += op->kind == PB_OP_U || q == c;
         if (op->kind == PB_OP_U) {
             fputs(" U", f);
             continue;
         }
         fprintf(f, " %c%d", pb_op_letter(op->kind), (int)op->mb);
+        if (nc > 1)
+            fprintf(f, "@%d", op->chunk);
         if (!versions)
             continue;
-        const struct pb_op_version *v = &vp.ops[i];
+        const struct pb_op_version *v = &vp[c].ops[nc > 1 ? si : i];
         if (v->base < 0)
             fputs(":?", f);
         else if (v->ahead > 0)
@@ -118,5 +174,11 @@ void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program 
             fprintf(f, "|%d", v->sync);
     }
     fputc('\n', f);
-    pb_version_plan_finish(&vp);
+    for (int c = 0; c < nc; c++) {
+        pb_version_plan_finish(&vp[c]);
+        pb_program_finish(&own[c]);
+    }
+    free(own);
+    free(vp);
+    free(at);
 }

@@ -68,7 +68,18 @@ struct pb_pipe {
     enum pb_optim_kind optimizer;
     const char *variant;  /* NULL or "" for the default; "code", "note", "vertical"
                              (semantics §4.8) */
+    int chunks;        /* v: model chunks (stages) per device, 0 or 1 for one; the devices
+                          are p = D / v and chunk c of device r is stage r + c·p (loop
+                          placement, semantics §4.12) */
 };
+
+/* v (at least 1), the devices p = D / v, and the stage of a device's local chunk. */
+static inline int pb_pipe_chunks(const struct pb_pipe *p) { return p->chunks > 1 ? p->chunks : 1; }
+static inline int pb_pipe_devices(const struct pb_pipe *p) { return p->stages / pb_pipe_chunks(p); }
+static inline int pb_pipe_stage_of(const struct pb_pipe *p, int device, int chunk)
+{
+    return device + chunk * pb_pipe_devices(p);
+}
 
 struct pb_schedule {
     const char *name, *summary;
@@ -76,11 +87,12 @@ struct pb_schedule {
     bool uses_microbatches;        /* M matters (else one update per micro-batch) */
     bool synchronous;              /* every op reads the version a synchronous run reads
                                       (lag 0: the family `pipebench list` shows) */
+    bool chunked;                  /* runs v > 1 model chunks per device (--chunks) */
     /* Rejects pipes the schedule cannot run, with a message saying what to change. */
     int (*check)(const struct pb_pipe *p, struct pb_err *e);
     /* Appends device d's program for one epoch. */
     void (*emit)(const struct pb_pipe *p, int device, struct pb_program *out);
-    /* PipeMare's learning-rate rescheduling (semantics §4.11): the delay τ of stage k, whose
+    /* PipeMare's learning-rate rescheduling (semantics §4.12): the delay τ of stage k, whose
        rate is lr / τ^(1 − min((t+1)/K, 1)) at its step t (none where τ <= 1); NULL: the
        schedule keeps the optimizer's rate. */
     int (*lr_delay)(const struct pb_pipe *p, int stage);
@@ -107,14 +119,28 @@ void pb_program_u(struct pb_program *p);
 /* The split backward's two passes, reading the latest weights. */
 void pb_program_i(struct pb_program *p, int mb);
 void pb_program_w(struct pb_program *p, int mb);
-/* The forward-only program of a validation pass on one device: F0 … F(n−1), each
- * reading the latest weights (semantics §1.4: validation never uses predicted weights). */
-void pb_program_eval(struct pb_program *p, int device, int nbatches);
+/* An F, B, I or W on the device's local chunk c (pb_program_f … on chunk 0). */
+void pb_program_pass(struct pb_program *p, int kind, int mb, int chunk);
+/* The forward-only program of a validation pass on one device with v chunks: F0@0 …
+ * F0@(v−1), F1@0 …, each reading the latest weights (semantics §1.4: validation never
+ * uses predicted weights). */
+void pb_program_eval(struct pb_program *p, int device, int nbatches, int chunks);
 
-/* Builds all D programs after schedule->check; programs[] has D entries. */
+/* Builds the p = D / v device programs after schedule->check (and the check that v
+ * divides D and that the schedule has chunks where v > 1); programs[] has p entries. */
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e);
 void pb_programs_finish(struct pb_program *programs, int d);
+/* Splits the p device programs into the D stage programs (stages[k].device = k, each
+ * op's chunk 0, in the device's order): what a stage's worker, version plan and the
+ * per-stage checks read. -1 with a message when an op names a chunk outside 0..v−1. */
+int pb_programs_stages(const struct pb_pipe *p, const struct pb_program *devices,
+                       struct pb_program *stages, struct pb_err *e);
+/* The smallest channel capacity (1 … N) with which the device programs run without
+ * deadlock (semantics §4.12): what an executor with bounded channels must give them.
+ * -1 with the deadlock at capacity N when none does. */
+int pb_programs_capacity(const struct pb_pipe *p, const struct pb_program *devices,
+                         struct pb_err *e);
 
 /* The weight version of one op (semantics §6.1), counted in the updates the stage
  * has applied since the epoch began (the pipeline fills and drains every epoch). This
@@ -152,11 +178,12 @@ void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
                           const struct pb_program *prog);
 void pb_version_plan_finish(struct pb_version_plan *vp);
 
-/* Checks: every micro-batch has on every stage exactly one F and either one B or one
+/* Checks the p device programs (programs[] has p = D / v entries): every micro-batch has
+ * on every stage (pb_programs_stages) exactly one F and either one B or one
  * I and one W (semantics §4.10), B or I after its F, W after its I, I and W reading
  * the latest weights; forward order on stage k+1 equals that on stage k and the order
  * of the gradient-carrying ops (B, I) on stage k equals that on stage k+1 (FIFO
- * channels); no deadlock when each
+ * channels, one per edge between stages); no deadlock when each
  * device runs its program with blocking sends into channels of capacity `capacity`;
  * every weight version read exists when read. */
 int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
@@ -166,7 +193,8 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
 enum { PB_PRINT_VERSIONS = 1, PB_PRINT_SYNC = 2 };
 
 /* Text form (semantics §4): "stage 0: F0 F1 B0 U ...", "I3", "W3" for the split
- * backward; with PB_PRINT_VERSIONS the version
+ * backward, "F3@1" for an op on local chunk 1 where v > 1 ("device 0: ..."; versions are
+ * then those of the op's stage); with PB_PRINT_VERSIONS the version
  * plan's read version, "F4:1+3 B1:0" (":?" where the program cannot supply it); with
  * PB_PRINT_SYNC also the version a synchronous run reads, "F4:1|4". */
 void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program *prog,

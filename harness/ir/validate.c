@@ -1,17 +1,22 @@
 /* harness/ir/validate.c — pb_programs_validate (program.h; semantics §4.7,
  * design §5.3, semantics §4.10): every micro-batch's F and B (or I then W) once per
  * stage, FIFO-consistent orders across
- * stages, no deadlock with blocking sends, every weight version read exists. */
+ * stages, no deadlock with blocking sends, every weight version read exists. With v
+ * chunks per device (semantics §4.12) the per-stage rules read the stage programs
+ * (pb_programs_stages) and the deadlock check runs the device programs. */
 #include <string.h>
 
 #include "harness/ir/program.h"
 
-/* "F3", "B3", "I3", "W3" or "U" */
+/* "F3", "B3", "I3", "W3" or "U"; "F3@1" on a device's local chunk 1 */
 static const char *tok(const struct pb_op *op, char buf[24])
 {
     if (op->kind == PB_OP_U)
         return "U";
-    snprintf(buf, 24, "%c%d", pb_op_letter(op->kind), (int)op->mb);
+    if (op->chunk)
+        snprintf(buf, 24, "%c%d@%d", pb_op_letter(op->kind), (int)op->mb, op->chunk);
+    else
+        snprintf(buf, 24, "%c%d", pb_op_letter(op->kind), (int)op->mb);
     return buf;
 }
 
@@ -69,9 +74,6 @@ static int check_stage(const struct pb_pipe *p, const struct pb_program *prog, s
         const struct pb_op *op = &prog->ops[i];
         if (op->kind >= PB_OP_NKINDS)
             return pb_err_set(e, "stage %d op %d: unknown op kind %d", k, i, op->kind);
-        if (op->chunk != 0)
-            return pb_err_set(e, "stage %d op %d (%s): model chunk %d; the validator knows one "
-                                 "chunk per device", k, i, tok(op, t), op->chunk);
         if (op->kind == PB_OP_U && open > 0) {
             int j = 0;
             while (ps->b[j] < 0 || prog->ops[ps->b[j]].kind != PB_OP_I || ps->w[j] >= 0)
@@ -166,32 +168,33 @@ struct chan {
 
 enum phase { PH_RECV, PH_SEND, PH_WAIT };
 
-/* Runs every device in program order: F on stage k > 0 receives stage k−1's
- * activation, B on stage k < D−1 receives stage k+1's gradient; after the op, F
- * sends on stage k < D−1 and B on stage k > 0. A send deposits its item and
- * completes once the channel holds at most `capacity` items (capacity 0 is a
- * rendezvous). fwd[k]: k → k+1, bwd[k]: k+1 → k. */
+/* Runs every device in program order: an F on stage s > 0 (s: the stage of the op's
+ * chunk) receives stage s−1's activation, a B or I on stage s < D−1 receives stage s+1's
+ * gradient; after the op, F sends on stage s < D−1 and B or I on stage s > 0. A send
+ * deposits its item and completes once the channel holds at most `capacity` items
+ * (capacity 0 is a rendezvous). fwd[s]: s → s+1, bwd[s]: s+1 → s. */
 static int check_deadlock(const struct pb_pipe *p, const struct pb_program *pr, int capacity,
                           struct pb_err *e)
 {
-    int D = p->stages, n = p->length;
+    int D = p->stages, np = pb_pipe_devices(p), n = p->length;
     struct chan *fwd = pb_xcalloc((size_t)D, sizeof *fwd);
     struct chan *bwd = pb_xcalloc((size_t)D, sizeof *bwd);
-    int *pc = pb_xcalloc((size_t)D, sizeof *pc), *ph = pb_xcalloc((size_t)D, sizeof *ph);
+    int *pc = pb_xcalloc((size_t)np, sizeof *pc), *ph = pb_xcalloc((size_t)np, sizeof *ph);
     for (int k = 0; k < D; k++) {
         fwd[k].items = pb_xmalloc((size_t)n * sizeof(int));
         bwd[k].items = pb_xmalloc((size_t)n * sizeof(int));
     }
     for (bool progress = true; progress;) {
         progress = false;
-        for (int k = 0; k < D; k++) {
+        for (int k = 0; k < np; k++) {
             for (;;) {
                 if (pc[k] == pr[k].n)
                     break;
                 const struct pb_op *op = &pr[k].ops[pc[k]];
                 bool f = op->kind == PB_OP_F, b = pb_op_carries_grad(op->kind);
-                struct chan *in = f && k > 0 ? &fwd[k - 1] : b && k + 1 < D ? &bwd[k] : NULL;
-                struct chan *out = f && k + 1 < D ? &fwd[k] : b && k > 0 ? &bwd[k - 1] : NULL;
+                int st = pb_pipe_stage_of(p, k, op->chunk);
+                struct chan *in = f && st > 0 ? &fwd[st - 1] : b && st + 1 < D ? &bwd[st] : NULL;
+                struct chan *out = f && st + 1 < D ? &fwd[st] : b && st > 0 ? &bwd[st - 1] : NULL;
                 if (ph[k] == PH_RECV && in) {
                     if (in->head == in->tail)
                         break;
@@ -213,21 +216,23 @@ static int check_deadlock(const struct pb_pipe *p, const struct pb_program *pr, 
         }
     }
     char msg[sizeof e->msg] = "";
-    for (int k = 0; k < D; k++) {
+    const char *unit = np < D ? "device" : "stage";
+    for (int k = 0; k < np; k++) {
         if (pc[k] == pr[k].n)
             continue;
         char t[24];
         size_t len = strlen(msg);
         const struct pb_op *op = &pr[k].ops[pc[k]];
         bool f = op->kind == PB_OP_F;
+        int st = pb_pipe_stage_of(p, k, op->chunk);
         if (ph[k] == PH_RECV)
-            snprintf(msg + len, sizeof msg - len, "; stage %d at op %d (%s) waits for the %s of "
-                     "stage %d", k, pc[k], tok(op, t), f ? "activation" : "gradient",
-                     f ? k - 1 : k + 1);
+            snprintf(msg + len, sizeof msg - len, "; %s %d at op %d (%s) waits for the %s of "
+                     "stage %d", unit, k, pc[k], tok(op, t), f ? "activation" : "gradient",
+                     f ? st - 1 : st + 1);
         else
-            snprintf(msg + len, sizeof msg - len, "; stage %d at op %d (%s) waits to send its %s "
-                     "to stage %d (channel full)", k, pc[k], tok(op, t),
-                     f ? "activation" : "gradient", f ? k + 1 : k - 1);
+            snprintf(msg + len, sizeof msg - len, "; %s %d at op %d (%s) waits to send its %s "
+                     "to stage %d (channel full)", unit, k, pc[k], tok(op, t),
+                     f ? "activation" : "gradient", f ? st + 1 : st - 1);
     }
     for (int k = 0; k < D; k++) {
         free(fwd[k].items);
@@ -317,27 +322,47 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
     if (p->stages < 1 || p->length < 1)
         return pb_err_set(e, "validate: need D >= 1 and N >= 1 (got D = %d, N = %d)", p->stages,
                           p->length);
+    if (p->chunks < 0 || p->stages % pb_pipe_chunks(p))
+        return pb_err_set(e, "validate: %d chunks per device do not divide D = %d", p->chunks,
+                          p->stages);
     if (capacity < 0)
         return pb_err_set(e, "validate: channel capacity must be >= 0 (got %d)", capacity);
     int n = p->length, rc = 0;
+    for (int k = 0; k < pb_pipe_devices(p) && !rc; k++)
+        if (programs[k].device != k)
+            rc = pb_err_set(e, "validate: programs[%d] is for device %d", k, programs[k].device);
+    struct pb_program *st = pb_xcalloc((size_t)p->stages, sizeof *st);
+    if (rc || pb_programs_stages(p, programs, st, e)) {
+        free(st);
+        return -1;
+    }
     int *fpos = pb_xmalloc((size_t)n * p->stages * sizeof *fpos);
     int *bpos = pb_xmalloc((size_t)n * 2 * sizeof *bpos);
     for (int k = 0; k < p->stages && !rc; k++) {
         struct passes ps = {fpos + (size_t)k * n, bpos, bpos + n};
-        if (programs[k].device != k)
-            rc = pb_err_set(e, "validate: programs[%d] is for device %d", k, programs[k].device);
-        else
-            rc = check_stage(p, &programs[k], &ps, e);
+        rc = check_stage(p, &st[k], &ps, e);
     }
     if (!rc)
-        rc = check_orders(p, programs, PB_OP_F, e);
+        rc = check_orders(p, st, PB_OP_F, e);
     if (!rc)
-        rc = check_orders(p, programs, PB_OP_B, e);
+        rc = check_orders(p, st, PB_OP_B, e);
     if (!rc)
         rc = check_deadlock(p, programs, capacity, e);
     for (int k = 0; k < p->stages && !rc; k++)
-        rc = check_versions(p, &programs[k], fpos + (size_t)k * n, e);
+        rc = check_versions(p, &st[k], fpos + (size_t)k * n, e);
     free(fpos);
     free(bpos);
+    pb_programs_finish(st, p->stages);
+    free(st);
     return rc;
+}
+
+int pb_programs_capacity(const struct pb_pipe *p, const struct pb_program *devices,
+                         struct pb_err *e)
+{
+    for (int c = 1; c < p->length; c++)
+        if (!check_deadlock(p, devices, c, e))
+            return c;
+    return check_deadlock(p, devices, p->length > 1 ? p->length : 1, e) ? -1
+           : (p->length > 1 ? p->length : 1);
 }

@@ -508,8 +508,9 @@ static int parse(struct pb_sweep *s, const char *text, const char *db, int threa
     return -1;
 }
 
-int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
-                  struct pb_err *e)
+/* Reads the file at path (a `what` file, for its messages) and parses it into s. */
+static int load_file(struct pb_sweep *s, const char *path, const char *what, const char *db,
+                     int threads, struct pb_err *e)
 {
     memset(s, 0, sizeof *s);
     s->path = path;
@@ -518,25 +519,22 @@ int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int thre
     if (!text)
         return -1;
     const char *why = not_text(text, n);
-    int rc = why ? pb_err_set(e, "cannot read the sweep file %s: %s", path, why)
+    int rc = why ? pb_err_set(e, "cannot read the %s %s: %s", what, path, why)
                  : parse(s, text, db, threads);
     free(text);
     return rc;
 }
 
+int pb_sweep_load(struct pb_sweep *s, const char *path, const char *db, int threads,
+                  struct pb_err *e)
+{
+    return load_file(s, path, "sweep file", db, threads, e);
+}
+
 int pb_sweep_load_run(struct pb_sweep *s, const char *path, struct pb_run_flags *f,
                       struct pb_err *e)
 {
-    memset(s, 0, sizeof *s);
-    s->path = path;
-    size_t n;
-    char *text = slurp(path, &n, e);
-    if (!text)
-        return -1;
-    const char *why = not_text(text, n);
-    int rc = why ? pb_err_set(e, "cannot read the configuration file %s: %s", path, why)
-                 : parse(s, text, NULL, 0);
-    free(text);
+    int rc = load_file(s, path, "configuration file", NULL, 0, e);
     if (rc)
         return rc;
     if (s->nconfigs != 1) {

@@ -277,15 +277,17 @@ END_TEST
 /* executor = mpi: each configuration runs as `mpirun -np 2 pipebench run ...` under its
  * claim (the ranks record it: executor mpi); SIGINT stops the sweep, its running run
  * stopped by its ranks at their epoch boundary (interrupted; mpi writes no resume state)
- * and the other not started; the sweep run again runs what is not finished. */
+ * and the other not started; the sweep run again runs what is not finished. 40 short
+ * epochs, so the signal sent once the first is recorded lands long before the last (8
+ * epochs of 6000 samples once finished in 1.1 s on a quiet machine, before it arrived). */
 START_TEST(mpi_sweep_interrupted_and_resumed)
 {
     if (!PB_HAVE_MPI)   /* a build without MPI refuses the executor (test_bad_inputs) */
         return;
     cli_scratch(dir, sizeof dir, "sweep");
     cli_write(dir, "m.ini", "[grid]\nseed = 1, 2\n[run]\nmodel = mlp\nexecutor = mpi\n"
-                            "stages = 2\nlimit-train = 6000\nlimit-val = 320\n"
-                            "microbatch-size = 32\nepochs = 8\nthreads = 2\n");
+                            "stages = 2\nlimit-train = 2000\nlimit-val = 320\n"
+                            "microbatch-size = 32\nepochs = 40\nthreads = 2\n");
     static struct proc p;
     proc_start(&p, dir, "sweep m.ini --db a.db");
     ck_assert_msg(proc_wait_for(&p, "[1/2] seed=1: started", 1), "%s", p.log);
@@ -313,7 +315,7 @@ START_TEST(mpi_sweep_interrupted_and_resumed)
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT seed) FROM runs WHERE status "
                                               "= 'done' AND executor = 'mpi' AND stages = 2"), 2);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM epochs e JOIN runs r ON "
-                                              "r.id = e.run_id WHERE r.status = 'done'"), 16);
+                                              "r.id = e.run_id WHERE r.status = 'done'"), 80);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db") == 0, "%s", out);
     ck_assert_msg(strstr(out, "2 finished already, 0 to run"), "%s", out);
     cli_cleanup(dir);

@@ -503,12 +503,10 @@ struct counts {
     size_t *v;
 };
 
-static void add_count(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                      const struct pb_layer *l)
+static void add_count(void *ctx, const struct pb_stage_tensor *t)
 {
-    (void)name, (void)off, (void)l;
     struct counts *c = ctx;
-    if (is_buffer)
+    if (t->is_buffer)
         return;
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
@@ -516,7 +514,7 @@ static void add_count(void *ctx, const char *name, int is_buffer, size_t off, si
         if (!c->v)
             die("host memory", NULL);
     }
-    c->v[c->n++] = n;
+    c->v[c->n++] = t->count;
 }
 
 /* torch_seq.py's DIMS of the stage's model. */

@@ -271,19 +271,19 @@ struct tensor_list {
     struct tensor_ref t[128];
 };
 
-static void collect(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                    const struct pb_layer *l)
+static void collect(void *ctx, const struct pb_stage_tensor *t)
 {
     struct tensor_list *tl = ctx;
     size_t plen = strlen(tl->prefix);
-    ck_assert_msg(!strncmp(name, tl->prefix, plen), "%s lacks the prefix %s", name, tl->prefix);
+    ck_assert_msg(!strncmp(t->name, tl->prefix, plen), "%s lacks the prefix %s", t->name,
+                  tl->prefix);
     ck_assert_int_lt(tl->n, 128);
     struct tensor_ref *r = &tl->t[tl->n++];
-    snprintf(r->key, sizeof r->key, "%s", name + plen);
-    r->is_buffer = is_buffer;
-    r->off = off;
-    r->n = n;
-    r->kind = l->cfg.kind;
+    snprintf(r->key, sizeof r->key, "%s", t->name + plen);
+    r->is_buffer = t->is_buffer;
+    r->off = t->off;
+    r->n = t->count;
+    r->kind = t->layer->cfg.kind;
 }
 
 /* Fixture tensors named <case>.<tag>.* */

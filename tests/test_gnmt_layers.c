@@ -506,15 +506,10 @@ START_TEST(thread_bits)
 }
 END_TEST
 
-static void name_of(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                    const struct pb_layer *l)
+static void name_of(void *ctx, const struct pb_stage_tensor *t)
 {
-    (void)is_buffer;
-    (void)off;
-    (void)n;
-    (void)l;
     char *all = ctx;
-    strcat(all, name);
+    strcat(all, t->name);
     strcat(all, " ");
 }
 

@@ -25,10 +25,11 @@
 struct counts {
     long long total;
     long long n[MAX_TENSORS];
+    char shape[MAX_TENSORS][64];  /* "4096x1024"; "" for a 0-d tensor */
     int k;
 };
 
-/* The fixture's tensor sizes of `model` (products of the recorded shapes). */
+/* The fixture's tensor shapes and sizes of `model` (products of the recorded shapes). */
 static void read_fixture(const char *model, struct counts *c)
 {
     char path[1024], line[256];
@@ -58,6 +59,7 @@ static void read_fixture(const char *model, struct counts *c)
                     s++;
             }
             ck_assert_int_lt(c->k, MAX_TENSORS);
+            snprintf(c->shape[c->k], sizeof c->shape[c->k], "%s", shape);
             c->n[c->k++] = n;
         }
     }
@@ -65,18 +67,19 @@ static void read_fixture(const char *model, struct counts *c)
     ck_assert_msg(found, "%s has no record of %s", path, model);
 }
 
-static void add_count(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                      const struct pb_layer *l)
+static void add_count(void *ctx, const struct pb_stage_tensor *t)
 {
-    (void)name;
-    (void)off;
-    (void)l;
     struct counts *c = ctx;
-    if (is_buffer)
+    if (t->is_buffer)
         return;
     ck_assert_int_lt(c->k, MAX_TENSORS);
-    c->n[c->k++] = (long long)n;
-    c->total += (long long)n;
+    size_t len = 0;
+    c->shape[c->k][0] = 0;
+    for (int d = 0; d < t->ndim; d++)
+        len += (size_t)snprintf(c->shape[c->k] + len, sizeof c->shape[c->k] - len, "%s%lld",
+                                d ? "x" : "", (long long)t->shape[d]);
+    c->n[c->k++] = (long long)t->count;
+    c->total += (long long)t->count;
 }
 
 static void build(const char *model, const char *preset, struct pb_model *m, int batch)
@@ -108,8 +111,9 @@ START_TEST(paper_parameters)
                   pb.total, torch.total);
     ck_assert_int_eq(pb.k, torch.k);
     for (int i = 0; i < pb.k; i++)
-        ck_assert_msg(pb.n[i] == torch.n[i], "%s: tensor %d has %lld values, PyTorch %lld",
-                      models[_i], i, pb.n[i], torch.n[i]);
+        ck_assert_msg(pb.n[i] == torch.n[i] && !strcmp(pb.shape[i], torch.shape[i]),
+                      "%s: tensor %d has shape [%s] (%lld values), PyTorch [%s] (%lld)",
+                      models[_i], i, pb.shape[i], pb.n[i], torch.shape[i], torch.n[i]);
     pb_model_finish(&m);
 }
 END_TEST
@@ -193,13 +197,14 @@ START_TEST(gnmt_init)
                 continue;
             float *p = calloc(n, sizeof *p);
             l->ops->init(l, p, NULL, 3);
-            const char *names[PB_LAYER_MAX_TENSORS];
-            size_t cnt[PB_LAYER_MAX_TENSORS], off = 0;
-            int k = l->ops->param_tensors(l, names, cnt);
+            struct pb_param_tensor pt[PB_LAYER_MAX_TENSORS];
+            size_t off = 0;
+            int k = l->ops->param_tensors(l, pt);
             for (int t = 0; t < k; t++) {
-                bool hh_bias = !strncmp(names[t], "bias_hh", 7);
+                bool hh_bias = !strncmp(pt[t].name, "bias_hh", 7);
+                size_t count = pb_param_tensor_count(&pt[t]);
                 double lo = 1, hi = -1;
-                for (size_t j = 0; j < cnt[t]; j++) {
+                for (size_t j = 0; j < count; j++) {
                     float v = p[off + j];
                     if (hh_bias)
                         ck_assert(v == 0.0f);
@@ -208,8 +213,8 @@ START_TEST(gnmt_init)
                 }
                 if (!hh_bias)  /* spread over the interval, inside it */
                     ck_assert_msg(lo >= -0.1 && hi <= 0.1 && lo < -0.09 && hi > 0.09,
-                                  "%s.%s in [%g, %g]", l->name, names[t], lo, hi);
-                off += cnt[t];
+                                  "%s.%s in [%g, %g]", l->name, pt[t].name, lo, hi);
+                off += count;
             }
             seen[l->cfg.kind == PB_LAYER_LSTM ? 0 : l->cfg.kind == PB_LAYER_EMBEDDING ? 1 : 2]++;
             free(p);

@@ -79,7 +79,7 @@ static void check_parity(const struct lcase *c)
     pb_load_fixture(&fx, "seq.safetensors");
     struct lrun r;
     lrun_init(&r, lstm_cfg(5, 4, 2, c->bi, 0.0f), 1, &c->x, c->bi ? bi_len : NULL);
-    ck_assert_int_eq(r.l.ops->param_tensors(&r.l, (const char *[64]){0}, (size_t[64]){0}),
+    ck_assert_int_eq(r.l.ops->param_tensors(&r.l, (struct pb_param_tensor[64]){0}),
                      c->bi ? 16 : 8);
     load_params(&r, c->name);
     size_t nx = pb_shape_count(c->x), ny = pb_shape_count(r.l.out_shape);
@@ -508,14 +508,10 @@ START_TEST(dropout_is_between_layers)
 }
 END_TEST
 
-static void name_of(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                    const struct pb_layer *l)
+static void name_of(void *ctx, const struct pb_stage_tensor *t)
 {
-    (void)is_buffer;
-    (void)off;
-    (void)l;
     char *all = ctx;
-    snprintf(all + strlen(all), 4096 - strlen(all), "%s:%zu ", name, n);
+    snprintf(all + strlen(all), 4096 - strlen(all), "%s:%zu ", t->name, t->count);
 }
 
 /* A two-layer bidirectional LSTM in a model: PyTorch's tensor names and sizes in a

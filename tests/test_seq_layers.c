@@ -322,11 +322,13 @@ START_TEST(models)
         else  /* 2000·32 + 4·(4·32·(32 + 32 + 2) + 32·32 + 32) + 32·2 + 2 */
             ck_assert_uint_eq(pb_model_param_count(&m, 0, m.nblocks), 2000 * 32 + 4 * (128 * 66 + 1056) + 66);
         const struct pb_layer *lstm = &m.blocks[1].nodes[0];
-        const char *tn[4];
-        size_t cnt[4];
-        ck_assert_int_eq(lstm->ops->param_tensors(lstm, tn, cnt), 4);
-        ck_assert_str_eq(tn[0], "weight_ih_l0");
-        ck_assert_str_eq(tn[3], "bias_hh_l0");
+        struct pb_param_tensor pt[4];
+        ck_assert_int_eq(lstm->ops->param_tensors(lstm, pt), 4);
+        ck_assert_str_eq(pt[0].name, "weight_ih_l0");
+        /* PyTorch's shapes: weight_ih [4H, I], weight_hh [4H, H], bias_hh [4H] */
+        ck_assert(pt[0].ndim == 2 && pt[1].ndim == 2 && pt[3].ndim == 1);
+        ck_assert(pt[0].shape[0] == 4 * pt[1].shape[1] && pt[1].shape[0] == pt[3].shape[0]);
+        ck_assert_str_eq(pt[3].name, "bias_hh_l0");
         ck_assert(pb_shape_eq(m.blocks[5].out_shape, (struct pb_shape){2, 2, 1, 1}));
         int paper[5];
         ck_assert_msg(pb_partition_paper(&m, p, paper, &e) == 0, "%s", e.msg);

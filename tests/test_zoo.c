@@ -70,32 +70,26 @@ struct collect {
     struct record *r;
 };
 
-/* PyTorch's shape of a parameter: linear [out, in], conv2d [cout, cin, kh, kw], else [n]. */
-static void torch_shape(const struct pb_layer *l, const char *name, size_t n, char *out, size_t cap)
+/* A tensor's shape as the fixture writes it: "64x3x11x11". */
+static void shape_text(const struct pb_stage_tensor *t, char *out, size_t cap)
 {
-    size_t len = strlen(name);
-    bool weight = len >= 7 && !strcmp(name + len - 7, ".weight");
-    if (weight && l->cfg.kind == PB_LAYER_LINEAR)
-        snprintf(out, cap, "%dx%d", l->cfg.out_features, l->cfg.in_features);
-    else if (weight && l->cfg.kind == PB_LAYER_CONV2D)
-        snprintf(out, cap, "%dx%dx%dx%d", l->cfg.conv.cout, l->cfg.conv.cin, l->cfg.conv.kh,
-                 l->cfg.conv.kw);
-    else
-        snprintf(out, cap, "%zu", n);
+    size_t len = 0;
+    out[0] = 0;
+    for (int d = 0; d < t->ndim && len < cap; d++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%lld", d ? "x" : "",
+                                (long long)t->shape[d]);
 }
 
-static void add_param(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                      const struct pb_layer *l)
+static void add_param(void *ctx, const struct pb_stage_tensor *t)
 {
-    (void)off;
     struct record *r = ((struct collect *)ctx)->r;
-    if (is_buffer)
+    if (t->is_buffer)
         return;
     ck_assert_int_lt(r->n, MAX_TENSORS);
-    const char *dot = strchr(name, '.');   /* leave "stage0." out */
+    const char *dot = strchr(t->name, '.');   /* leave "stage0." out */
     snprintf(r->t[r->n].name, sizeof r->t[r->n].name, "%s", dot + 1);
-    torch_shape(l, name, n, r->t[r->n].shape, sizeof r->t[r->n].shape);
-    r->total += (long long)n;
+    shape_text(t, r->t[r->n].shape, sizeof r->t[r->n].shape);
+    r->total += (long long)t->count;
     r->n++;
 }
 

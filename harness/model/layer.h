@@ -22,6 +22,24 @@
 /* parameter tensors of one layer: a bidirectional LSTM's four per direction and layer */
 #define PB_LAYER_MAX_TENSORS (8 * PB_LSTM_MAX_LAYERS)
 
+/* One parameter tensor of a layer as PyTorch names and shapes it: linear and attention
+ * projections [out, in], conv2d [cout, cin, kh, kw], embedding [num, dim], LSTM
+ * weight_ih [4H, I] and weight_hh [4H, H], attention's normalize_scalar [] (0-d);
+ * biases and the rest [n]. */
+struct pb_param_tensor {
+    const char *name;   /* within the layer: "weight", "bias_hh_l0", "linear_q.weight" */
+    int ndim;           /* 0 to 4 */
+    int64_t shape[4];
+};
+
+static inline size_t pb_param_tensor_count(const struct pb_param_tensor *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
 enum pb_layer_kind {
     PB_LAYER_LINEAR,
     PB_LAYER_CONV2D,
@@ -117,10 +135,11 @@ struct pb_layer_ops {
                  struct pb_shape *out, struct pb_err *e);
     size_t (*param_count)(const struct pb_layer *l);
     size_t (*buffer_count)(const struct pb_layer *l);  /* non-trained state (BN running stats) */
-    /* PyTorch's default initialisation into host memory; names[i] of param tensor i */
+    /* PyTorch's default initialisation into host memory, tensor by tensor */
     void (*init)(const struct pb_layer *l, float *params, float *buffers, uint64_t seed);
-    /* at most PB_LAYER_MAX_TENSORS */
-    int (*param_tensors)(const struct pb_layer *l, const char **names, size_t *counts);
+    /* The parameter tensors in the order of the flat buffer (at most
+     * PB_LAYER_MAX_TENSORS); returns their number. */
+    int (*param_tensors)(const struct pb_layer *l, struct pb_param_tensor *t);
     /* Forward: allocates act->out (and act->aux) in PB_MEM_ACTS. params and buffers
      * point at this layer's slice of the flat buffers. */
     int (*forward)(const struct pb_layer *l, const struct pb_fwd_ctx *c,

@@ -489,35 +489,39 @@ int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
 }
 
 void pb_stage_tensors(const struct pb_stage *s,
-                      void (*fn)(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                                 const struct pb_layer *l),
-                      void *ctx)
+                      void (*fn)(void *ctx, const struct pb_stage_tensor *t), void *ctx)
 {
     char name[256];
     for (int b = s->first; b < s->last; b++) {
         const struct pb_block *blk = &s->model->blocks[b];
         for (int i = 0; i < blk->nnodes; i++) {
             const struct pb_layer *l = &blk->nodes[i];
-            const char *names[PB_LAYER_MAX_TENSORS];
-            size_t counts[PB_LAYER_MAX_TENSORS], off = s->param_off[b - s->first] + l->param_off;
-            int k = l->ops->param_tensors(l, names, counts);
+            struct pb_param_tensor pt[PB_LAYER_MAX_TENSORS];
+            size_t off = s->param_off[b - s->first] + l->param_off;
+            int k = l->ops->param_tensors(l, pt);
             char prefix[160];
             if (blk->top_level)
                 snprintf(prefix, sizeof prefix, "stage%d.%s", s->index, l->name);
             else
                 snprintf(prefix, sizeof prefix, "stage%d.%s.%s", s->index, blk->name, l->name);
-            for (int t = 0; t < k; t++) {
-                snprintf(name, sizeof name, "%s.%s", prefix, names[t]);
-                fn(ctx, name, 0, off, counts[t], l);
-                off += counts[t];
+            for (int j = 0; j < k; j++) {
+                snprintf(name, sizeof name, "%s.%s", prefix, pt[j].name);
+                struct pb_stage_tensor t = {name, false, off, pb_param_tensor_count(&pt[j]),
+                                            pt[j].ndim, {0}, l};
+                memcpy(t.shape, pt[j].shape, sizeof t.shape);
+                fn(ctx, &t);
+                off += t.count;
             }
             size_t nbuf = l->ops->buffer_count(l);
             if (nbuf) {
                 size_t boff = s->buffer_off[b - s->first] + l->buffer_off;
-                snprintf(name, sizeof name, "%s.running_mean", prefix);
-                fn(ctx, name, 1, boff, nbuf / 2, l);
-                snprintf(name, sizeof name, "%s.running_var", prefix);
-                fn(ctx, name, 1, boff + nbuf / 2, nbuf / 2, l);
+                static const char *const stats[] = {"running_mean", "running_var"};
+                for (int j = 0; j < 2; j++) {
+                    snprintf(name, sizeof name, "%s.%s", prefix, stats[j]);
+                    struct pb_stage_tensor t = {name, true, boff + j * (nbuf / 2), nbuf / 2, 1,
+                                                {(int64_t)(nbuf / 2)}, l};
+                    fn(ctx, &t);
+                }
             }
         }
     }

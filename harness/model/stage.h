@@ -104,13 +104,19 @@ int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
 /* Frees what a forward kept (after an error, or for evaluation). */
 void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act);
 
-/* Checkpoint tensors of the stage: "stage<k>.<block>.<layer>.<param>" (a top-level
- * block: "stage<k>.<layer>.<param>") for each parameter and BN running statistic, in
- * model order. fn is called with the tensor
- * name, and the host-side offset and count inside params (is_buffer = 0) or buffers. */
+/* One checkpoint tensor of a stage: a parameter or a BN running statistic. */
+struct pb_stage_tensor {
+    const char *name;              /* "stage<k>.<block>.<layer>.<param>" (a top-level
+                                      block: "stage<k>.<layer>.<param>") */
+    bool is_buffer;                /* in the stage's buffers, else its params */
+    size_t off, count;             /* host-side offset and count in that flat buffer */
+    int ndim;                      /* PyTorch's shape (struct pb_param_tensor) */
+    int64_t shape[4];
+    const struct pb_layer *layer;  /* the layer that holds it */
+};
+
+/* Calls fn for each checkpoint tensor of the stage, in model order. */
 void pb_stage_tensors(const struct pb_stage *s,
-                      void (*fn)(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                                 const struct pb_layer *l),
-                      void *ctx);
+                      void (*fn)(void *ctx, const struct pb_stage_tensor *t), void *ctx);
 
 #endif

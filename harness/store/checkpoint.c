@@ -21,34 +21,25 @@ struct collect {
     int rc;
 };
 
-/* PyTorch's shape of a parameter: weights of linear [out, in] and conv2d
- * [cout, cin, kh, kw]; everything else is a vector. */
-static int torch_shape(const struct pb_layer *l, const char *name, size_t n, int64_t *shape)
-{
-    size_t len = strlen(name);
-    bool weight = len >= 7 && !strcmp(name + len - 7, ".weight");
-    if (weight && l->cfg.kind == PB_LAYER_LINEAR) {
-        shape[0] = l->cfg.out_features;
-        shape[1] = l->cfg.in_features;
-        return 2;
-    }
-    if (weight && l->cfg.kind == PB_LAYER_CONV2D) {
-        const struct pb_conv_desc *d = &l->cfg.conv;
-        int64_t s[4] = {d->cout, d->cin, d->kh, d->kw};
-        memcpy(shape, s, sizeof s);
-        return 4;
-    }
-    shape[0] = (int64_t)n;
-    return 1;
-}
-
-static void add_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                       const struct pb_layer *l)
+static void add_tensor(void *ctx, const struct pb_stage_tensor *t)
 {
     struct collect *c = ctx;
-    int64_t shape[4];
-    int nd = torch_shape(l, name, n, shape);
-    pb_st_add(c->st, name, PB_ST_F32, nd, shape, (is_buffer ? c->h->buffers : c->h->params) + off);
+    pb_st_add(c->st, t->name, PB_ST_F32, t->ndim, t->shape,
+              (t->is_buffer ? c->h->buffers : c->h->params) + t->off);
+}
+
+/* Reads tensor `name` of f into dst as t's shape. Files written before the LSTM,
+ * embedding and attention tensors took PyTorch's shapes (2-D weights, a 0-d scalar) hold
+ * them as vectors of the same count: those load too. */
+static int read_shaped(const struct pb_safetensors *f, const char *name, float *dst,
+                       const struct pb_stage_tensor *t, struct pb_err *e)
+{
+    const struct pb_st_tensor *ft = pb_st_find(f, name);
+    enum pb_layer_kind kind = t->layer->cfg.kind;
+    if (ft && ft->ndim == 1 && t->ndim != 1 && (kind == PB_LAYER_LSTM ||
+        kind == PB_LAYER_EMBEDDING || kind == PB_LAYER_ATTENTION))
+        return pb_st_read_f32(f, name, dst, t->count, e);
+    return pb_st_read_f32_shaped(f, name, dst, t->ndim, t->shape, e);
 }
 
 /* The stage's weights into host memory, valid once this returns (the download synced). */
@@ -125,16 +116,13 @@ static const char *file_name(const struct pb_safetensors *st, const char *name)
     return name;
 }
 
-static void read_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                        const struct pb_layer *l)
+static void read_tensor(void *ctx, const struct pb_stage_tensor *t)
 {
     struct collect *c = ctx;
     if (c->rc)
         return;
-    float *dst = (is_buffer ? c->out->buffers : c->out->params) + off;
-    int64_t shape[4];
-    int nd = torch_shape(l, name, n, shape);
-    if (pb_st_read_f32_shaped(c->in, file_name(c->in, name), dst, nd, shape, c->e))
+    float *dst = (t->is_buffer ? c->out->buffers : c->out->params) + t->off;
+    if (read_shaped(c->in, file_name(c->in, t->name), dst, t, c->e))
         c->rc = -1;
 }
 
@@ -210,29 +198,25 @@ static const char *keep_name(struct state_io *c, const char *name)
     return c->heap[c->nheap++] = pb_xstrdup(name);
 }
 
-static void state_tensor(void *ctx, const char *name, int is_buffer, size_t off, size_t n,
-                         const struct pb_layer *l)
+static void state_tensor(void *ctx, const struct pb_stage_tensor *t)
 {
     struct state_io *c = ctx;
-    int64_t shape[4];
-    int nd = torch_shape(l, name, n, shape);
     for (int i = -1; i < NSLOTS && !c->rc; i++) {
-        if (i >= 0 && is_buffer)
+        if (i >= 0 && t->is_buffer)
             break;
         char full[256];
         if (i < 0)
-            snprintf(full, sizeof full, "%s", name);
+            snprintf(full, sizeof full, "%s", t->name);
         else
-            snprintf(full, sizeof full, "%s.optim.%s", name, slot_names[i]);
-        float *base = i < 0 ? (is_buffer ? (c->in ? c->in->w.buffers : c->out->w.buffers)
-                                         : (c->in ? c->in->w.params : c->out->w.params))
+            snprintf(full, sizeof full, "%s.optim.%s", t->name, slot_names[i]);
+        float *base = i < 0 ? (t->is_buffer ? (c->in ? c->in->w.buffers : c->out->w.buffers)
+                                            : (c->in ? c->in->w.params : c->out->w.params))
                             : (c->in ? c->in->slot[i] : c->out->slot[i]);
         if (!base)
             continue;
         if (c->in)
-            pb_st_add(c->st, keep_name(c, full), PB_ST_F32, nd, shape, base + off);
-        else if (pb_st_read_f32_shaped(c->st, file_name(c->st, full), base + off, nd, shape,
-                                       c->e))
+            pb_st_add(c->st, keep_name(c, full), PB_ST_F32, t->ndim, t->shape, base + t->off);
+        else if (read_shaped(c->st, file_name(c->st, full), base + t->off, t, c->e))
             c->rc = -1;
     }
 }

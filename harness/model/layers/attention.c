@@ -40,19 +40,14 @@ static int attn_infer(const struct pb_layer *l, const struct pb_shape *in, int n
     return 0;
 }
 
-static int attn_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int attn_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
-    size_t u = (size_t)l->cfg.out_features;
-    names[0] = "linear_att";
-    counts[0] = u;
-    names[1] = "normalize_scalar";
-    counts[1] = 1;
-    names[2] = "normalize_bias";
-    counts[2] = u;
-    names[3] = "linear_q.weight";
-    counts[3] = u * (size_t)l->cfg.in_features;
-    names[4] = "linear_k.weight";
-    counts[4] = u * (size_t)l->cfg.key_features;
+    int u = l->cfg.out_features;
+    t[0] = (struct pb_param_tensor){"linear_att", 1, {u}};
+    t[1] = (struct pb_param_tensor){"normalize_scalar", 0, {0}};  /* a 0-d tensor: [] */
+    t[2] = (struct pb_param_tensor){"normalize_bias", 1, {u}};
+    t[3] = (struct pb_param_tensor){"linear_q.weight", 2, {u, l->cfg.in_features}};
+    t[4] = (struct pb_param_tensor){"linear_k.weight", 2, {u, l->cfg.key_features}};
     return 5;
 }
 
@@ -65,20 +60,21 @@ static size_t attn_params(const struct pb_layer *l)
 static void attn_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
 {
     (void)buffers;
-    const char *names[5];
-    size_t counts[5], off = 0;
-    int n = attn_tensors(l, names, counts);
+    struct pb_param_tensor t[5];
+    size_t off = 0;
+    int n = attn_tensors(l, t);
     for (int i = 0; i < n; i++) {
         float *w = params + off;
+        size_t count = pb_param_tensor_count(&t[i]);
         if (i == 1)
             w[0] = 1.0f / sqrtf((float)l->cfg.out_features);
         else if (i == 2)
-            for (size_t j = 0; j < counts[i]; j++)
+            for (size_t j = 0; j < count; j++)
                 w[j] = 0.0f;
         else
             pb_rng_fill_uniform(pb_rng_key(PB_RNG_INIT, seed, (uint64_t)l->uid, (uint64_t)i, 0),
-                                0, w, counts[i], -GNMT_INIT_WEIGHT, GNMT_INIT_WEIGHT);
-        off += counts[i];
+                                0, w, count, -GNMT_INIT_WEIGHT, GNMT_INIT_WEIGHT);
+        off += count;
     }
 }
 

@@ -43,11 +43,10 @@ static void bn_init(const struct pb_layer *l, float *params, float *buffers, uin
         pb_init_fill(&l->cfg.init, params, (size_t)c, 0, seed, l->uid, 0);
 }
 
-static int bn_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int bn_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
-    names[0] = "weight";
-    names[1] = "bias";
-    counts[0] = counts[1] = (size_t)l->cfg.channels;
+    t[0] = (struct pb_param_tensor){"weight", 1, {l->cfg.channels}};
+    t[1] = (struct pb_param_tensor){"bias", 1, {l->cfg.channels}};
     return 2;
 }
 

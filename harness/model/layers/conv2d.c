@@ -41,14 +41,13 @@ static void conv_init(const struct pb_layer *l, float *params, float *buffers, u
                         d->cin * d->kh * d->kw, d->cout * d->kh * d->kw, seed, l->uid);
 }
 
-static int conv_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int conv_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
-    names[0] = "weight";
-    counts[0] = conv_weight_count(l);
-    if (!l->cfg.conv.bias)
+    const struct pb_conv_desc *d = &l->cfg.conv;
+    t[0] = (struct pb_param_tensor){"weight", 4, {d->cout, d->cin, d->kh, d->kw}};
+    if (!d->bias)
         return 1;
-    names[1] = "bias";
-    counts[1] = (size_t)l->cfg.conv.cout;
+    t[1] = (struct pb_param_tensor){"bias", 1, {d->cout}};
     return 2;
 }
 

@@ -40,10 +40,9 @@ static void embedding_init(const struct pb_layer *l, float *params, float *buffe
             params[(size_t)l->cfg.padding_idx * dim + j] = 0.0f;
 }
 
-static int embedding_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int embedding_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
-    names[0] = "weight";
-    counts[0] = embedding_params(l);
+    t[0] = (struct pb_param_tensor){"weight", 2, {l->cfg.in_features, l->cfg.out_features}};
     return 1;
 }
 

@@ -170,11 +170,10 @@ void pb_layer_no_init(const struct pb_layer *l, float *params, float *buffers, u
     (void)seed;
 }
 
-int pb_layer_no_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+int pb_layer_no_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
     (void)l;
-    (void)names;
-    (void)counts;
+    (void)t;
     return 0;
 }
 

@@ -13,7 +13,7 @@ extern const struct pb_layer_ops pb_linear_ops, pb_conv2d_ops, pb_batchnorm2d_op
 /* Defaults for layers without parameters or buffers. */
 size_t pb_layer_zero_count(const struct pb_layer *l);
 void pb_layer_no_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed);
-int pb_layer_no_tensors(const struct pb_layer *l, const char **names, size_t *counts);
+int pb_layer_no_tensors(const struct pb_layer *l, struct pb_param_tensor *t);
 double pb_layer_no_flops(const struct pb_layer *l);
 /* One FLOP per output element (elementwise layers, pooling windows excluded). */
 double pb_layer_out_flops(const struct pb_layer *l);

@@ -48,14 +48,12 @@ static void linear_init(const struct pb_layer *l, float *params, float *buffers,
                         l->uid);
 }
 
-static int linear_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int linear_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
-    names[0] = "weight";
-    counts[0] = (size_t)l->cfg.out_features * l->cfg.in_features;
+    t[0] = (struct pb_param_tensor){"weight", 2, {l->cfg.out_features, l->cfg.in_features}};
     if (!l->cfg.bias)
         return 1;
-    names[1] = "bias";
-    counts[1] = (size_t)l->cfg.out_features;
+    t[1] = (struct pb_param_tensor){"bias", 1, {l->cfg.out_features}};
     return 2;
 }
 

@@ -99,19 +99,17 @@ static const char *const lstm_names[PB_LSTM_MAX_LAYERS][2][4] = {
     LSTM_NAMES(4), LSTM_NAMES(5), LSTM_NAMES(6), LSTM_NAMES(7),
 };
 
-static int lstm_tensors(const struct pb_layer *l, const char **names, size_t *counts)
+static int lstm_tensors(const struct pb_layer *l, struct pb_param_tensor *t)
 {
     PB_CHECK(nlayers(l) >= 1 && nlayers(l) <= PB_LSTM_MAX_LAYERS);
-    size_t g = 4 * (size_t)l->cfg.out_features;
+    int64_t g = 4 * (int64_t)l->cfg.out_features;
     int n = 0;
     for (int k = 0; k < nlayers(l); k++)
         for (int d = 0; d < ndirs(l); d++)
-            for (int i = 0; i < 4; i++, n++) {
-                names[n] = lstm_names[k][d][i];
-                counts[n] = i == 0 ? g * (size_t)layer_input(l, k)
-                            : i == 1 ? g * (size_t)l->cfg.out_features
-                                     : g;
-            }
+            for (int i = 0; i < 4; i++, n++)
+                t[n] = (struct pb_param_tensor){
+                    lstm_names[k][d][i], i < 2 ? 2 : 1,
+                    {g, i == 0 ? layer_input(l, k) : l->cfg.out_features}};
     return n;
 }
 
@@ -120,18 +118,19 @@ static int lstm_tensors(const struct pb_layer *l, const char **names, size_t *co
 static void lstm_init(const struct pb_layer *l, float *params, float *buffers, uint64_t seed)
 {
     (void)buffers;
-    const char *names[PB_LAYER_MAX_TENSORS];
-    size_t counts[PB_LAYER_MAX_TENSORS], off = 0;
-    int n = lstm_tensors(l, names, counts);
+    struct pb_param_tensor t[PB_LAYER_MAX_TENSORS];
+    size_t off = 0;
+    int n = lstm_tensors(l, t);
     const struct pb_init_spec *spec = &l->cfg.init;
     for (int i = 0; i < n; i++) {
+        size_t count = pb_param_tensor_count(&t[i]);
         if (spec->kind == PB_INIT_DEFAULT)
-            pb_init_uniform_fan_in(params + off, counts[i], l->cfg.out_features, seed, l->uid, i);
+            pb_init_uniform_fan_in(params + off, count, l->cfg.out_features, seed, l->uid, i);
         else if (i % 4 == 3 && spec->zero_bias)  /* bias_hh (GNMT's init_lstm_) */
-            memset(params + off, 0, counts[i] * sizeof *params);
+            memset(params + off, 0, count * sizeof *params);
         else
-            pb_init_fill(spec, params + off, counts[i], 0, seed, l->uid, i);
-        off += counts[i];
+            pb_init_fill(spec, params + off, count, 0, seed, l->uid, i);
+        off += count;
     }
 }
 

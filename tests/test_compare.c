@@ -1,6 +1,8 @@
 /* tests/test_compare.c — `pipebench compare` through the built binary on a tiny
  * configuration: the comparison tables hold one row per run, the runs are in the
- * database, the figures are drawn; bad input is refused before anything runs. */
+ * database, the figures are drawn; bad input is refused before anything runs; with
+ * --executor mpi (the slow case) each configuration runs under mpirun. */
+#include "pb_config.h"
 #include "tests/cli_util.h"
 
 #include "plots/plot.h"
@@ -125,6 +127,36 @@ START_TEST(equal_footing_and_resume)
 }
 END_TEST
 
+/* --executor mpi (slow; only in a build with MPI): each configuration runs under mpirun,
+ * 2 ranks each, recorded with executor mpi in the comparison; a second compare finds them
+ * finished and runs nothing. */
+START_TEST(mpi_compare)
+{
+    if (!PB_HAVE_MPI)   /* a build without MPI refuses the executor (test_bad_inputs) */
+        return;
+    cli_scratch(dir, sizeof dir, "compare");
+    static const char args[] = "compare --schedules gpipe,pipedream --optimizers sgdm "
+                               "--executor mpi --stages 2 --model mlp --limit-train 320 "
+                               "--limit-val 160 --epochs 2 --threads 2 --db m.db --out figs";
+    int rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "compare: 2 runs of mlp on fashion-mnist, D = 2, 2 epochs;"), "%s",
+                  out);
+    const char *speed = strstr(out, "Convergence and speed");
+    ck_assert_msg(speed && strstr(speed, "  gpipe      sgdm ") &&
+                  strstr(speed, "  pipedream  sgdm "), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM runs WHERE status = 'done' "
+                                              "AND executor = 'mpi' AND stages = 2 AND "
+                                              "schedule IN ('gpipe', 'pipedream') AND model = "
+                                              "'mlp' AND epochs = 2"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM epochs"), 4);
+    rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0 && strstr(out, "2 of them finished already"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM runs"), 2);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Exit status 2 with the fragment in the message; nothing ran. */
 static void expect_bad(const char *args, const char *fragment)
 {
@@ -158,11 +190,16 @@ Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("compare");
     TCase *tc = tcase_create("compare");
+    tcase_set_tags(tc, "fast");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, tiny_compare);
     tcase_add_test(tc, diverged_runs_reported);
     tcase_add_test(tc, equal_footing_and_resume);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
+    TCase *mpi = tcase_create("mpi");
+    tcase_set_timeout(mpi, 600);
+    tcase_add_test(mpi, mpi_compare);
+    suite_add_tcase(s, mpi);
     return s;
 }

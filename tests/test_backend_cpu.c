@@ -147,9 +147,7 @@ static size_t idx4(struct pb_shape s, int n, int c, int h, int w)
  * the first differing element. */
 static void assert_same(const char *what, const float *a, const float *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(memcmp(&a[i], &b[i], sizeof a[i]) == 0,
-                      "%s: element %zu: got %.9g, expected %.9g", what, i, a[i], b[i]);
+    pb_assert_same_bits(what, a, b, n);
 }
 
 static const enum pb_layout all_layouts[3] = {PB_LAYOUT_PLAIN, PB_LAYOUT_NCHW8C, PB_LAYOUT_NCHW16C};
@@ -884,8 +882,7 @@ START_TEST(test_eltwise)
 
     be->ops->fill(be, dy, 2.5f, n);
     got = host_from(be, dy, n);
-    for (size_t i = 0; i < n; i++)
-        ck_assert(got[i] == 2.5f);
+    pb_assert_all("filled", got, n, 2.5f);
     free(got), free(a), free(b), free(want);
     be_done(be);
 }

@@ -17,6 +17,7 @@
 
 #include "harness/exec/sim.h"
 #include "tests/cli_util.h"
+#include "tests/test_util.h"
 #include "tests/train_util.h"
 
 #define MAXS 16
@@ -265,13 +266,11 @@ static void trains(int M)
         run_ok(&c, "il.safetensors");
         float *w = load_weights(tmp_path("il.safetensors"), &n);
         ck_assert_uint_eq(n, n_ref);
-        for (size_t i = 0; i < n; i++) {
-            ck_assert_msg(memcmp(&w[i], &ref[i], sizeof *w) == 0, "interleaved %s M=%d: weight "
-                          "%zu %.9g, 1f1b's %.9g", execs[x], M, i, w[i], ref[i]);
-            ck_assert_msg(fabsf(w[i] - gp[i]) <= 1e-5f * fmaxf(1.0f, fabsf(gp[i])),
-                          "interleaved %s: weight %zu %.9g, GPipe's %.9g", execs[x], i, w[i],
-                          gp[i]);
-        }
+        char what[96];
+        snprintf(what, sizeof what, "interleaved %s M=%d: weights against 1f1b's", execs[x], M);
+        pb_assert_same_bits(what, w, ref, n);
+        snprintf(what, sizeof what, "interleaved %s M=%d: weights against GPipe's", execs[x], M);
+        pb_assert_within(what, w, gp, n, 1e-5f);
         free(w);
         c.schedule = "looped-bfs";
         run_ok(&c, "bfs.safetensors");

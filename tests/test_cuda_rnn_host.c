@@ -20,6 +20,7 @@
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/cuda/cuda_rnn_kernels.h"
+#include "tests/test_util.h"
 
 /* ---- cuBLAS, column-major, sums in double ---- */
 
@@ -357,10 +358,7 @@ static float *nans(struct pb_backend *be, size_t n)
 /* got within rtol·|want| + atol of want, element by element (the parity suite's bound) */
 static void assert_close(const char *what, const float *got, const float *want, size_t n)
 {
-    const double rtol = 1e-4, atol = 1e-5;
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(fabs((double)got[i] - want[i]) <= rtol * fabs(want[i]) + atol,
-                      "%s[%zu]: %.9g, the CPU's %.9g", what, i, got[i], want[i]);
+    pb_assert_close(what, got, want, n, 1e-4, 1e-5);
 }
 
 static void assert_same(const char *what, const float *got, const float *want, size_t n)

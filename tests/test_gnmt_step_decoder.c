@@ -21,6 +21,7 @@
 
 #include "harness/compute/backend.h"
 #include "tests/train_util.h"
+#include "tests/test_util.h"
 #include "workloads/decode/gnmt_step_decoder.h"
 #include "workloads/decode/stage_decoder.h"
 #include "workloads/workload.h"
@@ -117,9 +118,9 @@ static void check_pk(const struct pb_gnmt_step_decoder *gd)
     be->ops->download(be, want, fresh, floats * sizeof(float));
     be->ops->download(be, got, gd->pk, floats * sizeof(float));
     be->ops->sync(be);
-    for (size_t i = 0; i < floats; i++)
-        ck_assert_msg(!memcmp(&got[i], &want[i], sizeof *got), "projected key %zu of %d rows: "
-                      "%.9g, the keys project to %.9g", i, n, got[i], want[i]);
+    char what[96];
+    snprintf(what, sizeof what, "projected keys of %d rows against the keys projected", n);
+    pb_assert_same_bits(what, got, want, floats);
     free(want);
     free(got);
     pb_backend_free(be, fresh);

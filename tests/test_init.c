@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/model/model.h"
+#include "tests/test_util.h"
 
 /* Limits in standard errors: a correct sampler fails one with probability ~2e-9, and
  * the draws are fixed by the seed, so a pass is reproducible. */
@@ -78,8 +79,7 @@ static void expect_moments(const char *what, struct stats s, size_t n, double mu
 
 static void expect_all(const float *v, size_t n, float value, const char *what)
 {
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(v[i] == value, "%s[%zu] = %g, expected %g", what, i, v[i], value);
+    pb_assert_all(what, v, n, value);
 }
 
 static struct pb_layer_cfg conv_cfg(int cin, int cout, int k, bool bias, struct pb_init_spec init)

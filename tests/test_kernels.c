@@ -22,6 +22,7 @@
 #include "harness/compute/kernels/predict.h"
 #include "harness/compute/kernels/seq.h"
 #include "harness/compute/kernels/xent.h"
+#include "tests/test_util.h"
 
 /* elements per op: odd, so that the vector loops have tails */
 #define N 4099
@@ -74,10 +75,7 @@ static float *copy_of(const float *src, size_t n)
 
 static void assert_same_bits(const float *got, const float *want, size_t n, const char *what)
 {
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(memcmp(&got[i], &want[i], sizeof(float)) == 0,
-                      "%s: element %zu is %a, the shared function gives %a", what, i,
-                      (double)got[i], (double)want[i]);
+    pb_assert_same_bits(what, got, want, n);
 }
 
 /* ---- Philox and dropout ---- */

@@ -218,12 +218,16 @@ END_TEST
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("loader");
-    TCase *tc = tcase_create("loader");
+    TCase *fast = tcase_create("loader");
+    tcase_set_tags(fast, "fast");
+    tcase_set_timeout(fast, 300);
+    tcase_add_test(fast, prefetch_is_bit_identical);
+    tcase_add_test(fast, prefetch_order_and_stop);
+    tcase_add_test(fast, prefetch_stops_with_the_run);
+    tcase_add_test(fast, stand_in_choice);
+    suite_add_tcase(s, fast);
+    TCase *tc = tcase_create("learning");  /* epochs of training: seconds */
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, prefetch_is_bit_identical);
-    tcase_add_test(tc, prefetch_order_and_stop);
-    tcase_add_test(tc, prefetch_stops_with_the_run);
-    tcase_add_test(tc, stand_in_choice);
     tcase_add_test(tc, stand_in_learns);
     suite_add_tcase(s, tc);
     return s;

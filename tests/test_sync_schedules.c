@@ -19,6 +19,7 @@
 #include "tests/cli_util.h"
 #include "tests/layer_cases.h"
 #include "tests/train_util.h"
+#include "tests/test_util.h"
 #include "workloads/workload.h"
 
 #define MAXD 8
@@ -391,9 +392,9 @@ static void split_case(struct case_run *r, const char *name)
     run_backward(r, x, dy, false, &dx_b, &g_b);
     run_backward(r, x, dy, true, &dx_iw, &g_iw);
     ck_assert_msg(memcmp(dx_b, dx_iw, nx * sizeof *x) == 0, "%s: dx of I differs from B's", name);
-    for (size_t i = 0; i < s->nparams; i++)
-        ck_assert_msg(memcmp(&g_b[i], &g_iw[i], sizeof *g_b) == 0, "%s: weight gradient %zu: "
-                      "B %.9g, I then W %.9g", name, i, g_b[i], g_iw[i]);
+    char what[160];
+    snprintf(what, sizeof what, "%s: weight gradient of I then W against B's", name);
+    pb_assert_same_bits(what, g_iw, g_b, s->nparams);
     free(x);
     free(dy);
     free(dx_b);
@@ -452,13 +453,12 @@ static void trains_as_accumulation(const char *model)
         run_ok(&c, "sync.safetensors");
         float *w = load_weights(tmp_path("sync.safetensors"), &n);
         ck_assert_uint_eq(n, n_ref);
-        for (size_t i = 0; i < n; i++) {
-            ck_assert_msg(memcmp(&w[i], &ref[i], sizeof *w) == 0, "%s %s: weight %zu %.9g, "
-                          "accumulated in 1F1B's order %.9g", model, sync_names[s], i, w[i],
-                          ref[i]);
-            ck_assert_msg(fabsf(w[i] - gp[i]) <= 1e-5f * fmaxf(1.0f, fabsf(gp[i])), "%s %s: "
-                          "weight %zu %.9g, GPipe's %.9g", model, sync_names[s], i, w[i], gp[i]);
-        }
+        char what[160];
+        snprintf(what, sizeof what, "%s %s: weights against those accumulated in 1F1B's order",
+                 model, sync_names[s]);
+        pb_assert_same_bits(what, w, ref, n);
+        snprintf(what, sizeof what, "%s %s: weights against GPipe's", model, sync_names[s]);
+        pb_assert_within(what, w, gp, n, 1e-5f);
         free(w);
     }
     /* the quick-start patch sums its W's out of order: within the same tolerance */
@@ -467,9 +467,9 @@ static void trains_as_accumulation(const char *model)
     run_ok(&c, "quick.safetensors");
     float *q = load_weights(tmp_path("quick.safetensors"), &n);
     ck_assert_uint_eq(n, n_ref);
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(fabsf(q[i] - ref[i]) <= 1e-5f * fmaxf(1.0f, fabsf(ref[i])), "%s zb-h1 "
-                      "quick-start: weight %zu %.9g, 1F1B's %.9g", model, i, q[i], ref[i]);
+    char what[96];
+    snprintf(what, sizeof what, "%s zb-h1 quick-start: weights against 1F1B's", model);
+    pb_assert_within(what, q, ref, n, 1e-5f);
     free(q);
     free(ref);
     free(gp);

@@ -11,14 +11,13 @@
 
 #include "harness/base/err.h"
 #include "tests/schedule_forms.h"
+#include "tests/test_util.h"
 #include "tests/train_util.h"
 #include "workloads/workload.h"
 
 static void assert_same_weights(const char *what, const float *a, const float *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(memcmp(&a[i], &b[i], sizeof(float)) == 0,
-                      "%s: weight %zu differs: %.9g vs %.9g", what, i, a[i], b[i]);
+    pb_assert_same_bits(what, a, b, n);
 }
 
 /* D = 1: every schedule and variant (M = 1 where it has mini-batches) trains exactly

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/base/safetensors.h"
 
@@ -55,6 +56,52 @@ static inline float *pb_fixture_params(const struct pb_safetensors *fx, const ch
         off += t->count;
     }
     return w;
+}
+
+/* Element loops check without Check's asserts and assert once: every passing ck_assert
+ * writes its location to the runner (one system call), which made a loop over a few
+ * thousand floats cost seconds of system time. */
+
+/* a and b hold the same bits, element for element; the first difference is reported. */
+static inline void pb_assert_same_bits(const char *what, const float *a, const float *b,
+                                       size_t n)
+{
+    size_t i = 0;
+    while (i < n && memcmp(&a[i], &b[i], sizeof *a) == 0)
+        i++;
+    ck_assert_msg(i == n, "%s: element %zu of %zu: got %.9g (%a), expected %.9g (%a)", what, i,
+                  n, i < n ? a[i] : 0.0, i < n ? a[i] : 0.0, i < n ? b[i] : 0.0,
+                  i < n ? b[i] : 0.0);
+}
+
+/* Every element of v equals value; the first that does not is reported. */
+static inline void pb_assert_all(const char *what, const float *v, size_t n, float value)
+{
+    size_t i = 0;
+    while (i < n && v[i] == value)
+        i++;
+    ck_assert_msg(i == n, "%s: element %zu of %zu is %.9g, expected %.9g", what, i, n,
+                  i < n ? v[i] : 0.0, (double)value);
+}
+
+/* Every element of v is finite; the first that is not is reported. */
+static inline void pb_assert_finite(const char *what, const float *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isfinite(v[i]))
+        i++;
+    ck_assert_msg(i == n, "%s: element %zu of %zu is %g", what, i, n, i < n ? v[i] : 0.0);
+}
+
+/* |a_i - b_i| <= tol · max(1, |b_i|) for every i; the first that is not is reported. */
+static inline void pb_assert_within(const char *what, const float *a, const float *b, size_t n,
+                                    float tol)
+{
+    size_t i = 0;
+    while (i < n && fabsf(a[i] - b[i]) <= tol * fmaxf(1.0f, fabsf(b[i])))
+        i++;
+    ck_assert_msg(i == n, "%s: element %zu of %zu: %.9g, expected %.9g within %g of max(1, |it|)",
+                  what, i, n, i < n ? a[i] : 0.0, i < n ? b[i] : 0.0, (double)tol);
 }
 
 /* max_i |a_i - b_i| / (atol + rtol |b_i|) <= 1, reporting the worst element. */

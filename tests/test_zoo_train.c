@@ -16,6 +16,7 @@
 #include "harness/base/err.h"
 #include "harness/driver/run_flags.h"
 #include "tests/schedule_forms.h"
+#include "tests/test_util.h"
 #include "tests/train_util.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/workload.h"
@@ -103,8 +104,9 @@ START_TEST(test_paper_micro_batch)
         stages[k] = true;
         float *v = malloc(st.t[i].count * sizeof *v + 1);
         ck_assert(pb_st_read_f32(&st, st.t[i].name, v, st.t[i].count, &e) == 0);
-        for (size_t j = 0; j < st.t[i].count; j++)
-            ck_assert_msg(isfinite(v[j]), "%s: %s[%zu] = %g", model, st.t[i].name, j, v[j]);
+        char what[256];
+        snprintf(what, sizeof what, "%s: %s", model, st.t[i].name);
+        pb_assert_finite(what, v, st.t[i].count);
         if (!strstr(st.t[i].name, ".running_"))
             total += st.t[i].count;
         free(v);

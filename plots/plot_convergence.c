@@ -5,12 +5,15 @@
  * (plots/stats.h: Student's t at PB_STATS_LEVEL over the seeds, none for one seed); with a
  * target, each schedule's mean epochs and seconds to it (view run_target, as report's):
  * a marker where every seed reached it, else "k/n" where some did. Without --run, a
- * database of several configurations gets the blocks of each in turn (a facet each). */
+ * database of several configurations gets the blocks of each in turn (a facet each); six
+ * or more schedules are split into panels by family, at most four a panel (plot_facets.h),
+ * their blocks in the panels' order (in each configuration's facet likewise). */
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
 
 #include "plots/plot_data.h"
+#include "plots/plot_facets.h"
 #include "plots/report_db.h"
 #include "plots/stats.h"
 
@@ -90,9 +93,11 @@ static int run_series(struct pb_plot_job *j, sqlite3_stmt *q, const char *label)
 }
 
 /* Per cell (its newest run in cells[]), a block per series (header only where the cell has
- * none of its runs); then, with a target, per cell a row per series: see put_target. */
+ * none of its runs), its runs in runs[cell * s->n + series]; then, with a target, per cell
+ * a row per series: see put_target. */
 static int write_blocks(struct pb_plot_job *j, const struct pb_plot_series *s, FILE *f,
-                        const int64_t *cells, int ncells, int *any_loss, struct pb_err *e)
+                        const int64_t *cells, int ncells, int *runs, int *any_loss,
+                        struct pb_err *e)
 {
     sqlite3_stmt *q = NULL, *t = NULL, *n = NULL;
     sqlite3 *d = pb_results_sqlite(j->db);
@@ -111,7 +116,8 @@ static int write_blocks(struct pb_plot_job *j, const struct pb_plot_series *s, F
             if ((rc = run_series(j, n, s->label[i])) != SQLITE_ROW)
                 break;
             fputs(c || i ? "\n\n" : "", f);
-            put_head(f, s->label[i], sqlite3_column_int(n, 3));
+            runs[c * s->n + i] = sqlite3_column_int(n, 3);
+            put_head(f, s->label[i], runs[c * s->n + i]);
             for (rc = run_series(j, q, s->label[i]); rc == SQLITE_ROW; rc = sqlite3_step(q)) {
                 put_epoch(f, q);
                 *any_loss |= sqlite3_column_type(q, 4) != SQLITE_NULL;
@@ -151,6 +157,21 @@ static void cell_vars(struct pb_plot_job *j)
     j->run = run;
 }
 
+/* panelruns<c>_<k> (from 1): cell c's runs of panel k's series (0: the script marks the
+ * panel empty, which gnuplot cannot autoscale). */
+static void panel_runs(struct pb_plot_job *j, const struct pb_plot_facets *p, const int *runs,
+                       int c)
+{
+    for (int k = 0; k < p->n; k++) {
+        int n = 0;
+        for (int i = p->first[k]; i < p->first[k] + p->count[k]; i++)
+            n += runs[i];
+        char name[48];
+        snprintf(name, sizeof name, "panelruns%d_%d", c + 1, k + 1);
+        pb_plot_var(j, name, "%d", n);
+    }
+}
+
 int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
 {
     struct pb_plot_series s;
@@ -163,7 +184,10 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
         pb_plot_series_free(&s);
         return pb_plot_no_data(e, "a validation accuracy", j->run);
     }
+    struct pb_plot_facets panels;
+    pb_plot_facets_split(&s, &panels);
     struct pb_afile a;
+    int *runs = pb_xcalloc((size_t)(facets ? j->ncells : 1) * (size_t)s.n, sizeof *runs);
     int any_loss = 0, rc = pb_plot_open_dat(j, &a, e);
     if (rc == 0) {
         fprintf(a.f, "# convergence: a block per schedule (n: its runs, the seeds); per epoch "
@@ -180,8 +204,11 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
         if (facets)
             fprintf(a.f, "# a facet per configuration (cell): its blocks in turn, %d a cell; "
                     "the target rows likewise\n", s.n);
-        rc = facets ? write_blocks(j, &s, a.f, j->cells, j->ncells, &any_loss, e)
-                    : write_blocks(j, &s, a.f, &j->run, 1, &any_loss, e);
+        for (int k = 0; panels.n > 1 && k < panels.n; k++)
+            fprintf(a.f, "# panel %d, %s: blocks %d to %d\n", k + 1, panels.title[k],
+                    panels.first[k], panels.first[k] + panels.count[k] - 1);
+        rc = facets ? write_blocks(j, &s, a.f, j->cells, j->ncells, runs, &any_loss, e)
+                    : write_blocks(j, &s, a.f, &j->run, 1, runs, &any_loss, e);
         if (rc == 0)
             rc = pb_afile_commit(&a, e);
         else
@@ -192,6 +219,8 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
         pb_plot_describe(j, 1, what, sizeof what);
         if (facets)
             snprintf(what, sizeof what, "a facet per configuration");
+        if (panels.n > 1)
+            snprintf(what + strlen(what), sizeof what - strlen(what), ", split by family");
         snprintf(title, sizeof title, "Convergence per schedule (%s); mean over n seeds, "
                  "band: its %g%% confidence interval (Student's t; none where n = 1)", what,
                  100 * PB_STATS_LEVEL);
@@ -200,9 +229,13 @@ int pb_plot_data_convergence(struct pb_plot_job *j, struct pb_err *e)
         if (facets)
             cell_vars(j);
         pb_plot_series_vars(j, &s);
+        pb_plot_facets_vars(j, &panels);
+        for (int c = 0; panels.n > 1 && c < (facets ? j->ncells : 1); c++)
+            panel_runs(j, &panels, runs + c * s.n, c);
         pb_plot_var(j, "target", "%.6g", 100 * j->opts.target);
         pb_plot_var(j, "hasloss", "%d", any_loss);
     }
+    free(runs);
     pb_plot_series_free(&s);
     return rc;
 }

@@ -66,6 +66,7 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e);
 struct pb_plot_series {
     int n;
     char **label;
+    char **schedule;   /* each label's schedule name (its family: plot_facets.h) */
     struct pb_plot_style *style;
 };
 

@@ -10,16 +10,19 @@
 
 void pb_plot_series_free(struct pb_plot_series *s)
 {
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < s->n; i++) {
         free(s->label[i]);
+        free(s->schedule[i]);
+    }
     free(s->label);
+    free(s->schedule);
     free(s->style);
     memset(s, 0, sizeof *s);
 }
 
 struct found {
     int rank;
-    char *label;
+    char *label, *schedule;
     struct pb_plot_style style;
 };
 
@@ -51,6 +54,7 @@ int pb_plot_load_series(struct pb_plot_job *j, const char *from, const char *row
         const char *t = (const char *)sqlite3_column_text(q, 2);
         f[n].rank = pb_report_schedule_rank(sched, variant);
         f[n].label = pb_xstrdup(t ? t : "?");
+        f[n].schedule = pb_xstrdup(sched ? sched : "?");
         f[n++].style = pb_plot_style_of(sched, variant, NULL);
     }
     sqlite3_finalize(q);
@@ -58,9 +62,11 @@ int pb_plot_load_series(struct pb_plot_job *j, const char *from, const char *row
         qsort(f, (size_t)n, sizeof *f, by_rank);
     s->n = n;
     s->label = pb_xcalloc((size_t)n + 1, sizeof *s->label);
+    s->schedule = pb_xcalloc((size_t)n + 1, sizeof *s->schedule);
     s->style = pb_xcalloc((size_t)n + 1, sizeof *s->style);
     for (int i = 0; i < n; i++) {
         s->label[i] = f[i].label;
+        s->schedule[i] = f[i].schedule;
         s->style[i] = f[i].style;
     }
     free(f);

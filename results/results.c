@@ -198,7 +198,22 @@ static const char pb_results_migrate_v7_sql[] =
     "ALTER TABLE events_v8 RENAME TO events;"
     "UPDATE schema_version SET version = 8;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2 to 7 file it may
+/* Schema version 8 → 9: the configuration JSON records the seed as an integer where a
+ * double holds it exactly (up to 2^53), no longer as a string, so JSON readers compare
+ * and sort it as a number. A run's identity is its configuration's JSON (finished,
+ * claimed and resumed runs are found by it), so every recorded configuration is
+ * rewritten to the form new runs record: the seed's value replaced in place (json_set
+ * keeps the keys' order), a seed above 2^53 left a string as new runs record it too. */
+static const char pb_results_migrate_v8_sql[] =
+    "UPDATE runs SET config = json_set(config, '$.seed', "
+    "CAST(json_extract(config, '$.seed') AS INTEGER)) "
+    "WHERE json_valid(config) AND json_type(config, '$.seed') = 'text' "
+    "AND json_extract(config, '$.seed') NOT GLOB '*[^0-9]*' "
+    "AND length(json_extract(config, '$.seed')) BETWEEN 1 AND 16 "
+    "AND CAST(json_extract(config, '$.seed') AS INTEGER) <= 9007199254740992;"
+    "UPDATE schema_version SET version = 9;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 to 8 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -267,6 +282,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     }
     if (version == 7 && create) {
         if (exec(r, pb_results_migrate_v7_sql, "upgrading the schema from version 7", e))
+            goto fail_set;
+        version = 8;
+    }
+    if (version == 8 && create) {
+        if (exec(r, pb_results_migrate_v8_sql, "upgrading the schema from version 8", e))
             goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }

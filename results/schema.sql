@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (8);
+INSERT INTO schema_version (version) VALUES (9);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -15,7 +15,8 @@ CREATE TABLE runs (
     ended TEXT,
     status TEXT NOT NULL DEFAULT 'running'
         CHECK (status IN ('running', 'done', 'failed', 'diverged', 'interrupted')),
-    config TEXT CHECK (config IS NULL OR json_valid(config)),  -- every flag, as JSON
+    config TEXT CHECK (config IS NULL OR json_valid(config)),  -- every flag, as JSON (the
+                                     -- seed an integer, a string above 2^53)
     model TEXT,
     dataset TEXT,                    -- its name; 'synthetic:cifar100' for the synthetic
                                      -- stand-in of a model's dataset

@@ -195,8 +195,8 @@ static const struct bad_input cases[] = {
     {"compare --quiet --microbatches 1000000000" DB, "--microbatches must be between", NULL},
     {"compare --quiet --repeat 0" DB, "--repeat counts trainings", "between 1 and 1000"},
     {"compare --quiet --repeat x" DB, "--repeat expects an integer", NULL},
-    {"compare --quiet --executor mpi" DB, "compare does not start mpirun",
-     "executor = mpi"},
+    {"compare --quiet --executor mpi --hostfile missing.hosts" DB,
+     "cannot read the --hostfile missing.hosts", "mpirun's host file"},
     /* sweep */
     {"sweep" DB, "name the sweep file", NULL},
     {"sweep missing.ini" DB, "cannot open the sweep file missing.ini", NULL},

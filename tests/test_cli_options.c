@@ -52,6 +52,10 @@ START_TEST(repeated_options_are_refused)
         "show 1 --db a.db --db b.db",
         "trace 1 --db a.db --db b.db",
         "resume 1 --db a.db --db b.db",
+        "program --schedule gpipe --stages 2 --stages 3",
+        "simulate --schedule gpipe --stages 2 --cost 1,2,0.1 --record --db a.db --db b.db",
+        "partition --model mlp --stages 2 --stages 3",
+        "bleu --hyp h.txt --ref r.txt --ref h.txt",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         ck_assert_msg(cli_run(dir, out, sizeof out, "%s", cmds[i]) == 2, "%s: %s", cmds[i], out);

@@ -1,7 +1,11 @@
 /* tests/test_compare.c — `pipebench compare` through the built binary on a tiny
  * configuration: the comparison tables hold one row per run, the runs are in the
- * database, the figures are drawn; bad input is refused before anything runs. */
+ * database, the figures are drawn; bad input is refused before anything runs; with
+ * --executor mpi (the slow cases) each configuration runs under mpirun, and a Ctrl-C
+ * stops it at its epoch boundary. */
+#include "pb_config.h"
 #include "tests/cli_util.h"
+#include "tests/proc_util.h"
 
 #include "plots/plot.h"
 
@@ -125,6 +129,75 @@ START_TEST(equal_footing_and_resume)
 }
 END_TEST
 
+/* --executor mpi (slow; only in a build with MPI): each configuration runs under mpirun,
+ * 2 ranks each, recorded with executor mpi in the comparison; a second compare finds them
+ * finished and runs nothing. */
+START_TEST(mpi_compare)
+{
+    if (!PB_HAVE_MPI)   /* a build without MPI refuses the executor (test_bad_inputs) */
+        return;
+    cli_scratch(dir, sizeof dir, "compare");
+    static const char args[] = "compare --schedules gpipe,pipedream --optimizers sgdm "
+                               "--executor mpi --stages 2 --model mlp --limit-train 320 "
+                               "--limit-val 160 --epochs 2 --threads 2 --db m.db --out figs";
+    int rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "compare: 2 runs of mlp on fashion-mnist, D = 2, 2 epochs;"), "%s",
+                  out);
+    const char *speed = strstr(out, "Convergence and speed");
+    ck_assert_msg(speed && strstr(speed, "  gpipe      sgdm ") &&
+                  strstr(speed, "  pipedream  sgdm "), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM runs WHERE status = 'done' "
+                                              "AND executor = 'mpi' AND stages = 2 AND "
+                                              "schedule IN ('gpipe', 'pipedream') AND model = "
+                                              "'mlp' AND epochs = 2"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM epochs"), 4);
+    rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0 && strstr(out, "2 of them finished already"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(cli_db_int(dir, "m.db", "SELECT count(*) FROM runs"), 2);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* A Ctrl-C to an mpi compare (slow; MPI builds): the running configuration's ranks stop
+ * at their epoch boundary and record it interrupted (no resume state under mpi), the
+ * next is not started, exit 130; compare run again runs both to the end. 40 epochs, as
+ * test_sweep's mpi case: fewer can end before the signal on a quiet machine. */
+START_TEST(mpi_compare_interrupted)
+{
+    if (!PB_HAVE_MPI)
+        return;
+    cli_scratch(dir, sizeof dir, "compare");
+    static const char args[] = "compare --schedules gpipe,pipedream --optimizers sgdm "
+                               "--executor mpi --stages 2 --model mlp --limit-train 2000 "
+                               "--limit-val 320 --microbatch-size 32 --epochs 40 --threads 2 "
+                               "--db i.db --out figs";
+    static struct proc p;
+    proc_start(&p, dir, args);
+    ck_assert_msg(proc_wait_for(&p, "[1/2] gpipe sgdm: started", 1), "%s", p.log);
+    int epochs = 0;
+    for (int i = 0; i < 1200 && epochs < 1; i++) {
+        usleep(50000);
+        epochs = cli_db_int(dir, "i.db", "SELECT count(*) FROM epochs");
+    }
+    ck_assert_int_ge(epochs, 1);
+    proc_signal(&p, SIGINT);
+    int rc = proc_finish(&p);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
+    ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs WHERE status = "
+                                              "'interrupted' AND executor = 'mpi' AND schedule "
+                                              "= 'gpipe' AND message LIKE '%no resume state "
+                                              "under mpi%'"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs"), 1);
+    rc = cli_run(dir, out, sizeof out, "%s", args);
+    ck_assert_msg(rc == 0 && !strstr(out, "finished already"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs WHERE status = 'done' "
+                                              "AND executor = 'mpi'"), 2);
+    ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs"), 3);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Exit status 2 with the fragment in the message; nothing ran. */
 static void expect_bad(const char *args, const char *fragment)
 {
@@ -158,11 +231,17 @@ Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("compare");
     TCase *tc = tcase_create("compare");
+    tcase_set_tags(tc, "fast");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, tiny_compare);
     tcase_add_test(tc, diverged_runs_reported);
     tcase_add_test(tc, equal_footing_and_resume);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
+    TCase *mpi = tcase_create("mpi");
+    tcase_set_timeout(mpi, 600);
+    tcase_add_test(mpi, mpi_compare);
+    tcase_add_test(mpi, mpi_compare_interrupted);
+    suite_add_tcase(s, mpi);
     return s;
 }

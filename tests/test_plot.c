@@ -16,6 +16,7 @@
 #include "pb_config.h"
 #include "plots/plot.h"
 #include "plots/plot_style.h"
+#include "results/results.h"
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 #include "plots/trace.h"
@@ -337,6 +338,90 @@ START_TEST(convergence_facets)
     t = read_dat("convergence");
     ck_assert_int_eq(data_lines(t), 3 * 3);
     free(t);
+}
+END_TEST
+
+/* dir/many.db (added to): one configuration (optimizer, mlp, D = 4) run by each schedule
+ * of names, two seeds each, accuracies 0.5 + 0.01 i and 0.6 + 0.01 i over its two epochs. */
+static const char *many_schedules_db(const char *optimizer, const char *const *names, int n)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/many.db", dir);
+    struct pb_results *r;
+    struct pb_err e;
+    ck_assert_msg(pb_results_open(&r, path, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < n; i++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            struct pb_run_info info = {
+                .model = "mlp", .dataset = "fashion-mnist", .schedule = names[i],
+                .optimizer = optimizer, .executor = "seq", .stages = 4, .microbatch_size = 64,
+                .microbatches = 4, .epochs = 2, .seed = seed, .lr = 0.01,
+            };
+            int64_t id = pb_results_run_begin(r, &info, &e);
+            ck_assert_msg(id > 0, "%s", e.msg);
+            for (int ep = 0; ep < 2; ep++) {
+                struct pb_epoch_record rec = {
+                    .epoch = ep, .train_loss = 1, .val_loss = 1,
+                    .val_acc = 0.5 + 0.1 * ep + 0.01 * i + 0.001 * (double)seed,
+                    .samples = 1000, .wall_s = 10, .throughput = 100, .lr = 0.01,
+                };
+                ck_assert_msg(pb_results_epoch(r, id, &rec, &e) == 0, "%s", e.msg);
+            }
+            ck_assert_msg(pb_results_run_end(r, id, PB_RUN_DONE, NULL, &e) == 0, "%s", e.msg);
+        }
+    pb_results_close(r);
+    return path;
+}
+
+/* Eight schedules of one configuration (three synchronous, five asynchronous) are split
+ * into panels by family, at most four a panel: the synchronous three, then the
+ * asynchronous in two panels of three and two; their blocks in the panels' order, and
+ * the figure titles each panel. Five schedules share one panel, as before; with a second
+ * configuration, each gets a row of the panels. */
+START_TEST(convergence_panels_by_family)
+{
+    static const char *const eight[] = {"gpipe",     "1f1b",   "zb-h1", "pipedream",
+                                        "pipedream-2bw", "xpipe", "pipeoptim", "pipemare"};
+    const char *many = many_schedules_db("sgdm", eight, 8);
+    struct pb_err e;
+    ck_assert_msg(pb_plot_figure(many, "convergence", out, "svg", 0, &e) == 0, "%s", e.msg);
+    char *t = read_dat("convergence");
+    assert_has(t, "# panel 1, synchronous: blocks 0 to 2\n"
+                  "# panel 2, asynchronous (1 of 2): blocks 3 to 5\n"
+                  "# panel 3, asynchronous (2 of 2): blocks 6 to 7\n");
+    const char *zb = strstr(t, "epoch \"zb-h1 (n = 2)\""), *pd = strstr(t, "epoch \"pipedream (n = 2)\"");
+    const char *pm = strstr(t, "epoch \"pipemare (n = 2)\"");
+    ck_assert_msg(zb && pd && pm && zb < pd && pd < pm, "%s", t);
+    ck_assert_int_eq(data_lines(t), 8 * 3);
+    free(t);
+    char *svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "(mlp, fashion-mnist, sgdm, D=4, split by family)");
+    assert_has(svg, ">synchronous: accuracy per epoch<");
+    assert_has(svg, ">asynchronous (1 of 2): accuracy per training second<");
+    assert_has(svg, ">asynchronous (2 of 2): accuracy per epoch<");
+    free(svg);
+    /* five: one panel */
+    ck_assert_int_eq(unlink(many), 0);
+    many = many_schedules_db("sgdm", eight, 5);
+    ck_assert_msg(pb_plot_figure(many, "convergence", out, "svg", 0, &e) == 0, "%s", e.msg);
+    t = read_dat("convergence");
+    ck_assert_msg(!strstr(t, "# panel"), "%s", t);
+    free(t);
+    svg = fx_read(path_of("convergence.svg"), NULL);
+    ck_assert_msg(!strstr(svg, "split by family") && strstr(svg, "accuracy per epoch"), "%s",
+                  svg);
+    free(svg);
+    /* two configurations of six schedules in all: a row of panels per configuration, a
+     * panel none of its schedules ran marked empty */
+    many = many_schedules_db("adam", eight + 5, 1);
+    ck_assert_msg(pb_plot_figure(many, "convergence", out, "svg", 0, &e) == 0, "%s", e.msg);
+    svg = fx_read(path_of("convergence.svg"), NULL);
+    assert_has(svg, "(a facet per configuration, split by family)");
+    assert_has(svg, ">mlp, fashion-mnist, adam, D=4: asynchronous<");
+    assert_has(svg, ">mlp, fashion-mnist, sgdm, D=4: synchronous<");
+    assert_has(svg, ">no run of these schedules<");
+    free(svg);
 }
 END_TEST
 
@@ -789,6 +874,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, convergence_dat);
     tcase_add_test(tc, convergence_target);
     tcase_add_test(tc, convergence_facets);
+    tcase_add_test(tc, convergence_panels_by_family);
     tcase_add_test(tc, throughput_dat);
     tcase_add_test(tc, memory_dat);
     tcase_add_test(tc, timeline_dat);

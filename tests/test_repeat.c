@@ -125,7 +125,7 @@ static const char *build_fixture(void)
     for (int i = 0; i < NFX; i++) {
         const struct fx *f = &fxs[i];
         char json[256];
-        snprintf(json, sizeof json, "{\"model\":\"mlp\",\"schedule\":\"%s\",\"seed\":\"%d\","
+        snprintf(json, sizeof json, "{\"model\":\"mlp\",\"schedule\":\"%s\",\"seed\":%d,"
                  "\"executor\":\"threads\",\"threads\":0,\"lr\":0.01}", f->schedule, f->seed);
         struct pb_run_info info = {
             .config_json = json, .model = "mlp", .dataset = "fashion-mnist",

@@ -323,7 +323,7 @@ START_TEST(bleu_scoring_apart)
         char sql[1024];
         snprintf(sql, sizeof sql, "INSERT INTO runs (created, status, config, model, dataset, "
                  "schedule, optimizer, stages, executor, bleu_scoring) VALUES "
-                 "('2025-01-01T00:00:00Z', 'done', '{\"model\":\"gnmt8\",\"seed\":\"%d\"}', "
+                 "('2025-01-01T00:00:00Z', 'done', '{\"model\":\"gnmt8\",\"seed\":%d}', "
                  "'gnmt8', 'wmt16-de-en', 'gpipe', 'adam', 4, 'seq', '%s'); INSERT INTO epochs "
                  "(run_id, epoch, val_acc, val_bleu, samples, wall_s) VALUES "
                  "(last_insert_rowid(), 0, 0.1, %g, 100, 10)", i + 1, scoring[i], bleu[i]);
@@ -350,11 +350,11 @@ START_TEST(identity_and_selection)
     sqlite3 *h;
     ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
     static const char *const cfg[] = {
-        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":\"1\","
+        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":1,"
         "\"executor\":\"seq\",\"experiment\":\"e1\"}",
-        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":\"2\","
+        "{\"model\":\"mlp\",\"schedule\":\"gpipe\",\"lr\":0.1,\"epochs\":2,\"seed\":2,"
         "\"executor\":\"threads\",\"experiment\":\"e1\"}",
-        "{\"model\":\"mlp\",\"schedule\":\"pipedream\",\"lr\":0.01,\"epochs\":2,\"seed\":\"1\","
+        "{\"model\":\"mlp\",\"schedule\":\"pipedream\",\"lr\":0.01,\"epochs\":2,\"seed\":1,"
         "\"executor\":\"seq\",\"experiment\":\"e2\"}",
     };
     static const double acc[] = {0.30, 0.40, 0.80};
@@ -393,7 +393,7 @@ START_TEST(identity_and_selection)
     ck_assert_msg(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2, "%s", out);
     cJSON *first = cJSON_GetArrayItem(arr, 0);
     ck_assert_str_eq(cJSON_GetObjectItem(first, "experiment")->valuestring, "e1");
-    ck_assert_str_eq(cJSON_GetObjectItem(first, "seed")->valuestring, "1");
+    ck_assert_double_eq(cJSON_GetObjectItem(first, "seed")->valuedouble, 1);
     ck_assert_double_eq_tol(cJSON_GetObjectItem(first, "best_acc")->valuedouble, 0.30, 1e-12);
     cJSON_Delete(arr);
     snprintf(args, sizeof args, "runs --db '%s' --where lr=0.01", db);

@@ -182,6 +182,40 @@ START_TEST(schema_v7_upgrade)
 }
 END_TEST
 
+/* A version 8 file (the configuration's seed a JSON string) is upgraded in place: each
+ * seed a double holds exactly becomes an integer where it stood, the other keys and
+ * their order untouched; a seed above 2^53 stays a string, as new runs record it. */
+START_TEST(schema_v8_upgrade)
+{
+    pb_results_close(open_ok());
+    sqlite3 *d = raw();
+    drop_views(d);
+    ck_assert(sqlite3_exec(d, "INSERT INTO runs (id, created, status, config) VALUES "
+                              "(1, 'x', 'done', '{\"model\":\"mlp\",\"seed\":\"7\","
+                              "\"lr\":0.01}'), "
+                              "(2, 'x', 'done', '{\"seed\":\"9007199254740992\"}'), "
+                              "(3, 'x', 'done', '{\"seed\":\"18446744073709551615\"}'), "
+                              "(4, 'x', 'done', '{\"model\":\"mlp\"}'), "
+                              "(5, 'x', 'done', NULL); "
+                              "UPDATE schema_version SET version = 8",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+    pb_results_close(open_ok());
+    d = raw();
+    ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
+                     PB_RESULTS_SCHEMA_VERSION);
+    ck_assert_str_eq(query(d, "SELECT config FROM runs WHERE id = 1"),
+                     "{\"model\":\"mlp\",\"seed\":7,\"lr\":0.01}");
+    ck_assert_str_eq(query(d, "SELECT config FROM runs WHERE id = 2"),
+                     "{\"seed\":9007199254740992}");
+    ck_assert_str_eq(query(d, "SELECT config FROM runs WHERE id = 3"),
+                     "{\"seed\":\"18446744073709551615\"}");
+    ck_assert_str_eq(query(d, "SELECT config FROM runs WHERE id = 4"), "{\"model\":\"mlp\"}");
+    ck_assert_str_eq(query(d, "SELECT config FROM runs WHERE id = 5"), "NULL");
+    sqlite3_close(d);
+}
+END_TEST
+
 START_TEST(schema_is_embedded)
 {
     char path[4096];
@@ -553,6 +587,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, schema_v5_upgrade);
     tcase_add_test(tc, schema_v6_upgrade);
     tcase_add_test(tc, schema_v7_upgrade);
+    tcase_add_test(tc, schema_v8_upgrade);
     tcase_add_test(tc, schema_is_embedded);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, unwritable_paths);

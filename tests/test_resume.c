@@ -6,7 +6,8 @@
  * threads executor with BatchNorm and Adam. A signal writes the state even with
  * --checkpoint-every 0; a run without a state is trained again from its first epoch (from
  * its --init when it had one), to the same weights. Bad resumes (unknown or finished
- * runs, a state that is none) exit 2 and change nothing. */
+ * runs, a state that is none) exit 2 and change nothing. A run interrupted under results
+ * schema 8 (the seed a string in its configuration) resumes from its state. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -20,6 +21,7 @@
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
 #include "tests/train_util.h"
+#include "workloads/datasets/image_cache.h"
 
 /* on_epoch: SIGINT once the first epoch is recorded; the run stops at the boundary. */
 static void interrupt_after_first(void *ctx, int epoch, int epochs, double acc)
@@ -328,6 +330,72 @@ START_TEST(test_state_integrity)
 }
 END_TEST
 
+/* The first column of sql's first row in db as text, into buf. */
+static void db_text(const char *db, const char *sql, char *buf, size_t cap)
+{
+    sqlite3 *h;
+    sqlite3_stmt *s;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s", sql);
+    ck_assert(sqlite3_step(s) == SQLITE_ROW);
+    snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+}
+
+/* Replaces the 16 hex digits of the state's "config" hash (metadata, outside the data the
+ * checksum covers) with hash. */
+static void set_state_hash(const char *path, unsigned long long hash)
+{
+    size_t n;
+    unsigned char *b = read_file(path, &n);
+    static const char key[] = "\"config\":\"";
+    unsigned char *at = memmem(b, n, key, strlen(key));
+    ck_assert_msg(at != NULL, "no config hash in %s", path);
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", hash);
+    memcpy(at + strlen(key), hex, 16);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f != NULL && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+}
+
+/* A run interrupted under schema 8 (its configuration's seed a JSON string, and its
+ * resume state carrying the hash of that text; made here from a run of today by SQL and
+ * by rewriting the hash) resumes to the end: the database is upgraded and the state is
+ * taken as the run's own. */
+START_TEST(test_state_of_schema_8)
+{
+    struct pb_run_cfg c;
+    struct pb_err e;
+    struct pb_run_summary sum;
+    small_cfg(&c);
+    c.dataset = "synthetic";
+    c.limit_train = 128;
+    c.limit_val = 64;
+    c.epochs = 2;
+    c.on_epoch = interrupt_after_first;
+    c.db = tmp_path_kept("v8.db");
+    ck_assert_int_eq(pb_run(&c, &sum, &e), PB_EXIT_INTERRUPTED);
+    char old[8192], state[256], out[8192];
+    db_text(c.db, "SELECT json_set(config, '$.seed', CAST(json_extract(config, '$.seed') AS "
+                  "TEXT)) FROM runs WHERE id = 1", old, sizeof old);
+    ck_assert_msg(strstr(old, "\"seed\":\"1\""), "%s", old);
+    snprintf(state, sizeof state, "%s.run1.state", c.db);
+    set_state_hash(state, (unsigned long long)pb_fnv1a(PB_FNV_OFFSET, old, strlen(old)));
+    ck_assert_int_eq(db_count(c.db, "UPDATE runs SET config = json_set(config, '$.seed', "
+                                    "CAST(json_extract(config, '$.seed') AS TEXT)) RETURNING "
+                                    "1"), 1);
+    ck_assert_int_eq(db_count(c.db, "UPDATE schema_version SET version = 8 RETURNING version"),
+                     8);
+    ck_assert_msg(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s' --quiet", c.db) == 0,
+                  "%s", out);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM runs WHERE status = 'done' AND "
+                                    "json_type(config, '$.seed') = 'integer'"), 1);
+    ck_assert_int_eq(db_count(c.db, "SELECT count(*) FROM epochs WHERE run_id = 1"), 2);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("resume");
@@ -343,6 +411,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_bad_resumes);
     tcase_add_test(tc, test_resumed_summary_is_the_whole_run);
     tcase_add_test(tc, test_state_integrity);
+    tcase_add_test(tc, test_state_of_schema_8);
     suite_add_tcase(s, tc);
     return s;
 }

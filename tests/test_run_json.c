@@ -3,8 +3,10 @@
  * preset that does not resolve reads back as itself, and a tampered one is refused with a
  * message instead of read as something else: counts out of int's range (undefined to
  * convert; found by tests/fuzz/fuzz_run_json), numbers out of float's range, lists of
- * something else than numbers or longer than pipebench records, null and objects. */
+ * something else than numbers or longer than pipebench records, null and objects, a seed
+ * that is no whole number. The seed reads back in both its forms. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,48 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(json, again);
     free(again);
     free(json);
+    pb_run_json_finish(keep);
+}
+END_TEST
+
+/* The seed is a JSON integer up to 2^53 (what every JSON reader holds exactly), its digits
+ * as they are; above, a decimal string; each reads back to itself, and the string form a
+ * configuration recorded before results schema 9 holds reads too. */
+START_TEST(test_seed_forms)
+{
+    static const struct {
+        uint64_t seed;
+        const char *text;
+    } cases[] = {
+        {0, "\"seed\":0,"},
+        {1000000000000000, "\"seed\":1000000000000000,"},
+        {UINT64_C(9007199254740992), "\"seed\":9007199254740992,"},
+        {UINT64_C(9007199254740993), "\"seed\":\"9007199254740993\","},
+        {UINT64_MAX, "\"seed\":\"18446744073709551615\","},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct pb_run_cfg c, back;
+        pb_run_cfg_defaults(&c);
+        c.seed = cases[i].seed;
+        char *json = pb_run_cfg_json(&c);
+        ck_assert_msg(strstr(json, cases[i].text), "no %s in %s", cases[i].text, json);
+        struct pb_run_json *keep;
+        struct pb_err e;
+        pb_run_cfg_defaults(&back);
+        ck_assert_msg(pb_run_cfg_from_json(json, &back, &keep, &e) == 0, "%s", e.msg);
+        ck_assert(back.seed == cases[i].seed);
+        char *again = pb_run_cfg_json(&back);
+        ck_assert_str_eq(json, again);
+        free(again);
+        free(json);
+        pb_run_json_finish(keep);
+    }
+    struct pb_run_cfg c;
+    struct pb_run_json *keep;
+    struct pb_err e;
+    pb_run_cfg_defaults(&c);
+    ck_assert_msg(pb_run_cfg_from_json("{\"seed\":\"7\"}", &c, &keep, &e) == 0, "%s", e.msg);
+    ck_assert(c.seed == 7);
     pb_run_json_finish(keep);
 }
 END_TEST
@@ -137,6 +181,11 @@ START_TEST(test_tampered_refused)
     strcat(big, "]}");
     expect_refused(big, "lr_steps is a list longer than pipebench records");
     expect_refused("[1]", "not a JSON object");
+    expect_refused("{\"seed\":1.5}", "seed is not a whole number from 0 to 2^53 (got 1.5)");
+    expect_refused("{\"seed\":-1}", "seed is not a whole number from 0 to 2^53");
+    expect_refused("{\"seed\":1e300}", "seed is not a whole number from 0 to 2^53");
+    expect_refused("{\"seed\":true}", "seed is not a non-negative integer");
+    expect_refused("{\"seed\":\"x\"}", "--seed expects a non-negative integer");
     /* numbers a float cannot hold became inf, which the configuration's JSON then
      * recorded as null (found by tests/fuzz/fuzz_run_json's round trip) */
     expect_refused("{\"weight_decay\":1e308}", "--weight-decay expects a number of magnitude");
@@ -149,6 +198,7 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("run_json");
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_seed_forms);
     tcase_add_test(tc, test_nadam_momentum_decay);
     tcase_add_test(tc, test_pipemare_reschedule);
     tcase_add_test(tc, test_unknown_preset_kept);

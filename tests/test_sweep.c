@@ -1,5 +1,6 @@
 /* tests/test_sweep.c — `pipebench sweep` through the built binary: a grid runs every
- * configuration, a second run resumes (adds nothing), two copies started together split
+ * configuration, a second run resumes (adds nothing), also on a database of schema 8
+ * (the seed a JSON string, upgraded in place), two copies started together split
  * the configurations (each runs once), --jobs 2 gives the same results as --jobs 1 (the
  * slow case), bad sweep files are refused with their line and reason, and a grid of
  * every registered schedule and model plans each pair that can run. SIGINT to the
@@ -57,6 +58,35 @@ START_TEST(runs_all_then_resumes)
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
     ck_assert_msg(strstr(out, "3 finished already, 1 to run"), "%s", out);
     ck_assert_int_eq(count_runs("a.db"), 5);
+    cli_cleanup(dir);
+}
+END_TEST
+
+/* A database of schema 8, whose configurations record the seed as a string (made here
+ * from a sweep's by SQL), is upgraded when the sweep runs again: the seeds become
+ * integers and the sweep finds its finished runs, running nothing twice. */
+START_TEST(finds_runs_of_a_schema_8_database)
+{
+    cli_scratch(dir, sizeof dir, "sweep");
+    cli_write(dir, "s.ini", small_sweep);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE json_type(config, "
+                                              "'$.seed') = 'integer'"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE runs SET config = json_set(config, "
+                                              "'$.seed', CAST(json_extract(config, '$.seed') AS "
+                                              "TEXT)) RETURNING 1"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE schema_version SET version = 8 RETURNING "
+                                              "version"), 8);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE json_type(config, "
+                                              "'$.seed') = 'text' AND config LIKE "
+                                              "'%\"seed\":\"_\",%'"), 4);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "4 finished already, 0 to run"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 4);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT max(version) FROM schema_version"), 9);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE json_type(config, "
+                                              "'$.seed') = 'integer' AND json_extract(config, "
+                                              "'$.seed') = seed"), 4);
     cli_cleanup(dir);
 }
 END_TEST
@@ -567,6 +597,7 @@ Suite *pb_test_suite(void)
     tcase_set_tags(fast, "fast");
     tcase_set_timeout(fast, 600);
     tcase_add_test(fast, runs_all_then_resumes);
+    tcase_add_test(fast, finds_runs_of_a_schema_8_database);
     tcase_add_test(fast, bad_files);
     tcase_add_test(fast, dry_run_grammar_and_resumes);
     tcase_add_test(fast, slurm_tasks_run_by_hand);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/driver/batch.h"
 #include "harness/cli/cli.h"
@@ -14,12 +15,11 @@
 #include "harness/driver/finished.h"
 #include "plots/plot.h"
 #include "harness/ir/program.h"
-#include "harness/driver/plan.h"
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 #include "workloads/workload.h"
 
-enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT, O_FORCE };
+enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT, O_FORCE, O_HOSTFILE };
 
 static const struct option compare_options[] = {
     {"schedules", required_argument, 0, O_SCHEDULES},
@@ -27,6 +27,7 @@ static const struct option compare_options[] = {
     {"target", required_argument, 0, O_TARGET},
     {"out", required_argument, 0, O_OUT},
     {"force", no_argument, 0, O_FORCE},
+    {"hostfile", required_argument, 0, O_HOSTFILE},
     {0, 0, 0, 0},
 };
 
@@ -43,7 +44,9 @@ static void compare_usage(FILE *f)
         "                          \"s to\" columns (default %.2f)\n"
         "  --out DIR               figures, DIR/OPTIMIZER/NAME.png (default %s)\n"
         "  --force                 run every configuration, also those the database holds a\n"
-        "                          finished (done or diverged) run of already\n\n"
+        "                          finished (done or diverged) run of already\n"
+        "  --hostfile FILE         mpirun's host file for --executor mpi (default: the ranks\n"
+        "                          on this host, oversubscribed as needed)\n\n"
         "The default workload is lenet on Fashion-MNIST with D = 4 for %d epochs of the\n"
         "first %d training samples, validated on the first %d test samples, with the\n"
         "threads executor (one thread per stage): eleven runs in about three minutes on\n"
@@ -56,6 +59,8 @@ static void compare_usage(FILE *f)
         "--repeat N runs each configuration N times with the same seed (repeat 0 of every\n"
         "configuration first), resumed repeat by repeat: a larger N adds the repeats\n"
         "missing; a row then shows the median samples/s and bubble over the repeats.\n"
+        "--executor mpi starts each configuration as `mpirun -np D pipebench run ...`, as a\n"
+        "sweep does (an mpi run writes no resume state: an interrupted one is run again).\n"
         "The options of `pipebench run` below, but\n"
         "--schedule and --optimizer, apply to all the runs (the defaults they list are\n"
         "run's; compare's are the above). The runs go to --db (default\n"
@@ -77,7 +82,7 @@ static void compare_usage(FILE *f)
 struct opts {
     struct pb_strlist schedules, optimizers;
     float target;
-    const char *out;
+    const char *out, *hostfile;
     bool force;
 };
 
@@ -100,6 +105,12 @@ static int on_option(void *ctx, int opt, const char *arg, struct pb_err *e)
         return 0;
     case O_FORCE:
         o->force = true;
+        return 0;
+    case O_HOSTFILE:
+        if (access(arg, R_OK))
+            return pb_err_set(e, "cannot read the --hostfile %s: %s; give mpirun's host file "
+                                 "(one host per line, slots=N)", arg, strerror(errno));
+        o->hostfile = arg;
         return 0;
     default:
         o->out = arg;
@@ -130,24 +141,21 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
     for (int j = 0; j < o->optimizers.n; j++)
         for (int i = 0; i < o->schedules.n; i++) {
             struct pb_run_flags f = *flags;
+            pb_compare_flag_defaults(&f);
             pb_run_flags_set(&f, "schedule", o->schedules.items[i], NULL);
             pb_run_flags_set(&f, "optimizer", o->optimizers.items[j], NULL);
             if (!pb_run_flags_get(&f, "batch") && !pb_run_flags_get(&f, "microbatch-size"))
                 pb_run_flags_set(&f, "batch", PB_COMPARE_BATCH, NULL);
             struct pb_batch_item *it = &items[n];
             memset(it, 0, sizeof *it);
-            pb_compare_cfg_defaults(&it->cfg);
+            pb_run_cfg_defaults(&it->cfg);
             snprintf(it->label, sizeof it->label, "%s %s", o->schedules.items[i],
                      o->optimizers.items[j]);
             bool unsupported;
             if (pb_run_flags_apply(&f, &it->cfg, e))
                 return -1;
-            const struct pb_executor *ex = pb_plan_executor(&it->cfg);
-            if (ex && ex->one_rank_per_stage)
-                return pb_err_set(e, "compare does not start mpirun: run the comparison as a "
-                                     "sweep file with executor = mpi under [run] and the "
-                                     "schedules and optimizers under [grid] (`pipebench sweep "
-                                     "--help`), or --executor threads");
+            it->flags = f;   /* the ranks' options under the mpi executor (batch_mpi.h) */
+            it->hostfile = o->hostfile;
             if (pb_batch_check(&it->cfg, &unsupported, e)) {
                 if (!unsupported)
                     return pb_err_prefix(e, "%s: ", it->label);

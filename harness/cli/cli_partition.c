@@ -52,6 +52,8 @@ int pb_cmd_partition(int argc, char **argv)
     struct pb_run_flags f = {{0}};
     struct pb_err e;
     int reps = 5, opt;
+    if (pb_cli_once("partition", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     optind = 0;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {

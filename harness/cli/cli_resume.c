@@ -33,7 +33,8 @@ static char *recorded_config(const char *path, long long id, int *repeat, struct
         "AND partition_cut IS NOT NULL THEN json_set(config, '$.partition', partition_cut) "
         "ELSE config END, status, repeat FROM runs WHERE id = ?";
     struct pb_results *db;
-    if (pb_results_open_existing(&db, path, e))
+    /* as the writer it is (an older schema upgraded first); a missing file is an error */
+    if ((access(path, F_OK) ? pb_results_open_existing : pb_results_open)(&db, path, e))
         return NULL;
     sqlite3_stmt *s = NULL;
     char *json = NULL;

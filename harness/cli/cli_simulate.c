@@ -299,6 +299,8 @@ int pb_cmd_simulate(int argc, char **argv)
     struct sim_args a = {.optimizer = NULL, .db = PB_RESULTS_DEFAULT_DB,
                          .pipe = {.length = 8}};
     struct pb_err e;
+    if (pb_cli_once("simulate", argc, argv, NULL))
+        return PB_EXIT_USAGE;
     int rc = parse(argc, argv, &a, &e);
     if (rc)
         return rc > 0 ? PB_EXIT_OK : pb_cli_fail(e.msg);

@@ -12,16 +12,23 @@
 
 #define MIB (1024.0 * 1024.0)
 
-void pb_compare_cfg_defaults(struct pb_run_cfg *c)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+void pb_compare_flag_defaults(struct pb_run_flags *f)
 {
-    pb_run_cfg_defaults(c);
-    c->model = PB_COMPARE_MODEL;
-    c->epochs = PB_COMPARE_EPOCHS;
-    c->limit_train = PB_COMPARE_LIMIT_TRAIN;
-    c->limit_val = PB_COMPARE_LIMIT_VAL;
-    /* stages run at the same time, so throughput and bubbles are the schedule's own;
-     * the weights are those of the sequential reference, bit for bit */
-    c->executor = "threads";
+    /* threads: stages run at the same time, so throughput and bubbles are the schedule's
+     * own; the weights are those of the sequential reference, bit for bit */
+    static const char *const defaults[][2] = {
+        {"model", PB_COMPARE_MODEL},
+        {"epochs", STR(PB_COMPARE_EPOCHS)},
+        {"limit-train", STR(PB_COMPARE_LIMIT_TRAIN)},
+        {"limit-val", STR(PB_COMPARE_LIMIT_VAL)},
+        {"executor", "threads"},
+    };
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+        if (!pb_run_flags_get(f, defaults[i][0]))
+            PB_CHECK(pb_run_flags_set(f, defaults[i][0], defaults[i][1], NULL) == 0);
 }
 
 /* The run's row of the run_summary view (results/views.sql, the one definition of the

@@ -10,6 +10,7 @@
 
 #include "harness/compute/backend.h"
 #include "harness/driver/run.h"
+#include "harness/driver/run_flags.h"
 
 /* The default workload: lenet on Fashion-MNIST, D = 4 (run's default), 4 epochs of
  * the first 6000 training samples, validated on the first 2000 test samples: eleven
@@ -29,8 +30,10 @@
 #define PB_COMPARE_TARGET 0.75
 #define PB_COMPARE_OUTDIR "plots/out"
 
-/* pb_run_cfg_defaults, then the default workload above. */
-void pb_compare_cfg_defaults(struct pb_run_cfg *c);
+/* The default workload above (and the threads executor) as run's options, each where f
+ * gives none: applied over pb_run_cfg_defaults they make compare's configuration, and
+ * passed to `pipebench run` (the ranks of an mpi run) they make the same one. */
+void pb_compare_flag_defaults(struct pb_run_flags *f);
 
 /* One row of the comparison: a run's columns of the run_summary view (0 where NULL). */
 struct pb_compare_row {

@@ -7,6 +7,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,27 @@ double pb_run_decimal(float f)
     return strtod(buf, NULL);
 }
 
+/* The largest integer every JSON reader (SQLite, pandas, JavaScript: IEEE doubles) holds
+ * exactly: seeds up to it are recorded as JSON integers, larger ones as decimal strings. */
+#define SEED_EXACT_MAX (UINT64_C(1) << 53)
+
+/* The seed into o: an integer, its decimal digits written as they are (cJSON would print
+ * 1e+15), or a decimal string where a double cannot hold it, and always a string with
+ * string_seed (the form before schema 9, kept for the resume states written then). */
+static void add_seed(cJSON *o, uint64_t seed, bool string_seed)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
+    if (string_seed || seed > SEED_EXACT_MAX)
+        cJSON_AddStringToObject(o, "seed", text);
+    else
+        cJSON_AddRawToObject(o, "seed", text);
+}
+
 /* c as JSON with its preset p (NULL: as given), whether the paper cut applies, and its
- * placement as recorded. */
+ * placement as recorded; string_seed: the seed as a string (add_seed). */
 static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, bool paper_cut,
-                      const char *devices)
+                      const char *devices, bool string_seed)
 {
     cJSON *o = cJSON_CreateObject();
     const struct pb_optim_cfg *oc = &c->optim;
@@ -96,9 +114,7 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     if (c->deterministic)
         cJSON_AddBoolToObject(o, "deterministic", true);
     cJSON_AddNumberToObject(o, "threads", c->threads);
-    char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
-    cJSON_AddStringToObject(o, "seed", seed);
+    add_seed(o, c->seed, string_seed);
     cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
     cJSON_AddNumberToObject(o, "label_smoothing", pb_run_decimal(c->label_smoothing));
     cJSON_AddStringToObject(o, "init", c->init ? c->init : "");
@@ -117,12 +133,23 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     return s;
 }
 
-char *pb_plan_cfg_json(const struct pb_plan *p)
+/* The plan's configuration, the seed as string_seed says (add_seed). */
+static char *plan_json(const struct pb_plan *p, bool string_seed)
 {
     char *devices = pb_placement_text(p->devices, p->cfg->stages);
-    char *s = cfg_json(p->cfg, p->preset, p->paper_cut, devices);
+    char *s = cfg_json(p->cfg, p->preset, p->paper_cut, devices, string_seed);
     free(devices);
     return s;
+}
+
+char *pb_plan_cfg_json(const struct pb_plan *p)
+{
+    return plan_json(p, false);
+}
+
+char *pb_plan_cfg_json_v8(const struct pb_plan *p)
+{
+    return plan_json(p, true);
 }
 
 char *pb_run_cfg_json(const struct pb_run_cfg *c)
@@ -140,7 +167,8 @@ char *pb_run_cfg_json(const struct pb_run_cfg *c)
             devices = pb_placement_text(dev, c->stages);
         free(dev);
     }
-    char *s = cfg_json(c, p, paper_cut, devices ? devices : c->devices ? c->devices : "0");
+    char *s = cfg_json(c, p, paper_cut, devices ? devices : c->devices ? c->devices : "0",
+                       false);
     free(devices);
     return s;
 }
@@ -230,18 +258,32 @@ static int read_steps(const cJSON *it, struct pb_optim_cfg *o, struct pb_err *e)
 }
 
 /* The value of it into f's field. */
+/* A seed recorded as a JSON integer (add_seed): whole, 0 to SEED_EXACT_MAX. */
+static int read_seed(double v, uint64_t *seed, struct pb_err *e)
+{
+    if (!(v >= 0 && v <= (double)SEED_EXACT_MAX && v == floor(v)))
+        return pb_err_set(e, "the run's recorded configuration: seed is not a whole number "
+                          "from 0 to 2^53 (got %.17g)", v);
+    *seed = (uint64_t)v;
+    return 0;
+}
+
 static int read_field(const struct field *f, const cJSON *it, struct pb_err *e)
 {
-    bool ok = f->type == 's' || f->type == 'u' ? cJSON_IsString(it)
-              : f->type == 'b'                 ? cJSON_IsBool(it)
-              : f->type == 'l'                 ? cJSON_IsArray(it)
-                                               : cJSON_IsNumber(it);
+    bool ok = f->type == 's'   ? cJSON_IsString(it)
+              : f->type == 'b' ? cJSON_IsBool(it)
+              : f->type == 'l' ? cJSON_IsArray(it)
+              : f->type == 'u' ? cJSON_IsString(it) || cJSON_IsNumber(it)
+                               : cJSON_IsNumber(it);
     if (!ok)
         return pb_err_set(e, "the run's recorded configuration: %s is not %s", it->string,
-                          f->type == 's' || f->type == 'u' ? "a string"
-                          : f->type == 'b'                 ? "true or false"
-                          : f->type == 'l'                 ? "a list of numbers"
-                                                           : "a number");
+                          f->type == 's'   ? "a string"
+                          : f->type == 'b' ? "true or false"
+                          : f->type == 'l' ? "a list of numbers"
+                          : f->type == 'u' ? "a non-negative integer"
+                                           : "a number");
+    if (f->type == 'u' && cJSON_IsNumber(it))
+        return read_seed(it->valuedouble, f->dst, e);
     switch (f->type) {
     case 's':
         if (*it->valuestring)   /* "" = not given */

@@ -6,8 +6,13 @@
 
 #include "harness/driver/plan.h"
 
-/* The configuration of plan p (chosen) as JSON, its names as p resolved them; free() it. */
+/* The configuration of plan p (chosen) as JSON, its names as p resolved them; free() it.
+ * The seed is a JSON integer up to 2^53 (what a double holds exactly), a decimal string
+ * above. */
 char *pb_plan_cfg_json(const struct pb_plan *p);
+/* The same as written before results schema 9, every seed a string: the resume states
+ * written then carry the hash of this text. */
+char *pb_plan_cfg_json_v8(const struct pb_plan *p);
 
 /* A run's recorded configuration (pb_run_cfg_json) read into c (defaults first), key by
  * key into its fields; *keep owns the strings c then points to (pb_run_json_finish after

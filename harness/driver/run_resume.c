@@ -21,10 +21,11 @@
 #include "harness/store/checkpoint.h"
 #include "workloads/datasets/image_cache.h"
 
-/* The hash of the plan's configuration, as the run records it. */
-static unsigned long long config_hash(const struct pb_plan *p)
+/* The hash of the plan's configuration, as the run records it (v8: as a run recorded it
+ * before results schema 9, its seed a string). */
+static unsigned long long config_hash(const struct pb_plan *p, bool v8)
 {
-    char *json = pb_plan_cfg_json(p);
+    char *json = v8 ? pb_plan_cfg_json_v8(p) : pb_plan_cfg_json(p);
     unsigned long long h = pb_fnv1a(PB_FNV_OFFSET, json, strlen(json));
     free(json);
     return h;
@@ -57,7 +58,7 @@ int pb_run_save_state(const struct pb_plan *p, struct pb_local_stages *ls, int64
     pb_run_state_path(c->db, run_id, path, sizeof path);
     join_counts(ls, d, false, updates, sizeof updates);
     join_counts(ls, d, true, steps, sizeof steps);
-    snprintf(hash, sizeof hash, "%016llx", config_hash(p));
+    snprintf(hash, sizeof hash, "%016llx", config_hash(p, false));
     snprintf(meta, sizeof meta, "{\"pipebench_state\":\"1\",\"run_id\":\"%lld\",\"model\":\"%s\","
              "\"stages\":\"%d\",\"epochs_done\":\"%d\",\"updates\":\"%s\",\"steps\":\"%s\","
              "\"config\":\"%s\"}",
@@ -133,8 +134,10 @@ int pb_run_load_state(const struct pb_plan *p, struct pb_local_stages *ls, int *
         rc = pb_err_set(e, "%s is not run %lld's resume state of %d stages (its metadata "
                         "does not match); start the run again with pipebench run", path,
                         (long long)c->resume_run, d);
-    /* a state written before the hash was kept has none and is taken on its run id */
-    else if (cfg && (!end || *end || hash != config_hash(p)))
+    /* a state written before the hash was kept has none and is taken on its run id; one
+     * written before results schema 9 hashes the configuration with its seed a string */
+    else if (cfg && (!end || *end || (hash != config_hash(p, false) &&
+                                      hash != config_hash(p, true))))
         rc = pb_err_set(e, "%s belongs to another configuration than run %lld's (another "
                            "database's run of that id?); delete it to train the run again from "
                            "its first epoch (pipebench resume %lld), or start over with "

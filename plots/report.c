@@ -32,7 +32,7 @@ enum metric {
     M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED, M_THROUGHPUT_REPEATS,
     M_BUBBLE_LO, M_BUBBLE_HI, M_BUBBLE_REPEATS,
     M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
-    M_HAS_BLEU, M_LOAD,
+    M_HAS_BLEU, M_LOAD, M_SIM_CONTENDED,
     M_N
 };
 
@@ -49,7 +49,7 @@ static const char runs_sql[] =
     "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
     "f_mean, f_max, b_mean, b_max, pred_err_mean, pred_err_max, epochs_to_target, "
-    "seconds_to_target, sim_throughput, 100 * sim_bubble_frac, shared_timing, "
+    "seconds_to_target, pb_sim_throughput(s.run_id), 100 * sim_bubble_frac, shared_timing, "
     "s.status = 'diverged', "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_lo ELSE s.throughput_lo END, "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_hi ELSE s.throughput_hi END, "
@@ -60,7 +60,8 @@ static const char runs_sql[] =
     "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
     "FROM runs WHERE id = s.run_id), samples_per_update, updates_per_epoch, epochs_done, "
     "best_bleu IS NOT NULL, (SELECT load_avg FROM runs WHERE id = s.run_id), "
-    "config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
+    "pb_sim_contended(s.run_id), config_id "
+    "FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
     "WHERE s.status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
@@ -363,11 +364,13 @@ static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int
         snprintf(buf, cap, "%.3g ep, %.1f s", ep.mean, sec.mean);
 }
 
-/* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores. */
-static bool cell_shared(const struct runs *rs, int a, int b, const struct run *col)
+/* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores
+ * (for the simulated throughput: its op costs, results/results_sim.h). */
+static bool cell_shared(const struct runs *rs, int a, int b, const struct run *col, int m)
 {
+    int shared = m == M_SIM_THROUGHPUT ? M_SIM_CONTENDED : M_SHARED_TIMING;
     for (int i = a; i < b; i++)
-        if (!cmp_column(&rs->v[i], col) && rs->v[i].m[M_SHARED_TIMING] == 1)
+        if (!cmp_column(&rs->v[i], col) && rs->v[i].m[shared] == 1)
             return true;
     return false;
 }
@@ -418,7 +421,7 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     for (int c = 0; c < ncol; c++) {
         struct cell *x = &cells[c];
         x->st = cell_stat(rs, a, b, col[c], h->m);
-        x->shared = h->mark_shared && cell_shared(rs, a, b, col[c]);
+        x->shared = h->mark_shared && cell_shared(rs, a, b, col[c], h->m);
         x->target[0] = 0;
         if (h->target > 0 && x->st.n)
             target_note(x->target, sizeof x->target, rs, a, b, col[c]);
@@ -791,11 +794,14 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     case PB_REPORT_SIM_THROUGHPUT:
         best_words(bw, sizeof bw, o, "highest");
         snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
-                 "schedule: each epoch of a run replayed on one device per stage with its "
-                 "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 %s over the "
-                 "finished seeds of a cell (n: its seeds, each its first repeat's); %s.", sw,
-                 bw);
-        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, false, 0, o->ci, "sim_throughput",
+                 "schedule: a run's epoch simulated on one device per stage with its stages' "
+                 "median op times (design \xc2\xa7" "6.6; `pipebench simulate --run` prints "
+                 "the same number); mean \xc2\xb1 %s over the finished seeds of a cell (n: its "
+                 "seeds, each its first repeat's); %s. \xe2\x80\xa0: the op times were "
+                 "measured while the stages shared cores (more stage threads than cores, or a "
+                 "load above them), so they are not each stage's alone; never marked best.",
+                 sw, bw);
+        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, true, 0, o->ci, "sim_throughput",
                                    "samples/s"}, o->format,
                     &g);
         break;

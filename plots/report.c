@@ -477,6 +477,33 @@ static int range_note(char *buf, size_t cap, const struct summary *st, int m, in
                     decimals, st->hi);
 }
 
+/* Row [a, b)'s samples per update where its schedules' differ (not the equal footing of
+ * semantics §1.5): "samples/update differ: gpipe 256, pipedream 64" into buf; "" where they
+ * agree or were not recorded. */
+static void footing_note(const struct runs *rs, int a, int b, const struct run **col, int ncol,
+                         char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "samples/update differ:");
+    double first = NAN;
+    bool differ = false;
+    int listed = 0;
+    for (int c = 0; c < ncol; c++)
+        for (int i = a; i < b; i++) {
+            double v = rs->v[i].m[M_SAMPLES_PER_UPDATE];
+            if (cmp_column(&rs->v[i], col[c]) || isnan(v) || v <= 0)
+                continue;
+            differ |= listed && v != first;
+            first = listed ? first : v;
+            if (len < cap)
+                len += (size_t)snprintf(buf + len, cap - len, "%s %s %.0f", listed ? "," : "",
+                                        col[c]->label, v);
+            listed++;
+            break;
+        }
+    if (!differ)
+        buf[0] = 0;
+}
+
 /* Table IV layout: a row per configuration, a column per schedule; a cell shows mean ±
  * std (with h->ci, mean ± the half-width of its confidence interval), then "(n =
  * seeds[, k diverged][; range][; target])"; a timing measured with the stages sharing
@@ -486,16 +513,29 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
 {
     int m = h->m, decimals = h->decimals;
     int nl = nlabels(rs);
-    pb_grid_init(g, nl + ncol, nl, g->caption);
+    char footing[512];
+    bool mixed = false;   /* some row's schedules differ in samples per update: a note column */
+    for (int a = 0, b; a < rs->n && !mixed; a = b) {
+        b = block_end(rs, a, 0);
+        footing_note(rs, a, b, col, ncol, footing, sizeof footing);
+        mixed = footing[0] != 0;
+    }
+    pb_grid_init(g, nl + ncol + mixed, nl, g->caption);
     int head = pb_grid_add_row(g);
     set_head_labels(g, head, rs, NULL);
     for (int c = 0; c < ncol; c++)
         pb_grid_set(g, head, nl + c, col[c]->label, false);
+    if (mixed)
+        pb_grid_set(g, head, nl + ncol, "note", false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
         set_labels(g, row, rs, &rs->v[a]);
+        if (mixed) {
+            footing_note(rs, a, b, col, ncol, footing, sizeof footing);
+            pb_grid_set(g, row, nl + ncol, footing, false);
+        }
         int best = row_cells(rs, a, b, col, ncol, h, cells);
         for (int c = 0; c < ncol; c++) {
             const struct cell *x = &cells[c];

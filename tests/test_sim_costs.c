@@ -4,6 +4,7 @@
  * sim-throughput`, with a dagger where its op times were measured on shared cores. */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,52 @@ START_TEST(test_op_costs_refused)
 }
 END_TEST
 
+/* partition --op-costs-out: every stage's F, B and U measured alone, a file simulate
+ * reads (gpipe runs those kinds; zb-h1's I and W are not measured, and it says so); an
+ * output path that cannot be written is refused before anything is measured. */
+START_TEST(test_op_costs_measured_alone)
+{
+    char dir[64], out[8192], path[512];
+    cli_scratch(dir, sizeof dir, "opcostsalone");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "partition --model mlp --stages 2 --reps 1 "
+                             "--microbatch-size 16 --op-costs-out oc.csv"), 0);
+    ck_assert_msg(strstr(out, "pipebench simulate --op-costs oc.csv"), "%s", out);
+    snprintf(path, sizeof path, "%s/oc.csv", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    int rows = 0;
+    bool header = false;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        if (!header) {
+            ck_assert_str_eq(line, "stage,op,seconds\n");
+            header = true;
+            continue;
+        }
+        int k;
+        char op;
+        double s;
+        ck_assert_msg(sscanf(line, "%d,%c,%lf", &k, &op, &s) == 3, "%s", line);
+        ck_assert_msg(k == rows / 3 && op == "FBU"[rows % 3] && isfinite(s) && s >= 0, "%s",
+                      line);
+        rows++;
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 6);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 2 "
+                             "--op-costs oc.csv"), 0);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule zb-h1 --stages 2 "
+                             "--op-costs oc.csv"), 2);
+    ck_assert_msg(strstr(out, "no row for stage 0's I"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "partition --model mlp --stages 2 "
+                             "--op-costs-out nodir/oc.csv"), 2);
+    ck_assert_msg(strstr(out, "--op-costs-out"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 /* Runs sql on dir/r.db. */
 static void sql_exec(const char *dir, const char *sql)
 {
@@ -173,6 +220,7 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_op_costs_file);
     tcase_add_test(tc, test_op_costs_refused);
+    tcase_add_test(tc, test_op_costs_measured_alone);
     tcase_add_test(tc, test_run_sim_one_definition);
     suite_add_tcase(s, tc);
     return s;

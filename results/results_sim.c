@@ -45,8 +45,10 @@ int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
                        bool *contended, struct pb_err *e)
 {
     struct pb_run_costs rc;
+    *contended = false;
     if (pb_results_run_costs(db, id, &rc, e))
         return -1;
+    *contended = rc.contended;
     struct pb_sim_cost *costs = pb_xcalloc((size_t)rc.stages, sizeof *costs);
     struct pb_pipe p = {.stages = rc.stages, .length = rc.length,
                         .microbatches = rc.microbatches,
@@ -60,7 +62,6 @@ int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
         p.optimizer = oc.kind;
         if (!pb_simulate_pipe(sch, &p, NULL, costs, p.stages, false, &res, e)) {
             *samples_per_s = pb_sim_samples_per_s(p.length, rc.microbatch_size, res.makespan_s);
-            *contended = rc.contended;
             status = 0;
         }
     }
@@ -90,19 +91,21 @@ static const struct sim_cache *simulated(sqlite3_context *ctx, sqlite3_value *ru
         c->id = id;
         c->ok = !pb_results_run_sim(c->db, id, &c->samples_per_s, &c->contended, &e);
     }
-    return c->ok ? c : NULL;
+    return c;
 }
 
 static void sql_throughput(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
     const struct sim_cache *c = simulated(ctx, argv[0]);
-    if (c)
+    if (c && c->ok)
         sqlite3_result_double(ctx, c->samples_per_s);
     else
         sqlite3_result_null(ctx);
 }
 
+/* Whether the run's op times were measured on shared cores: known once its costs were
+ * read, even where it cannot be simulated as a whole (its epochs' own simulations). */
 static void sql_contended(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;

@@ -25,13 +25,15 @@ int pb_run_sim_costs(const struct pb_run_costs *rc, int64_t id, struct pb_sim_co
 /* Run `id`'s simulated throughput: its own pipe (schedule, variant, optimizer, D, N, M,
  * micro-batch size) simulated on one device per stage with pb_run_sim_costs, samples/s
  * into *samples_per_s; *contended: rc.contended (its costs were measured while its
- * stages shared cores). -1 with a message when it cannot be simulated. */
+ * stages shared cores), set also when the run is read but cannot be simulated. -1 with
+ * a message when it cannot be simulated. */
 int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
                        bool *contended, struct pb_err *e);
 
 /* Registers the SQL functions pb_sim_throughput(run_id) (pb_results_run_sim's samples/s,
- * NULL where the run cannot be simulated) and pb_sim_contended(run_id) (1 or 0, NULL
- * likewise) on db's connection, for the reports. */
+ * NULL where the run cannot be simulated) and pb_sim_contended(run_id) (1 or 0: its op
+ * times measured on shared cores, whether or not it can be simulated) on db's
+ * connection, for the reports. */
 int pb_results_sim_functions(struct pb_results *db, struct pb_err *e);
 
 #endif

@@ -1,7 +1,8 @@
 /* tests/test_sim_costs.c — where the simulator's op costs come from: a hand-worked
  * `simulate --op-costs FILE` and the files it refuses, and a recorded run's simulated
  * throughput (results/results_sim.h) printed alike by `simulate --run` and `report --table
- * sim-throughput`, with a dagger where its op times were measured on shared cores. */
+ * sim-throughput`, with a dagger where its op times were measured on shared cores (in
+ * sim-bubble too). */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -32,7 +33,14 @@ START_TEST(test_op_costs_file)
     cli_write(dir, "s.csv", "stage,op,seconds\n1,F,1\n1,B,1\n1,U,0.5\n0,F,2\n0,B,3\n0,U,0.25\n");
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 2 "
                              "--length 4 --microbatches 4 --op-costs s.csv"), 0);
-    ck_assert_msg(!strstr(out, "makespan 23 s;"), "%s", out);
+    ck_assert_msg(!strstr(out, "makespan 23 s;") && !strstr(out, "\xe2\x80\xa0"), "%s", out);
+    /* a file that says its costs were measured on shared cores: simulate says so */
+    cli_write(dir, "d.csv", "# \xe2\x80\xa0 measured under a load average of 9 on 2 cores\n"
+                            "stage,op,seconds\n0,F,1\n0,B,1\n0,U,0\n1,F,1\n1,B,1\n1,U,0\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule gpipe --stages 2 "
+                             "--op-costs d.csv"), 0);
+    ck_assert_msg(strstr(out, "\xe2\x80\xa0 d.csv says its op times were measured while the "
+                          "stages shared cores"), "%s", out);
     cli_cleanup(dir);
 }
 END_TEST
@@ -201,6 +209,8 @@ START_TEST(test_run_sim_one_definition)
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput"),
                      0);
     ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-bubble"), 0);
+    ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
     /* measured with a load above the cores: both say so */
     sql_exec(dir, "UPDATE runs SET load_avg = cores + 1");
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db"), 0);
@@ -208,6 +218,8 @@ START_TEST(test_run_sim_one_definition)
                   "shared cores"), "%s", out);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput"),
                      0);
+    ck_assert_msg(strstr(out, " \xe2\x80\xa0 (n = 1)"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-bubble"), 0);
     ck_assert_msg(strstr(out, " \xe2\x80\xa0 (n = 1)"), "%s", out);
     cli_cleanup(dir);
 }

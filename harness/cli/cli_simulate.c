@@ -55,6 +55,7 @@ struct sim_args {
     const char *sched, *optimizer, *db, *cost, *run, *op_costs;
     struct pb_pipe pipe;
     bool have_stages, have_length, have_m, record;
+    bool file_contended;  /* --op-costs FILE marks its costs measured on shared cores */
     int microbatch_size;
     const struct pb_sim_cost *costs;  /* [D] what was simulated */
 };
@@ -182,7 +183,7 @@ static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb
 /* The costs of --op-costs FILE for the op kinds each stage's program runs (taken from the
  * programs of a pipe of at most D·M micro-batches where the pipe is too long to build
  * whole: the kinds do not change with N). */
-static int costs_from_file(const struct sim_args *a, const struct pb_schedule *sch,
+static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
                            struct pb_sim_cost *costs, struct pb_err *e)
 {
     struct pb_pipe p = a->pipe;
@@ -194,7 +195,7 @@ static int costs_from_file(const struct sim_args *a, const struct pb_schedule *s
     for (int k = 0; k < p.stages && !rc; k++)
         kinds[k] = pb_program_kinds(&progs[k]);
     if (!rc)
-        rc = pb_sim_cost_file_read(a->op_costs, p.stages, kinds, costs, e);
+        rc = pb_sim_cost_file_read(a->op_costs, p.stages, kinds, costs, &a->file_contended, e);
     pb_programs_finish(progs, p.stages);
     free(progs);
     free(kinds);
@@ -211,7 +212,10 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
     printf(", M = %d", p->microbatches);
     printf(" (costs: %s%s)\n", a->op_costs ? "from " : a->run ? "the run's medians" : "as given",
            a->op_costs ? a->op_costs : "");
-    if (contended)
+    if (contended && a->op_costs)
+        printf("\xe2\x80\xa0 %s says its op times were measured while the stages shared "
+               "cores: not each stage's alone\n", a->op_costs);
+    else if (contended)
         printf("\xe2\x80\xa0 run %s's op times were measured while its stages shared cores "
                "(more stage threads than cores, or a load above them): not each stage's "
                "alone\n", a->run);
@@ -352,7 +356,8 @@ int pb_cmd_simulate(int argc, char **argv)
         goto out;
     if (a.record && pb_results_open(&db, a.db, &e))
         goto out;
-    print_result(&a, costs, &res, a.run && !a.op_costs && rcosts.contended);
+    print_result(&a, costs, &res,
+                 a.op_costs ? a.file_contended : a.run && rcosts.contended);
     if (a.run && print_memory(&a, &rcosts, &res, &e))
         goto out;
     a.costs = costs;

@@ -71,9 +71,9 @@ static int row(const char *path, int line, char **f, int stages, double (*v)[REC
     return 0;
 }
 
-/* Reads the rows of f into v and seen. */
+/* Reads the rows of f into v and seen; *contended when a comment begins "# †". */
 static int read_rows(FILE *f, const char *path, int stages, double (*v)[RECV + 1],
-                     int (*seen)[RECV + 1], struct pb_err *e)
+                     int (*seen)[RECV + 1], bool *contended, struct pb_err *e)
 {
     char buf[512];
     bool header = false;
@@ -84,6 +84,7 @@ static int read_rows(FILE *f, const char *path, int stages, double (*v)[RECV + 1
                               "stage,op,seconds", path, line, sizeof buf - 2);
         buf[strcspn(buf, "\r\n")] = 0;
         char *p = buf + strspn(buf, " \t");
+        *contended |= !strncmp(p, "# \xe2\x80\xa0", 5);
         if (!*p || *p == '#')
             continue;
         char *fl[4];
@@ -110,14 +111,15 @@ static int read_rows(FILE *f, const char *path, int stages, double (*v)[RECV + 1
 }
 
 int pb_sim_cost_file_read(const char *path, int stages, const unsigned *kinds,
-                          struct pb_sim_cost *costs, struct pb_err *e)
+                          struct pb_sim_cost *costs, bool *contended, struct pb_err *e)
 {
+    *contended = false;
     FILE *f = pb_in_file_open(path, 1 << 26, e);
     if (!f)
         return pb_err_prefix(e, "--op-costs: ");
     double (*v)[RECV + 1] = pb_xcalloc((size_t)stages, sizeof *v);
     int (*seen)[RECV + 1] = pb_xcalloc((size_t)stages, sizeof *seen);
-    int rc = read_rows(f, path, stages, v, seen, e);
+    int rc = read_rows(f, path, stages, v, seen, contended, e);
     fclose(f);
     for (int k = 0; k < stages && !rc; k++)
         for (int op = 0; op < PB_OP_NKINDS && !rc; op++)

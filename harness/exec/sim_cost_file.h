@@ -3,6 +3,8 @@
 #ifndef PB_SIM_COST_FILE_H
 #define PB_SIM_COST_FILE_H
 
+#include <stdbool.h>
+
 #include "harness/exec/sim.h"
 
 /* The op kinds of a program, a bit (1 << kind) each. */
@@ -13,9 +15,11 @@ unsigned pb_program_kinds(const struct pb_program *prog);
  * op F, B, U, I, W or recv (a message's transfer into the stage), the seconds finite and
  * at least 0. Every stage needs a row for each kind its program runs (kinds[k], bits of
  * pb_program_kinds); recv defaults to 0 and a kind the program does not run costs 0
- * whatever its row says. A malformed row, an unknown stage or op, a repeated row, a bad
- * number or a missing row is an error naming the file, the line and what to write. */
+ * whatever its row says. *contended: some comment line begins "# †" (costs measured
+ * while the stages shared cores, as `pipebench partition --op-costs-out` marks them). A
+ * malformed row, an unknown stage or op, a repeated row, a bad number or a missing row
+ * is an error naming the file, the line and what to write. */
 int pb_sim_cost_file_read(const char *path, int stages, const unsigned *kinds,
-                          struct pb_sim_cost *costs, struct pb_err *e);
+                          struct pb_sim_cost *costs, bool *contended, struct pb_err *e);
 
 #endif

@@ -133,6 +133,29 @@ START_TEST(test_old_run_reads)
 }
 END_TEST
 
+/* A sweep over a database of runs recorded before the default: PipeDream's micro-batches
+ * of 64 are its batch of 64 (one micro-batch per update), found finished; GPipe's two
+ * micro-batches of 64 are not its batch of 64, and it runs. */
+START_TEST(test_sweep_finds_old_runs)
+{
+    char dir[64], out[16384];
+    cli_scratch(dir, sizeof dir, "footresume");
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(cli_run(dir, out, sizeof out, "run " SMALL "--schedule %s "
+                              "--microbatch-size 64", i ? "gpipe" : "pipedream") == 0, "%s", out);
+    cli_write(dir, "s.ini", "[grid]\nschedule = gpipe, pipedream\n[run]\nmodel = mlp\n"
+                            "dataset = synthetic\nstages = 2\nepochs = 1\nlimit-train = 128\n"
+                            "limit-val = 64\n");
+    ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db r.db") == 0, "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs"), 3);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE schedule = "
+                                "'gpipe' AND samples_per_update = 64"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "r.db", "SELECT count(*) FROM runs WHERE schedule = "
+                                "'pipedream'"), 1);
+    cli_cleanup(dir);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("footing");
@@ -142,6 +165,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_sweep_default_batch);
     tcase_add_test(tc, test_mixed_row_note);
     tcase_add_test(tc, test_old_run_reads);
+    tcase_add_test(tc, test_sweep_finds_old_runs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -211,6 +211,12 @@ START_TEST(test_run_sim_one_definition)
     ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-bubble"), 0);
     ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
+    /* the run's pipe with a file's costs */
+    cli_write(dir, "c.csv", "stage,op,seconds\n0,F,1\n0,B,2\n0,U,0\n1,F,1\n1,B,2\n1,U,0\n");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --op-costs c.csv"),
+                     0);
+    ck_assert_msg(strstr(out, "simulated pipedream, D = 2, 8 micro-batches") &&
+                  strstr(out, "(costs: from c.csv)") && strstr(out, "(b = 32)"), "%s", out);
     /* measured with a load above the cores: both say so */
     sql_exec(dir, "UPDATE runs SET load_avg = cores + 1");
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db"), 0);

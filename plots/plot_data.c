@@ -121,13 +121,15 @@ static void to_std(struct matrix *m, int b)
     }
 }
 
-/* Whether a compared run's timing was measured with the stages sharing cores. */
-static int any_shared_timing(struct pb_plot_job *j)
+/* Whether `what` is 1 for some compared run: c.shared_timing (its timing measured with
+ * the stages sharing cores), or pb_sim_contended(c.run_id) (its simulation's op times). */
+static int any_shared_timing(struct pb_plot_job *j, const char *what)
 {
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT max(%s)" PB_PLOT_SAME_CONFIG_ANY_D, what);
     sqlite3_stmt *q;
     int shared = 0;
-    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT max(c.shared_timing)"
-                           PB_PLOT_SAME_CONFIG_ANY_D, -1, &q, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), sql, -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, j->run);
         if (sqlite3_step(q) == SQLITE_ROW)
             shared = sqlite3_column_int(q, 0);
@@ -164,7 +166,7 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
     }
     sqlite3_finalize(q);
     /* runs whose stages shared cores (†): their simulated throughput too, blocks 4, 5 */
-    int shared = any_shared_timing(j);
+    int shared = any_shared_timing(j, "c.shared_timing");
     struct matrix m;
     matrix_init(&m, shared ? 6 : 4, nd, dl, s.n, s.label);
     /* a seed counts once: its repeats' median (seed_timing), as the report takes it */
@@ -177,7 +179,8 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
     /* a seed's simulation: its first run's (seed_runs), as the bands and bars count seeds */
     if (rc == 0 && shared)
         rc = fill_matrix(j, "SELECT 'D=' || c.stages, c.column_label, avg(t.sim_throughput), "
-                         PB_PLOT_VAR("t.sim_throughput") " FROM run_throughput t JOIN (SELECT "
+                         PB_PLOT_VAR("t.sim_throughput") " FROM (SELECT id AS run_id, "
+                         "pb_sim_throughput(id) AS sim_throughput FROM runs) t JOIN (SELECT "
                          "c.run_id, c.column_label, c.stages" PB_PLOT_SAME_CONFIG_ANY_D ") c "
                          "USING (run_id) WHERE t.sim_throughput IS NOT NULL GROUP BY 1, 2", &m,
                          0, 2, 4, 2, e);
@@ -192,17 +195,21 @@ int pb_plot_data_throughput(struct pb_plot_job *j, struct pb_err *e)
                           "run_throughput), block 1 its bubble (%: idle / makespan, the mean over "
                           "the\n# devices, view run_bubble); a seed run --repeat N times: the "
                           "median over its repeats\n# (view seed_timing); where the stages "
-                          "shared cores, block 2 the simulated throughput\n# (sim_throughput: "
-                          "the steady epochs replayed with their own op costs on one device\n# "
-                          "per stage, view run_throughput)\n", "D", 1, e);
+                          "shared cores, block 2 the simulated throughput\n# (pb_sim_throughput: "
+                          "the run's epoch simulated with its median op costs on one device\n# "
+                          "per stage, results/results_sim.h)\n", "D", 1, e);
     if (rc == 0) {
         char what[256], title[768];
         int hassim = shared && any_value(&m, 4);
+        /* the simulation's op times measured on shared cores (results/results_sim.h) */
+        int contended = hassim && any_shared_timing(j, "pb_sim_contended(c.run_id)");
         pb_plot_describe(j, 0, what, sizeof what);
-        snprintf(title, sizeof title, "Throughput and bubble per schedule (%s)%s%s", what,
+        snprintf(title, sizeof title, "Throughput and bubble per schedule (%s)%s%s%s", what,
                  shared ? "\nmeasured with the stages sharing cores (executor seq, or more "
                  "threads than cores): not one device per stage" : "",
-                 hassim ? "; hatched: simulated, one device per stage" : "");
+                 hassim ? "; hatched: simulated, one device per stage" : "",
+                 contended ? "\n\xe2\x80\xa0 simulated with op times measured on shared cores: "
+                 "not each stage's alone" : "");
         pb_plot_var_str(j, "plottitle", title);
         pb_plot_var(j, "ngroups", "%d", nd);
         pb_plot_series_vars(j, &s);

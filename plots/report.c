@@ -32,7 +32,7 @@ enum metric {
     M_THROUGHPUT_LO, M_THROUGHPUT_HI, M_WARMUP_INCLUDED, M_THROUGHPUT_REPEATS,
     M_BUBBLE_LO, M_BUBBLE_HI, M_BUBBLE_REPEATS,
     M_MICROBATCH, M_MICROBATCHES, M_SAMPLES_PER_UPDATE, M_UPDATES_PER_EPOCH, M_EPOCHS,
-    M_HAS_BLEU, M_LOAD,
+    M_HAS_BLEU, M_LOAD, M_SIM_CONTENDED,
     M_N
 };
 
@@ -49,7 +49,7 @@ static const char runs_sql[] =
     "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
     "f_mean, f_max, b_mean, b_max, pred_err_mean, pred_err_max, epochs_to_target, "
-    "seconds_to_target, sim_throughput, 100 * sim_bubble_frac, shared_timing, "
+    "seconds_to_target, pb_sim_throughput(s.run_id), 100 * sim_bubble_frac, shared_timing, "
     "s.status = 'diverged', "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_lo ELSE s.throughput_lo END, "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_hi ELSE s.throughput_hi END, "
@@ -60,7 +60,8 @@ static const char runs_sql[] =
     "(SELECT CASE WHEN samples_per_update > microbatch_size THEN microbatches ELSE 1 END "
     "FROM runs WHERE id = s.run_id), samples_per_update, updates_per_epoch, epochs_done, "
     "best_bleu IS NOT NULL, (SELECT load_avg FROM runs WHERE id = s.run_id), "
-    "config_id FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
+    "pb_sim_contended(s.run_id), config_id "
+    "FROM run_summary s JOIN seed_timing g ON g.seed_run = s.run_id "
     "WHERE s.status IN ('done', 'diverged')";
 enum { Q_LABELS = 7 };
 
@@ -363,11 +364,13 @@ static void target_note(char *buf, size_t cap, const struct runs *rs, int a, int
         snprintf(buf, cap, "%.3g ep, %.1f s", ep.mean, sec.mean);
 }
 
-/* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores. */
-static bool cell_shared(const struct runs *rs, int a, int b, const struct run *col)
+/* Whether any run of the cell [a, b) × col measured its timing with stages sharing cores
+ * (for the simulated throughput and bubble: its op costs, results/results_sim.h). */
+static bool cell_shared(const struct runs *rs, int a, int b, const struct run *col, int m)
 {
+    int shared = m == M_SIM_THROUGHPUT || m == M_SIM_BUBBLE ? M_SIM_CONTENDED : M_SHARED_TIMING;
     for (int i = a; i < b; i++)
-        if (!cmp_column(&rs->v[i], col) && rs->v[i].m[M_SHARED_TIMING] == 1)
+        if (!cmp_column(&rs->v[i], col) && rs->v[i].m[shared] == 1)
             return true;
     return false;
 }
@@ -418,7 +421,7 @@ static int row_cells(const struct runs *rs, int a, int b, const struct run **col
     for (int c = 0; c < ncol; c++) {
         struct cell *x = &cells[c];
         x->st = cell_stat(rs, a, b, col[c], h->m);
-        x->shared = h->mark_shared && cell_shared(rs, a, b, col[c]);
+        x->shared = h->mark_shared && cell_shared(rs, a, b, col[c], h->m);
         x->target[0] = 0;
         if (h->target > 0 && x->st.n)
             target_note(x->target, sizeof x->target, rs, a, b, col[c]);
@@ -474,6 +477,33 @@ static int range_note(char *buf, size_t cap, const struct summary *st, int m, in
                     decimals, st->hi);
 }
 
+/* Row [a, b)'s samples per update where its schedules' differ (not the equal footing of
+ * semantics §1.5): "samples/update differ: gpipe 256, pipedream 64" into buf; "" where they
+ * agree or were not recorded. */
+static void footing_note(const struct runs *rs, int a, int b, const struct run **col, int ncol,
+                         char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "samples/update differ:");
+    double first = NAN;
+    bool differ = false;
+    int listed = 0;
+    for (int c = 0; c < ncol; c++)
+        for (int i = a; i < b; i++) {
+            double v = rs->v[i].m[M_SAMPLES_PER_UPDATE];
+            if (cmp_column(&rs->v[i], col[c]) || isnan(v) || v <= 0)
+                continue;
+            differ |= listed && v != first;
+            first = listed ? first : v;
+            if (len < cap)
+                len += (size_t)snprintf(buf + len, cap - len, "%s %s %.0f", listed ? "," : "",
+                                        col[c]->label, v);
+            listed++;
+            break;
+        }
+    if (!differ)
+        buf[0] = 0;
+}
+
 /* Table IV layout: a row per configuration, a column per schedule; a cell shows mean ±
  * std (with h->ci, mean ± the half-width of its confidence interval), then "(n =
  * seeds[, k diverged][; range][; target])"; a timing measured with the stages sharing
@@ -483,16 +513,29 @@ static void by_schedule_wide(const struct runs *rs, const struct run **col, int 
 {
     int m = h->m, decimals = h->decimals;
     int nl = nlabels(rs);
-    pb_grid_init(g, nl + ncol, nl, g->caption);
+    char footing[512];
+    bool mixed = false;   /* some row's schedules differ in samples per update: a note column */
+    for (int a = 0, b; a < rs->n && !mixed; a = b) {
+        b = block_end(rs, a, 0);
+        footing_note(rs, a, b, col, ncol, footing, sizeof footing);
+        mixed = footing[0] != 0;
+    }
+    pb_grid_init(g, nl + ncol + mixed, nl, g->caption);
     int head = pb_grid_add_row(g);
     set_head_labels(g, head, rs, NULL);
     for (int c = 0; c < ncol; c++)
         pb_grid_set(g, head, nl + c, col[c]->label, false);
+    if (mixed)
+        pb_grid_set(g, head, nl + ncol, "note", false);
     struct cell *cells = pb_xcalloc((size_t)ncol, sizeof *cells);
     for (int a = 0, b; a < rs->n; a = b) {
         b = block_end(rs, a, 0);
         int row = pb_grid_add_row(g);
         set_labels(g, row, rs, &rs->v[a]);
+        if (mixed) {
+            footing_note(rs, a, b, col, ncol, footing, sizeof footing);
+            pb_grid_set(g, row, nl + ncol, footing, false);
+        }
         int best = row_cells(rs, a, b, col, ncol, h, cells);
         for (int c = 0; c < ncol; c++) {
             const struct cell *x = &cells[c];
@@ -791,11 +834,14 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
     case PB_REPORT_SIM_THROUGHPUT:
         best_words(bw, sizeof bw, o, "highest");
         snprintf(caption, sizeof caption, "Simulated training throughput (samples/s) per "
-                 "schedule: each epoch of a run replayed on one device per stage with its "
-                 "stages' median op times (design \xc2\xa7" "6.6); mean \xc2\xb1 %s over the "
-                 "finished seeds of a cell (n: its seeds, each its first repeat's); %s.", sw,
-                 bw);
-        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, false, 0, o->ci, "sim_throughput",
+                 "schedule: a run's epoch simulated on one device per stage with its stages' "
+                 "median op times (design \xc2\xa7" "6.6; `pipebench simulate --run` prints "
+                 "the same number); mean \xc2\xb1 %s over the finished seeds of a cell (n: its "
+                 "seeds, each its first repeat's); %s. \xe2\x80\xa0: the op times were "
+                 "measured while the stages shared cores (more stage threads than cores, or a "
+                 "load above them), so they are not each stage's alone; never marked best.",
+                 sw, bw);
+        by_schedule(&rs, &(struct how){M_SIM_THROUGHPUT, 1, false, true, 0, o->ci, "sim_throughput",
                                    "samples/s"}, o->format,
                     &g);
         break;
@@ -804,8 +850,11 @@ int pb_report_write(const char *db_path, const struct pb_report_opts *o, FILE *o
         snprintf(caption, sizeof caption, "Simulated bubble fraction (%%) per schedule: each "
                  "epoch of a run replayed on one device per stage with its stages' median op "
                  "times (design \xc2\xa7" "6.6), idle time over makespan, mean over the "
-                 "devices; mean \xc2\xb1 %s over the finished seeds of a cell; %s.", sw, bw);
-        by_schedule(&rs, &(struct how){M_SIM_BUBBLE, 1, true, false, 0, o->ci, "sim_bubble", "%"}, o->format, &g);
+                 "devices; mean \xc2\xb1 %s over the finished seeds of a cell; %s. \xe2\x80\xa0: "
+                 "the op times were measured while the stages shared cores, so they are not "
+                 "each stage's alone; never marked best.", sw, bw);
+        by_schedule(&rs, &(struct how){M_SIM_BUBBLE, 1, true, true, 0, o->ci, "sim_bubble", "%"},
+                    o->format, &g);
         break;
     case PB_REPORT_MEMORY:
         snprintf(caption, sizeof caption, "Peak memory (MiB) by kind, summed over stages (each "

@@ -11,6 +11,7 @@
 #include "harness/base/args.h"
 
 #include "harness/ir/program.h"
+#include "results/results_sim.h"
 
 #define RANK_VARIANTS 32   /* rank slots per schedule: default, variants, unknown last */
 
@@ -24,6 +25,11 @@ int pb_report_open(struct pb_results **out, const char *path, struct pb_err *e)
         pb_err_set(e, "results database %s: creating the reporting views: %s", path,
                    msg ? msg : "unknown error");
         sqlite3_free(msg);
+        pb_results_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    if (pb_results_sim_functions(*out, e)) {
         pb_results_close(*out);
         *out = NULL;
         return -1;

@@ -156,6 +156,9 @@ struct pb_run_costs {
     double *recv_s;  /* [stages]: the stage's copy time per message received, mean over epochs */
     int64_t *params_bytes, *acts_bytes;  /* [stages]: peak bytes of each kind over epochs */
     long nevents;    /* events the medians come from */
+    int chunks;      /* model chunks per device (1: none) */
+    bool contended;  /* measured where the stages' threads outnumbered the cores or the
+                        load average was above them: its op times are not a stage's alone */
 };
 /* Reads run `id`'s pipe and the medians of its events; a missing run, a simulated one
  * or one without an epoch is an error. */

@@ -1,5 +1,6 @@
 /* results/results_costs.c — a recorded run's op costs for the simulator: per stage and op
- * kind, the median duration of the ops its events hold, and what its pipe was. */
+ * kind, the median duration of the ops its events hold, what its pipe was and whether
+ * its stages shared cores when they were measured. */
 #include <math.h>
 #include <stdbool.h>
 #include <sqlite3.h>
@@ -26,7 +27,9 @@ static int read_run(sqlite3 *db, int64_t id, struct pb_run_costs *c, struct pb_e
     int rc = sqlite3_prepare_v2(db,
         "SELECT r.schedule, coalesce(r.variant, ''), r.optimizer, r.stages, r.microbatches, "
         "r.microbatch_size, r.executor, (SELECT e.samples FROM epochs e WHERE e.run_id = r.id "
-        "ORDER BY e.epoch LIMIT 1) FROM runs r WHERE r.id = ?", -1, &s, NULL);
+        "ORDER BY e.epoch LIMIT 1), CASE WHEN json_valid(r.config) THEN "
+        "json_extract(r.config, '$.chunks') END, coalesce(r.oversubscribed, 0) = 1 OR "
+        "coalesce(r.load_avg > r.cores, 0) FROM runs r WHERE r.id = ?", -1, &s, NULL);
     if (rc != SQLITE_OK)
         return pb_err_set(e, "reading run %lld: %s", (long long)id, sqlite3_errmsg(db));
     sqlite3_bind_int64(s, 1, id);
@@ -44,6 +47,8 @@ static int read_run(sqlite3 *db, int64_t id, struct pb_run_costs *c, struct pb_e
     copy_text(c->executor, sizeof c->executor, s, 6);
     int64_t samples = sqlite3_column_int64(s, 7);
     bool no_epoch = sqlite3_column_type(s, 7) == SQLITE_NULL;
+    c->chunks = sqlite3_column_int(s, 8) > 1 ? sqlite3_column_int(s, 8) : 1;
+    c->contended = sqlite3_column_int(s, 9) != 0;
     sqlite3_finalize(s);
     if (!strcmp(c->executor, "sim"))
         return pb_err_set(e, "run %lld is itself a simulation; pass a measured run",

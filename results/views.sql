@@ -100,24 +100,18 @@ WHERE e.epoch > (SELECT CASE WHEN count(*) > 1 THEN min(x.epoch) ELSE -1 END
 -- A run's throughput: the median over its steady epochs of their throughputs, with
 -- their range (throughput_lo, throughput_hi) as its spread, the number of epochs it is
 -- taken over and whether that includes the warm-up (a run of one epoch).
--- sim_throughput is the same over the epochs simulated with their own median op costs
--- on one device per stage (design §6.6), NULL when an epoch was not simulated.
+-- (A run's simulated throughput is not a view: results/results_sim.h defines it, and a
+-- reporting connection reads it as pb_sim_throughput(run_id).)
 CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
 WITH t AS (
     SELECT run_id, 1.0 * samples / wall_s AS thr,
-           CASE WHEN sim_wall_s > 0 THEN 1.0 * samples / sim_wall_s END AS sim,
            row_number() OVER (PARTITION BY run_id ORDER BY 1.0 * samples / wall_s) AS k,
-           row_number() OVER (PARTITION BY run_id
-                              ORDER BY 1.0 * samples / sim_wall_s) AS k_sim,
            count(*) OVER (PARTITION BY run_id) AS n
     FROM steady_epochs WHERE samples IS NOT NULL AND wall_s > 0)
 SELECT run_id,
        avg(CASE WHEN k IN ((n + 1) / 2, (n + 2) / 2) THEN thr END) AS throughput,
        min(thr) AS throughput_lo, max(thr) AS throughput_hi, max(n) AS throughput_epochs,
-       (SELECT count(*) FROM epochs x WHERE x.run_id = t.run_id) = 1 AS warmup_included,
-       CASE WHEN count(sim) = count(*)
-            THEN avg(CASE WHEN k_sim IN ((n + 1) / 2, (n + 2) / 2) THEN sim END) END
-           AS sim_throughput
+       (SELECT count(*) FROM epochs x WHERE x.run_id = t.run_id) = 1 AS warmup_included
 FROM t GROUP BY run_id;
 
 -- Per epoch and stage (device): its times in seconds. Its makespan is the epoch's wall
@@ -242,7 +236,7 @@ FROM staleness GROUP BY run_id;
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.best_bleu, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
        t.throughput_lo, t.throughput_hi, t.throughput_epochs, t.warmup_included,
-       t.sim_throughput, b.sim_bubble_frac,
+       b.sim_bubble_frac,
        g.epochs_to_target, g.seconds_to_target,
        b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,
        m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.host_sum,

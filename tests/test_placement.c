@@ -73,6 +73,7 @@ START_TEST(test_recorded_shown_and_old_runs)
     item.cfg.limit_train = 256;
     item.cfg.limit_val = 64;
     item.cfg.devices = "0,0";
+    item.cfg.batch = 64;   /* run's samples per update where neither option is given */
     char db[128];
     snprintf(db, sizeof db, "%s/runs.db", dir);
     int64_t id = 0;

@@ -20,6 +20,7 @@
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 #include "plots/trace.h"
+#include "results/results_sim.h"
 
 static const char *dir, *db;
 static char out[512];
@@ -456,28 +457,43 @@ static void sql_exec(const char *sql)
     sqlite3_close(d);
 }
 
-/* The fixture's runs are seq's (†: the stages shared cores): with simulated epochs (8 s
- * where 10 were measured) each schedule's simulated throughput, the median of its steady
- * epoch's samples / sim_wall_s (gpipe's seeds 1500 and 1375: mean 1437.5, std 88.3883),
- * stands beside the measured bar as block 2, labelled. Runs on cores of their own (threads,
- * not oversubscribed) draw no simulated bars. */
+/* The fixture's runs are seq's (†: the stages shared cores): each schedule's simulated
+ * throughput (results/results_sim.h: the run's epoch simulated with the medians of its
+ * op events; pipedream's run alone has events, so the others have none) stands beside
+ * the measured bar as block 2, labelled, the number `simulate --run` prints. Runs on
+ * cores of their own (threads, not oversubscribed) draw no simulated bars. */
 START_TEST(throughput_sim_beside)
 {
-    sql_exec("UPDATE epochs SET sim_wall_s = 8");
+    struct pb_results *h;
+    struct pb_err e;
+    double sim;
+    bool contended;
+    ck_assert_int_eq(pb_results_open_existing(&h, db, &e), 0);
+    ck_assert_msg(pb_results_run_sim(h, FX_PIPEDREAM, &sim, &contended, &e) == 0, "%s", e.msg);
+    pb_results_close(h);
     plot_ok("throughput", "svg", FX_PIPEDREAM);
     char *t = read_dat("throughput");
     ck_assert_int_eq(data_lines(t), 3 * 2);
+    char *svg;
     static const char head[] = "D \"gpipe\" std \"pipedream\" std \"pipeoptim (code)\" std\n";
     char want[512];
-    snprintf(want, sizeof want, "%s\"D=4\" 15.625 0 15.625 0 15.625 0\n\n\n%s\"D=4\" 1437.5 "
-             "88.3883 1875 0 1625 0\n", head, head);
+    snprintf(want, sizeof want, "%s\"D=4\" 15.625 0 15.625 0 15.625 0\n\n\n%s\"D=4\" ? ? %.6g 0 "
+             "? ?\n", head, head, sim);
     assert_has(t, want);
     free(t);
-    char *svg = fx_read(path_of("throughput.svg"), NULL);
+    svg = fx_read(path_of("throughput.svg"), NULL);
     ck_assert_ptr_nonnull(svg);
     assert_has(svg, "simulated, one device per stage");
     assert_has(svg, "measured");
+    ck_assert_msg(!strstr(svg, "op times measured on shared cores"), "no run was contended");
     free(svg);
+    sql_exec("UPDATE runs SET cores = 2, load_avg = 3");   /* measured under a load */
+    plot_ok("throughput", "svg", FX_PIPEDREAM);
+    svg = fx_read(path_of("throughput.svg"), NULL);
+    ck_assert_ptr_nonnull(svg);
+    assert_has(svg, "simulated with op times measured on shared cores");
+    free(svg);
+    sql_exec("UPDATE runs SET cores = NULL, load_avg = NULL");
     sql_exec("UPDATE runs SET executor = 'threads', oversubscribed = 0");
     plot_ok("throughput", "svg", FX_PIPEDREAM);
     t = read_dat("throughput");

@@ -172,7 +172,7 @@ START_TEST(test_cli)
         {"simulate --schedule gpipe --stages 4 --cost 1,-2,0", "non-negative"},
         {"simulate --schedule nope --stages 4 --cost 1,1,0", "unknown schedule"},
         {"simulate --schedule gpipe --stages 0 --cost 1,1,0", "--stages"},
-        {"simulate --schedule gpipe --stages 4 --cost 1,1,0 --run 1", "either"},
+        {"simulate --schedule gpipe --stages 4 --cost 1,1,0 --run 1", "one way"},
         {"simulate --schedule gpipe --stages 2 --run 7 --db missing.db", "missing.db"},
         {"simulate --schedule gpipe --stages 4 --cost 1,1,0 --bogus", "--bogus"},
     };

@@ -75,7 +75,7 @@ static void compare_usage(FILE *f)
         "run is done, 1 when one failed or diverged (it is in the table), 2 on bad input.\n\n"
         "Options of pipebench run:\n",
         PB_COMPARE_OPTIMIZERS, PB_COMPARE_TARGET, PB_COMPARE_OUTDIR, PB_COMPARE_EPOCHS,
-        PB_COMPARE_LIMIT_TRAIN, PB_COMPARE_LIMIT_VAL, PB_COMPARE_BATCH, PB_RESULTS_DEFAULT_DB);
+        PB_COMPARE_LIMIT_TRAIN, PB_COMPARE_LIMIT_VAL, PB_DEFAULT_BATCH, PB_RESULTS_DEFAULT_DB);
     pb_run_flags_usage(f);
 }
 
@@ -144,8 +144,7 @@ static int plan(const struct opts *o, const struct pb_run_flags *flags,
             pb_compare_flag_defaults(&f);
             pb_run_flags_set(&f, "schedule", o->schedules.items[i], NULL);
             pb_run_flags_set(&f, "optimizer", o->optimizers.items[j], NULL);
-            if (!pb_run_flags_get(&f, "batch") && !pb_run_flags_get(&f, "microbatch-size"))
-                pb_run_flags_set(&f, "batch", PB_COMPARE_BATCH, NULL);
+            pb_run_flags_default_batch(&f);
             struct pb_batch_item *it = &items[n];
             memset(it, 0, sizeof *it);
             pb_run_cfg_defaults(&it->cfg);

@@ -72,6 +72,7 @@ int pb_cmd_run(int argc, char **argv)
         pb_sweep_finish(&s);
         return PB_EXIT_USAGE;
     }
+    pb_run_flags_default_batch(&flags);
     pb_run_cfg_defaults(&c);
     rc = pb_run_flags_apply(&flags, &c, &e) ? pb_cli_fail(e.msg) : pb_cli_run_cfg(&c);
     pb_sweep_finish(&s);

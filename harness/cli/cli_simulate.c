@@ -1,5 +1,6 @@
 /* harness/cli/cli_simulate.c — `pipebench simulate`: a schedule's epoch on D virtual
- * devices (harness/exec/sim.h) with op costs given or taken from a recorded run; prints
+ * devices (harness/exec/sim.h) with op costs given, read from a file or taken from a
+ * recorded run (whose simulated throughput results/results_sim.h defines); prints
  * makespan, throughput, per-device bubble and what each device holds, and with --record
  * stores the simulation as a run (executor 'sim') so trace and plot read it. */
 #include <getopt.h>
@@ -10,15 +11,17 @@
 
 #include "harness/base/args.h"
 #include "harness/cli/cli.h"
+#include "harness/exec/sim_cost_file.h"
 #include "harness/exec/sim_periodic.h"
-#include "results/results.h"
+#include "results/results_sim.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: pipebench simulate --schedule S --stages D [--length N] [--microbatches M]\n"
             "                          [--variant V] [--optimizer O] [--microbatch-size b]\n"
-            "                          (--cost F,B,U[,SEND[,I,W]] | --run RUN [--db FILE])\n"
+            "                          (--cost F,B,U[,SEND[,I,W]] | --op-costs FILE |\n"
+            "                           --run RUN [--op-costs FILE] [--db FILE])\n"
             "                          [--record [--db FILE]]\n\n"
             "Runs the schedule's programs on D virtual devices, one per stage: each op takes\n"
             "its stage's cost, messages travel through the executors' FIFO channels\n"
@@ -29,6 +32,11 @@ static void usage(FILE *f)
             "  --cost F,B,U[,SEND[,I,W]]  seconds of one forward, backward and update on\n"
             "                       every stage, of a message's transfer (default 0), and\n"
             "                       of the split backward's I and W (default 0)\n"
+            "  --op-costs FILE      per stage and op, seconds from a CSV file: a header line\n"
+            "                       stage,op,seconds, then rows such as 0,F,0.002 (op: F, B,\n"
+            "                       U, I, W or recv; every op a stage's program runs needs its\n"
+            "                       row, recv defaults to 0; '#' starts a comment); with --run,\n"
+            "                       the run's pipe simulated with the file's costs\n"
             "  --run RUN            per stage, the median F, B, U, I and W times of the run's\n"
             "                       events\n"
             "                       (its traced epochs) and its copy time per message; the\n"
@@ -44,9 +52,10 @@ static void usage(FILE *f)
 }
 
 struct sim_args {
-    const char *sched, *optimizer, *db, *cost, *run;
+    const char *sched, *optimizer, *db, *cost, *run, *op_costs;
     struct pb_pipe pipe;
     bool have_stages, have_length, have_m, record;
+    bool file_contended;  /* --op-costs FILE marks its costs measured on shared cores */
     int microbatch_size;
     const struct pb_sim_cost *costs;  /* [D] what was simulated */
 };
@@ -63,6 +72,7 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
         {"microbatch-size", required_argument, NULL, 'b'},
         {"cost", required_argument, NULL, 'c'},
         {"run", required_argument, NULL, 'r'},
+        {"op-costs", required_argument, NULL, 'O'},
         {"db", required_argument, NULL, 'D'},
         {"record", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
@@ -83,6 +93,7 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
         case 'b': rc = pb_arg_int("--microbatch-size", optarg, &a->microbatch_size, e); break;
         case 'c': a->cost = optarg; break;
         case 'r': a->run = optarg; break;
+        case 'O': a->op_costs = optarg; break;
         case 'D': a->db = optarg; break;
         case 'R': a->record = true; break;
         case 'h': usage(stdout); return 1;
@@ -96,9 +107,10 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
     if (optind < argc)
         return pb_err_set(e, "simulate: unexpected argument '%s' (see pipebench simulate "
                           "--help)", argv[optind]);
-    if (!a->cost == !a->run)
-        return pb_err_set(e, "simulate: give the op costs either with --cost F,B,U[,SEND[,I,W]] or "
-                          "from a recorded run with --run RUN");
+    if (!a->cost == !(a->run || a->op_costs) || (a->cost && a->op_costs))
+        return pb_err_set(e, "simulate: give the op costs one way: --cost F,B,U[,SEND[,I,W]], "
+                          "a file with --op-costs FILE, or a recorded run with --run RUN "
+                          "(with --op-costs FILE as well: the run's pipe, the file's costs)");
     if (a->microbatch_size < 0)
         return pb_err_set(e, "simulate: --microbatch-size must be positive (got %d)",
                           a->microbatch_size);
@@ -162,38 +174,54 @@ static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb
     if (a->pipe.stages != rc->stages)
         return pb_err_set(e, "simulate: run %lld has %d stages, so its costs fit --stages %d "
                           "only (got %d)", id, rc->stages, rc->stages, a->pipe.stages);
+    if (a->op_costs)   /* the run's pipe, the file's costs */
+        return 0;
     *costs = pb_xcalloc((size_t)rc->stages, sizeof **costs);
-    for (int k = 0; k < rc->stages; k++) {
-        double m[5];
-        memcpy(m, &rc->op_s[5 * k], sizeof m);
-        /* F and U always; B, or I and W, by the run's schedule (the others cost 0) */
-        int need[] = {PB_OP_F, PB_OP_U, isnan(m[PB_OP_B]) ? PB_OP_I : PB_OP_B,
-                      isnan(m[PB_OP_B]) ? PB_OP_W : PB_OP_B};
-        for (int i = 0; i < 4; i++)
-            if (isnan(m[need[i]]))
-                return pb_err_set(e, "simulate: run %lld kept no %c events of stage %d; rerun it "
-                                  "with --trace-epochs all (or give --cost)", id,
-                                  pb_op_letter(need[i]), k);
-        for (int kind = 0; kind < 5; kind++)
-            m[kind] = isnan(m[kind]) ? 0.0 : m[kind];
-        (*costs)[k] = (struct pb_sim_cost){m[PB_OP_F], m[PB_OP_B], m[PB_OP_U], rc->recv_s[k],
-                                           m[PB_OP_I], m[PB_OP_W]};
-    }
-    return 0;
+    return pb_run_sim_costs(rc, id, *costs, e) ? pb_err_prefix(e, "simulate: ") : 0;
+}
+
+/* The costs of --op-costs FILE for the op kinds each stage's program runs (taken from the
+ * programs of a pipe of at most D·M micro-batches where the pipe is too long to build
+ * whole: the kinds do not change with N). */
+static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
+                           struct pb_sim_cost *costs, struct pb_err *e)
+{
+    struct pb_pipe p = a->pipe;
+    if ((long long)p.stages * p.length > PB_MAX_PROGRAM_OPS / 3)
+        p.length = p.stages * p.microbatches;
+    struct pb_program *progs = pb_xcalloc((size_t)p.stages, sizeof *progs);
+    unsigned *kinds = pb_xcalloc((size_t)p.stages, sizeof *kinds);
+    int rc = pb_programs_build(sch, &p, progs, e);
+    for (int k = 0; k < p.stages && !rc; k++)
+        kinds[k] = pb_program_kinds(&progs[k]);
+    if (!rc)
+        rc = pb_sim_cost_file_read(a->op_costs, p.stages, kinds, costs, &a->file_contended, e);
+    pb_programs_finish(progs, p.stages);
+    free(progs);
+    free(kinds);
+    return rc ? pb_err_prefix(e, "simulate: ") : 0;
 }
 
 static void print_result(const struct sim_args *a, const struct pb_sim_cost *costs,
-                         const struct pb_sim_result *r)
+                         const struct pb_sim_result *r, bool contended)
 {
     const struct pb_pipe *p = &a->pipe;
     int b = a->microbatch_size ? a->microbatch_size : 1;
     printf("simulated %s%s%s, D = %d, %d micro-batches", a->sched, p->variant ? "/" : "",
            p->variant ? p->variant : "", p->stages, p->length);
     printf(", M = %d", p->microbatches);
-    printf(" (%s)\n", a->run ? "costs: the run's medians" : "costs as given");
+    printf(" (costs: %s%s)\n", a->op_costs ? "from " : a->run ? "the run's medians" : "as given",
+           a->op_costs ? a->op_costs : "");
+    if (contended && a->op_costs)
+        printf("\xe2\x80\xa0 %s says its op times were measured while the stages shared "
+               "cores: not each stage's alone\n", a->op_costs);
+    else if (contended)
+        printf("\xe2\x80\xa0 run %s's op times were measured while its stages shared cores "
+               "(more stage threads than cores, or a load above them): not each stage's "
+               "alone\n", a->run);
     printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
-           "%ld ops\n", r->makespan_s, p->length / r->makespan_s, (double)p->length * b / r->makespan_s,
-           b, r->ops);
+           "%ld ops\n", r->makespan_s, p->length / r->makespan_s,
+           pb_sim_samples_per_s(p->length, b, r->makespan_s), b, r->ops);
     if (r->extrapolated)
         printf("extrapolated: simulated op by op from N' = %d micro-batches, then %lld "
                "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",
@@ -256,7 +284,8 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r,
     int b = a->microbatch_size ? a->microbatch_size : 1;
     char config[512];
     snprintf(config, sizeof config, "{\"simulated\": true, \"costs\": \"%s\", "
-             "\"length\": %d, \"microbatch_size\": %d}", a->run ? "run" : a->cost, p->length, b);
+             "\"length\": %d, \"microbatch_size\": %d}",
+             a->op_costs ? "file" : a->run ? "run" : a->cost, p->length, b);
     if (a->run)
         snprintf(config + strlen(config) - 1, sizeof config - strlen(config) + 1,
                  ", \"from_run\": %s}", a->run);
@@ -276,13 +305,14 @@ static int record(const struct sim_args *a, const struct pb_sim_result *r,
         for (int m = 0; m < PB_MEM_NKINDS; m++)
             st[k].mem_peak[m] = -1;
     }
+    double thr = pb_sim_samples_per_s(p->length, b, r->makespan_s);
     struct pb_epoch_record ep = {.epoch = 0, .train_loss = NAN, .val_loss = NAN, .val_acc = NAN,
                                  .samples = (int64_t)p->length * b, .wall_s = r->makespan_s,
-                                 .throughput = (double)p->length * b / r->makespan_s, .lr = NAN,
+                                 .throughput = thr, .lr = NAN,
                                  .nstages = p->stages, .stages = st, .ops = r->ops,
                                  .nevents = (int)r->ops, .events = r->events,
                                  .sim_wall_s = r->makespan_s,
-                                 .sim_throughput = (double)p->length * b / r->makespan_s};
+                                 .sim_throughput = thr};
     int rc = -1;
     *id = pb_results_run_begin(db, &info, e);
     if (*id > 0 && !pb_results_run_started(db, *id, e) && !pb_results_epoch(db, *id, &ep, e) &&
@@ -318,7 +348,8 @@ int pb_cmd_simulate(int argc, char **argv)
         goto out;
     if (!costs) {
         costs = pb_xcalloc((size_t)a.pipe.stages, sizeof *costs);
-        if (costs_given(a.cost, a.pipe.stages, costs, &e))
+        if (a.op_costs ? costs_from_file(&a, sch, costs, &e)
+                       : costs_given(a.cost, a.pipe.stages, costs, &e))
             goto out;
     }
     if (a.record && pb_results_check_writable(a.db, &e))   /* before simulating */
@@ -327,7 +358,8 @@ int pb_cmd_simulate(int argc, char **argv)
         goto out;
     if (a.record && pb_results_open(&db, a.db, &e))
         goto out;
-    print_result(&a, costs, &res);
+    print_result(&a, costs, &res,
+                 a.op_costs ? a.file_contended : a.run && rcosts.contended);
     if (a.run && print_memory(&a, &rcosts, &res, &e))
         goto out;
     a.costs = costs;

@@ -20,11 +20,8 @@
 #define PB_COMPARE_LIMIT_TRAIN 6000
 #define PB_COMPARE_LIMIT_VAL 2000
 #define PB_COMPARE_OPTIMIZERS "sgdm,adam"
-/* --batch when neither it nor --microbatch-size is given: every schedule updates once
- * per 64 samples (run's default micro-batch size: the schedules that update once per
- * micro-batch run as they would alone, those that sum M micro-batches take M of 64 / M),
- * so all make the same updates per epoch on the same samples (semantics §1.5). */
-#define PB_COMPARE_BATCH "64"
+/* --batch when neither it nor --microbatch-size is given: PB_DEFAULT_BATCH
+ * (harness/driver/run_flags.h), as for run and sweep. */
 /* Validation accuracy for "epochs / seconds to target": reached within the default
  * epochs by most schedules, so the columns separate them. */
 #define PB_COMPARE_TARGET 0.75

@@ -65,8 +65,8 @@ static struct fin *finished(sqlite3 *db, int *n, struct pb_err *e)
 /* The latest finished run of configuration c and its repeat (its JSON without the thread
  * count, normalised by SQLite as the stored ones are, and the repeat index), 0 when
  * none. */
-static int lookup(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
-                  const struct fin *fin, int nfin, int64_t *id, struct pb_err *e)
+static int lookup_one(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
+                      const struct fin *fin, int nfin, int64_t *id, struct pb_err *e)
 {
     char *json = pb_run_cfg_json(c);
     sqlite3_bind_text(norm, 1, json, -1, SQLITE_TRANSIENT);
@@ -90,6 +90,26 @@ static int lookup(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
         *id = fin[lo].id;
     sqlite3_reset(norm);
     return 0;
+}
+
+/* lookup_one, and for --batch B of a schedule that updates once per micro-batch (the
+ * same training as --microbatch-size B) without a run of it, that of the configuration
+ * recorded with --microbatch-size B: the runs recorded before run and sweep took
+ * --batch by default (semantics §1.5). */
+static int lookup(sqlite3 *db, sqlite3_stmt *norm, const struct pb_run_cfg *c,
+                  const struct fin *fin, int nfin, int64_t *id, struct pb_err *e)
+{
+    if (lookup_one(db, norm, c, fin, nfin, id, e))
+        return -1;
+    if (*id || c->batch <= 0)
+        return 0;
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
+    if (!sch || sch->uses_microbatches)
+        return 0;
+    struct pb_run_cfg by_size = *c;
+    by_size.microbatch_size = c->batch;
+    by_size.batch = 0;
+    return lookup_one(db, norm, &by_size, fin, nfin, id, e);
 }
 
 int pb_finished_runs(const char *path, const struct pb_batch_item *items, int n, int64_t *run_id,

@@ -73,11 +73,13 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
     st->threads = pb_run_stage_threads(c);
     st->reps = reps;
     st->ms = pb_xcalloc((size_t)nb, sizeof *st->ms);
+    st->f_ms = pb_xcalloc((size_t)nb, sizeof *st->f_ms);
     st->bounds = pb_xcalloc((size_t)d + 1, sizeof *st->bounds);
     if (d > nb)
         return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
                           "(got --stages %d)", st->model.name, nb, nb, d);
-    if (pb_partition_profile(&st->model, c->backend, 0, st->threads, reps, st->ms, e))
+    if (pb_partition_profile_fb(&st->model, c->backend, 0, st->threads, reps, st->ms, st->f_ms,
+                                e))
         return -1;
     double *cost = pb_xcalloc((size_t)nb, sizeof *cost);
     int *tmp = pb_xcalloc((size_t)d + 1, sizeof *tmp);
@@ -164,6 +166,7 @@ void pb_partition_study_finish(struct pb_partition_study *st)
 {
     pb_model_finish(&st->model);
     free(st->ms);
+    free(st->f_ms);
     free(st->bounds);
     memset(st, 0, sizeof *st);
 }

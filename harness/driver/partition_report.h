@@ -16,6 +16,7 @@ struct pb_partition_study {
     struct pb_model model;
     int stages, threads, reps;
     double *ms;                    /* [nblocks] measured forward + backward, median */
+    double *f_ms;                  /* [nblocks] the forward alone, median */
     enum pb_partition_by by;       /* the cut printed */
     int *bounds;                   /* [stages + 1] its bounds */
     /* per static predictor (flops, cost, params) and time: the correlation of its block

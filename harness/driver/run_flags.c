@@ -161,10 +161,12 @@ void pb_run_flags_usage(FILE *f)
         "                          micro-batches per update (gpipe, pipedream-2bw, xpipe)\n"
         "                          they hold B / M samples each, else one micro-batch holds\n"
         "                          B; every schedule then makes floor(N / B) updates an\n"
-        "                          epoch of N samples (default: not set, --microbatch-size)\n"
+        "                          epoch of N samples (default " PB_DEFAULT_BATCH " where\n"
+        "                          --microbatch-size is not given, for run, sweep and\n"
+        "                          compare alike)\n"
         "  --microbatch-size B     samples per micro-batch, 1 or more and at most the\n"
-        "                          training samples (default 64; with --batch, the size it\n"
-        "                          derives, or leave it out)\n"
+        "                          training samples, instead of --batch (default: what\n"
+        "                          --batch derives)\n"
         "  --microbatches M        micro-batches per update for gpipe, 1f1b, zb-h1, zb-h2,\n"
         "                          pipedream-2bw and xpipe, 1 to 1,000,000 (default D)\n"
         "  --chunks v              model chunks per device (interleaved, looped-bfs): the D\n"
@@ -266,6 +268,15 @@ const char *pb_run_flags_get(const struct pb_run_flags *f, const char *name)
 {
     const struct option *o = find(name);
     return o ? f->val[o->val] : NULL;
+}
+
+/* The default --batch, told apart from a --batch 64 given by its address. */
+static const char default_batch[] = PB_DEFAULT_BATCH;
+
+void pb_run_flags_default_batch(struct pb_run_flags *f)
+{
+    if (!f->val[O_BATCH] && !f->val[O_MB_SIZE])
+        f->val[O_BATCH] = default_batch;
 }
 
 int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struct pb_err *e)
@@ -380,6 +391,9 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);
+        if (rc && val[O_BATCH] == default_batch)
+            pb_err_prefix(e, "samples per update: neither --batch nor --microbatch-size is "
+                          "given, so --batch is %s (the default): ", default_batch);
         if (!rc && val[O_MB_SIZE] && mb != c->microbatch_size)
             rc = pb_err_set(e, "--batch %d and --microbatch-size %d disagree: %s makes "
                             "micro-batches of %d samples of --batch %d; give only one of the "

@@ -36,6 +36,16 @@ int pb_run_flags_set(struct pb_run_flags *f, const char *name, const char *value
 /* The recorded value of option name, NULL when not given (or unknown). */
 const char *pb_run_flags_get(const struct pb_run_flags *f, const char *name);
 
+/* Samples per optimizer update where neither --batch nor --microbatch-size is given, in
+ * run, sweep and compare alike: every schedule updates once per 64 samples (the schedules
+ * that update once per micro-batch run micro-batches of 64, those that sum M take M of
+ * 64 / M), so all make the same updates per epoch on the same samples (semantics §1.5). */
+#define PB_DEFAULT_BATCH "64"
+/* Gives f --batch PB_DEFAULT_BATCH where neither --batch nor --microbatch-size is in it
+ * (a configuration read back from a database is not a flag set: runs recorded before
+ * this default keep the micro-batch size they recorded). */
+void pb_run_flags_default_batch(struct pb_run_flags *f);
+
 /* Applies the recorded flags over c: --optimizer first (its torch defaults), then the
  * others whatever order they came in, and --batch last: it sets the micro-batch size
  * (pb_run_batch_split), which a --microbatch-size given too must equal. Numbers are

@@ -337,6 +337,7 @@ static bool build(struct pb_sweep *s, const int *idx, const char *db, int thread
     if (with_m)
         pb_run_flags_set(&f, "microbatches", s->axes[m].values.items[idx[m]], NULL);
     label(s, idx, m, with_m, it->label, sizeof it->label);
+    pb_run_flags_default_batch(&f);
     struct pb_err e;
     bool unsupported = false;
     int rc = pb_run_flags_apply(&f, &it->cfg, &e);

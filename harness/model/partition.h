@@ -68,6 +68,10 @@ int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, str
  * untimed, the median. ms[nblocks]. */
 int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
                          int reps, double *ms, struct pb_err *e);
+/* pb_partition_profile, and when f_ms is given each block's forward alone (its median
+ * over the same repetitions, the backend synchronised after it) into f_ms[nblocks]. */
+int pb_partition_profile_fb(const struct pb_model *m, const char *backend, int device,
+                            int threads, int reps, double *ms, double *f_ms, struct pb_err *e);
 
 /* "0,3,5,9"; free() it. */
 char *pb_partition_text(const int *bounds, int stages);

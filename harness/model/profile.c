@@ -1,5 +1,6 @@
 /* harness/model/profile.c — measured forward + backward time of each block
- * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`.
+ * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`,
+ * and of its forward alone (pb_partition_profile_fb: the simulator's op costs).
  * Block 0 runs on a generated input (token ids below the smallest embedding's vocabulary
  * when the model has embeddings, else uniform values), every later block on the output
  * of the block before it, so what a block carries for later ones (a translation model's
@@ -86,10 +87,11 @@ static void probe_finish(struct probe *p, struct pb_backend *be)
     pb_backend_free(be, p->labels);
 }
 
-/* One forward and backward of stage s on the probe's data: *ms its time; the stage's
- * output goes to *out when out is given (a block before the last), else it is freed. */
+/* One forward and backward of stage s on the probe's data: *ms their time, *f_ms the
+ * forward's (the backend synchronised between them); the stage's output goes to *out when
+ * out is given (a block before the last), else it is freed. */
 static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *ms,
-                struct pb_tensor *out, struct pb_err *e)
+                double *f_ms, struct pb_tensor *out, struct pb_err *e)
 {
     struct pb_backend *be = s->be;
     struct pb_tensor x, y = {0}, dx = {0};
@@ -102,6 +104,8 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
     double t0 = (1e3 * pb_now_s());
     if (pb_stage_forward(s, &c, s->params, x, p->labels, &act, &y, e))
         return -1;
+    be->ops->sync(be);
+    *f_ms = (1e3 * pb_now_s()) - t0;
     bool last = s->index == s->nstages - 1;
     int rc = pb_stage_backward(s, &c, s->params, &act, last ? NULL : &p->dy, &dx, e);
     be->ops->sync(be);
@@ -114,11 +118,18 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
     return rc;
 }
 
+/* The median of times[reps] (sorted here). */
+static double median(double *times, int reps)
+{
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    return reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
+}
+
 /* Block i on input *x (taken over: freed here), its output on it into *next for the
- * following block. */
+ * following block; times and f_times hold reps values each. */
 static int profile_block(struct pb_backend *be, const struct pb_model *m, int i, int reps,
-                         double *times, double *ms, struct pb_tensor *x,
-                         struct pb_tensor *next, struct pb_err *e)
+                         double *times, double *f_times, double *ms, double *f_ms,
+                         struct pb_tensor *x, struct pb_tensor *next, struct pb_err *e)
 {
     struct pb_stage s;
     struct probe p = {.x = *x};
@@ -130,11 +141,11 @@ static int profile_block(struct pb_backend *be, const struct pb_model *m, int i,
     int rc = pb_stage_init_params(&s, 1, e) || probe_init(&p, be, m, i, e);
     /* the first, untimed: primitive creation, and the next block's input */
     for (int r = 0; !rc && r <= reps; r++)
-        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], r == 0 && i < m->nblocks - 1 ? next : NULL,
-                  e);
+        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], &f_times[r > 0 ? r - 1 : 0],
+                  r == 0 && i < m->nblocks - 1 ? next : NULL, e);
     if (!rc) {
-        qsort(times, (size_t)reps, sizeof *times, cmp_double);
-        *ms = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
+        *ms = median(times, reps);
+        *f_ms = median(f_times, reps);
     }
     probe_finish(&p, be);
     pb_stage_finish(&s);
@@ -144,16 +155,23 @@ static int profile_block(struct pb_backend *be, const struct pb_model *m, int i,
 int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
                          int reps, double *ms, struct pb_err *e)
 {
+    return pb_partition_profile_fb(m, backend, device, threads, reps, ms, NULL, e);
+}
+
+int pb_partition_profile_fb(const struct pb_model *m, const char *backend, int device,
+                            int threads, int reps, double *ms, double *f_ms, struct pb_err *e)
+{
     PB_CHECK(reps >= 1 && m->batch > 0);
     struct pb_backend_cfg bc = {.device = device, .threads = threads};
     struct pb_backend *be = pb_backend_create(backend, &bc, e);
     if (!be)
         return -1;
-    double *times = pb_xcalloc((size_t)reps, sizeof *times);
+    double *times = pb_xcalloc((size_t)reps * 2, sizeof *times), f_unused;
     struct pb_tensor x = {0}, next = {0};
     int rc = upload_generated(be, &x, m->blocks[0].in_shape, 0, input_vocab(m), e);
     for (int i = 0; i < m->nblocks && !rc; i++) {
-        rc = profile_block(be, m, i, reps, times, &ms[i], &x, &next, e);
+        rc = profile_block(be, m, i, reps, times, times + reps, &ms[i],
+                           f_ms ? &f_ms[i] : &f_unused, &x, &next, e);
         x = next;
         next = (struct pb_tensor){0};
     }

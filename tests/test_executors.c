@@ -99,12 +99,15 @@ static void bit_identity(const char *model, int stages)
         run_ok(&c, "seq.safetensors");
         c.executor = "threads";
         run_ok(&c, "threads.safetensors");
-        if (!zoo)
+        /* mpi runs one stage per rank: a schedule fixing v > 1 chunks is refused there
+           (tests/test_versions.c) */
+        bool mpi = !zoo && forms[i].sch->chunks < 2;
+        if (mpi)
             mpi_run(&c, "mpi.safetensors");
         char what[128];
         snprintf(what, sizeof what, "%s D=%d %s", model, stages, forms[i].label);
         expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
-        if (!zoo)
+        if (mpi)
             expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
     }
 }

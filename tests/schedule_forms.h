@@ -51,25 +51,32 @@ static inline int sched_forms(struct sched_form *forms)
     return n;
 }
 
+/* The least M' ≥ max(M, need) whose steps of an epoch of N all hold at least `need`
+ * micro-batches (N mod M' = 0 or ≥ need); N itself (one step) at most. */
+static inline int sched_fit_m(int N, int M, int need)
+{
+    M = M < need ? need : M;
+    while (M < N && N % M && N % M < need)
+        M++;
+    return M;
+}
+
 /* Raises c's micro-batches per step to the step_min·p the schedule's steps need (DualPipeV:
- * 2p), to the whole epoch (one step) where its last step would be short; the epoch is
- * c->limit_train samples (the schedule's other runs keep M). */
+ * 2p) and on until the epoch's last step holds as many (sched_fit_m); the epoch is
+ * c->limit_train samples, so set it first (the schedule's other runs keep M). */
 static inline void sched_fit_steps(struct pb_run_cfg *c, const struct pb_schedule *sch)
 {
     int v = c->chunks ? c->chunks : sch->chunks ? sch->chunks : 1;
     int need = sch->step_min * (c->stages / v), M = c->microbatches ? c->microbatches : c->stages;
     if (!need)
         return;
-    M = M < need ? need : M;
     int N = c->limit_train && c->microbatch_size ? c->limit_train / c->microbatch_size : 0;
-    if (N > M && N % M && N % M < need)
-        M = N;
-    c->microbatches = M;
+    c->microbatches = N ? sched_fit_m(N, M, need) : (M < need ? need : M);
 }
 
 /* Sets c's schedule and variant to form f; a form that fixes v chunks per device runs
- * c->stages devices of them (v·c->stages stages), with the steps it needs
- * (sched_fit_steps). When f cannot run c's optimizer (spectrain
+ * the c->stages stages on c->stages / v devices or, where v does not divide them (one
+ * stage), c->stages devices of v chunks, with the steps it needs (sched_fit_steps). When f cannot run c's optimizer (spectrain
  * needs SGD), switches c to the first optimizer it can run, in the order "sgdm", then
  * each kind's name (pb_optim_kind_name), with that optimizer's defaults; as
  * pb_run_check judges. Fails the test when f accepts none. */
@@ -78,7 +85,7 @@ static inline void sched_form_apply(struct pb_run_cfg *c, const struct sched_for
     struct pb_err e;
     c->schedule = f->sch->name;
     c->variant = f->variant;
-    if (f->sch->chunks > 1 && !c->chunks)  /* c->stages devices of the chunks it fixes */
+    if (f->sch->chunks > 1 && !c->chunks && c->stages % f->sch->chunks)
         c->stages *= f->sch->chunks;
     sched_fit_steps(c, f->sch);
     if (pb_run_check(c, &e) == 0)
@@ -105,8 +112,7 @@ static inline bool sched_form_is(const struct sched_form *f, const char *name, c
 
 /* A pipe of schedule sch on `devices` devices as the registry says it runs: its fixed v
  * chunks each (devices·v stages; one otherwise) in its placement, N micro-batches and M
- * per step, N and M raised to the step_min·p every step needs (M to N, one step, where
- * the epoch's last step would be short). */
+ * per step, N and M raised to the step_min·p every step needs (sched_fit_m). */
 static inline void sched_pipe(const struct pb_schedule *sch, int devices, int N, int M,
                               struct pb_pipe *p)
 {
@@ -116,10 +122,7 @@ static inline void sched_pipe(const struct pb_schedule *sch, int devices, int N,
     int need = sch->step_min * devices;
     if (p->length < need)
         p->length = need;
-    if (p->microbatches < need)
-        p->microbatches = need;
-    if (N > p->microbatches && N % p->microbatches && N % p->microbatches < need)
-        p->microbatches = N;
+    p->microbatches = sched_fit_m(p->length, p->microbatches, need);
 }
 
 #endif

@@ -660,14 +660,16 @@ static const struct {
     {"zb-h2", NULL, d1_split},
     {"interleaved", NULL, d1_mb2},
     {"looped-bfs", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
-    /* one device of 2 chunks; dualpipe-v needs M >= 2p in every step, so one step of 5 */
+    /* one device of 2 chunks; dualpipe-v needs M >= 2p in every step, the last too, so
+     * steps of 3 and 2 (sched_pipe) */
     {"zb-v", NULL,
      "device 0: F0@0:0 F0@1:0 I0@1:0 W0@1:0 F1@0:0 I0@0:0 W0@0:0 F1@1:0 I1@1:0 W1@1:0 "
      "I1@0:0 W1@0:0 U F2@0:1 F2@1:1 I2@1:1 W2@1:1 F3@0:1 I2@0:1 W2@0:1 F3@1:1 I3@1:1 "
      "W3@1:1 I3@0:1 W3@0:1 U F4@0:2 F4@1:2 I4@1:2 W4@1:2 I4@0:2 W4@0:2 U\n"},
     {"dualpipe-v", NULL,
      "device 0: F0@0:0 F0@1:0 F1@0:0 B0@1:0 F1@1:0+B0@0:0 F2@0:0+B1@1:0 F2@1:0+B1@0:0 "
-     "F3@0:0+B2@1:0 F3@1:0+B2@0:0 F4@0:0+B3@1:0 F4@1:0+B3@0:0 B4@1:0 I4@0:0 W4@0:0 U\n"},
+     "B2@1:0 I2@0:0 W2@0:0 U F3@0:1 F3@1:1 F4@0:1 B3@1:1 F4@1:1+B3@0:1 B4@1:1 I4@0:1 "
+     "W4@0:1 U\n"},
     {"pipedream", NULL, d1_per_mb},
     {"pipedream", "vertical", d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},

@@ -4,7 +4,8 @@
  * pairs included; the stage of each chunk; over a grid, each stage at lag 0 with each
  * chunk's gradient ops ascending, validated at the capacity found (the edge between
  * stages p−1 and p on one device included); the simulator's idle time and activations
- * against SCHEDULES.md §7; `program --versions --sync` at lag 0; refusals with exit 2;
+ * against SCHEDULES.md §7; `program --versions --sync` at lag 0; `simulate` with chunks
+ * (one row per device); refusals with exit 2;
  * and the trained weights of mlp and lenet under seq and threads equal 1f1b's bit for
  * bit and GPipe's within 1e-5 (GPipe adds the gradients in descending order). */
 #include <check.h>
@@ -272,6 +273,30 @@ START_TEST(cli_lag_zero)
 }
 END_TEST
 
+/* `simulate` with chunks: one row per device with its stages (zb-v in a V without
+ * --chunks, interleaved in loops with --chunks 2); --record refused. */
+START_TEST(cli_simulate)
+{
+    char dir[64], out[8192];
+    cli_scratch(dir, sizeof dir, "vshape");
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule zb-v --stages 8 "
+                             "--length 8 --microbatches 8 --cost 1,2,0,0,1,1"), 0);
+    ck_assert_msg(strstr(out, "makespan 51 s") && strstr(out, "\n0       0,7             48 ") &&
+                  strstr(out, "\n3       3,4             48 ") && !strstr(out, "\n4 "), "%s",
+                  out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule interleaved --chunks 2 "
+                             "--stages 8 --length 8 --microbatches 8 --cost 1,2,0"), 0);
+    ck_assert_msg(strstr(out, "\n0       0,4 ") && strstr(out, "\n3       3,7 "), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule dualpipe-v --stages 4 "
+                             "--cost 1,2,0 --record --db s.db"), 2);
+    ck_assert_msg(strstr(out, "leave --record out"), "%s", out);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --schedule zb-v --stages 4 "
+                             "--chunks 0 --cost 1,2,0"), 2);
+    ck_assert_msg(strstr(out, "--chunks must be at least 1"), "%s", out);
+    cli_cleanup(dir);
+}
+END_TEST
+
 START_TEST(bad_inputs)
 {
     char dir[64], out[4096];
@@ -366,6 +391,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, pair_checked);
     tcase_add_test(fast, sim_bubble);
     tcase_add_test(fast, cli_lag_zero);
+    tcase_add_test(fast, cli_simulate);
     tcase_add_test(fast, bad_inputs);
     tcase_add_test(fast, trains_mlp);
     suite_add_tcase(s, fast);

@@ -93,8 +93,9 @@ START_TEST(torch_orders)
 }
 END_TEST
 
-/* Over a grid of p, M and N (several steps, a last partial one): every stage at lag 0
- * with one U per step, each chunk's gradient ops (B, W) in ascending micro-batch order,
+/* Over a grid of p, M and N (several steps, a last partial one): the programs run with
+ * channels of capacity 1 (the local edge's included), every stage at lag 0 with one U
+ * per step, each chunk's gradient ops (B, W) in ascending micro-batch order,
  * pairs only on dualpipe-v. */
 START_TEST(properties)
 {
@@ -117,7 +118,8 @@ START_TEST(properties)
                         continue;
                     }
                     struct pb_program progs[MAXP], st[2 * MAXP];
-                    build(names[s], np, N, M, &p, progs);
+                    ck_assert_msg(build(names[s], np, N, M, &p, progs) == 1, "%s p=%d M=%d "
+                                  "N=%d: channels of 1 deadlock", names[s], np, M, N);
                     for (int r = 0; r < np; r++)
                         for (int i = 0; i < progs[r].n; i++)
                             ck_assert(!progs[r].ops[i].pair || s == 1);

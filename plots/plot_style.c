@@ -1,6 +1,6 @@
 /* plots/plot_style.c — the figures' style table (plot_style.h). Schedules take Paul Tol's
  * "muted" scheme (nine colours told apart with every common colour-vision deficiency; the
- * styles beyond nine, a dark green and a deep blue, keep the distances tests/test_plot.c
+ * styles beyond nine, among them a dark green, a deep blue, a tan and a plum, keep the distances tests/test_plot.c
  * measures), a variant a hue near its schedule's, an open marker where its schedule's is filled and a
  * dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
  * nine colours of his other schemes chosen to differ from each other (also as protanopes
@@ -29,6 +29,8 @@ const struct pb_plot_styled pb_plot_styles[] = {
     {"pipemare", NULL, {"#110099", 1, "4,2,4,6"}},
     {"interleaved", NULL, {"#0099CC", 2, "9,3,3,3"}},
     {"looped-bfs", NULL, {"#000000", 8, "3,2,3,6"}},
+    {"zb-v", NULL, {"#CC8866", 14, "6,3,1,3,1,3"}},
+    {"dualpipe-v", NULL, {"#660066", 10, "14,2,2,2"}},
     {NULL, NULL, {NULL, 0, NULL}},
 };
 

@@ -45,6 +45,23 @@ int pb_sched_check_pipe(const struct pb_schedule *sch, const struct pb_pipe *p, 
         return pb_err_set(e, "%s: unknown variant '%s'; valid variants: %s (or none for the "
                           "default)", sch->name, p->variant, sch->variants);
     }
+    int need = sch->step_min * (p->stages / (p->chunks > 1 ? p->chunks : 1));
+    int last = p->length % (p->microbatches > 0 ? p->microbatches : 1);
+    if (need && p->microbatches < need)
+        return pb_err_set(e, "%s needs at least %d·p = %d micro-batches per step on p = %d "
+                             "devices (got --microbatches %d); give --microbatches %d or more",
+                          sch->name, sch->step_min, need, need / sch->step_min,
+                          p->microbatches, need);
+    if (need && p->length < p->microbatches && p->length < need)
+        return pb_err_set(e, "%s: the epoch's N = %d micro-batches are fewer than %d·p = %d; "
+                             "give N >= %d (--length, or in a run more training samples)",
+                          sch->name, p->length, sch->step_min, need, need);
+    if (need && p->length > p->microbatches && last && last < need)
+        return pb_err_set(e, "%s: the epoch's last step has N mod M = %d micro-batches, fewer "
+                             "than %d·p = %d; give N (--length, or in a run the training "
+                             "samples / --microbatch-size) a multiple of M = %d or with "
+                             "N mod M >= %d", sch->name, last,
+                          sch->step_min, need, p->microbatches, need);
     return 0;
 }
 

@@ -10,8 +10,10 @@ extern const struct pb_schedule pb_schedule_gpipe, pb_schedule_1f1b, pb_schedule
     pb_schedule_zb_h2, pb_schedule_interleaved, pb_schedule_looped_bfs, pb_schedule_pipedream,
     pb_schedule_pipedream_2bw, pb_schedule_spectrain, pb_schedule_xpipe, pb_schedule_pipeoptim,
     pb_schedule_pipemare;
+extern const struct pb_schedule pb_schedule_zb_v, pb_schedule_dualpipe_v;
 
-/* D ≥ 1, N ≥ 1, M ≥ 1 where the schedule uses it, and a variant the schedule lists. */
+/* D ≥ 1, N ≥ 1, M ≥ 1 where the schedule uses it, the step_min·p micro-batches every
+ * step needs, and a variant the schedule lists. */
 int pb_sched_check_pipe(const struct pb_schedule *sch, const struct pb_pipe *p, struct pb_err *e);
 
 /* True when the pipe names a variant (non-default) equal to v. */

@@ -11,6 +11,8 @@ const struct pb_schedule *const pb_schedules[] = {
     &pb_schedule_zb_h2,
     &pb_schedule_interleaved,
     &pb_schedule_looped_bfs,
+    &pb_schedule_zb_v,
+    &pb_schedule_dualpipe_v,
     &pb_schedule_pipedream,
     &pb_schedule_pipedream_2bw,
     &pb_schedule_spectrain,

@@ -51,7 +51,32 @@ static inline int sched_forms(struct sched_form *forms)
     return n;
 }
 
-/* Sets c's schedule and variant to form f. When f cannot run c's optimizer (spectrain
+/* The least M' ≥ max(M, need) whose steps of an epoch of N all hold at least `need`
+ * micro-batches (N mod M' = 0 or ≥ need); N itself (one step) at most. */
+static inline int sched_fit_m(int N, int M, int need)
+{
+    M = M < need ? need : M;
+    while (M < N && N % M && N % M < need)
+        M++;
+    return M;
+}
+
+/* Raises c's micro-batches per step to the step_min·p the schedule's steps need (DualPipeV:
+ * 2p) and on until the epoch's last step holds as many (sched_fit_m); the epoch is
+ * c->limit_train samples, so set it first (the schedule's other runs keep M). */
+static inline void sched_fit_steps(struct pb_run_cfg *c, const struct pb_schedule *sch)
+{
+    int v = c->chunks ? c->chunks : sch->chunks ? sch->chunks : 1;
+    int need = sch->step_min * (c->stages / v), M = c->microbatches ? c->microbatches : c->stages;
+    if (!need)
+        return;
+    int N = c->limit_train && c->microbatch_size ? c->limit_train / c->microbatch_size : 0;
+    c->microbatches = N ? sched_fit_m(N, M, need) : (M < need ? need : M);
+}
+
+/* Sets c's schedule and variant to form f; a form that fixes v chunks per device runs
+ * the c->stages stages on c->stages / v devices or, where v does not divide them (one
+ * stage), c->stages devices of v chunks, with the steps it needs (sched_fit_steps). When f cannot run c's optimizer (spectrain
  * needs SGD), switches c to the first optimizer it can run, in the order "sgdm", then
  * each kind's name (pb_optim_kind_name), with that optimizer's defaults; as
  * pb_run_check judges. Fails the test when f accepts none. */
@@ -60,6 +85,9 @@ static inline void sched_form_apply(struct pb_run_cfg *c, const struct sched_for
     struct pb_err e;
     c->schedule = f->sch->name;
     c->variant = f->variant;
+    if (f->sch->chunks > 1 && !c->chunks && c->stages % f->sch->chunks)
+        c->stages *= f->sch->chunks;
+    sched_fit_steps(c, f->sch);
     if (pb_run_check(c, &e) == 0)
         return;
     struct pb_err first = e;
@@ -80,6 +108,21 @@ static inline bool sched_form_is(const struct sched_form *f, const char *name, c
 {
     return !strcmp(f->sch->name, name) &&
            (variant ? f->variant && !strcmp(f->variant, variant) : !f->variant);
+}
+
+/* A pipe of schedule sch on `devices` devices as the registry says it runs: its fixed v
+ * chunks each (devices·v stages; one otherwise) in its placement, N micro-batches and M
+ * per step, N and M raised to the step_min·p every step needs (sched_fit_m). */
+static inline void sched_pipe(const struct pb_schedule *sch, int devices, int N, int M,
+                              struct pb_pipe *p)
+{
+    *p = (struct pb_pipe){.stages = devices * (sch->chunks ? sch->chunks : 1), .length = N,
+                          .microbatches = M};
+    pb_pipe_adopt(p, sch);
+    int need = sch->step_min * devices;
+    if (p->length < need)
+        p->length = need;
+    p->microbatches = sched_fit_m(p->length, p->microbatches, need);
 }
 
 #endif

@@ -108,7 +108,9 @@ static void bit_identity(const char *model, int stages, unsigned legs)
             run_ok(&c, "threads.safetensors");
             expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
         }
-        if ((legs & LEG_MPI) && !zoo) {
+        /* mpi runs one stage per rank: a schedule fixing v > 1 chunks is refused there
+           (tests/test_versions.c) */
+        if ((legs & LEG_MPI) && !zoo && forms[i].sch->chunks < 2) {
             mpi_run(&c, "mpi.safetensors");
             expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
         }

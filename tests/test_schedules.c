@@ -22,22 +22,31 @@ static void build(const char *name, int D, int N, int M, const char *variant,
     ck_assert_msg(s != NULL, "%s", e.msg);
     *p = (struct pb_pipe){.stages = D, .length = N, .microbatches = M, .optimizer = opt,
                           .variant = variant};
+    pb_pipe_adopt(p, s);
     ck_assert_msg(pb_programs_build(s, p, progs, &e) == 0, "%s: %s", name, e.msg);
 }
 
-/* The text form of all stages of a schedule (caller frees). */
+/* The text form of all devices of a pipe (caller frees). */
+static char *print_all(const struct pb_pipe *p, const struct pb_program *progs, bool versions)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    for (int k = 0; k < pb_pipe_devices(p); k++)
+        pb_program_print(f, p, &progs[k], versions);
+    fclose(f);
+    return buf;
+}
+
+/* The text form of all stages (devices, with chunks) of a schedule on D stages (caller
+ * frees). */
 static char *text(const char *name, int D, int N, int M, const char *variant, bool versions)
 {
     struct pb_pipe p;
     struct pb_program progs[MAXD];
     build(name, D, N, M, variant, PB_OPT_SGD, &p, progs);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    for (int k = 0; k < D; k++)
-        pb_program_print(f, &p, &progs[k], versions);
-    fclose(f);
-    pb_programs_finish(progs, D);
+    char *buf = print_all(&p, progs, versions);
+    pb_programs_finish(progs, pb_pipe_devices(&p));
     return buf;
 }
 
@@ -280,6 +289,28 @@ static const struct golden_case goldens[] = {
      "B4:1+1 F6:0+1 B5:1+1 F7:0+1 B6:1+1 B7:1+1 U\n"
      "stage 3: F0:0+1 B0:0+1 F1:0+1 B1:0+1 F2:0+1 B2:0+1 F3:0+1 B3:0+1 U F4:1+1 B4:1+1 "
      "F5:1+1 B5:1+1 F6:1+1 B6:1+1 F7:1+1 B7:1+1 U\n"},
+    /* zb-v and dualpipe-v on D = 4 stages: p = 2 devices of 2 chunks in a V (device 1
+     * holds stages 1 and 2, the local edge), every op at lag 0 (SCHEDULES.md §4, §5) */
+    {"zb-v", NULL, 8, 4, true,
+     "device 0: F0@0:0 F1@0:0 F2@0:0 F0@1:0 I0@1:0 W0@1:0 F1@1:0 I1@1:0 W1@1:0 F3@0:0 "
+     "I0@0:0 W0@0:0 F2@1:0 I2@1:0 W2@1:0 I1@0:0 W1@0:0 F3@1:0 I3@1:0 W3@1:0 I2@0:0 W2@0:0 "
+     "I3@0:0 W3@0:0 U F4@0:1 F5@0:1 F6@0:1 F4@1:1 I4@1:1 W4@1:1 F5@1:1 I5@1:1 W5@1:1 "
+     "F7@0:1 I4@0:1 W4@0:1 F6@1:1 I6@1:1 W6@1:1 I5@0:1 W5@0:1 F7@1:1 I7@1:1 W7@1:1 I6@0:1 "
+     "W6@0:1 I7@0:1 W7@0:1 U\n"
+     "device 1: F0@0:0 F0@1:0 F1@0:0 F1@1:0 I0@1:0 W0@1:0 F2@0:0 I0@0:0 W0@0:0 F2@1:0 "
+     "I1@1:0 W1@1:0 F3@0:0 I1@0:0 W1@0:0 F3@1:0 I2@1:0 W2@1:0 I2@0:0 I3@1:0 I3@0:0 W2@0:0 "
+     "W3@1:0 W3@0:0 U F4@0:1 F4@1:1 F5@0:1 F5@1:1 I4@1:1 W4@1:1 F6@0:1 I4@0:1 W4@0:1 "
+     "F6@1:1 I5@1:1 W5@1:1 F7@0:1 I5@0:1 W5@0:1 F7@1:1 I6@1:1 W6@1:1 I6@0:1 I7@1:1 I7@0:1 "
+     "W6@0:1 W7@1:1 W7@0:1 U\n"},
+    {"dualpipe-v", NULL, 8, 4, true,
+     "device 0: F0@0:0 F1@0:0 F2@0:0 F0@1:0 I0@1:0 W0@1:0 F1@1:0 F3@0:0+B1@1:0 "
+     "F2@1:0+B0@0:0 B2@1:0 F3@1:0+B1@0:0 B3@1:0 I2@0:0 W2@0:0 I3@0:0 W3@0:0 U F4@0:1 "
+     "F5@0:1 F6@0:1 F4@1:1 I4@1:1 W4@1:1 F5@1:1 F7@0:1+B5@1:1 F6@1:1+B4@0:1 B6@1:1 "
+     "F7@1:1+B5@0:1 B7@1:1 I6@0:1 W6@0:1 I7@0:1 W7@0:1 U\n"
+     "device 1: F0@0:0 F0@1:0 F1@0:0 F1@1:0 F2@0:0 B0@1:0 F2@1:0+B0@0:0 F3@0:0+B1@1:0 "
+     "F3@1:0+B1@0:0 B2@1:0 B2@0:0 I3@1:0 I3@0:0 W3@1:0 W3@0:0 U F4@0:1 F4@1:1 F5@0:1 "
+     "F5@1:1 F6@0:1 B4@1:1 F6@1:1+B4@0:1 F7@0:1+B5@1:1 F7@1:1+B5@0:1 B6@1:1 B6@0:1 I7@1:1 "
+     "I7@0:1 W7@1:1 W7@0:1 U\n"},
 };
 
 #define NGOLDENS ((int)(sizeof goldens / sizeof *goldens))
@@ -591,8 +622,9 @@ START_TEST(all_validate)
             for (int ni = 0; ni < 4; ni++)
                 for (int M = Ds[di]; M <= Ds[di] + 1; M++) {
                     struct pb_err e;
-                    struct pb_pipe p = {.stages = Ds[di], .length = Ns[ni], .microbatches = M,
-                                        .variant = forms[fi].variant};
+                    struct pb_pipe p;
+                    sched_pipe(forms[fi].sch, Ds[di], Ns[ni], M, &p);
+                    p.variant = forms[fi].variant;
                     struct pb_program pr[MAXD];
                     int rc = -1;
                     for (int k = 0; rc && k < PB_OPT_NKINDS; k++) {
@@ -604,7 +636,7 @@ START_TEST(all_validate)
                     ck_assert_msg(pb_programs_validate(&p, pr, 1, &e) == 0,
                                   "%s D=%d N=%d M=%d: %s", forms[fi].label, p.stages, p.length,
                                   M, e.msg);
-                    pb_programs_finish(pr, p.stages);
+                    pb_programs_finish(pr, pb_pipe_devices(&p));
                 }
 }
 END_TEST
@@ -628,6 +660,16 @@ static const struct {
     {"zb-h2", NULL, d1_split},
     {"interleaved", NULL, d1_mb2},
     {"looped-bfs", NULL, "stage 0: F0:0 F1:0 B1:0 B0:0 U F2:1 F3:1 B3:1 B2:1 U F4:2 B4:2 U\n"},
+    /* one device of 2 chunks; dualpipe-v needs M >= 2p in every step, the last too, so
+     * steps of 3 and 2 (sched_pipe) */
+    {"zb-v", NULL,
+     "device 0: F0@0:0 F0@1:0 I0@1:0 W0@1:0 F1@0:0 I0@0:0 W0@0:0 F1@1:0 I1@1:0 W1@1:0 "
+     "I1@0:0 W1@0:0 U F2@0:1 F2@1:1 I2@1:1 W2@1:1 F3@0:1 I2@0:1 W2@0:1 F3@1:1 I3@1:1 "
+     "W3@1:1 I3@0:1 W3@0:1 U F4@0:2 F4@1:2 I4@1:2 W4@1:2 I4@0:2 W4@0:2 U\n"},
+    {"dualpipe-v", NULL,
+     "device 0: F0@0:0 F0@1:0 F1@0:0 B0@1:0 F1@1:0+B0@0:0 F2@0:0+B1@1:0 F2@1:0+B1@0:0 "
+     "B2@1:0 I2@0:0 W2@0:0 U F3@0:1 F3@1:1 F4@0:1 B3@1:1 F4@1:1+B3@0:1 B4@1:1 I4@0:1 "
+     "W4@0:1 U\n"},
     {"pipedream", NULL, d1_per_mb},
     {"pipedream", "vertical", d1_per_mb},
     {"pipedream-2bw", NULL, d1_mb2},
@@ -655,7 +697,16 @@ START_TEST(single_stage)
                 expect = single_stage_programs[t].expect;
         ck_assert_msg(expect != NULL, "%s has no D = 1 program in single_stage_programs[] "
                       "(tests/test_schedules.c)", forms[fi].label);
-        char *got = text(forms[fi].sch->name, 1, 5, 2, forms[fi].variant, true);
+        struct pb_pipe p;
+        struct pb_program progs[MAXD];
+        struct pb_err e;
+        sched_pipe(forms[fi].sch, 1, 5, 2, &p);
+        p.variant = forms[fi].variant;
+        p.optimizer = PB_OPT_SGD;
+        ck_assert_msg(pb_programs_build(forms[fi].sch, &p, progs, &e) == 0, "%s: %s",
+                      forms[fi].label, e.msg);
+        char *got = print_all(&p, progs, true);
+        pb_programs_finish(progs, 1);
         ck_assert_msg(!strcmp(got, expect), "%s: got %sexpected %s", forms[fi].label, got,
                       expect);
         free(got);

@@ -264,18 +264,21 @@ END_TEST
 
 /* A database of schema version 2 is upgraded in place by a command that writes to it;
  * one that only reads says how. */
-/* Whether a schedule's programs (D = 4, M = 4) split the backward into I and W. */
+/* Whether a schedule's programs (4 devices, M = 4) split the backward into I and W. */
 static bool splits_backward(const struct pb_schedule *sch, enum pb_optim_kind optimizer)
 {
-    struct pb_pipe p = {.stages = 4, .length = 16, .microbatches = 4, .optimizer = optimizer};
-    struct pb_program progs[4] = {0};
+    struct pb_pipe p;
+    sched_pipe(sch, 4, 16, 4, &p);
+    p.optimizer = optimizer;
+    struct pb_program progs[16] = {0};
     struct pb_err e;
+    ck_assert_int_le(p.stages, 16);
     ck_assert_msg(pb_programs_build(sch, &p, progs, &e) == 0, "%s: %s", sch->name, e.msg);
     bool split = false;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < p.stages; k++)
         for (int i = 0; i < progs[k].n; i++)
             split |= progs[k].ops[i].kind == PB_OP_I;
-    pb_programs_finish(progs, 4);
+    pb_programs_finish(progs, p.stages);
     return split;
 }
 

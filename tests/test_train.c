@@ -40,9 +40,14 @@ START_TEST(test_one_stage_is_plain_training)
             continue;
         struct pb_run_cfg t = c;
         sched_form_apply(&t, &forms[i]);
-        /* a form that refuses c's optimizer is compared with plain training on its own */
+        /* a form that refuses c's optimizer is compared with plain training on its own; one
+           whose steps need more micro-batches (dualpipe-v: 2p) with accumulating as many,
+           each backward after its forward (its gradients ascend) */
         size_t n_own = n_ref;
-        float *own = strcmp(t.optimizer, c.optimizer) ? plain_training(&t, 1, &n_own) : ref;
+        float *own = t.microbatches != c.microbatches
+                         ? plain_training_1f1b(&t, t.microbatches, &n_own)
+                     : strcmp(t.optimizer, c.optimizer) ? plain_training(&t, 1, &n_own)
+                                                        : ref;
         run_ok(&t, "d1.safetensors");
         float *w = load_weights(tmp_path("d1.safetensors"), &n);
         ck_assert_uint_eq(n, n_own);
@@ -246,10 +251,10 @@ START_TEST(test_every_schedule_learns)
         struct pb_err e;
         struct pb_run_summary sum;
         small_cfg(&c);
-        sched_form_apply(&c, &forms[i]);
         c.limit_train = 6000;
         c.limit_val = 2000;
         c.microbatch_size = 64;
+        sched_form_apply(&c, &forms[i]);
         c.epochs = 1;
         c.threads = 0;
         ck_assert_msg(pb_run(&c, &sum, &e) == PB_EXIT_OK, "%s: %s", forms[i].label, e.msg);

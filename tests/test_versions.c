@@ -14,6 +14,7 @@
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
 #include "tests/cli_util.h"
+#include "tests/schedule_forms.h"
 
 #define MB_SIZE 8
 #define NTRAIN 96   /* 12 micro-batches an epoch */
@@ -141,29 +142,43 @@ static void events_match(int stages, const char *executor)
             const char *opt = accepted_optimizer(sch->name, variant, stages);
             ck_assert_msg(opt != NULL, "%s %s: no optimizer accepted", sch->name,
                           variant ? variant : "");
+            /* the registry's pipe on D stages: a schedule that fixes v chunks runs D / v
+             * devices, with the micro-batches per step its steps need */
+            struct pb_pipe pipe;
+            int v = sch->chunks ? sch->chunks : 1;
+            sched_pipe(sch, stages / v, NTRAIN / MB_SIZE, stages, &pipe);
             char dir[64], flags[512], what[128];
             cli_scratch(dir, sizeof dir, "versions");
             snprintf(flags, sizeof flags,
                      "--model mlp --dataset synthetic --limit-train %d --limit-val 16 "
                      "--microbatch-size %d --epochs %d --stages %d --threads %d --schedule %s "
-                     "%s%s --optimizer %s --trace-epochs all --db v.db", NTRAIN, MB_SIZE, EPOCHS,
-                     stages, stages, sch->name, variant ? "--variant " : "", variant ? variant : "",
-                     opt);
+                     "%s%s --optimizer %s --microbatches %d --trace-epochs all --db v.db", NTRAIN,
+                     MB_SIZE, EPOCHS, stages, stages, sch->name, variant ? "--variant " : "",
+                     variant ? variant : "", opt, pipe.microbatches);
             snprintf(what, sizeof what, "%s%s%s D=%d %s", sch->name, variant ? " " : "",
                      variant ? variant : "", stages, executor);
+            if (v > 1 && !strcmp(executor, "mpi")) {  /* one stage per rank: refused */
+                char out[4096];
+                int rc = cli_run(dir, out, sizeof out, "run --quiet --executor mpi %s", flags);
+                ck_assert_msg(rc == 2 && strstr(out, "runs one stage per rank"), "%s: exit %d, "
+                              "%s", what, rc, out);
+                cli_cleanup(dir);
+                continue;
+            }
             run_one(dir, executor, flags);
             struct pb_optim_cfg oc;
             struct pb_err e;
             ck_assert(pb_optim_cfg_from_name(&oc, opt, &e) == 0);
-            struct pb_pipe pipe = {.stages = stages, .length = NTRAIN / MB_SIZE,
-                                   .microbatches = stages, .optimizer = oc.kind,
-                                   .variant = variant};
-            struct pb_program progs[8];
+            pipe.optimizer = oc.kind;
+            pipe.variant = variant;
+            struct pb_program progs[8], st[8];
             ck_assert_msg(pb_programs_build(sch, &pipe, progs, &e) == 0, "%s: %s", what, e.msg);
+            ck_assert(pb_programs_stages(&pipe, progs, st, &e) == 0);
             char db[128];
             snprintf(db, sizeof db, "%s/v.db", dir);
-            check_events(db, &pipe, progs, what);
-            pb_programs_finish(progs, stages);
+            check_events(db, &pipe, st, what);
+            pb_programs_finish(progs, pb_pipe_devices(&pipe));
+            pb_programs_finish(st, stages);
             cli_cleanup(dir);
         }
     }

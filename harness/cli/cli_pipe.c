@@ -12,6 +12,7 @@ int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, b
         return pb_err_set(e, "%s: --stages is required (see pipebench %s --help)", cmd, cmd);
     if (!(*sch = pb_schedule_find(sched_name, e)))
         return -1;
+    pb_pipe_adopt(pipe, *sch);
     struct pb_optim_cfg oc;
     if (pb_optim_cfg_from_name(&oc, opt_name, e))
         return -1;

@@ -18,8 +18,8 @@ static void usage(FILE *f)
             "Prints one line per stage, e.g. \"stage 0: F0 F1 F2 F3 B0 U F4 ...\";\n"
             "I3 and W3 are the split backward's input- and weight-gradient passes; with\n"
             "--chunks v one line per device, F3@1 the forward of micro-batch 3 on the\n"
-            "device's local chunk 1 (docs/semantics.md §4 says what every schedule's ops\n"
-            "read).\n\n"
+            "device's local chunk 1, F7@0+B3@1 an overlapped pair (dualpipe-v)\n"
+            "(docs/semantics.md §4 says what every schedule's ops read).\n\n"
             "  --schedule S      one of:");
     for (int i = 0; pb_schedules[i]; i++)
         fprintf(f, "%s %s", i ? "," : "", pb_schedules[i]->name);
@@ -28,10 +28,11 @@ static void usage(FILE *f)
             "  --stages D        pipeline stages, D >= 1\n"
             "  --length N        micro-batches in the epoch (default 8)\n"
             "  --microbatches M  micro-batches per update (the optimizer step) for gpipe, 1f1b,\n"
-            "                    zb-h1, zb-h2, pipedream-2bw and xpipe (default D); the\n"
-            "                    other schedules update per micro-batch\n"
+            "                    zb-h1, zb-h2, zb-v, dualpipe-v, pipedream-2bw and xpipe\n"
+            "                    (default D); the other schedules update per micro-batch\n"
             "  --chunks v        model chunks per device (interleaved): the D stages run on\n"
-            "                    p = D / v devices, chunk c of device r is stage r + c·p\n"
+            "                    p = D / v devices, chunk c of device r is stage r + c·p;\n"
+            "                    zb-v and dualpipe-v fix v = 2 in a V (stages r, 2p-1-r)\n"
             "  --variant V       a schedule's variant: pipeoptim and spectrain 'code',\n"
             "                    xpipe 'note' (default: the paper's form)\n"
             "  --optimizer O     sgd, sgdm, adam, adamw or rmsprop (default sgdm)\n"

@@ -164,8 +164,14 @@ int pb_cmd_list(int argc, char **argv)
     static const char *const family[] = {"?", "synchronous", "asynchronous"};
     for (int i = 0; pb_schedules[i]; i++) {
         const struct pb_schedule *s = pb_schedules[i];
-        printf("  %-14s [%s; %s] %s%s%s%s\n", s->name, family[pb_schedule_family(s)],
-               s->chunked ? "D, N, M, v" : s->uses_microbatches ? "D, N, M" : "D, N",
+        char needs[48];
+        if (s->chunks)  /* v fixed by the schedule, and its placement */
+            snprintf(needs, sizeof needs, "D, N, M, v = %d%s", s->chunks,
+                     s->placement == PB_PLACE_V ? " in a V" : "");
+        else
+            snprintf(needs, sizeof needs, "%s",
+                     s->chunked ? "D, N, M, v" : s->uses_microbatches ? "D, N, M" : "D, N");
+        printf("  %-14s [%s; %s] %s%s%s%s\n", s->name, family[pb_schedule_family(s)], needs,
                s->summary, *s->variants ? " (variants: " : "", s->variants,
                *s->variants ? ")" : "");
     }

@@ -19,7 +19,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: pipebench simulate --schedule S --stages D [--length N] [--microbatches M]\n"
-            "                          [--variant V] [--optimizer O] [--microbatch-size b]\n"
+            "                          [--chunks v] [--variant V] [--optimizer O]\n"
+            "                          [--microbatch-size b]\n"
             "                          (--cost F,B,U[,SEND[,I,W]] | --op-costs FILE |\n"
             "                           --run RUN [--op-costs FILE] [--db FILE])\n"
             "                          [--record [--db FILE]]\n\n"
@@ -28,7 +29,9 @@ static void usage(FILE *f)
             "(capacity D) and arrive SEND seconds after they are sent (from a run: the\n"
             "receiving stage's copy time per message). A pipe of more than %lld ops is\n"
             "simulated op by op at a shorter N' and its verified steady state extrapolated\n"
-            "to N (it says so); --record needs every op, so at most %lld.\n\n"
+            "to N (it says so); --record needs every op, so at most %lld. With chunks\n"
+            "(--chunks v, or a schedule that fixes them) the p = D / v devices run their\n"
+            "programs, an op at its stage's cost, and the table has one row per device.\n\n"
             "  --cost F,B,U[,SEND[,I,W]]  seconds of one forward, backward and update on\n"
             "                       every stage, of a message's transfer (default 0), and\n"
             "                       of the split backward's I and W (default 0)\n"
@@ -68,6 +71,7 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
         {"length", required_argument, NULL, 'n'},
         {"microbatches", required_argument, NULL, 'm'},
         {"variant", required_argument, NULL, 'v'},
+        {"chunks", required_argument, NULL, 'C'},
         {"optimizer", required_argument, NULL, 'o'},
         {"microbatch-size", required_argument, NULL, 'b'},
         {"cost", required_argument, NULL, 'c'},
@@ -89,6 +93,12 @@ static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
         case 'n': rc = pb_arg_int("--length", optarg, &a->pipe.length, e); a->have_length = true; break;
         case 'm': rc = pb_arg_int("--microbatches", optarg, &a->pipe.microbatches, e); a->have_m = true; break;
         case 'v': a->pipe.variant = optarg; break;
+        case 'C':
+            rc = pb_arg_int("--chunks", optarg, &a->pipe.chunks, e);
+            if (!rc && a->pipe.chunks < 1)
+                rc = pb_err_set(e, "simulate: --chunks must be at least 1 (got %d): the model "
+                                "chunks each device holds", a->pipe.chunks);
+            break;
         case 'o': a->optimizer = optarg; break;
         case 'b': rc = pb_arg_int("--microbatch-size", optarg, &a->microbatch_size, e); break;
         case 'c': a->cost = optarg; break;
@@ -202,6 +212,23 @@ static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
     return rc ? pb_err_prefix(e, "simulate: ") : 0;
 }
 
+/* With chunks: one row per device, its stages (pb_pipe_stage_of) and what it did. */
+static void print_devices(const struct pb_pipe *p, const struct pb_sim_result *r)
+{
+    printf("device  stages          busy (s)    bubble  acts held  stashed\n");
+    for (int d = 0; d < pb_pipe_devices(p); d++) {
+        char st[64] = "";
+        for (int c = 0; c < pb_pipe_chunks(p); c++) {
+            size_t n = strlen(st);
+            snprintf(st + n, sizeof st - n, "%s%d", c ? "," : "", pb_pipe_stage_of(p, d, c));
+        }
+        printf("%-7d %-15s %-11.4g %5.1f%%  %-10d %d\n", d, st, r->busy_s[d],
+               100 * r->bubble[d], r->acts_peak[d], r->stash_peak[d]);
+    }
+    printf("(acts held: most chunk activations a device keeps between F and B, or W; "
+           "stashed: most weight copies kept for later ops)\n");
+}
+
 static void print_result(const struct sim_args *a, const struct pb_sim_cost *costs,
                          const struct pb_sim_result *r, bool contended)
 {
@@ -227,6 +254,10 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
                "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",
                r->from_length, (long long)(p->length - r->from_length) / r->period_mbs,
                r->period_mbs, r->period_mbs == 1 ? "" : "es", r->period_s);
+    if (pb_pipe_chunks(p) > 1) {
+        print_devices(p, r);
+        return;
+    }
     bool split = false;  /* the split backward's costs given: their columns too */
     for (int k = 0; k < p->stages; k++)
         split |= costs[k].i > 0 || costs[k].w > 0;
@@ -351,6 +382,12 @@ int pb_cmd_simulate(int argc, char **argv)
         if (a.op_costs ? costs_from_file(&a, sch, costs, &e)
                        : costs_given(a.cost, a.pipe.stages, costs, &e))
             goto out;
+    }
+    if (a.record && pb_pipe_chunks(&a.pipe) > 1) {
+        pb_err_set(&e, "simulate: --record keeps one record per stage, and a simulation with "
+                       "%d chunks per device measures devices; leave --record out",
+                   pb_pipe_chunks(&a.pipe));
+        goto out;
     }
     if (a.record && pb_results_check_writable(a.db, &e))   /* before simulating */
         goto out;

@@ -47,13 +47,16 @@ int pb_batch_check(const struct pb_run_cfg *c, bool *unsupported, struct pb_err 
     const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
     if (!sch)
         return -1;
+    int M = c->microbatches ? c->microbatches : c->stages;
     struct pb_pipe p = {
         .stages = c->stages,
-        .length = 1,
-        .microbatches = c->microbatches ? c->microbatches : c->stages,
+        .length = M,  /* one whole step */
+        .microbatches = M,
         .optimizer = c->optim.kind,
         .variant = c->variant,
+        .chunks = c->chunks,
     };
+    pb_pipe_adopt(&p, sch);
     if (sch->check(&p, NULL) != 0) {
         p.optimizer = PB_OPT_SGD;
         *unsupported = sch->check(&p, NULL) == 0;

@@ -185,9 +185,10 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
         .variant = c->variant,
         .chunks = c->chunks,
     };
-    if (c->chunks > 1 && p->executor->one_rank_per_stage)
+    pb_pipe_adopt(&p->pipe, p->sch);
+    if (pb_pipe_chunks(&p->pipe) > 1 && p->executor->one_rank_per_stage)
         return pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
-                             "chunks with --executor seq or threads", c->chunks,
+                             "chunks with --executor seq or threads", pb_pipe_chunks(&p->pipe),
                           p->executor->name);
     int np = c->stages, v = pb_pipe_chunks(&p->pipe);
     p->progs = pb_xcalloc((size_t)c->stages, sizeof *p->progs);

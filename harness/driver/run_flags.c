@@ -385,9 +385,13 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     const struct pb_executor *ex = rc ? NULL : pb_executor_find(c->executor, NULL);
     if (ex && c->repeats > 1 && ex->one_rank_per_stage)   /* before MPI starts */
         rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
-    if (!rc && ex && c->chunks > 1 && ex->one_rank_per_stage)
+    /* the chunks the run will have: --chunks, or those its schedule fixes (zb-v: 2) */
+    const struct pb_schedule *sch = rc ? NULL : pb_schedule_find(c->schedule, NULL);
+    int chunks = c->chunks ? c->chunks : sch ? sch->chunks : 0;
+    if (!rc && ex && chunks > 1 && ex->one_rank_per_stage)
         rc = pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
-                           "chunks with --executor seq or threads", c->chunks, ex->name);
+                           "chunks with --executor seq or threads%s", chunks, ex->name,
+                        c->chunks ? "" : " (the schedule runs that many per device)");
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);

@@ -72,12 +72,26 @@ void pb_program_pass(struct pb_program *p, int kind, int mb, int chunk)
     p->ops[p->n - 1].chunk = (int16_t)chunk;
 }
 
+void pb_program_pair(struct pb_program *p, int fmb, int fc, int bmb, int bc)
+{
+    pb_program_pass(p, PB_OP_F, fmb, fc);
+    p->ops[p->n - 1].pair = 1;
+    pb_program_pass(p, PB_OP_B, bmb, bc);
+}
+
 void pb_program_eval(struct pb_program *p, int device, int nbatches, int chunks)
 {
     pb_program_init(p, device);
     for (int j = 0; j < nbatches; j++)
         for (int c = 0; c < chunks; c++)
             pb_program_pass(p, PB_OP_F, j, c);
+}
+
+void pb_pipe_adopt(struct pb_pipe *p, const struct pb_schedule *sch)
+{
+    if (sch->chunks && !p->chunks)
+        p->chunks = sch->chunks;
+    p->placement = sch->placement;
 }
 
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
@@ -89,6 +103,18 @@ int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
     if (v > 1 && !sch->chunked)
         return pb_err_set(e, "schedule '%s' has no model chunks; drop --chunks %d or use a "
                              "schedule with chunks (interleaved)", sch->name, v);
+    if (sch->chunks && v != sch->chunks)
+        return pb_err_set(e, "schedule '%s' runs exactly %d model chunks per device (V "
+                             "placement); give --chunks %d or leave --chunks out (got %d)",
+                          sch->name, sch->chunks, sch->chunks, v);
+    if (p->placement != sch->placement)
+        return pb_err_set(e, "schedule '%s' places its chunks %s, the pipe %s "
+                             "(pb_pipe_adopt gives a pipe its schedule's placement)", sch->name,
+                          sch->placement == PB_PLACE_V ? "in a V" : "in loops",
+                          p->placement == PB_PLACE_V ? "in a V" : "in loops");
+    if (sch->chunks && p->stages % v)
+        return pb_err_set(e, "%s: --stages %d must be a multiple of %d: the D = %d·p stages "
+                             "run %d per device on p devices", sch->name, p->stages, v, v, v);
     if (p->stages % v)
         return pb_err_set(e, "--chunks %d must divide the stages D = %d (D = p·v: p devices "
                              "of v chunks each)", v, p->stages);
@@ -158,7 +184,8 @@ void pb_program_print(FILE *f, const struct pb_pipe *p, const struct pb_program 
             fputs(" U", f);
             continue;
         }
-        fprintf(f, " %c%d", pb_op_letter(op->kind), (int)op->mb);
+        bool joined = i > 0 && prog->ops[i - 1].pair;
+        fprintf(f, "%c%c%d", joined ? '+' : ' ', pb_op_letter(op->kind), (int)op->mb);
         if (nc > 1)
             fprintf(f, "@%d", op->chunk);
         if (!versions)

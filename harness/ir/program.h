@@ -48,6 +48,9 @@ struct pb_op {
     uint8_t kind;   /* enum pb_op_kind */
     uint8_t wsrc;   /* enum pb_wsrc (F, B, I, W; I and W read PB_W_LATEST) */
     uint8_t pform;  /* enum pb_predict_variant: the ΔW form of a prediction */
+    uint8_t pair;   /* 1 on an F overlapped with the B right after it (DualPipeV's
+                       OVERLAP_F_B): without a fused kernel the two run in turn, so the
+                       mark only shows in the text form ("F7@0+B3@1") and the events */
     int16_t s;      /* look-ahead of PB_W_PREDICTED / PB_W_GROUP */
     int16_t chunk;  /* model chunk on this device (0 for the seed schedules) */
     int32_t mb;     /* micro-batch index within the epoch (F, B, I, W); -1 for U */
@@ -69,16 +72,26 @@ struct pb_pipe {
     const char *variant;  /* NULL or "" for the default; "code", "note", "vertical"
                              (semantics §4.8) */
     int chunks;        /* v: model chunks (stages) per device, 0 or 1 for one; the devices
-                          are p = D / v and chunk c of device r is stage r + c·p (loop
-                          placement, semantics §4.12) */
+                          are p = D / v */
+    int placement;     /* enum pb_placement: which stage each chunk is */
 };
+
+/* Where the v chunks of the p devices sit among the D = p·v stages (semantics §4.12,
+ * §4.13). Loop (Megatron, torch's default): chunk c of device r is stage r + c·p. V
+ * (ZB-V, DualPipeV; torch's style "v"): chunk c of device r is stage c·p + r for even c
+ * and c·p + p−1−r for odd c, so at v = 2 device r holds stages r and 2p−1−r, the loss
+ * is on device 0 and the edge between stages p−1 and p stays on device p−1. */
+enum pb_placement { PB_PLACE_LOOP, PB_PLACE_V };
 
 /* v (at least 1), the devices p = D / v, and the stage of a device's local chunk. */
 static inline int pb_pipe_chunks(const struct pb_pipe *p) { return p->chunks > 1 ? p->chunks : 1; }
 static inline int pb_pipe_devices(const struct pb_pipe *p) { return p->stages / pb_pipe_chunks(p); }
 static inline int pb_pipe_stage_of(const struct pb_pipe *p, int device, int chunk)
 {
-    return device + chunk * pb_pipe_devices(p);
+    int np = pb_pipe_devices(p);
+    if (p->placement == PB_PLACE_V && chunk % 2)
+        return chunk * np + np - 1 - device;
+    return device + chunk * np;
 }
 
 struct pb_schedule {
@@ -88,6 +101,10 @@ struct pb_schedule {
     bool synchronous;              /* every op reads the version a synchronous run reads
                                       (lag 0: the family `pipebench list` shows) */
     bool chunked;                  /* runs v > 1 model chunks per device (--chunks) */
+    int chunks;                    /* the v it runs, exactly (0: any, as --chunks gives) */
+    int placement;                 /* enum pb_placement of its chunks */
+    int step_min;                  /* micro-batches per device every step needs: M and the
+                                      epoch's last step at least step_min·p (0: any) */
     /* Rejects pipes the schedule cannot run, with a message saying what to change. */
     int (*check)(const struct pb_pipe *p, struct pb_err *e);
     /* Appends device d's program for one epoch. */
@@ -121,13 +138,20 @@ void pb_program_i(struct pb_program *p, int mb);
 void pb_program_w(struct pb_program *p, int mb);
 /* An F, B, I or W on the device's local chunk c (pb_program_f … on chunk 0). */
 void pb_program_pass(struct pb_program *p, int kind, int mb, int chunk);
+/* DualPipeV's overlapped pair: F(fmb) on chunk fc marked as a pair, then B(bmb) on chunk bc. */
+void pb_program_pair(struct pb_program *p, int fmb, int fc, int bmb, int bc);
 /* The forward-only program of a validation pass on one device with v chunks: F0@0 …
  * F0@(v−1), F1@0 …, each reading the latest weights (semantics §1.4: validation never
  * uses predicted weights). */
 void pb_program_eval(struct pb_program *p, int device, int nbatches, int chunks);
 
-/* Builds the p = D / v device programs after schedule->check (and the check that v
- * divides D and that the schedule has chunks where v > 1); programs[] has p entries. */
+/* Gives a pipe what its schedule fixes: the schedule's v where --chunks was left out
+ * (chunks 0) and its placement. Whoever builds a pipe for a schedule calls it first. */
+void pb_pipe_adopt(struct pb_pipe *p, const struct pb_schedule *sch);
+
+/* Builds the p = D / v device programs after schedule->check (and the checks that v
+ * divides D, that the schedule has chunks where v > 1, that v is the one it fixes and
+ * the pipe's placement its own); programs[] has p entries. */
 int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
                       struct pb_program *programs, struct pb_err *e);
 void pb_programs_finish(struct pb_program *programs, int d);
@@ -193,7 +217,8 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
 enum { PB_PRINT_VERSIONS = 1, PB_PRINT_SYNC = 2 };
 
 /* Text form (semantics §4): "stage 0: F0 F1 B0 U ...", "I3", "W3" for the split
- * backward, "F3@1" for an op on local chunk 1 where v > 1 ("device 0: ..."; versions are
+ * backward, "F3@1" for an op on local chunk 1 where v > 1 ("device 0: ...", an
+ * overlapped pair "F7@0+B3@1"; versions are
  * then those of the op's stage); with PB_PRINT_VERSIONS the version
  * plan's read version, "F4:1+3 B1:0" (":?" where the program cannot supply it); with
  * PB_PRINT_SYNC also the version a synchronous run reads, "F4:1|4". */

@@ -316,6 +316,21 @@ static int check_versions(const struct pb_pipe *p, const struct pb_program *prog
     return rc;
 }
 
+/* An op marked as a pair is an F followed by a B on the same device (DualPipeV's
+ * OVERLAP_F_B, run in turn). */
+static int check_pairs(const struct pb_program *prog, struct pb_err *e)
+{
+    char t[24];
+    for (int i = 0; i < prog->n; i++) {
+        const struct pb_op *op = &prog->ops[i];
+        if (op->pair && (op->kind != PB_OP_F || i + 1 == prog->n ||
+                         prog->ops[i + 1].kind != PB_OP_B))
+            return pb_err_set(e, "device %d op %d (%s): marked as an overlapped pair, which is "
+                                 "an F followed by a B", prog->device, i, tok(op, t));
+    }
+    return 0;
+}
+
 int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *programs,
                          int capacity, struct pb_err *e)
 {
@@ -331,6 +346,8 @@ int pb_programs_validate(const struct pb_pipe *p, const struct pb_program *progr
     for (int k = 0; k < pb_pipe_devices(p) && !rc; k++)
         if (programs[k].device != k)
             rc = pb_err_set(e, "validate: programs[%d] is for device %d", k, programs[k].device);
+        else
+            rc = check_pairs(&programs[k], e);
     struct pb_program *st = pb_xcalloc((size_t)p->stages, sizeof *st);
     if (rc || pb_programs_stages(p, programs, st, e)) {
         free(st);

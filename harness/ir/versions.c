@@ -224,7 +224,8 @@ void pb_version_plan_init(struct pb_version_plan *vp, const struct pb_pipe *p,
 enum pb_family pb_schedule_family(const struct pb_schedule *sch)
 {
     struct pb_pipe p = {.stages = 4, .length = 8, .microbatches = 4};
-    struct pb_program progs[4];
+    struct pb_program progs[4], st[4];
+    pb_pipe_adopt(&p, sch);
     int rc = -1;
     for (int k = 0; rc && k < PB_OPT_NKINDS; k++) {
         p.optimizer = (enum pb_optim_kind)k;
@@ -232,16 +233,20 @@ enum pb_family pb_schedule_family(const struct pb_schedule *sch)
     }
     if (rc)
         return PB_FAMILY_UNKNOWN;
+    rc = pb_programs_stages(&p, progs, st, NULL);
+    pb_programs_finish(progs, pb_pipe_devices(&p));
+    if (rc)
+        return PB_FAMILY_UNKNOWN;
     bool sync = true;
-    for (int d = 0; d < p.stages; d++) {
+    for (int d = 0; d < p.stages; d++) {  /* each stage's program (with chunks, per chunk) */
         struct pb_version_plan vp;
-        pb_version_plan_init(&vp, &p, &progs[d]);
+        pb_version_plan_init(&vp, &p, &st[d]);
         for (int i = 0; i < vp.n; i++)
-            sync &= progs[d].ops[i].kind == PB_OP_U ||
+            sync &= st[d].ops[i].kind == PB_OP_U ||
                     vp.ops[i].base + vp.ops[i].ahead == vp.ops[i].sync;
         pb_version_plan_finish(&vp);
     }
-    pb_programs_finish(progs, p.stages);
+    pb_programs_finish(st, p.stages);
     return sync ? PB_FAMILY_SYNC : PB_FAMILY_ASYNC;
 }
 

@@ -1,6 +1,6 @@
 /* bench/bench_sync.c — the synchronous schedules on 4 devices (mlp-deep: 4 stages of
- * equal cost; interleaved: 8 stages, 2 chunks per device), one core per device, M = 8
- * micro-batches of 64 per step:
+ * equal cost; interleaved, zb-v and dualpipe-v: 8 stages, 2 chunks per device, loop or
+ * V placement), one core per device, M = 8 micro-batches of 64 per step:
  * (a) each stage's bubble measured by the threads executor against the simulator's
  *     prediction (harness/exec/sim.h) from isolated op costs: the medians of every F,
  *     B, U, I and W of a sequential run of the same schedule (one op at a time) and
@@ -92,6 +92,8 @@ static int predict(const char *db, long seq, const char *schedule, int S, int v,
     const struct pb_schedule *sch = pb_schedule_find(schedule, &e);
     struct pb_pipe p = {.stages = S, .length = rc.length, .microbatches = M,
                         .optimizer = PB_OPT_SGD, .chunks = v};
+    if (sch)
+        pb_pipe_adopt(&p, sch);   /* V placement for zb-v and dualpipe-v */
     struct pb_program progs[2 * D];
     struct pb_sim_result res;
     int cap = 0;
@@ -122,7 +124,7 @@ int main(void)
         const char *name;
         int stages, v;
     } schedules[] = {{"gpipe", D, 1}, {"1f1b", D, 1}, {"zb-h1", D, 1}, {"zb-h2", D, 1},
-                     {"interleaved", 2 * D, 2}};
+                     {"interleaved", 2 * D, 2}, {"zb-v", 2 * D, 2}, {"dualpipe-v", 2 * D, 2}};
     long one = run(db, "gpipe", "seq", 1, D, 1), one8 = run(db, "gpipe", "seq", 1, 2 * D, 1);
     if (one < 0 || one8 < 0)
         return 1;
@@ -141,13 +143,17 @@ int main(void)
         int acts[2 * D];
         if (seq < 0 || thr < 0 || predict(db, seq, name, S, v, bubble, acts))
             return 1;
+        /* the stages each device holds: loop or V placement, as the schedule fixes */
+        struct pb_pipe placed = {.stages = S, .chunks = v};
+        pb_pipe_adopt(&placed, pb_schedule_find(name, NULL));
         for (int k = 0; k < D; k++) {
             /* a device's idle: 1 − Σ its chunks' busy / wall = Σ bubble_frac − (v − 1) */
             double meas = 1 - v, held = 0;
             for (int c = 0; c < v; c++) {
-                meas += stage_stat(db, thr, k + c * D, "bubble_frac");
-                held += stage_stat(db, thr, k + c * D, "mem_acts") /
-                        stage_stat(db, v > 1 ? one8 : one, k + c * D, "mem_acts");
+                int stage = pb_pipe_stage_of(&placed, k, c);
+                meas += stage_stat(db, thr, stage, "bubble_frac");
+                held += stage_stat(db, thr, stage, "mem_acts") /
+                        stage_stat(db, v > 1 ? one8 : one, stage, "mem_acts");
             }
             printf("%-11s %6d %9.1f%% %9.1f%% %7.2f %12.2f %9d\n", name, k, 100 * meas,
                    100 * bubble[k], bubble[k] > 0 ? meas / bubble[k] : NAN, held, acts[k]);

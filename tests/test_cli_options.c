@@ -56,6 +56,11 @@ START_TEST(repeated_options_are_refused)
         "simulate --schedule gpipe --stages 2 --cost 1,2,0.1 --record --db a.db --db b.db",
         "partition --model mlp --stages 2 --stages 3",
         "bleu --hyp h.txt --ref r.txt --ref h.txt",
+        /* getopt's abbreviations name the option they abbreviate */
+        "program --schedule gpipe --stage 2 --stages 3",
+        "simulate --sched gpipe --schedule 1f1b --stages 2 --cost 1,2,0.1 --record --db a.db",
+        "partition --model mlp --stages 2 --stag 3",
+        "sweep s.ini --jobs 1 --job 2 --db a.db",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         ck_assert_msg(cli_run(dir, out, sizeof out, "%s", cmds[i]) == 2, "%s: %s", cmds[i], out);

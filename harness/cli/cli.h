@@ -71,10 +71,13 @@ struct pb_sweep;
 int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *hostfile,
                       FILE *out);
 
-/* Refuses an option given twice in argv[1 ..] (as --db X or --db=X) but those named in
- * repeatable (space-separated, "--where"; NULL for none): returns 0, or PB_EXIT_USAGE
- * after a message naming cmd and the option. */
-int pb_cli_once(const char *cmd, int argc, char **argv, const char *repeatable);
+/* Refuses an option given twice in argv[1 ..] (as --db X or --db=X; with opts, the
+ * command's getopt_long table, an abbreviation as the option it names) but those named
+ * in repeatable (space-separated, "--where"; NULL for none): returns 0, or
+ * PB_EXIT_USAGE after a message naming cmd and the option. */
+struct option;
+int pb_cli_once(const char *cmd, int argc, char **argv, const struct option *opts,
+                const char *repeatable);
 
 /* Prints "pipebench: <msg>" to stderr and returns PB_EXIT_USAGE. */
 int pb_cli_fail(const char *msg);

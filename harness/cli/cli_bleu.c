@@ -32,7 +32,7 @@ int pb_cmd_bleu(int argc, char **argv)
     const char *hyp = NULL, *ref = NULL;
     struct pb_bleu_opts o = {0};
     struct pb_err e;
-    if (pb_cli_once("bleu", argc, argv, NULL))
+    if (pb_cli_once("bleu", argc, argv, NULL, NULL))
         return PB_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -63,7 +63,7 @@ int pb_cmd_partition(int argc, char **argv)
     struct pb_err e;
     int reps = 5, opt;
     const char *costs_out = NULL;
-    if (pb_cli_once("partition", argc, argv, NULL))
+    if (pb_cli_once("partition", argc, argv, options, NULL))
         return PB_EXIT_USAGE;
     optind = 0;
     opterr = 0;

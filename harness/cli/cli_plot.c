@@ -58,7 +58,7 @@ static void wrote(const char *path, void *arg)
 
 int pb_cmd_plot(int argc, char **argv)
 {
-    if (pb_cli_once("plot", argc, argv, "--where"))
+    if (pb_cli_once("plot", argc, argv, NULL, "--where"))
         return PB_EXIT_USAGE;
     const char *db = PB_RESULTS_DEFAULT_DB, *figure = NULL, *out = NULL, *format = "png";
     long long run = 0;

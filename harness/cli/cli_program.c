@@ -65,7 +65,7 @@ int pb_cmd_program(int argc, char **argv)
     int print = 0;
     struct pb_err e;
     int c;
-    if (pb_cli_once("program", argc, argv, NULL))
+    if (pb_cli_once("program", argc, argv, opts, NULL))
         return PB_EXIT_USAGE;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -67,7 +67,7 @@ static int lookup(const char *flag, const char *v, const char *const *names, int
 
 int pb_cmd_report(int argc, char **argv)
 {
-    if (pb_cli_once("report", argc, argv, "--where"))
+    if (pb_cli_once("report", argc, argv, NULL, "--where"))
         return PB_EXIT_USAGE;
     const char *db = PB_RESULTS_DEFAULT_DB, *table = NULL, *format = "md";
     struct pb_report_opts o = {0};

@@ -177,7 +177,7 @@ static int check_statuses(const char *list, struct pb_err *e)
 
 int pb_cmd_runs(int argc, char **argv)
 {
-    if (pb_cli_once("runs", argc, argv, "--where"))
+    if (pb_cli_once("runs", argc, argv, NULL, "--where"))
         return PB_EXIT_USAGE;
     static const char usage[] =
         "usage: pipebench runs [--db FILE] [--json] [--status LIST] [--experiment NAME]\n"
@@ -429,7 +429,7 @@ static int show_stages(struct pb_results *db, sqlite3_int64 id, int epoch)
 
 int pb_cmd_show(int argc, char **argv)
 {
-    if (pb_cli_once("show", argc, argv, NULL))
+    if (pb_cli_once("show", argc, argv, NULL, NULL))
         return PB_EXIT_USAGE;
     static const char usage[] =
         "usage: pipebench show RUN [--db FILE]\n"

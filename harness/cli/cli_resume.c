@@ -66,7 +66,7 @@ static char *recorded_config(const char *path, long long id, int *repeat, struct
 
 int pb_cmd_resume(int argc, char **argv)
 {
-    if (pb_cli_once("resume", argc, argv, NULL))
+    if (pb_cli_once("resume", argc, argv, NULL, NULL))
         return PB_EXIT_USAGE;
     const char *path = PB_RESULTS_DEFAULT_DB, *run = NULL;
     bool quiet = false;

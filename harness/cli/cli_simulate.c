@@ -63,29 +63,31 @@ struct sim_args {
     const struct pb_sim_cost *costs;  /* [D] what was simulated */
 };
 
+/* simulate's options, for getopt_long and for pb_cli_once's abbreviations */
+static const struct option simulate_options[] = {
+    {"schedule", required_argument, NULL, 's'},
+    {"stages", required_argument, NULL, 'd'},
+    {"length", required_argument, NULL, 'n'},
+    {"microbatches", required_argument, NULL, 'm'},
+    {"variant", required_argument, NULL, 'v'},
+    {"chunks", required_argument, NULL, 'C'},
+    {"optimizer", required_argument, NULL, 'o'},
+    {"microbatch-size", required_argument, NULL, 'b'},
+    {"cost", required_argument, NULL, 'c'},
+    {"run", required_argument, NULL, 'r'},
+    {"op-costs", required_argument, NULL, 'O'},
+    {"db", required_argument, NULL, 'D'},
+    {"record", no_argument, NULL, 'R'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int parse(int argc, char **argv, struct sim_args *a, struct pb_err *e)
 {
-    static const struct option opts[] = {
-        {"schedule", required_argument, NULL, 's'},
-        {"stages", required_argument, NULL, 'd'},
-        {"length", required_argument, NULL, 'n'},
-        {"microbatches", required_argument, NULL, 'm'},
-        {"variant", required_argument, NULL, 'v'},
-        {"chunks", required_argument, NULL, 'C'},
-        {"optimizer", required_argument, NULL, 'o'},
-        {"microbatch-size", required_argument, NULL, 'b'},
-        {"cost", required_argument, NULL, 'c'},
-        {"run", required_argument, NULL, 'r'},
-        {"op-costs", required_argument, NULL, 'O'},
-        {"db", required_argument, NULL, 'D'},
-        {"record", no_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", simulate_options, NULL)) != -1) {
         int rc = 0;
         switch (c) {
         case 's': a->sched = optarg; break;
@@ -360,7 +362,7 @@ int pb_cmd_simulate(int argc, char **argv)
     struct sim_args a = {.optimizer = NULL, .db = PB_RESULTS_DEFAULT_DB,
                          .pipe = {.length = 8}};
     struct pb_err e;
-    if (pb_cli_once("simulate", argc, argv, NULL))
+    if (pb_cli_once("simulate", argc, argv, simulate_options, NULL))
         return PB_EXIT_USAGE;
     int rc = parse(argc, argv, &a, &e);
     if (rc)

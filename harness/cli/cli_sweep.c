@@ -87,25 +87,27 @@ struct args {
     bool dry_run, quiet;
 };
 
+/* sweep's options, for getopt_long and for pb_cli_once's abbreviations */
+static const struct option sweep_options[] = {
+    {"jobs", required_argument, 0, 'j'},
+    {"db", required_argument, 0, 'd'},
+    {"dry-run", no_argument, 0, 'n'},
+    {"quiet", no_argument, 0, 'q'},
+    {"hostfile", required_argument, 0, 'H'},
+    {"task", required_argument, 0, 't'},
+    {"emit", required_argument, 0, 'e'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 /* Returns 0, 1 for --help, or PB_EXIT_USAGE after a message. */
 static int parse(int argc, char **argv, struct args *a)
 {
-    static const struct option opts[] = {
-        {"jobs", required_argument, 0, 'j'},
-        {"db", required_argument, 0, 'd'},
-        {"dry-run", no_argument, 0, 'n'},
-        {"quiet", no_argument, 0, 'q'},
-        {"hostfile", required_argument, 0, 'H'},
-        {"task", required_argument, 0, 't'},
-        {"emit", required_argument, 0, 'e'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     struct pb_err e;
     int opt;
     optind = 0;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "", sweep_options, NULL)) != -1) {
         if (opt == 'h')
             return 1;
         if (opt == 'j' && pb_arg_int("--jobs", optarg, &a->jobs, &e))
@@ -303,7 +305,7 @@ out:
 
 int pb_cmd_sweep(int argc, char **argv)
 {
-    if (pb_cli_once("sweep", argc, argv, NULL))
+    if (pb_cli_once("sweep", argc, argv, sweep_options, NULL))
         return PB_EXIT_USAGE;
     struct args a = {.jobs = 1, .task = -1};
     int rc = parse(argc, argv, &a);

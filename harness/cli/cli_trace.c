@@ -22,7 +22,7 @@ static const char usage[] =
 
 int pb_cmd_trace(int argc, char **argv)
 {
-    if (pb_cli_once("trace", argc, argv, NULL))
+    if (pb_cli_once("trace", argc, argv, NULL, NULL))
         return PB_EXIT_USAGE;
     const char *db = PB_RESULTS_DEFAULT_DB, *out = NULL, *run = NULL;
     int epoch = -1;

@@ -78,5 +78,5 @@ void block_run_init(struct case_run *r, const struct block_case *c, uint64_t see
     r->be = pb_backend_cpu_create(1, &e);
     ck_assert_msg(r->be != NULL, "%s", e.msg);
     ck_assert_msg(pb_stage_init(&r->stage, r->be, &r->model, 1, 3, 0, 1, &e) == 0, "%s", e.msg);
-    pb_stage_init_params(&r->stage, seed, &e);
+    ck_assert_msg(pb_stage_init_params(&r->stage, seed, &e) == 0, "%s", e.msg);
 }

@@ -993,6 +993,29 @@ START_TEST(test_softmax_xent)
 }
 END_TEST
 
+/* A label outside [0, C) fails the instance with the row and the label (the process
+ * goes on: the run reports it), where a check inside the op's OpenMP loop aborted. */
+START_TEST(test_softmax_xent_bad_label)
+{
+    struct pb_backend *be = be_new();
+    int n = 3, c = 4;
+    float *z = host_rand((size_t)n * c, 111, -1, 1);
+    int32_t labels[3] = {1, 4, 0};
+    int32_t *dl = (int32_t *)dev_from(be, (const float *)labels, n);
+    float *dz = dev_from(be, z, (size_t)n * c);
+    struct pb_err e;
+    struct pb_xent_out *dres = pb_backend_alloc(be, sizeof *dres, PB_MEM_SCRATCH, &e);
+    ck_assert_msg(dres != NULL, "%s", e.msg);
+    be->ops->softmax_xent(be, dz, dl, n, c, 0.0f, -1, 0, dres, NULL);
+    be->ops->sync(be);
+    ck_assert(be->failed);
+    ck_assert_msg(strstr(be->error.msg, "row 1 has label 4"), "%s", be->error.msg);
+    pb_backend_free(be, dres);
+    free(z);
+    be_done(be);
+}
+END_TEST
+
 /* ---- determinism ---- */
 
 /* The 3×3 convolutions det_run runs: direct, Winograd where the CPU has it, products, a
@@ -1154,6 +1177,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_eltwise);
     tcase_add_test(tc, test_dropout);
     tcase_add_loop_test(tc, test_softmax_xent, 0, 2);
+    tcase_add_test(tc, test_softmax_xent_bad_label);
     tcase_add_loop_test(tc, test_attn_projected, 0,
                         (int)(sizeof attn_cases / sizeof attn_cases[0]));
     tcase_add_loop_test(tc, test_determinism, 0, (int)(sizeof det_cases / sizeof det_cases[0]));

@@ -301,8 +301,9 @@ START_TEST(test_out_of_memory_everywhere)
         struct pb_err e = {{0}};
         int rc = pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e);
         int32_t *labels = NULL;
+        if (!rc)
+            rc = pb_stage_init_params(&s, 1, &e);
         if (!rc) {
-            pb_stage_init_params(&s, 1, &e);
             labels = pb_backend_alloc(be, 4 * sizeof *labels, PB_MEM_COMM, &e);
             rc = labels ? 0 : -1;
         }

@@ -166,7 +166,7 @@ static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interl
     struct pb_backend *be = pb_backend_cpu_create(1, &e);
     struct pb_stage s;
     ck_assert(pb_stage_init(&s, be, &m, 0, 1, 0, m.nblocks, &e) == 0);
-    pb_stage_init_params(&s, c->seed, &e);
+    ck_assert_msg(pb_stage_init_params(&s, c->seed, &e) == 0, "%s", e.msg);
     struct pb_optim o;
     ck_assert(pb_optim_init(&o, be, &c->optim, s.nparams, &e) == 0);
     int b = c->microbatch_size, nmb = ds.n / b;

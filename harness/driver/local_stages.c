@@ -57,7 +57,8 @@ static int create(struct pb_local_stages *ls, struct pb_plan *p, struct pb_err *
                           p->bounds[k + 1], e))
             return -1;
         ls->nstages_ready++;
-        pb_stage_init_params(&ls->stages[k], c->seed, e);
+        if (pb_stage_init_params(&ls->stages[k], c->seed, e))
+            return -1;
     }
     account_data(ls, p);
     /* stage 0's inputs come from the loader thread; PIPEBENCH_SYNC_LOADER=1 (for tests

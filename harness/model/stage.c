@@ -124,7 +124,6 @@ void pb_stage_finish(struct pb_stage *s)
 
 int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e)
 {
-    (void)e;
     float *p = pb_xcalloc(s->nparams, sizeof *p), *buf = pb_xcalloc(s->nbuffers, sizeof *buf);
     for (int b = s->first; b < s->last; b++) {
         const struct pb_block *blk = &s->model->blocks[b];
@@ -140,7 +139,7 @@ int pb_stage_init_params(struct pb_stage *s, uint64_t seed, struct pb_err *e)
     s->be->ops->sync(s->be);  /* the uploads read p and buf until here */
     free(p);
     free(buf);
-    return 0;
+    return pb_backend_status(s->be, e);   /* a device that failed the uploads */
 }
 
 void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act)

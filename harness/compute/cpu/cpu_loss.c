@@ -9,7 +9,8 @@
 #include "harness/compute/kernels/xent.h"
 
 /* logits [N,C] plain, labels [N] in [0, C); loss, correct and count to out (device
- * memory); M = the rows whose label is not `ignore` (< 0: all N);
+ * memory); M = the rows whose label is not `ignore` (< 0: all N); a label outside
+ * [0, C) fails the instance (pb_backend_fail), as a device kernel's error flag does;
  * dlogits [N,C] = (softmax - target) / D when not NULL (0 on ignored rows), D = grad_rows
  * when > 0, else M,
  * target = (1 - eps) * onehot + eps / C */
@@ -21,8 +22,14 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
         return;
     PB_CHECK(n > 0 && c > 0);
     int counted = 0;
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n; r++) {
+        if (labels[r] < 0 || labels[r] >= c) {   /* data the model cannot score */
+            pb_backend_fail(be, "softmax_xent: row %d has label %d, outside the %d classes "
+                            "[0, %d)", r, (int)labels[r], c, c);
+            return;
+        }
         counted += labels[r] != ignore;
+    }
     int div = grad_rows > 0 ? grad_rows : counted;
     double *row_loss = pb_xmalloc((size_t)n * sizeof *row_loss);
     int correct = 0;
@@ -32,7 +39,6 @@ void pb_cpu_softmax_xent(struct pb_backend *be, const float *logits, const int32
     for (int r = 0; r < n; r++) {
         const float *z = logits + (size_t)r * (size_t)c;
         int y = labels[r];
-        PB_CHECK(y >= 0 && y < c);
         row_loss[r] = 0;
         if (y == ignore) {
             for (int j = 0; dlogits && j < c; j++)

@@ -1,8 +1,9 @@
 /* plots/trace.c — Chrome trace export of a run's op events (trace.h): complete events
  * ("ph":"X") on a thread per device, named "stage k" where each stage is its own device
  * and "device d: stages k, l" where the run held v > 1 chunks per device (run_devices.h),
- * and v1 flow events ("s"/"f", bound to the enclosing slices) between the stages a
- * micro-batch passes, written with cJSON. */
+ * v1 flow events ("s"/"f", bound to the enclosing slices) between the stages a
+ * micro-batch passes, and a slice over each of DualPipeV's overlapped pairs, written with
+ * cJSON. */
 #include "plots/trace.h"
 
 #include <cjson/cJSON.h>
@@ -18,6 +19,7 @@
 struct event {
     int stage, mb, version, ahead;    /* mb < 0 for U */
     int device, chunk;                /* the row it is drawn on, its local chunk there */
+    int pair;                         /* 1: the F of an overlapped pair, 2: its B */
     char kind;
     double ts, dur;                   /* microseconds */
 };
@@ -74,7 +76,7 @@ static int load_events(struct pb_results *db, int64_t run, int epoch, struct eve
     sqlite3_stmt *s;
     memset(ev, 0, sizeof *ev);
     if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT device, kind, coalesce(mb, -1), "
-                           "version, ahead, start_s, end_s FROM events WHERE run_id = ? AND "
+                           "version, ahead, start_s, end_s, coalesce(pair, 0) FROM events WHERE run_id = ? AND "
                            "epoch = ? ORDER BY device, seq", -1, &s, NULL) != SQLITE_OK)
         return db_fail(db, "reading the events", e);
     sqlite3_bind_int64(s, 1, run);
@@ -96,6 +98,7 @@ static int load_events(struct pb_results *db, int64_t run, int epoch, struct eve
         double t0 = sqlite3_column_double(s, 5), t1 = sqlite3_column_double(s, 6);
         x->ts = usec(t0);
         x->dur = t1 > t0 ? usec(t1) - x->ts : 0;
+        x->pair = sqlite3_column_int(s, 7);
         if (x->stage + 1 > ev->stages)
             ev->stages = x->stage + 1;
         if (x->mb > ev->max_mb)
@@ -161,7 +164,59 @@ static cJSON *slice(const struct event *x, int chunks)
         cJSON_AddNumberToObject(args, "chunk", x->chunk);
     cJSON_AddNumberToObject(args, "version", x->version);
     cJSON_AddNumberToObject(args, "ahead", x->ahead);
+    if (x->pair)
+        cJSON_AddNumberToObject(args, "pair", x->pair);
     return o;
+}
+
+static const struct events *by_time_ev;
+
+/* By device, then start. */
+static int by_time(const void *a, const void *b)
+{
+    const struct event *x = &by_time_ev->v[*(const int *)a], *y = &by_time_ev->v[*(const int *)b];
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* DualPipeV's overlapped pairs (pb_op.pair): for each F marked 1 whose next op on its
+ * device is the B marked 2, a slice "F7@0+B3@1" (cat "pair") from the F's start to the
+ * B's end, over the two slices, which nest under it. Returns the number of pairs. */
+static int add_pairs(const struct events *ev, int chunks, cJSON *list)
+{
+    if (ev->n == 0)
+        return 0;
+    int *order = malloc((size_t)ev->n * sizeof *order), pairs = 0;
+    PB_CHECK(order != NULL);
+    for (int i = 0; i < ev->n; i++)
+        order[i] = i;
+    by_time_ev = ev;
+    qsort(order, (size_t)ev->n, sizeof *order, by_time);
+    for (int i = 0; i + 1 < ev->n; i++) {
+        const struct event *f = &ev->v[order[i]], *b = &ev->v[order[i + 1]];
+        if (f->pair != 1 || b->pair != 2 || f->kind != 'F' || b->kind != 'B' ||
+            b->device != f->device)
+            continue;
+        char fn[32], bn[32], name[72];
+        op_name(f, chunks, fn, sizeof fn);
+        op_name(b, chunks, bn, sizeof bn);
+        snprintf(name, sizeof name, "%s+%s", fn, bn);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "cat", "pair");
+        cJSON_AddStringToObject(o, "ph", "X");
+        cJSON_AddNumberToObject(o, "ts", f->ts);
+        cJSON_AddNumberToObject(o, "dur", b->ts + b->dur - f->ts);
+        cJSON_AddNumberToObject(o, "pid", 0);
+        cJSON_AddNumberToObject(o, "tid", f->device);
+        cJSON *args = cJSON_AddObjectToObject(o, "args");
+        cJSON_AddStringToObject(args, "pair", "overlapped F and B, run in turn");
+        cJSON_AddItemToArray(list, o);
+        pairs++;
+    }
+    free(order);
+    return pairs;
 }
 
 /* One end of a flow arrow, at the middle of its slice so it binds to that slice. */
@@ -297,10 +352,12 @@ int pb_trace_write(const char *db_path, int64_t run_id, int epoch, const char *o
     for (int i = 0; i < ev.n; i++)
         cJSON_AddItemToArray(list, slice(&ev.v[i], map.chunks));
     int flows = add_flows(&ev, map.chunks, list);
+    int pairs = add_pairs(&ev, map.chunks, list);
     int rc = write_json(root, out_path, e);
     cJSON_Delete(root);
     if (info)
-        *info = (struct pb_trace_info){ep, map.devices, map.stages, map.chunks, ev.n, flows};
+        *info = (struct pb_trace_info){ep, map.devices, map.stages, map.chunks, ev.n, flows,
+                                       pairs};
     pb_run_devices_finish(&map);
     free(ev.v);
     return rc;

@@ -169,12 +169,10 @@ static cJSON *slice(const struct event *x, int chunks)
     return o;
 }
 
-static const struct events *by_time_ev;
-
-/* By device, then start. */
+/* Events by device, then start. */
 static int by_time(const void *a, const void *b)
 {
-    const struct event *x = &by_time_ev->v[*(const int *)a], *y = &by_time_ev->v[*(const int *)b];
+    const struct event *x = *(const struct event *const *)a, *y = *(const struct event *const *)b;
     if (x->device != y->device)
         return x->device < y->device ? -1 : 1;
     return (x->ts > y->ts) - (x->ts < y->ts);
@@ -187,14 +185,14 @@ static int add_pairs(const struct events *ev, int chunks, cJSON *list)
 {
     if (ev->n == 0)
         return 0;
-    int *order = malloc((size_t)ev->n * sizeof *order), pairs = 0;
+    const struct event **order = malloc((size_t)ev->n * sizeof *order);
     PB_CHECK(order != NULL);
     for (int i = 0; i < ev->n; i++)
-        order[i] = i;
-    by_time_ev = ev;
+        order[i] = &ev->v[i];
     qsort(order, (size_t)ev->n, sizeof *order, by_time);
+    int pairs = 0;
     for (int i = 0; i + 1 < ev->n; i++) {
-        const struct event *f = &ev->v[order[i]], *b = &ev->v[order[i + 1]];
+        const struct event *f = order[i], *b = order[i + 1];
         if (f->pair != 1 || b->pair != 2 || f->kind != 'F' || b->kind != 'B' ||
             b->device != f->device)
             continue;

@@ -3,15 +3,22 @@
  * a window of its epoch: by default a few steady-state steps mid-epoch, else the
  * micro-batches --window asks for, from the first F of the window's first micro-batch to
  * the last B (and its U) of its last on stage 0; ops crossing the window's edges are
- * clipped to it. Devices are labelled with their bubble in the epoch (stage_epoch_time).
+ * clipped to it. A row per device: per stage where each stage is its own device, and where
+ * the run held v > 1 model chunks per device (--chunks, zb-v, dualpipe-v) the device's
+ * chunks' ops on its row, each with its chunk (the stage → device map of
+ * plots/run_devices.h). Rows are labelled with their bubble in the epoch (stage_stats'
+ * idle / makespan; a device's is 1 − Σ (1 − its stages' bubbles): the makespan less the
+ * busy time of all its stages).
  * Where every panel is a simulation of costs given to `simulate --cost` (numbers a user
  * chose, often unitless), times are in those cost units, not converted to ms. */
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plots/plot_data.h"
+#include "plots/run_devices.h"
 
 #define MAX_LABELED_OPS 48   /* per device in a window: above this, boxes are too narrow */
 #define STEPS 3              /* optimizer steps in the default window */
@@ -22,7 +29,26 @@ struct panel {
     double t0, t1;               /* the window, seconds since the epoch began */
     bool given_costs;            /* a simulation of costs given to simulate --cost */
     char title[512];
+    struct pb_run_devices map;   /* the rows: each stage's device and chunk */
+    int label_chars;             /* the longest row label */
 };
+
+/* One op in the window: its row, times from the window's start, kind, micro-batch,
+ * whether clipped, its stage. */
+struct row {
+    int device, kind, mb, clipped, stage;
+    double t0, t1;
+};
+
+static int row_order(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return (x->stage > y->stage) - (x->stage < y->stage);
+}
 
 /* The first column of the query's row (?1 run, ?2 epoch, ?3 a, ?4 b), or none. */
 static double num(struct pb_plot_job *j, const char *sql, const struct panel *p, double a,
@@ -68,6 +94,9 @@ static int find_epoch(struct pb_plot_job *j, struct panel *p, struct pb_err *e)
         return pb_err_set(e, "run %lld has no events in epoch %d%s (--epoch counts from 1)",
                           (long long)p->run, p->epoch + 1, span);
     }
+    if (pb_run_devices_read(j->db, p->run, p->devices, &p->map, e))
+        return -1;
+    p->devices = p->map.devices;
     /* micro-batches per update: the gradient ops (B, W) before stage 0's first U
      * (semantics §6.1) */
     p->per_update = (int)num(j, "SELECT count(*) FROM events WHERE run_id = ?1 AND epoch = ?2 "
@@ -117,9 +146,6 @@ static int find_window(struct pb_plot_job *j, struct panel *p, struct pb_err *e)
         return pb_err_set(e, "run %lld's epoch %d: no ops of micro-batches %d to %d on stage 0 "
                           "to draw; pass another --window", (long long)p->run, p->epoch + 1,
                           p->lo, p->hi - 1);
-    p->most = (int)num(j, "SELECT max(n) FROM (SELECT count(*) AS n FROM events WHERE run_id = "
-                       "?1 AND epoch = ?2 AND end_s > ?3 AND start_s < ?4 GROUP BY device)", p,
-                       p->t0, p->t1, 0);
     return 0;
 }
 
@@ -156,55 +182,112 @@ static void panel_title(struct pb_plot_job *j, struct panel *p)
              (long long)p->run, what, how, p->epoch + 1, p->lo, p->hi - 1);
 }
 
+/* The labels block: each row's name and its bubble over the whole epoch, "stage 3 (epoch
+ * bubble 25%)" or, with chunks, "device 1: stages 1, 2 (epoch bubble 12%)". */
+static int write_labels(struct pb_plot_job *j, struct panel *p, FILE *f, struct pb_err *e)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT stage, bubble_frac FROM "
+                           "stage_stats WHERE run_id = ?1 AND epoch = ?2", -1, &q,
+                           NULL) != SQLITE_OK)
+        return pb_plot_db_fail(j, "reading the stage stats", e);
+    sqlite3_bind_int64(q, 1, p->run);
+    sqlite3_bind_int(q, 2, p->epoch);
+    int nd = p->map.devices, rc;
+    double *busy = calloc((size_t)nd, sizeof *busy);   /* Σ busy / makespan */
+    int *known = calloc((size_t)nd, sizeof *known);
+    PB_CHECK(busy && known);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int k = sqlite3_column_int(q, 0);
+        if (k < 0 || k >= p->map.stages || sqlite3_column_type(q, 1) == SQLITE_NULL)
+            continue;
+        busy[p->map.device[k]] += 1 - sqlite3_column_double(q, 1);
+        known[p->map.device[k]]++;
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_DONE) {
+        fputs("\n\n# the devices' labels: their bubble (idle / makespan) over the whole "
+              "epoch\n", f);
+        for (int d = 0; d < nd; d++) {
+            char name[288];
+            if (p->map.chunks > 1) {
+                char held[256];
+                pb_run_devices_stages(&p->map, d, held, sizeof held);
+                snprintf(name, sizeof name, "device %d: %s", d, held);
+            } else {
+                snprintf(name, sizeof name, "stage %d", d);
+            }
+            char label[320];
+            if (known[d] == p->map.chunks)
+                snprintf(label, sizeof label, "%s (epoch bubble %.0f%%)", name,
+                         100 * (1 - busy[d]));
+            else
+                snprintf(label, sizeof label, "%s", name);
+            fprintf(f, "%d \"%s\"\n", d, label);
+            int len = (int)strlen(label);
+            p->label_chars = len > p->label_chars ? len : p->label_chars;
+        }
+    }
+    free(busy);
+    free(known);
+    return rc == SQLITE_DONE ? 0 : pb_plot_db_fail(j, "reading the stage stats", e);
+}
+
 /* Block 2i: the ops in the window (device, start ms, end ms from t0, kind 0 F / 1 B / 2 U
- * / 3 I / 4 W,
- * micro-batch or -1); block 2i + 1: each device's label with its bubble in the epoch. */
-static int write_panel(struct pb_plot_job *j, const struct panel *p, int i, double scale,
-                       FILE *f, struct pb_err *e)
+ * / 3 I / 4 W, micro-batch or -1, clipped, local chunk or -1 where each stage is its own
+ * device, stage), by device and start; block 2i + 1: each device's label (write_labels).
+ * Sets p->most, the most ops on one row. */
+static int write_panel(struct pb_plot_job *j, struct panel *p, int i, double scale, FILE *f,
+                       struct pb_err *e)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT device, ?5 * (max(start_s, ?3) "
                            "- ?3), ?5 * (min(end_s, ?4) - ?3), instr('FBUIW', kind) - 1, "
                            "coalesce(mb, -1), start_s < ?3 OR end_s > ?4 FROM events WHERE "
-                           "run_id = ?1 AND epoch = ?2 AND end_s > ?3 AND start_s < ?4 ORDER BY "
-                           "device, seq", -1, &q, NULL) != SQLITE_OK)
+                           "run_id = ?1 AND epoch = ?2 AND end_s > ?3 AND start_s < ?4", -1, &q,
+                           NULL) != SQLITE_OK)
         return pb_plot_db_fail(j, "reading the events", e);
     sqlite3_bind_int64(q, 1, p->run);
     sqlite3_bind_int(q, 2, p->epoch);
     sqlite3_bind_double(q, 3, p->t0);
     sqlite3_bind_double(q, 4, p->t1);
     sqlite3_bind_double(q, 5, scale);
-    fprintf(f, "%s# panel %d: run %lld, epoch %d, micro-batches %d to %d: device, start, end "
-            "(%s since the window began), kind, micro-batch, clipped\n", i ? "\n\n" : "",
-            i + 1, (long long)p->run, p->epoch + 1, p->lo, p->hi - 1,
-            scale == 1 ? "cost units" : "ms");
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-        fprintf(f, "%d %.6f %.6f %d %d %d\n", sqlite3_column_int(q, 0),
-                sqlite3_column_double(q, 1), sqlite3_column_double(q, 2),
-                sqlite3_column_int(q, 3), sqlite3_column_int(q, 4), sqlite3_column_int(q, 5));
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return pb_plot_db_fail(j, "reading the events", e);
-    if (sqlite3_prepare_v2(pb_results_sqlite(j->db), "SELECT d.device, s.bubble_frac FROM "
-                           "(SELECT DISTINCT device FROM events WHERE run_id = ?1 AND epoch = "
-                           "?2) d LEFT JOIN stage_epoch_time s ON s.run_id = ?1 AND s.epoch = "
-                           "?2 AND s.stage = d.device ORDER BY d.device", -1, &q,
-                           NULL) != SQLITE_OK)
-        return pb_plot_db_fail(j, "reading the stage stats", e);
-    sqlite3_bind_int64(q, 1, p->run);
-    sqlite3_bind_int(q, 2, p->epoch);
-    fputs("\n\n# the devices' labels: their bubble (idle / makespan) over the whole epoch\n", f);
+    struct row *r = NULL;
+    int n = 0, cap = 0, rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int d = sqlite3_column_int(q, 0);
-        if (sqlite3_column_type(q, 1) == SQLITE_NULL)
-            fprintf(f, "%d \"stage %d\"\n", d, d);
-        else
-            fprintf(f, "%d \"stage %d (epoch bubble %.0f%%)\"\n", d, d,
-                    100 * sqlite3_column_double(q, 1));
+        int k = sqlite3_column_int(q, 0);
+        if (k < 0 || k >= p->map.stages)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            r = realloc(r, (size_t)cap * sizeof *r);
+            PB_CHECK(r != NULL);
+        }
+        r[n++] = (struct row){p->map.device[k], sqlite3_column_int(q, 3),
+                              sqlite3_column_int(q, 4), sqlite3_column_int(q, 5), k,
+                              sqlite3_column_double(q, 1), sqlite3_column_double(q, 2)};
     }
     sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : pb_plot_db_fail(j, "reading the stage stats", e);
+    if (rc != SQLITE_DONE) {
+        free(r);
+        return pb_plot_db_fail(j, "reading the events", e);
+    }
+    if (n)
+        qsort(r, (size_t)n, sizeof *r, row_order);
+    fprintf(f, "%s# panel %d: run %lld, epoch %d, micro-batches %d to %d: device, start, end "
+            "(%s since the window began), kind, micro-batch, clipped, chunk (-1: each stage "
+            "its own device), stage\n", i ? "\n\n" : "", i + 1, (long long)p->run,
+            p->epoch + 1, p->lo, p->hi - 1, scale == 1 ? "cost units" : "ms");
+    p->most = 0;
+    for (int a = 0, run = 0; a < n; a++) {
+        fprintf(f, "%d %.6f %.6f %d %d %d %d %d\n", r[a].device, r[a].t0, r[a].t1, r[a].kind,
+                r[a].mb, r[a].clipped, p->map.chunks > 1 ? p->map.chunk[r[a].stage] : -1,
+                r[a].stage);
+        run = a > 0 && r[a - 1].device == r[a].device ? run + 1 : 1;
+        p->most = run > p->most ? run : p->most;
+    }
+    free(r);
+    return write_labels(j, p, f, e);
 }
 
 /* The runs drawn: the selected ones with events (at most PB_PLOT_MAX_PANELS, by id), or
@@ -245,15 +328,21 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
     for (int i = 0; i < n && rc == 0; i++)
         if ((rc = find_epoch(j, &p[i], e)) == 0 && (rc = find_window(j, &p[i], e)) == 0)
             panel_title(j, &p[i]);
-    if (rc)
+    if (rc) {
+        for (int i = 0; i < n; i++)
+            pb_run_devices_finish(&p[i].map);
         return rc;
+    }
     struct pb_afile a;
-    if (pb_plot_open_dat(j, &a, e))
+    if (pb_plot_open_dat(j, &a, e)) {
+        for (int i = 0; i < n; i++)
+            pb_run_devices_finish(&p[i].map);
         return -1;
+    }
     fprintf(a.f, "# timeline: %d panel(s), each two blocks: the ops of a window, the devices' "
             "labels\n", n);
     double xmax = 0;
-    int most = 0, units = 1;
+    int most = 0, units = 1, label_chars = 0;
     for (int i = 0; i < n; i++)
         units &= p[i].given_costs;
     double scale = units ? 1 : 1000;
@@ -262,12 +351,15 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
         rc = write_panel(j, &p[i], i, scale, a.f, e);
         xmax = scale * (p[i].t1 - p[i].t0) > xmax ? scale * (p[i].t1 - p[i].t0) : xmax;
         most = p[i].most > most ? p[i].most : most;
+        label_chars = p[i].label_chars > label_chars ? p[i].label_chars : label_chars;
         snprintf(devices + strlen(devices), sizeof devices - strlen(devices), "%s%d",
                  i ? " " : "", p[i].devices);
         char name[16];
         snprintf(name, sizeof name, "paneltitle%d", i + 1);
         pb_plot_var_str(j, name, p[i].title);
     }
+    for (int i = 0; i < n; i++)
+        pb_run_devices_finish(&p[i].map);
     if (rc) {
         pb_afile_abort(&a);
         return rc;
@@ -282,6 +374,7 @@ int pb_plot_data_timeline(struct pb_plot_job *j, struct pb_err *e)
     pb_plot_var(j, "xmax", "%.6f", xmax);
     pb_plot_var(j, "costunits", "%d", units);
     pb_plot_var(j, "showlabels", "%d", most <= MAX_LABELED_OPS);
+    pb_plot_var(j, "labelchars", "%d", label_chars);
     snprintf(colors, sizeof colors, "%s %s %s %s %s", pb_plot_op_colors[0], pb_plot_op_colors[1],
              pb_plot_op_colors[2], pb_plot_op_colors[3], pb_plot_op_colors[4]);
     pb_plot_var_str(j, "kindcolors", colors);

@@ -4,15 +4,19 @@
 # pixel is drawn a pixel wide); every panel on
 # one time scale (ms since its window began), so a slower schedule's window is longer.
 # Data (plots/plot_timeline.c): per panel two blocks, its ops (device, start ms, end ms,
-# kind 0 F / 1 B / 2 U / 3 I / 4 W, micro-batch, clipped) and its devices' labels. Variables:
+# kind 0 F / 1 B / 2 U / 3 I / 4 W, micro-batch, clipped, local chunk or -1 where each
+# stage is its own device, stage) and its devices' labels; with chunks an op's box reads
+# mb@chunk (3@1). Variables:
 # datafile, outfile, fmt, plottitle, npanels, paneldevices, paneltitleN, xmax,
-# showlabels, kindcolors, costunits (1: every panel simulates costs given to simulate
+# showlabels, labelchars (the longest row label, which sets the left margin), kindcolors,
+# costunits (1: every panel simulates costs given to simulate
 # --cost, its times in those cost units rather than ms).
 if (!exists("npanels")) npanels = 1
 if (!exists("paneldevices")) paneldevices = '4'
 if (!exists("xmax")) xmax = 1
 if (!exists("costunits")) costunits = 0
 if (!exists("showlabels")) showlabels = 0
+if (!exists("labelchars")) labelchars = 30
 devs(p) = int(word(paneldevices, p))
 rows = 0
 do for [p = 1:npanels] { rows = rows + devs(p) }
@@ -31,15 +35,18 @@ set xrange [0:xmax]
 set ytics scale 0
 set grid noytics xtics
 set style fill solid 1.0
-set lmargin at screen 0.17
+# the left margin holds the longest row label (a device's stages are longer than a stage)
+lm = (labelchars * 7.5 + 20) / width
+lm = lm < 0.17 ? 0.17 : (lm > 0.4 ? 0.4 : lm)
+set lmargin at screen lm
 set rmargin at screen 0.98
 half = 0.36
 box(k) = (column(4) == k) ? (column(2) + column(3)) / 2 : NaN
 wide(x) = showlabels && x > xmax / 90
 # an op's width in pixels; ops under a pixel wide are drawn a pixel wide (so none
 # vanishes), and those over 4 pixels again with a white edge that parts neighbours
-px(x) = x / xmax * width * 0.81
-halfw(x) = px(x) < 1.2 ? 0.6 * xmax / (width * 0.81) : x / 2
+px(x) = x / xmax * width * (0.98 - lm)
+halfw(x) = px(x) < 1.2 ? 0.6 * xmax / (width * (0.98 - lm)) : x / 2
 border(k) = '#ffffff'
 y = 1.0 - head / (height * 1.0)
 do for [p = 1:npanels] {
@@ -62,7 +69,8 @@ do for [p = 1:npanels] {
          for [k = 0:4] datafile index (2 * p - 2) using (px($3 - $2) > 4 ? box(k) : NaN):1:(($3 - $2) / 2):(half) \
              with boxxyerror lc rgb kcolor(k + 1) fs solid 1.0 border rgb border(k + 1), \
          datafile index (2 * p - 2) using (($2 + $3) / 2):1:(wide($3 - $2) && $5 >= 0 ? \
-             sprintf('%d', $5) : '') with labels font ',9' tc rgb '#000000'
+             ($7 >= 0 ? sprintf('%d@%d', $5, $7) : sprintf('%d', $5)) : '') \
+             with labels font ',9' tc rgb '#000000'
     y = bottom
 }
 set lmargin at screen 0.02
@@ -83,5 +91,5 @@ plot NaN with boxes lc rgb kcolor(1) fs solid 1.0 border rgb border(1) title 'F 
      NaN with boxes lc rgb kcolor(4) fs solid 1.0 border rgb border(4) title 'I (input gradient)', \
      NaN with boxes lc rgb kcolor(5) fs solid 1.0 border rgb border(5) title 'W (weight gradient)', \
      NaN with boxes lc rgb '#303030' fs empty border rgb '#303030' title 'idle', \
-     NaN with boxes lc rgb '#ffffff' fs empty border rgb '#ffffff' title '(numbers: micro-batches)'
+     NaN with boxes lc rgb '#ffffff' fs empty border rgb '#ffffff' title '(numbers: micro-batches, @ its chunk)'
 unset multiplot

@@ -1,6 +1,9 @@
 /* plots/trace.c — Chrome trace export of a run's op events (trace.h): complete events
- * ("ph":"X") per device, thread names "stage k", and v1 flow events ("s"/"f", bound to
- * the enclosing slices) between the stages a micro-batch passes, written with cJSON. */
+ * ("ph":"X") on a thread per device, named "stage k" where each stage is its own device
+ * and "device d: stages k, l" where the run held v > 1 chunks per device (run_devices.h),
+ * v1 flow events ("s"/"f", bound to the enclosing slices) between the stages a
+ * micro-batch passes, and a slice over each of DualPipeV's overlapped pairs, written with
+ * cJSON. */
 #include "plots/trace.h"
 
 #include <cjson/cJSON.h>
@@ -11,15 +14,18 @@
 
 #include "harness/base/atomic_file.h"
 #include "plots/report_db.h"
+#include "plots/run_devices.h"
 
 struct event {
-    int device, mb, version, ahead;   /* mb < 0 for U */
+    int stage, mb, version, ahead;    /* mb < 0 for U */
+    int device, chunk;                /* the row it is drawn on, its local chunk there */
+    int pair;                         /* 1: the F of an overlapped pair, 2: its B */
     char kind;
     double ts, dur;                   /* microseconds */
 };
 
 struct events {
-    int n, devices, max_mb;
+    int n, stages, max_mb;
     struct event *v;
 };
 
@@ -70,7 +76,7 @@ static int load_events(struct pb_results *db, int64_t run, int epoch, struct eve
     sqlite3_stmt *s;
     memset(ev, 0, sizeof *ev);
     if (sqlite3_prepare_v2(pb_results_sqlite(db), "SELECT device, kind, coalesce(mb, -1), "
-                           "version, ahead, start_s, end_s FROM events WHERE run_id = ? AND "
+                           "version, ahead, start_s, end_s, coalesce(pair, 0) FROM events WHERE run_id = ? AND "
                            "epoch = ? ORDER BY device, seq", -1, &s, NULL) != SQLITE_OK)
         return db_fail(db, "reading the events", e);
     sqlite3_bind_int64(s, 1, run);
@@ -84,7 +90,7 @@ static int load_events(struct pb_results *db, int64_t run, int epoch, struct eve
             PB_CHECK(ev->v != NULL);
         }
         struct event *x = &ev->v[ev->n++];
-        x->device = sqlite3_column_int(s, 0);
+        x->stage = sqlite3_column_int(s, 0);
         x->kind = (char)sqlite3_column_text(s, 1)[0];
         x->mb = sqlite3_column_int(s, 2);
         x->version = sqlite3_column_int(s, 3);
@@ -92,8 +98,9 @@ static int load_events(struct pb_results *db, int64_t run, int epoch, struct eve
         double t0 = sqlite3_column_double(s, 5), t1 = sqlite3_column_double(s, 6);
         x->ts = usec(t0);
         x->dur = t1 > t0 ? usec(t1) - x->ts : 0;
-        if (x->device + 1 > ev->devices)
-            ev->devices = x->device + 1;
+        x->pair = sqlite3_column_int(s, 7);
+        if (x->stage + 1 > ev->stages)
+            ev->stages = x->stage + 1;
         if (x->mb > ev->max_mb)
             ev->max_mb = x->mb;
     }
@@ -118,13 +125,29 @@ static cJSON *meta(const char *name, int tid, const char *key, cJSON *value)
     return m;
 }
 
-static cJSON *slice(const struct event *x)
+/* Puts each event on its stage's device row (run_devices.h). */
+static void place(struct events *ev, const struct pb_run_devices *m)
 {
-    char name[24];
-    if (x->mb >= 0)
-        snprintf(name, sizeof name, "%c%d", x->kind, x->mb);
-    else
-        snprintf(name, sizeof name, "%c", x->kind);
+    for (int i = 0; i < ev->n; i++) {
+        ev->v[i].device = m->device[ev->v[i].stage];
+        ev->v[i].chunk = m->chunk[ev->v[i].stage];
+    }
+}
+
+/* "F3", "U" where each stage is its own device; "F3@1", "U@1" (the op's local chunk,
+ * as `pipebench program` prints it) where a device holds v > 1. */
+static void op_name(const struct event *x, int chunks, char *name, size_t cap)
+{
+    int n = x->mb >= 0 ? snprintf(name, cap, "%c%d", x->kind, x->mb)
+                       : snprintf(name, cap, "%c", x->kind);
+    if (chunks > 1)
+        snprintf(name + n, cap - (size_t)n, "@%d", x->chunk);
+}
+
+static cJSON *slice(const struct event *x, int chunks)
+{
+    char name[32];
+    op_name(x, chunks, name, sizeof name);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "cat", (char[]){x->kind, 0});
@@ -136,16 +159,69 @@ static cJSON *slice(const struct event *x)
     cJSON *args = cJSON_AddObjectToObject(o, "args");
     if (x->mb >= 0)
         cJSON_AddNumberToObject(args, "mb", x->mb);
+    cJSON_AddNumberToObject(args, "stage", x->stage);
+    if (chunks > 1)
+        cJSON_AddNumberToObject(args, "chunk", x->chunk);
     cJSON_AddNumberToObject(args, "version", x->version);
     cJSON_AddNumberToObject(args, "ahead", x->ahead);
+    if (x->pair)
+        cJSON_AddNumberToObject(args, "pair", x->pair);
     return o;
 }
 
-/* One end of a flow arrow, at the middle of its slice so it binds to that slice. */
-static cJSON *flow_end(const struct event *x, const char *ph, int id)
+/* Events by device, then start. */
+static int by_time(const void *a, const void *b)
 {
-    char name[24];
-    snprintf(name, sizeof name, "%c%d", x->kind, x->mb);
+    const struct event *x = *(const struct event *const *)a, *y = *(const struct event *const *)b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* DualPipeV's overlapped pairs (pb_op.pair): for each F marked 1 whose next op on its
+ * device is the B marked 2, a slice "F7@0+B3@1" (cat "pair") from the F's start to the
+ * B's end, over the two slices, which nest under it. Returns the number of pairs. */
+static int add_pairs(const struct events *ev, int chunks, cJSON *list)
+{
+    if (ev->n == 0)
+        return 0;
+    const struct event **order = malloc((size_t)ev->n * sizeof *order);
+    PB_CHECK(order != NULL);
+    for (int i = 0; i < ev->n; i++)
+        order[i] = &ev->v[i];
+    qsort(order, (size_t)ev->n, sizeof *order, by_time);
+    int pairs = 0;
+    for (int i = 0; i + 1 < ev->n; i++) {
+        const struct event *f = order[i], *b = order[i + 1];
+        if (f->pair != 1 || b->pair != 2 || f->kind != 'F' || b->kind != 'B' ||
+            b->device != f->device)
+            continue;
+        char fn[32], bn[32], name[72];
+        op_name(f, chunks, fn, sizeof fn);
+        op_name(b, chunks, bn, sizeof bn);
+        snprintf(name, sizeof name, "%s+%s", fn, bn);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "cat", "pair");
+        cJSON_AddStringToObject(o, "ph", "X");
+        cJSON_AddNumberToObject(o, "ts", f->ts);
+        cJSON_AddNumberToObject(o, "dur", b->ts + b->dur - f->ts);
+        cJSON_AddNumberToObject(o, "pid", 0);
+        cJSON_AddNumberToObject(o, "tid", f->device);
+        cJSON *args = cJSON_AddObjectToObject(o, "args");
+        cJSON_AddStringToObject(args, "pair", "overlapped F and B, run in turn");
+        cJSON_AddItemToArray(list, o);
+        pairs++;
+    }
+    free(order);
+    return pairs;
+}
+
+/* One end of a flow arrow, at the middle of its slice so it binds to that slice. */
+static cJSON *flow_end(const struct event *x, int chunks, const char *ph, int id)
+{
+    char name[32];
+    op_name(x, chunks, name, sizeof name);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", name);
     cJSON_AddStringToObject(o, "cat", "pipeline");
@@ -159,14 +235,15 @@ static cJSON *flow_end(const struct event *x, const char *ph, int id)
     return o;
 }
 
-/* Flows F(j): k → k+1 and B(j) or I(j) (the gradient's carrier): k+1 → k, matching the
- * first F and B or I of each micro-batch on each device. Returns the number of arrows. */
-static int add_flows(const struct events *ev, cJSON *list)
+/* Flows F(j): stage k → k+1 and B(j) or I(j) (the gradient's carrier): k+1 → k, matching
+ * the first F and B or I of each micro-batch on each stage, each end on its device's row.
+ * Returns the number of arrows. */
+static int add_flows(const struct events *ev, int chunks, cJSON *list)
 {
     int nmb = ev->max_mb + 1, flows = 0;
     if (nmb == 0)
         return 0;
-    size_t n = (size_t)ev->devices * nmb;
+    size_t n = (size_t)ev->stages * nmb;
     int *first_f = malloc(n * sizeof *first_f), *first_b = malloc(n * sizeof *first_b);
     PB_CHECK(first_f && first_b);
     for (size_t i = 0; i < n; i++)
@@ -176,22 +253,22 @@ static int add_flows(const struct events *ev, cJSON *list)
         int *slot = x->kind == 'F'                      ? first_f
                     : x->kind == 'B' || x->kind == 'I' ? first_b
                                                        : NULL;
-        if (slot && x->mb >= 0 && slot[(size_t)x->device * nmb + x->mb] < 0)
-            slot[(size_t)x->device * nmb + x->mb] = i;
+        if (slot && x->mb >= 0 && slot[(size_t)x->stage * nmb + x->mb] < 0)
+            slot[(size_t)x->stage * nmb + x->mb] = i;
     }
-    for (int k = 0; k + 1 < ev->devices; k++)
+    for (int k = 0; k + 1 < ev->stages; k++)
         for (int j = 0; j < nmb; j++) {
             int f0 = first_f[(size_t)k * nmb + j], f1 = first_f[(size_t)(k + 1) * nmb + j];
             int b1 = first_b[(size_t)(k + 1) * nmb + j], b0 = first_b[(size_t)k * nmb + j];
             if (f0 >= 0 && f1 >= 0) {
                 flows++;
-                cJSON_AddItemToArray(list, flow_end(&ev->v[f0], "s", flows));
-                cJSON_AddItemToArray(list, flow_end(&ev->v[f1], "f", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[f0], chunks, "s", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[f1], chunks, "f", flows));
             }
             if (b1 >= 0 && b0 >= 0) {
                 flows++;
-                cJSON_AddItemToArray(list, flow_end(&ev->v[b1], "s", flows));
-                cJSON_AddItemToArray(list, flow_end(&ev->v[b0], "f", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[b1], chunks, "s", flows));
+                cJSON_AddItemToArray(list, flow_end(&ev->v[b0], chunks, "f", flows));
             }
         }
     free(first_f);
@@ -238,12 +315,19 @@ int pb_trace_write(const char *db_path, int64_t run_id, int epoch, const char *o
     if (pb_report_open(&db, db_path, e))
         return -1;
     struct events ev;
+    struct pb_run_devices map;
     int64_t run = pb_report_pick_run(db, run_id, e);
     int ep = run > 0 ? pick_epoch(db, run, epoch, e) : -1;
     if (ep < 0 || load_events(db, run, ep, &ev, e)) {
         pb_results_close(db);
         return -1;
     }
+    if (pb_run_devices_read(db, run, ev.stages, &map, e)) {
+        free(ev.v);
+        pb_results_close(db);
+        return -1;
+    }
+    place(&ev, &map);
     char title[256];
     run_title(db, run, ep, title, sizeof title);
     pb_results_close(db);
@@ -252,20 +336,27 @@ int pb_trace_write(const char *db_path, int64_t run_id, int epoch, const char *o
     cJSON *list = cJSON_AddArrayToObject(root, "traceEvents");
     cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
     cJSON_AddItemToArray(list, meta("process_name", -1, "name", cJSON_CreateString(title)));
-    for (int k = 0; k < ev.devices; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "stage %d", k);
+    for (int k = 0; k < map.devices; k++) {
+        char name[288], held[256];
+        pb_run_devices_stages(&map, k, held, sizeof held);
+        if (map.chunks > 1)
+            snprintf(name, sizeof name, "device %d: %s", k, held);
+        else
+            snprintf(name, sizeof name, "stage %d", k);
         cJSON_AddItemToArray(list, meta("thread_name", k, "name", cJSON_CreateString(name)));
         cJSON_AddItemToArray(list, meta("thread_sort_index", k, "sort_index",
                                         cJSON_CreateNumber(k)));
     }
     for (int i = 0; i < ev.n; i++)
-        cJSON_AddItemToArray(list, slice(&ev.v[i]));
-    int flows = add_flows(&ev, list);
+        cJSON_AddItemToArray(list, slice(&ev.v[i], map.chunks));
+    int flows = add_flows(&ev, map.chunks, list);
+    int pairs = add_pairs(&ev, map.chunks, list);
     int rc = write_json(root, out_path, e);
     cJSON_Delete(root);
     if (info)
-        *info = (struct pb_trace_info){ep, ev.devices, ev.n, flows};
+        *info = (struct pb_trace_info){ep, map.devices, map.stages, map.chunks, ev.n, flows,
+                                       pairs};
+    pb_run_devices_finish(&map);
     free(ev.v);
     return rc;
 }

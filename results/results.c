@@ -213,7 +213,13 @@ static const char pb_results_migrate_v8_sql[] =
     "AND CAST(json_extract(config, '$.seed') AS INTEGER) <= 9007199254740992;"
     "UPDATE schema_version SET version = 9;";
 
-/* Applies the schema to an empty file (create), upgrades a version 2 to 8 file it may
+/* Schema version 9 → 10: DualPipeV's overlapped pairs in the events (1 on the F, 2 on its
+ * B); rows recorded before keep NULL there: whether they were paired was not recorded. */
+static const char pb_results_migrate_v9_sql[] =
+    "ALTER TABLE events ADD COLUMN pair INTEGER;"
+    "UPDATE schema_version SET version = 10;";
+
+/* Applies the schema to an empty file (create), upgrades a version 2 to 9 file it may
  * write, and checks the version. */
 static int check_schema(struct pb_results *r, int create, struct pb_err *e)
 {
@@ -287,6 +293,11 @@ static int check_schema(struct pb_results *r, int create, struct pb_err *e)
     }
     if (version == 8 && create) {
         if (exec(r, pb_results_migrate_v8_sql, "upgrading the schema from version 8", e))
+            goto fail_set;
+        version = 9;
+    }
+    if (version == 9 && create) {
+        if (exec(r, pb_results_migrate_v9_sql, "upgrading the schema from version 9", e))
             goto fail_set;
         version = PB_RESULTS_SCHEMA_VERSION;
     }
@@ -727,7 +738,7 @@ static int write_events(struct pb_results *r, int64_t run_id, const struct pb_ep
 {
     static const char sql[] =
         "INSERT INTO events (run_id, epoch, device, seq, kind, mb, version, ahead, start_s, "
-        "end_s, sync_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        "end_s, sync_version, pair) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &s, NULL) != SQLITE_OK)
         return -1;
@@ -750,6 +761,7 @@ static int write_events(struct pb_results *r, int64_t run_id, const struct pb_ep
         bind_real(s, 9, v->start_s);
         bind_real(s, 10, v->end_s);
         sqlite3_bind_int(s, 11, v->sync_version);
+        sqlite3_bind_int(s, 12, v->pair);
         rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     }
     sqlite3_finalize(s);

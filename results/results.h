@@ -12,7 +12,7 @@
 #include "harness/exec/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
-#define PB_RESULTS_SCHEMA_VERSION 9
+#define PB_RESULTS_SCHEMA_VERSION 10
 #define PB_RESULTS_DEFAULT_DB "results/pipebench.db"
 
 struct pb_results;

@@ -5,7 +5,7 @@
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
-INSERT INTO schema_version (version) VALUES (9);
+INSERT INTO schema_version (version) VALUES (10);
 
 -- Times are ISO-8601 UTC ('2025-01-31T12:00:00Z'); accuracies are fractions in [0, 1].
 CREATE TABLE runs (
@@ -122,8 +122,10 @@ CREATE TABLE staleness (
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );
 
--- Op timeline: one row per F, B, U, I or W a device ran (in the traced epochs and window),
--- with the weight version it read and the one a synchronous run would read.
+-- Op timeline: one row per F, B, U, I or W a stage ran (in the traced epochs and window),
+-- with the weight version it read and the one a synchronous run would read. device is the
+-- stage: where a run held v > 1 model chunks per device, the trace and the timeline put
+-- it on its device by the run's configuration (plots/run_devices.h).
 CREATE TABLE events (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,
@@ -136,6 +138,9 @@ CREATE TABLE events (
     sync_version INTEGER,            -- the version a synchronous run reads here (semantics §6.1)
     start_s REAL,                    -- seconds since the epoch began
     end_s REAL,
+    pair INTEGER,                    -- DualPipeV's overlapped pair (semantics §4.13), run as
+                                     -- F then B: 1 on the F, 2 on its B, 0 for other ops;
+                                     -- NULL in rows recorded before schema version 10
     PRIMARY KEY (run_id, epoch, device, seq),
     FOREIGN KEY (run_id, epoch) REFERENCES epochs(run_id, epoch) ON DELETE CASCADE
 );

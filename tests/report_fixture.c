@@ -66,13 +66,13 @@ static int events(int nstages, struct pb_event_record *ev)
         int seq = 0;
         for (int j = 0; j < FX_MICROBATCHES; j++) {
             double f = 0.010 * j + 0.002 * k;
-            ev[n++] = (struct pb_event_record){k, seq++, 'F', j, 0, 1, f, f + 0.001, j};
+            ev[n++] = (struct pb_event_record){k, seq++, 'F', j, 0, 1, f, f + 0.001, j, 0};
         }
         for (int j = 0; j < FX_MICROBATCHES; j++) {
             double b = 0.050 + 0.010 * j - 0.002 * k;
-            ev[n++] = (struct pb_event_record){k, seq++, 'B', j, j, 0, b, b + 0.002, j};
+            ev[n++] = (struct pb_event_record){k, seq++, 'B', j, j, 0, b, b + 0.002, j, 0};
             ev[n++] = (struct pb_event_record){k, seq++, 'U', -1, j + 1, 0, b + 0.002,
-                                               b + 0.0025, j + 1};
+                                               b + 0.0025, j + 1, 0};
         }
     }
     return n;

@@ -540,9 +540,9 @@ START_TEST(timeline_dat)
     plot_ok("timeline", "png", FX_PIPEDREAM);
     char *t = read_dat("timeline");
     ck_assert_int_eq(data_lines(t), FX_STAGES * FX_NEVENTS + FX_STAGES);
-    assert_has(t, "\n0 0.000000 1.000000 0 0 0\n");          /* F0 on stage 0 */
-    assert_has(t, "\n3 44.000000 46.000000 1 0 0\n");        /* B0 on stage 3 */
-    assert_has(t, "\n3 46.000000 46.500000 2 -1 0\n");       /* its U */
+    assert_has(t, "\n0 0.000000 1.000000 0 0 0 -1 0\n");    /* F0 on stage 0 */
+    assert_has(t, "\n3 44.000000 46.000000 1 0 0 -1 3\n");  /* B0 on stage 3 */
+    assert_has(t, "\n3 46.000000 46.500000 2 -1 0 -1 3\n"); /* its U */
     assert_has(t, "\n0 \"stage 0 (epoch bubble 6%)\"\n");
     assert_has(t, "\n3 \"stage 3 (epoch bubble 25%)\"\n");
     free(t);
@@ -559,11 +559,11 @@ START_TEST(timeline_window)
                                     NULL, &e) == 0, "%s", e.msg);
     char *t = read_dat("timeline");
     assert_has(t, "# panel 1: run 3, epoch 1, micro-batches 1 to 1:");
-    assert_has(t, "\n0 0.000000 1.000000 0 1 0\n");     /* F1 on stage 0 */
-    assert_has(t, "\n0 50.000000 52.000000 1 1 0\n");   /* B1 */
-    assert_has(t, "\n0 52.000000 52.500000 2 -1 0\n");  /* its U: the window's end */
-    assert_has(t, "\n3 34.000000 36.000000 1 0 0\n");   /* B0 on stage 3 at 44 ms */
-    ck_assert_msg(!strstr(t, "\n0 -") && !strstr(t, " 0 0 0\n3 ") && !strstr(t, "\n1 0.000000 1"),
+    assert_has(t, "\n0 0.000000 1.000000 0 1 0 -1 0\n");     /* F1 on stage 0 */
+    assert_has(t, "\n0 50.000000 52.000000 1 1 0 -1 0\n");   /* B1 */
+    assert_has(t, "\n0 52.000000 52.500000 2 -1 0 -1 0\n");  /* its U: the window's end */
+    assert_has(t, "\n3 34.000000 36.000000 1 0 0 -1 3\n");   /* B0 on stage 3 at 44 ms */
+    ck_assert_msg(!strstr(t, "\n0 -") && !strstr(t, " 0 0 0 -1 ") && !strstr(t, "\n1 0.000000 1"),
                   "%s", t);
     free(t);
     char *svg = fx_read(path_of("timeline.svg"), NULL);
@@ -619,7 +619,7 @@ START_TEST(timeline_stack_sim)
     ck_assert_int_eq(fx_cli(NULL, args, text, sizeof text, NULL, 0), 0);
     t = read_dat("timeline");
     assert_has(t, "(cost units since the window began)");
-    assert_has(t, "\n0 0.000000 1.000000 0 0 0\n");
+    assert_has(t, "\n0 0.000000 1.000000 0 0 0 -1 0\n");
     free(t);
     svg = fx_read(path_of("timeline.svg"), NULL);
     ck_assert_ptr_nonnull(svg);

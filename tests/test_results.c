@@ -175,8 +175,8 @@ START_TEST(schema_v7_upgrade)
     ck_assert_int_eq(atoi(query(d, "SELECT version FROM schema_version")),
                      PB_RESULTS_SCHEMA_VERSION);
     ck_assert_str_eq(query(d, "SELECT kind || end_s FROM events WHERE seq = 0"), "F1.5");
-    ck_assert(sqlite3_exec(d, "INSERT INTO events VALUES (1, 0, 0, 1, 'I', 0, 0, 0, 0, 1, 2); "
-                              "INSERT INTO events VALUES (1, 0, 0, 2, 'W', 0, 0, 0, 0, 2, 3)",
+    ck_assert(sqlite3_exec(d, "INSERT INTO events VALUES (1, 0, 0, 1, 'I', 0, 0, 0, 0, 1, 2, 0); "
+                              "INSERT INTO events VALUES (1, 0, 0, 2, 'W', 0, 0, 0, 0, 2, 3, 0)",
                            NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(d);
 }
@@ -197,6 +197,7 @@ START_TEST(schema_v8_upgrade)
                               "(3, 'x', 'done', '{\"seed\":\"18446744073709551615\"}'), "
                               "(4, 'x', 'done', '{\"model\":\"mlp\"}'), "
                               "(5, 'x', 'done', NULL); "
+                              "ALTER TABLE events DROP COLUMN pair; "
                               "UPDATE schema_version SET version = 8",
                            NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(d);
@@ -261,9 +262,9 @@ static struct pb_stage_record stage(int k)
 }
 
 static const struct pb_event_record events[] = {
-    {0, 0, 'F', 0, 0, 3, 0.0, 0.5, 0},
-    {0, 1, 'B', 0, 0, 0, 0.5, 1.0, 0},
-    {0, 2, 'U', -1, 1, 0, 1.0, 1.25, 1},
+    {0, 0, 'F', 0, 0, 3, 0.0, 0.5, 0, 0},
+    {0, 1, 'B', 0, 0, 0, 0.5, 1.0, 0, 0},
+    {0, 2, 'U', -1, 1, 0, 1.0, 1.25, 1, 0},
 };
 
 static struct pb_epoch_record epoch_rec(int epoch, const struct pb_stage_record *st)

@@ -386,6 +386,11 @@ START_TEST(test_state_of_schema_8)
     ck_assert_int_eq(db_count(c.db, "UPDATE runs SET config = json_set(config, '$.seed', "
                                     "CAST(json_extract(config, '$.seed') AS TEXT)) RETURNING "
                                     "1"), 1);
+    sqlite3 *h;   /* version 8's events have no pair column */
+    ck_assert(sqlite3_open(c.db, &h) == SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(h, "ALTER TABLE events DROP COLUMN pair", NULL, NULL, NULL) ==
+                  SQLITE_OK, "%s", sqlite3_errmsg(h));
+    sqlite3_close(h);
     ck_assert_int_eq(db_count(c.db, "UPDATE schema_version SET version = 8 RETURNING version"),
                      8);
     ck_assert_msg(cli_run(tmp_dir(), out, sizeof out, "resume 1 --db '%s' --quiet", c.db) == 0,

@@ -75,6 +75,9 @@ START_TEST(finds_runs_of_a_schema_8_database)
     ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE runs SET config = json_set(config, "
                                               "'$.seed', CAST(json_extract(config, '$.seed') AS "
                                               "TEXT)) RETURNING 1"), 1);
+    cli_db_int(dir, "a.db", "ALTER TABLE events DROP COLUMN pair");   /* version 8's events */
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM pragma_table_info('events') "
+                                              "WHERE name = 'pair'"), 0);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "UPDATE schema_version SET version = 8 RETURNING "
                                               "version"), 8);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE json_type(config, "
@@ -83,7 +86,8 @@ START_TEST(finds_runs_of_a_schema_8_database)
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep s.ini --db a.db") == 0, "%s", out);
     ck_assert_msg(strstr(out, "4 finished already, 0 to run"), "%s", out);
     ck_assert_int_eq(count_runs("a.db"), 4);
-    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT max(version) FROM schema_version"), 9);
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT max(version) FROM schema_version"),
+                     PB_RESULTS_SCHEMA_VERSION);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE json_type(config, "
                                               "'$.seed') = 'integer' AND json_extract(config, "
                                               "'$.seed') = seed"), 4);

@@ -12,9 +12,12 @@
 
 static const char usage[] =
     "usage: pipebench trace RUN --out FILE.json [--db FILE] [--epoch E]\n"
-    "Writes run RUN's op events (F, B, U per device) of one epoch as a Chrome trace (JSON\n"
-    "Trace Event Format): open it at https://ui.perfetto.dev or chrome://tracing. A track\n"
-    "per stage, flow arrows along the pipeline per micro-batch, times in microseconds.\n"
+    "Writes run RUN's op events (F, B, U, I, W) of one epoch as a Chrome trace (JSON Trace\n"
+    "Event Format): open it at https://ui.perfetto.dev or chrome://tracing. A track per\n"
+    "device: per stage where each stage is its own device; with --chunks v (or zb-v,\n"
+    "dualpipe-v) the device's chunks' ops on one track, named F3@1 (micro-batch 3 on local\n"
+    "chunk 1). Flow arrows along the pipeline per micro-batch, times in microseconds;\n"
+    "DualPipeV's overlapped pairs (run as F then B) in a slice F7@0+B3@1 over the two.\n"
     "  --out FILE   the trace to write\n"
     "  --db FILE    results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --epoch E    the epoch, numbered from 1 as run, show and --trace-epochs number\n"
@@ -68,7 +71,13 @@ int pb_cmd_trace(int argc, char **argv)
         return pb_cli_fail(e.msg);
     if (pb_trace_write(db, id, epoch, out, &info, &e))
         return pb_cli_fail(e.msg);
-    printf("wrote %s: run %lld, epoch %d, %d devices, %d slices, %d flows\n", out, id,
-           info.epoch + 1, info.devices, info.slices, info.flows);
+    char held[64] = "";
+    if (info.chunks > 1)
+        snprintf(held, sizeof held, " (%d stages, %d chunks each)", info.stages, info.chunks);
+    char pairs[48] = "";
+    if (info.pairs)
+        snprintf(pairs, sizeof pairs, ", %d overlapped pairs", info.pairs);
+    printf("wrote %s: run %lld, epoch %d, %d devices%s, %d slices, %d flows%s\n", out, id,
+           info.epoch + 1, info.devices, held, info.slices, info.flows, pairs);
     return PB_EXIT_OK;
 }

@@ -33,6 +33,8 @@ struct pb_event_record {
     int ahead;          /* prediction look-ahead s, 0 when none */
     double start_s, end_s;   /* seconds since the epoch began */
     int sync_version;   /* the version a synchronous run reads at this op (U: as version) */
+    int pair;           /* DualPipeV's overlapped pair, run as F then B (pb_op.pair): 1 on
+                           the F, 2 on its B, 0 otherwise */
 };
 
 #endif

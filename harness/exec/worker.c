@@ -336,6 +336,7 @@ static void note_event(struct pb_worker *w, const struct pb_op *op, const struct
         .version = (int)(w->u_epoch + v->base),
         .ahead = v->ahead,
         .sync_version = (int)(w->u_epoch + v->sync),
+        .pair = op->pair,
         .start_s = t0 - origin,
         .end_s = t1 - origin,
     };

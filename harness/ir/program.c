@@ -146,6 +146,8 @@ int pb_programs_stages(const struct pb_pipe *p, const struct pb_program *devices
                 if (op.kind == PB_OP_U || op.chunk == c) {
                     struct pb_op s = op;
                     s.chunk = 0;
+                    if (op.kind == PB_OP_B && i > 0 && devices[d].ops[i - 1].pair)
+                        s.pair = 2;
                     pb_program_push(&stages[pb_pipe_stage_of(p, d, c)], s);
                 }
         }

@@ -50,7 +50,9 @@ struct pb_op {
     uint8_t pform;  /* enum pb_predict_variant: the ΔW form of a prediction */
     uint8_t pair;   /* 1 on an F overlapped with the B right after it (DualPipeV's
                        OVERLAP_F_B): without a fused kernel the two run in turn, so the
-                       mark only shows in the text form ("F7@0+B3@1") and the events */
+                       mark shows in the text form ("F7@0+B3@1"), the events and the
+                       trace; in the stage programs (pb_programs_stages), where the two
+                       sit in different stages' programs, 2 on that B */
     int16_t s;      /* look-ahead of PB_W_PREDICTED / PB_W_GROUP */
     int16_t chunk;  /* model chunk on this device (0 for the seed schedules) */
     int32_t mb;     /* micro-batch index within the epoch (F, B, I, W); -1 for U */
@@ -157,7 +159,9 @@ int pb_programs_build(const struct pb_schedule *sch, const struct pb_pipe *p,
 void pb_programs_finish(struct pb_program *programs, int d);
 /* Splits the p device programs into the D stage programs (stages[k].device = k, each
  * op's chunk 0, in the device's order): what a stage's worker, version plan and the
- * per-stage checks read. -1 with a message when an op names a chunk outside 0..v−1. */
+ * per-stage checks read; the B of an overlapped pair is marked there (pair 2), so each
+ * stage's worker knows both halves. -1 with a message when an op names a chunk outside
+ * 0..v−1. */
 int pb_programs_stages(const struct pb_pipe *p, const struct pb_program *devices,
                        struct pb_program *stages, struct pb_err *e);
 /* The smallest channel capacity (1 … N) with which the device programs run without

@@ -1,12 +1,13 @@
 /* tests/test_layering.c — the architecture as a test: every #include "..." in the
  * tree names its file from the one include root (the project's top), and points only
- * down the layers base ← compute ← model ← optim ← predictors ← ir ← schedules ←
+ * down the layers base ← compute ← model ← optim ← predictors ← ir ← sim ← schedules ←
  * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
  * this order). Besides: a backend's folder is private to it (and the tests), results/
- * and plots/ read exec's metric records and never the compute or model layers, nothing
- * outside harness/cli/ but a test's program includes it, a backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN,
- * NCCL) are included only in its folder, and what runs after a run's plan is built looks
- * no name up. Each violation is named with file:line. */
+ * and plots/ read the metric records (harness/ir/metrics.h) and never the compute or
+ * model layers, nothing outside harness/cli/ but a test's program includes it, a
+ * backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN, NCCL) are included only in its
+ * folder, and what runs after a run's plan is built looks no name up. Each violation is
+ * named with file:line. */
 #include <check.h>
 #include <dirent.h>
 #include <stdbool.h>
@@ -25,10 +26,10 @@ struct layer {
 static const struct layer layers[] = {
     {"harness/base/", 0},      {"harness/compute/", 1}, {"harness/model/", 2},
     {"harness/optim/", 3},     {"predictors/", 4},      {"harness/ir/", 5},
-    {"schedules/", 6},         {"workloads/", 7},       {"harness/store/", 8},
-    {"harness/exec/", 9},      {"results/", 10},        {"plots/", 11},
-    {"harness/driver/", 12},   {"harness/cli/", 13},    {"tests/", 100},
-    {"bench/", 100},           {"pb_config.h", 0},
+    {"harness/sim/", 6},       {"schedules/", 7},       {"workloads/", 8},
+    {"harness/store/", 9},     {"harness/exec/", 10},   {"results/", 11},
+    {"plots/", 12},            {"harness/driver/", 13}, {"harness/cli/", 14},
+    {"tests/", 100},           {"bench/", 100},         {"pb_config.h", 0},
 };
 
 static const char *const generated[] = {"pb_config.h", "results/pb_git_revision.h"};
@@ -80,7 +81,7 @@ static const char *violation(const char *file, const char *inc)
             return "reaches into a backend's private folder";
     if ((starts(file, "results/") || starts(file, "plots/")) &&
         (starts(inc, "harness/compute/") || starts(inc, "harness/model/")))
-        return "reads the compute or model layer (results and plots read exec's metric records)";
+        return "reads the compute or model layer (results and plots read the metric records)";
     if (starts(inc, "harness/cli/") && !starts(file, "harness/cli/") && !tests)
         return "includes the CLI from outside it";
     return NULL;
@@ -182,6 +183,11 @@ START_TEST(test_rule_catches_upward)
     ck_assert_ptr_nonnull(violation("harness/model/stage.c", "harness/compute/cpu/cpu_internal.h"));
     ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/model/stage.h"));
     ck_assert_ptr_null(violation("plots/report.c", "results/results.h"));
+    ck_assert_ptr_nonnull(violation("harness/sim/sim.c", "harness/exec/worker.h"));
+    ck_assert_ptr_nonnull(violation("harness/sim/sim.c", "schedules/common.h"));
+    ck_assert_ptr_null(violation("harness/sim/sim.h", "harness/ir/metrics.h"));
+    ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/sim/sim.h"));
+    ck_assert_ptr_null(violation("harness/driver/run_epoch.c", "harness/sim/sim_periodic.h"));
     ck_assert_ptr_nonnull(system_violation("results/results_env.c", "oneapi/dnnl/dnnl.h"));
     ck_assert_ptr_nonnull(system_violation("harness/exec/worker.c", "cuda_runtime.h"));
     ck_assert_ptr_null(system_violation("harness/compute/cpu/cpu_backend.c", "oneapi/dnnl/dnnl.h"));

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 #include "tests/block_cases.h"
 #include "tests/cli_util.h"
 #include "tests/layer_cases.h"

@@ -1,4 +1,4 @@
-/* harness/exec/sim_cost_file.c — op costs from a CSV file (sim_cost_file.h): parsed and
+/* harness/sim/sim_cost_file.c — op costs from a CSV file (sim_cost_file.h): parsed and
  * checked whole before anything is simulated. */
 #include <math.h>
 #include <stdbool.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness/base/in_file.h"
-#include "harness/exec/sim_cost_file.h"
+#include "harness/sim/sim_cost_file.h"
 
 #define RECV PB_OP_NKINDS   /* the sixth column of a stage's costs */
 

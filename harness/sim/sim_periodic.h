@@ -1,10 +1,10 @@
-/* harness/exec/sim_periodic.h — simulating a whole pipe (design §6.6): its programs op by
+/* harness/sim/sim_periodic.h — simulating a whole pipe (design §6.6): its programs op by
  * op, or, for a large pipe, a shorter epoch whose steady state is verified to repeat
  * exactly, extrapolated to the pipe's N micro-batches (sim_periodic.c says how). */
 #ifndef PB_SIM_PERIODIC_H
 #define PB_SIM_PERIODIC_H
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 
 /* Pipes of at most this many ops (3·D·N bounds them) are simulated op by op, as
  * pb_simulate does: a fraction of a second, and bit for bit what it always gave. */

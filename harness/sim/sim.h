@@ -1,4 +1,4 @@
-/* harness/exec/sim.h — the pipeline simulator (design §6.6): the D programs of an epoch
+/* harness/sim/sim.h — the pipeline simulator (design §6.6): the D programs of an epoch
  * run on D virtual devices, one per stage, in virtual time. Each op takes its stage's
  * cost for its kind; activations and gradients travel through FIFO channels of the
  * executors' capacity, a send blocking while its channel is full and a message
@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "harness/exec/metrics.h"
+#include "harness/ir/metrics.h"
 #include "harness/ir/program.h"
 
 /* Seconds one op of each kind takes on a stage, and a message's transfer time into it

@@ -1,4 +1,4 @@
-/* harness/exec/sim.c — discrete-event simulation of an epoch's programs (sim.h).
+/* harness/sim/sim.c — discrete-event simulation of an epoch's programs (sim.h).
  * Each device runs its program in order (an op on local chunk c costs its stage's op
  * cost, pb_pipe_stage_of; a U every chunk's); a device that cannot go on (its input has not
  * been sent, or its output channel is full) waits on that channel and is woken by the
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 
 /* One direction between two neighbours: item i's arrival and receive (consume) times, in
  * rings of capacity + 1 slots (item i at i % ring): a sender never gets more than

@@ -1,11 +1,11 @@
-/* harness/exec/sim_cost_file.h — the simulator's op costs from a file (`pipebench
+/* harness/sim/sim_cost_file.h — the simulator's op costs from a file (`pipebench
  * simulate --op-costs FILE`): CSV rows `stage,op,seconds` under that header line. */
 #ifndef PB_SIM_COST_FILE_H
 #define PB_SIM_COST_FILE_H
 
 #include <stdbool.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 
 /* The op kinds of a program, a bit (1 << kind) each. */
 unsigned pb_program_kinds(const struct pb_program *prog);

@@ -1,4 +1,4 @@
-/* harness/exec/sim_periodic.c — large pipes simulated by exact steady-state extrapolation
+/* harness/sim/sim_periodic.c — large pipes simulated by exact steady-state extrapolation
  * (sim_periodic.h, design §6.6).
  *
  * The simulator's times depend on each device's sequence of op kinds and the FIFO
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_periodic.h"
 
 enum { ATTEMPTS = 4 };
 #define REL_TOL 1e-12

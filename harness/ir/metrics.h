@@ -1,6 +1,7 @@
-/* harness/exec/metrics.h — what the workers measure (semantics §6): one record per stage
- * and epoch, and one per op for timelines. results/ stores them and plots/ reads them
- * back; neither looks below this header. */
+/* harness/ir/metrics.h — what running the programs measures (semantics §6): one record
+ * per stage and epoch, and one per op for timelines. The workers (harness/exec/) and the
+ * simulator (harness/sim/) write them, results/ stores them and plots/ reads them back;
+ * neither of those two looks below this header. */
 #ifndef PB_METRICS_H
 #define PB_METRICS_H
 

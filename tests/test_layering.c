@@ -227,6 +227,45 @@ START_TEST(test_no_lookup_after_setup)
 }
 END_TEST
 
+/* Registries sit beside what they list (docs/design.md §1): a file that does the shared
+ * work beside a registry names none of its entries, so no circle ties it to them; the
+ * registry's table names them instead (adding an entry is one row there). */
+static const struct {
+    const char *file, *name;
+} names_none[] = {
+    {"workloads/datasets/dataset.c", "pb_dataset_fashion_mnist"},
+    {"workloads/datasets/dataset.c", "pb_dataset_synthetic"},
+    {"workloads/datasets/dataset.c", "pb_dataset_cifar"},
+    {"workloads/datasets/dataset.c", "pb_dataset_tiny_imagenet"},
+    {"workloads/datasets/dataset.c", "pb_dataset_imdb"},
+    {"workloads/datasets/dataset.c", "pb_dataset_wmt16"},
+    {"workloads/datasets/dataset.c", "\"cifar10\""},
+};
+
+START_TEST(test_registries_beside)
+{
+    static char report[1 << 14];
+    report[0] = 0;
+    int count = 0;
+    for (size_t i = 0; i < sizeof names_none / sizeof *names_none; i++) {
+        char path[4096], line[1024];
+        snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, names_none[i].file);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "cannot read %s", path);
+        for (int ln = 1; fgets(line, sizeof line, f); ln++)
+            if (strstr(line, names_none[i].name)) {
+                count++;
+                size_t used = strlen(report);
+                snprintf(report + used, sizeof report - used, "\n  %s:%d: %s", names_none[i].file,
+                         ln, names_none[i].name);
+            }
+        fclose(f);
+    }
+    ck_assert_msg(count == 0, "%d name(s) of a registry's entries outside its table:%s", count,
+                  report);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("layering");
@@ -234,6 +273,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_includes_point_down);
     tcase_add_test(tc, test_rule_catches_upward);
     tcase_add_test(tc, test_no_lookup_after_setup);
+    tcase_add_test(tc, test_registries_beside);
     suite_add_tcase(s, tc);
     return s;
 }

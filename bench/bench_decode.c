@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "workloads/decode/gnmt_step_decoder.h"
 #include "workloads/decode/stage_decoder.h"
 #include "workloads/workload.h"

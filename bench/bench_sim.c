@@ -20,6 +20,7 @@
 #include "bench/bench_util.h"
 #include "harness/driver/run.h"
 #include "harness/sim/sim_periodic.h"
+#include "schedules/registry.h"
 
 static void one(const char *schedule, int D, int N, int M)
 {

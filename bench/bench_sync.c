@@ -22,6 +22,7 @@
 #include "harness/driver/run.h"
 #include "harness/sim/sim_periodic.h"
 #include "results/results.h"
+#include "schedules/registry.h"
 
 #define D 4
 #define M 8

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <string.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "workloads/blocks.h"
 
 static void bneck_proj(struct pb_model *m, const char *n, int cin) { pb_zoo_bottleneck(m, n, cin, 4, 2); }

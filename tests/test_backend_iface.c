@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "workloads/workload.h"
 #include "pb_config.h"

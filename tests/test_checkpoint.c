@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness/base/safetensors.h"
+#include "harness/compute/registry.h"
 #include "harness/store/checkpoint.h"
 #include "workloads/workload.h"
 

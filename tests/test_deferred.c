@@ -12,6 +12,7 @@
 
 #include "harness/base/interrupt.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "tests/deferred_backend.h"
 #include "tests/test_util.h"

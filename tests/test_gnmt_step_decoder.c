@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "tests/train_util.h"
 #include "tests/test_util.h"
 #include "workloads/decode/gnmt_step_decoder.h"

@@ -13,6 +13,7 @@
 
 #include "harness/ir/program.h"
 #include "harness/optim/optim.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/workload.h"
 

@@ -10,6 +10,7 @@
 
 #include "harness/sim/sim.h"
 #include "results/results.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/schedule_forms.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness/sim/sim_periodic.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 
 enum { MAXD = 8 };

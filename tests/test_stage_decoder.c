@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "workloads/decode/stage_decoder.h"
 #include "workloads/workload.h"
 

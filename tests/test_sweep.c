@@ -13,6 +13,7 @@
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/proc_util.h"
 #include "workloads/workload.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness/sim/sim.h"
+#include "schedules/registry.h"
 #include "tests/block_cases.h"
 #include "tests/cli_util.h"
 #include "tests/layer_cases.h"

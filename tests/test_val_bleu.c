@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/driver/run.h"
 #include "harness/store/checkpoint.h"
 #include "tests/cli_util.h"

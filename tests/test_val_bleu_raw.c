@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/driver/run.h"
 #include "harness/store/checkpoint.h"
 #include "tests/cli_util.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness/sim/sim.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"

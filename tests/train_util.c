@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/store/checkpoint.h"
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"

@@ -5,6 +5,8 @@
 
 #include "harness/cli/cli.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "harness/driver/run.h"

@@ -8,6 +8,7 @@
 #define PB_PLAN_H
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/driver/run.h"
 #include "harness/exec/dist.h"
 #include "harness/exec/executor.h"

@@ -8,6 +8,7 @@
 
 #include "harness/base/args.h"
 #include "harness/exec/executor.h"
+#include "schedules/registry.h"
 #include "workloads/workload.h"
 
 enum {

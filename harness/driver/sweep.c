@@ -14,6 +14,7 @@
 #include "harness/base/in_file.h"
 #include "harness/driver/finished.h"
 #include "harness/driver/plan.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "workloads/workload.h"

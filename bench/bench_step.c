@@ -45,7 +45,7 @@
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define ROUNDS 5
 #define WARMUP 2

@@ -38,7 +38,7 @@
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define ROUNDS 3
 #define SEED 1

@@ -17,7 +17,7 @@
 #include "tests/deferred_backend.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void expect_no_violations(const char *what)
 {

@@ -1,8 +1,8 @@
 /* tests/test_layering.c — the architecture as a test: every #include "..." in the
  * tree names its file from the one include root (the project's top), and points only
  * down the layers base ← compute ← model ← optim ← predictors ← ir ← sim ← schedules ←
- * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
- * this order). Besides: a backend's folder is private to it (and the tests), results/
+ * workloads (datasets ← models ← evaluation) ← store ← exec ← results ← plots ← driver ←
+ * cli (meson.build builds them in this order). Besides: a backend's folder is private to it (and the tests), results/
  * and plots/ read the metric records (harness/ir/metrics.h) and never the compute or
  * model layers, nothing outside harness/cli/ but a test's program includes it, a
  * backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN, NCCL) are included only in its
@@ -25,12 +25,13 @@ struct layer {
 
 /* Longest prefix wins; tests/ and bench/ sit above everything. */
 static const struct layer layers[] = {
-    {"harness/base/", 0},      {"harness/compute/", 1}, {"harness/model/", 2},
-    {"harness/optim/", 3},     {"predictors/", 4},      {"harness/ir/", 5},
-    {"harness/sim/", 6},       {"schedules/", 7},       {"workloads/", 8},
-    {"harness/store/", 9},     {"harness/exec/", 10},   {"results/", 11},
-    {"plots/", 12},            {"harness/driver/", 13}, {"harness/cli/", 14},
-    {"tests/", 100},           {"bench/", 100},         {"pb_config.h", 0},
+    {"harness/base/", 0},          {"harness/compute/", 1},        {"harness/model/", 2},
+    {"harness/optim/", 3},         {"predictors/", 4},             {"harness/ir/", 5},
+    {"harness/sim/", 6},           {"schedules/", 7},              {"workloads/datasets/", 8},
+    {"workloads/models/", 9},      {"workloads/evaluation/", 10},  {"harness/store/", 11},
+    {"harness/exec/", 12},         {"results/", 13},               {"plots/", 14},
+    {"harness/driver/", 15},       {"harness/cli/", 16},           {"tests/", 100},
+    {"bench/", 100},               {"pb_config.h", 0},
 };
 
 static const char *const generated[] = {"pb_config.h", "results/pb_git_revision.h"};
@@ -190,6 +191,11 @@ START_TEST(test_rule_catches_upward)
     ck_assert_ptr_nonnull(violation("harness/compute/registry.c", "harness/compute/cpu/cpu_internal.h"));
     ck_assert_ptr_null(violation("harness/compute/registry.c", "harness/compute/cpu/cpu_backend.h"));
     ck_assert_ptr_nonnull(violation("harness/ir/program.c", "schedules/registry.h"));
+    ck_assert_ptr_nonnull(violation("workloads/datasets/cifar.c", "workloads/models/workload.h"));
+    ck_assert_ptr_nonnull(violation("workloads/models/gnmt.c",
+                                    "workloads/evaluation/decode/decode.h"));
+    ck_assert_ptr_null(violation("workloads/evaluation/decode/beam.c",
+                                 "workloads/datasets/dataset.h"));
     ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/model/stage.h"));
     ck_assert_ptr_null(violation("plots/report.c", "results/results.h"));
     ck_assert_ptr_nonnull(violation("harness/sim/sim.c", "harness/exec/worker.h"));

@@ -14,7 +14,7 @@
 #include "harness/model/stage.h"
 #include "tests/layer_cases.h"
 #include "tests/test_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* float32 with another summation order than PyTorch's; the LSTM's recurrence carries
  * rounding over 6 steps of sums of at most 10 products, far below 1e-4 relative. */

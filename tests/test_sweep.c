@@ -16,7 +16,7 @@
 #include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/proc_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
 static const char *const small_sweep =

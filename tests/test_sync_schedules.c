@@ -21,7 +21,7 @@
 #include "tests/layer_cases.h"
 #include "tests/train_util.h"
 #include "tests/test_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define MAXD 8
 

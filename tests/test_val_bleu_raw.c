@@ -20,8 +20,8 @@
 #include "harness/store/checkpoint.h"
 #include "tests/cli_util.h"
 #include "tests/train_util.h"
-#include "workloads/decode/stage_decoder.h"
-#include "workloads/workload.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
+#include "workloads/models/workload.h"
 
 #define NVAL 16
 

@@ -18,7 +18,7 @@
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
 #include "schedules/registry.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT, O_FORCE, O_HOSTFILE };
 

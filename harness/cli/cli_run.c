@@ -12,7 +12,7 @@
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
 #include "harness/driver/sweep.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void run_usage(FILE *f)
 {

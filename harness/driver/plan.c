@@ -16,7 +16,7 @@
 #include "harness/driver/run_flags.h"
 #include "predictors/predictor.h"
 #include "schedules/registry.h"
-#include "workloads/bleu/bleu.h"
+#include "workloads/evaluation/bleu/bleu.h"
 
 /* The checks of c alone, with its executor and backend chosen into p. */
 static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err *e)

@@ -14,7 +14,7 @@
 #include "harness/exec/executor.h"
 #include "harness/exec/feed.h"
 #include "harness/model/model.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 struct pb_plan {
     const struct pb_run_cfg *cfg;

@@ -17,7 +17,7 @@
 #include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* The order the [grid] keys vary in, the last fastest: these first, in this order, then
  * every other run option in the order the file names them, then the seed. */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 
 #define REPS 20
 #define BATCHES 5

@@ -1,4 +1,4 @@
-/* bench/bench_decode.c — decoding time of GNMT's two decoders (workloads/decode/): the
+/* bench/bench_decode.c — decoding time of GNMT's two decoders (workloads/evaluation/decode/): the
  * O(T²) stage decoder (the whole prefix through the stage forward every step) against the
  * O(T) step decoder (the encoder once, one token a row a step), greedy and beam 5, on
  * gnmt8's small preset (64 sentences of the stand-in's test split, at most T = 20 tokens)
@@ -16,9 +16,10 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
-#include "workloads/decode/gnmt_step_decoder.h"
-#include "workloads/decode/stage_decoder.h"
-#include "workloads/workload.h"
+#include "harness/compute/cpu/cpu_backend.h"
+#include "workloads/evaluation/decode/gnmt_step_decoder.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
+#include "workloads/models/workload.h"
 
 struct setup {
     struct pb_model m;

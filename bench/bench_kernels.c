@@ -24,6 +24,7 @@
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
+#include "harness/compute/registry.h"
 
 #define WARMUP 2
 #define REPS 7

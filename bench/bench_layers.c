@@ -34,6 +34,7 @@
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
+#include "harness/compute/registry.h"
 
 #define WARMUP 1
 #define REPS 5

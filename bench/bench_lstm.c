@@ -22,6 +22,7 @@
 #include "bench/bench_util.h"
 #include "bench/lstm_dnnl.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 
 #define MAX_ROUNDS 5
 

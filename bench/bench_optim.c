@@ -26,6 +26,7 @@
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/optim/optim.h"
 #include "predictors/predictor.h"
 

@@ -12,7 +12,7 @@
  *     batch 8 × 50 tokens, to keep a step to a few seconds (16 × 50 took 9–19 s a step on one
  *     core of the shared 2-core machine at load 7; the recipe's 64 × 50 would take four times
  *     that): its input [B, T, H + 1] holds uniform features and the target ids the blocks
- *     carry (workloads/gnmt.c), the gradient of its output is a fixed uniform dy, and its
+ *     carry (workloads/models/gnmt.c), the gradient of its output is a fixed uniform dy, and its
  *     input's gradient is computed, as a middle stage's.
  * Both sides take the same step:
  *   - pipebench's: the calls and the timed region of the seq executor's worker
@@ -53,10 +53,11 @@
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define ROUNDS 5
 #define SEED 1

@@ -19,7 +19,8 @@
 #include "bench/bench_db.h"
 #include "bench/bench_util.h"
 #include "harness/driver/run.h"
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_periodic.h"
+#include "schedules/registry.h"
 
 static void one(const char *schedule, int D, int N, int M)
 {

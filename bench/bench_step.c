@@ -41,10 +41,11 @@
 #include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define ROUNDS 5
 #define WARMUP 2

@@ -2,7 +2,7 @@
  * equal cost; interleaved, zb-v and dualpipe-v: 8 stages, 2 chunks per device, loop or
  * V placement), one core per device, M = 8 micro-batches of 64 per step:
  * (a) each stage's bubble measured by the threads executor against the simulator's
- *     prediction (harness/exec/sim.h) from isolated op costs: the medians of every F,
+ *     prediction (harness/sim/sim.h) from isolated op costs: the medians of every F,
  *     B, U, I and W of a sequential run of the same schedule (one op at a time) and
  *     its copy time per message; the ratio is measured / predicted;
  * (b) the activations each stage holds at its peak, in micro-batches: its peak bytes of
@@ -20,8 +20,9 @@
 
 #include "bench/bench_db.h"
 #include "harness/driver/run.h"
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_periodic.h"
 #include "results/results.h"
+#include "schedules/registry.h"
 
 #define D 4
 #define M 8

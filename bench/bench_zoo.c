@@ -34,10 +34,11 @@
 #include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "harness/optim/optim.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define ROUNDS 3
 #define SEED 1

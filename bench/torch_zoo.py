@@ -32,7 +32,7 @@ def width(w, div):
 
 
 class AlexNetSmall(nn.Module):
-    """torchvision's AlexNet with workloads/alexnet.c's small arch: conv1 5x5/1 pad 2,
+    """torchvision's AlexNet with workloads/models/alexnet.c's small arch: conv1 5x5/1 pad 2,
     channels 16, 48, 96, 64, 64, the adaptive pool to 3x3, fc 512."""
 
     def __init__(self, num_classes=200, conv=(16, 48, 96, 64, 64), pool=3, fc=512):
@@ -57,7 +57,7 @@ class AlexNetSmall(nn.Module):
 
 
 class ResNetSmall(nn.Module):
-    """torchvision's ResNet of Bottlenecks (v1.5) with workloads/resnet101.c's small arch:
+    """torchvision's ResNet of Bottlenecks (v1.5) with workloads/models/resnet101.c's small arch:
     stem conv 3x3/1 pad 1 (max-pool kept), widths 16, 32, 64, 128, layers [1, 2, 5, 1]."""
 
     def __init__(self, num_classes=200, layers=(1, 2, 5, 1), base=16):
@@ -181,7 +181,7 @@ class InceptionE(nn.Module):
 
 
 class Inception3Small(nn.Module):
-    """torchvision's Inception-V3 (no aux logits) with workloads/inceptionv3.c's small arch:
+    """torchvision's Inception-V3 (no aux logits) with workloads/models/inceptionv3.c's small arch:
     every width ÷ div (4), the stem's 3x3 convs 1a, 2a and 4a with stride 1 and padding 1."""
 
     def __init__(self, num_classes=200, div=4):
@@ -220,7 +220,7 @@ class Inception3Small(nn.Module):
 
 
 class VGG16Small(fixtures_zoo.VGG16):
-    """The CIFAR VGG-16-BN with workloads/vgg16.c's small arch: convs per group 1, 1, 2, 2, 2
+    """The CIFAR VGG-16-BN with workloads/models/vgg16.c's small arch: convs per group 1, 1, 2, 2, 2
     of 16 | 32 | 64 | 128 | 128 channels, Linear 128 -> 100."""
 
     CFG = [16, "M", 32, "M", 64, 64, "M", 128, 128, "M", 128, 128, "M"]
@@ -231,7 +231,7 @@ class VGG16Small(fixtures_zoo.VGG16):
 
 
 class GoogLeNetSmall(nn.Module):
-    """The CIFAR GoogLeNet with workloads/googlenet.c's small arch: every width ÷ 8, the
+    """The CIFAR GoogLeNet with workloads/models/googlenet.c's small arch: every width ÷ 8, the
     modules a3 b3 | a4 b4 e4 | a5 b5 (fixtures_zoo's Inception module)."""
 
     WIDTHS = {"a3": (64, 96, 128, 16, 32, 32), "b3": (128, 128, 192, 32, 96, 64),

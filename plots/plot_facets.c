@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 
 /* The order of the families' panels: synchronous, asynchronous, then unknown. */
 static int family_rank(const char *schedule)

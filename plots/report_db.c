@@ -12,6 +12,7 @@
 
 #include "harness/ir/program.h"
 #include "results/results_sim.h"
+#include "schedules/registry.h"
 
 #define RANK_VARIANTS 32   /* rank slots per schedule: default, variants, unknown last */
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "harness/base/err.h"
-#include "harness/exec/metrics.h"
+#include "harness/ir/metrics.h"
 
 /* The schema this build writes and reads (results/schema.sql's schema_version). */
 #define PB_RESULTS_SCHEMA_VERSION 10

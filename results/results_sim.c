@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim_periodic.h"
 #include "harness/optim/optim.h"
+#include "harness/sim/sim_periodic.h"
 #include "results/results_sim.h"
+#include "schedules/registry.h"
 
 double pb_sim_samples_per_s(int length, int microbatch_size, double makespan_s)
 {

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 #include "results/results.h"
 
 /* Samples per second of an epoch of `length` micro-batches of `microbatch_size` samples

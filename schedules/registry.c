@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "schedules/common.h"
+#include "schedules/registry.h"
 
 const struct pb_schedule *const pb_schedules[] = {
     &pb_schedule_gpipe,

@@ -1,5 +1,5 @@
 /* tests/bleu_fixtures.h — the BLEU fixtures of tests/fixtures/bleu/ (fixtures_bleu.py,
- * fixtures_detok.py) for the tests of workloads/bleu/: their paths and their lines. */
+ * fixtures_detok.py) for the tests of workloads/evaluation/bleu/: their paths and their lines. */
 #ifndef PB_TESTS_BLEU_FIXTURES_H
 #define PB_TESTS_BLEU_FIXTURES_H
 

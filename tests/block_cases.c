@@ -5,7 +5,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "workloads/blocks.h"
+#include "harness/compute/cpu/cpu_backend.h"
+#include "workloads/models/blocks.h"
 
 static void bneck_proj(struct pb_model *m, const char *n, int cin) { pb_zoo_bottleneck(m, n, cin, 4, 2); }
 static void bneck_id(struct pb_model *m, const char *n, int cin) { pb_zoo_bottleneck(m, n, cin, cin / 4, 1); }

@@ -1,6 +1,6 @@
 /* tests/block_cases.h — the composite-block test cases shared by the PyTorch parity test
  * (test_blocks.c, mirroring tests/fixtures/fixtures_blocks.py) and the finite-difference
- * gradient check (test_blocks_grad.c): each case builds one block of workloads/blocks.h
+ * gradient check (test_blocks_grad.c): each case builds one block of workloads/models/blocks.h
  * named after the case, run as the middle stage of a 3-stage pipeline with the runner
  * of tests/layer_cases.h. */
 #ifndef PB_BLOCK_CASES_H

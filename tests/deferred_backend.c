@@ -14,6 +14,8 @@
 #include <time.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
+#include "harness/compute/registry.h"
 
 #define MAX_PTRS 8
 #define MAX_INSTANCES 64

@@ -5,6 +5,8 @@
 #include <check.h>
 #include <string.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
+
 static void b_linear(struct pb_model *m, struct pb_block *b) { pb_block_linear(m, b, "fc", 12, 7); }
 static void b_conv3x3(struct pb_model *m, struct pb_block *b) { pb_block_conv(m, b, "conv", 3, 8, 3, 3, 1, 1, 1, true); }
 static void b_conv1x7(struct pb_model *m, struct pb_block *b) { pb_block_conv(m, b, "conv", 8, 16, 1, 7, 1, 0, 3, true); }

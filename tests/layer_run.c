@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "tests/layer_run.h"
 
 void lrun_init_threads(struct lrun *r, struct pb_layer_cfg cfg, int nin, const struct pb_shape *in,

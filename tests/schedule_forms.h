@@ -10,6 +10,7 @@
 
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 
 #define SCHED_FORMS_MAX 64
 

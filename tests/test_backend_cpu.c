@@ -11,6 +11,7 @@
 #include "harness/compute/backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
 #include "harness/base/rng.h"
+#include "harness/compute/registry.h"
 #include "tests/op_refs.h"
 #include "tests/test_util.h"
 

@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 #include "pb_config.h"
 #include "tests/cli_util.h"
 #include "tests/gpu_sign.h"

@@ -26,6 +26,7 @@
 
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "tests/op_refs.h"
 
 /* ---- host memory of one case (inputs, references), freed together ---- */

@@ -12,7 +12,7 @@
 #include "tests/bleu_fixtures.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
-#include "workloads/bleu/bleu.h"
+#include "workloads/evaluation/bleu/bleu.h"
 
 START_TEST(tokenize_13a)
 {

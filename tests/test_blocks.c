@@ -1,4 +1,4 @@
-/* tests/test_blocks.c — the zoo's composite blocks (workloads/blocks.h). "build": every
+/* tests/test_blocks.c — the zoo's composite blocks (workloads/models/blocks.h). "build": every
  * builder appends one block whose finalised output shape is the channel count it returns,
  * with torchvision 0.14's (and kuangliu's) parameter counts at the real widths.
  * "pytorch": one small instance of each block against PyTorch 1.13 (the committed
@@ -16,7 +16,7 @@
 #include "harness/store/checkpoint.h"
 #include "tests/block_cases.h"
 #include "tests/test_util.h"
-#include "workloads/blocks.h"
+#include "workloads/models/blocks.h"
 
 /* Finalises m for batch 2 and checks block i's output [2, c, h, w]. */
 static void expect_out(const struct pb_model *m, int i, int c, int h, int w)

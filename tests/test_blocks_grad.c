@@ -1,5 +1,5 @@
 /* tests/test_blocks_grad.c — finite-difference gradient checks of the zoo's composite
- * blocks (workloads/blocks.h) at tiny widths (block_grad_cases): with L = Σ r ⊙ y for a
+ * blocks (workloads/models/blocks.h) at tiny widths (block_grad_cases): with L = Σ r ⊙ y for a
  * fixed random r (so dL/dy = r), the block's backward dL/dx and dL/dW must match
  * central differences (L(θ + h) − L(θ − h)) / 2h, with the blocks' ReLUs and max-pools
  * in place. */

@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "harness/base/safetensors.h"
+#include "harness/compute/registry.h"
 #include "harness/store/checkpoint.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* lenet for 1×28×28, 10 classes, micro-batches of 4, cut into D stages. */
 struct staged {

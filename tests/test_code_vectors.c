@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/ir/program.h"
 #include "harness/optim/optim.h"
 #include "predictors/predictor.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 

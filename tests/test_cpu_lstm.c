@@ -14,6 +14,7 @@
 
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "tests/test_util.h"
 
 /* float32 against double: sums of at most I + H = 112 products per gate, carried over

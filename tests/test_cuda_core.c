@@ -14,6 +14,7 @@
 
 #include "harness/compute/backend.h"
 #include "harness/compute/cuda/cuda_internal.h"
+#include "harness/compute/registry.h"
 #include "tests/gpu_sign.h"
 
 static struct pb_backend *make(const char *name, bool tf32)

@@ -14,7 +14,7 @@
 
 #include "harness/compute/cuda/cuda_plan.h"
 #include "harness/model/model.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define BATCH 32
 

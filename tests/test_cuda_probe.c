@@ -14,6 +14,7 @@
 #include <nccl.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "tests/gpu_sign.h"
 
 START_TEST(test_create_or_refuse)

@@ -20,6 +20,7 @@
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/cuda/cuda_rnn_kernels.h"
+#include "harness/compute/registry.h"
 #include "tests/test_util.h"
 
 /* ---- cuBLAS, column-major, sums in double ---- */

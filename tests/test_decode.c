@@ -1,4 +1,4 @@
-/* tests/test_decode.c — greedy and beam search (workloads/decode/) against the numpy
+/* tests/test_decode.c — greedy and beam search (workloads/evaluation/decode/) against the numpy
  * reimplementation of the MLPerf GNMT reference's SequenceGenerator in
  * fixtures_decode.py, on its toy decoders (the same toy computed here in double): equal
  * tokens, lengths and decoder steps, scores to 1e-5, for greedy, beam 1 (greedy's tokens),
@@ -18,11 +18,11 @@
 
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
-#include "workloads/bleu/bleu.h"
 #include "workloads/datasets/dataset.h"
 #include "workloads/datasets/wmt16_vocab.h"
-#include "workloads/decode/decode.h"
-#include "workloads/decode/decode_internal.h"
+#include "workloads/evaluation/bleu/bleu.h"
+#include "workloads/evaluation/decode/decode.h"
+#include "workloads/evaluation/decode/decode_internal.h"
 
 #define D 4
 #define S 16

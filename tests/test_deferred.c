@@ -12,11 +12,12 @@
 
 #include "harness/base/interrupt.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/model/stage.h"
 #include "tests/deferred_backend.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void expect_no_violations(const char *what)
 {

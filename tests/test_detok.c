@@ -15,9 +15,9 @@
 #include "tests/bleu_fixtures.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
-#include "workloads/bleu/bleu.h"
-#include "workloads/bleu/detok.h"
-#include "workloads/bleu/uchar.h"
+#include "workloads/evaluation/bleu/bleu.h"
+#include "workloads/evaluation/bleu/detok.h"
+#include "workloads/evaluation/bleu/uchar.h"
 
 /* Every line of `in` through f equals the same line of `out`. */
 static void check_lines(const char *in_name, const char *out_name, int least,

@@ -15,7 +15,7 @@
 #include "harness/base/err.h"
 #include "tests/schedule_forms.h"
 #include "tests/train_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void expect_same_file(const char *a, const char *b, const char *what)
 {

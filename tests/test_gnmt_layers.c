@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness/base/rng.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/model/stage.h"
 #include "tests/layer_cases.h"
 #include "tests/layer_run.h"

@@ -1,4 +1,4 @@
-/* tests/test_gnmt_model.c — GNMT-8 and GNMT-16 (workloads/gnmt.c). Fast: the paper
+/* tests/test_gnmt_model.c — GNMT-8 and GNMT-16 (workloads/models/gnmt.c). Fast: the paper
  * models' parameter tensors have the counts, in order, of the PyTorch definition in
  * tests/fixtures/fixtures_zoo.py (the MLPerf GNMT reference, zoo_params.txt); each model
  * and preset builds and partitions for D = 1 … 8; the paper cut at D = 4 is the one
@@ -14,11 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/model/stage.h"
 #include "tests/layer_cases.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define MAX_TENSORS 256
 

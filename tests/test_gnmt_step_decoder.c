@@ -1,4 +1,4 @@
-/* tests/test_gnmt_step_decoder.c — the O(T) GNMT decoder (workloads/decode/
+/* tests/test_gnmt_step_decoder.c — the O(T) GNMT decoder (workloads/evaluation/decode/
  * gnmt_step_decoder.h) against the O(T²) stage decoder (stage_decoder.h, exact by
  * construction) on gnmt8 and gnmt16 small, for a batch of sentences of different source
  * lengths: every step of a greedy and of a beam-5 search, the two decoders driven in
@@ -20,11 +20,12 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "tests/train_util.h"
 #include "tests/test_util.h"
-#include "workloads/decode/gnmt_step_decoder.h"
-#include "workloads/decode/stage_decoder.h"
-#include "workloads/workload.h"
+#include "workloads/evaluation/decode/gnmt_step_decoder.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
+#include "workloads/models/workload.h"
 
 #define NS 6          /* sentences */
 #define K 5           /* the beam */

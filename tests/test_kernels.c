@@ -22,6 +22,7 @@
 #include "harness/compute/kernels/predict.h"
 #include "harness/compute/kernels/seq.h"
 #include "harness/compute/kernels/xent.h"
+#include "harness/compute/registry.h"
 #include "tests/test_util.h"
 
 /* elements per op: odd, so that the vector loops have tails */

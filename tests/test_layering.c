@@ -1,12 +1,14 @@
 /* tests/test_layering.c — the architecture as a test: every #include "..." in the
  * tree names its file from the one include root (the project's top), and points only
- * down the layers base ← compute ← model ← optim ← predictors ← ir ← schedules ←
- * workloads ← store ← exec ← results ← plots ← driver ← cli (meson.build builds them in
- * this order). Besides: a backend's folder is private to it (and the tests), results/
- * and plots/ read exec's metric records and never the compute or model layers, nothing
- * outside harness/cli/ but a test's program includes it, a backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN,
- * NCCL) are included only in its folder, and what runs after a run's plan is built looks
- * no name up. Each violation is named with file:line. */
+ * down the layers base ← compute ← model ← optim ← predictors ← ir ← sim ← schedules ←
+ * workloads (datasets ← models ← evaluation) ← store ← exec ← results ← plots ← driver ←
+ * cli (meson.build builds them in this order). Besides: a backend's folder is private to it (and the tests), results/
+ * and plots/ read the metric records (harness/ir/metrics.h) and never the compute or
+ * model layers, nothing outside harness/cli/ but a test's program includes it, a
+ * backend's libraries (oneDNN, CUDA, cuBLAS, cuDNN, NCCL) are included only in its
+ * folder, what runs after a run's plan is built looks no name up, and a registry's
+ * entries are named in its table, not in the shared code beside it. Each violation is
+ * named with file:line. */
 #include <check.h>
 #include <dirent.h>
 #include <stdbool.h>
@@ -23,12 +25,13 @@ struct layer {
 
 /* Longest prefix wins; tests/ and bench/ sit above everything. */
 static const struct layer layers[] = {
-    {"harness/base/", 0},      {"harness/compute/", 1}, {"harness/model/", 2},
-    {"harness/optim/", 3},     {"predictors/", 4},      {"harness/ir/", 5},
-    {"schedules/", 6},         {"workloads/", 7},       {"harness/store/", 8},
-    {"harness/exec/", 9},      {"results/", 10},        {"plots/", 11},
-    {"harness/driver/", 12},   {"harness/cli/", 13},    {"tests/", 100},
-    {"bench/", 100},           {"pb_config.h", 0},
+    {"harness/base/", 0},          {"harness/compute/", 1},        {"harness/model/", 2},
+    {"harness/optim/", 3},         {"predictors/", 4},             {"harness/ir/", 5},
+    {"harness/sim/", 6},           {"schedules/", 7},              {"workloads/datasets/", 8},
+    {"workloads/models/", 9},      {"workloads/evaluation/", 10},  {"harness/store/", 11},
+    {"harness/exec/", 12},         {"results/", 13},               {"plots/", 14},
+    {"harness/driver/", 15},       {"harness/cli/", 16},           {"tests/", 100},
+    {"bench/", 100},               {"pb_config.h", 0},
 };
 
 static const char *const generated[] = {"pb_config.h", "results/pb_git_revision.h"};
@@ -75,12 +78,16 @@ static const char *violation(const char *file, const char *inc)
         return "points up the layers";
     bool tests = starts(file, "tests/") || starts(file, "bench/");
     const char *backends[] = {"harness/compute/cpu/", "harness/compute/cuda/"};
+    const char *constructors[] = {"harness/compute/cpu/cpu_backend.h",
+                                  "harness/compute/cuda/cuda_backend.h"};
+    bool registry = !strcmp(file, "harness/compute/registry.c");
     for (int i = 0; i < 2; i++)
-        if (starts(inc, backends[i]) && !starts(file, backends[i]) && !tests)
+        if (starts(inc, backends[i]) && !starts(file, backends[i]) && !tests &&
+            !(registry && !strcmp(inc, constructors[i])))
             return "reaches into a backend's private folder";
     if ((starts(file, "results/") || starts(file, "plots/")) &&
         (starts(inc, "harness/compute/") || starts(inc, "harness/model/")))
-        return "reads the compute or model layer (results and plots read exec's metric records)";
+        return "reads the compute or model layer (results and plots read the metric records)";
     if (starts(inc, "harness/cli/") && !starts(file, "harness/cli/") && !tests)
         return "includes the CLI from outside it";
     return NULL;
@@ -180,14 +187,49 @@ START_TEST(test_rule_catches_upward)
     ck_assert_ptr_nonnull(violation("harness/driver/run.c", "harness/cli/cli.h"));
     ck_assert_ptr_nonnull(violation("harness/exec/worker.c", "worker.h"));
     ck_assert_ptr_nonnull(violation("harness/model/stage.c", "harness/compute/cpu/cpu_internal.h"));
+    ck_assert_ptr_nonnull(violation("harness/compute/backend.c", "harness/compute/cpu/cpu_backend.h"));
+    ck_assert_ptr_nonnull(violation("harness/compute/registry.c", "harness/compute/cpu/cpu_internal.h"));
+    ck_assert_ptr_null(violation("harness/compute/registry.c", "harness/compute/cpu/cpu_backend.h"));
+    ck_assert_ptr_nonnull(violation("harness/ir/program.c", "schedules/registry.h"));
+    ck_assert_ptr_nonnull(violation("workloads/datasets/cifar.c", "workloads/models/workload.h"));
+    ck_assert_ptr_nonnull(violation("workloads/models/gnmt.c",
+                                    "workloads/evaluation/decode/decode.h"));
+    ck_assert_ptr_null(violation("workloads/evaluation/decode/beam.c",
+                                 "workloads/datasets/dataset.h"));
     ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/model/stage.h"));
     ck_assert_ptr_null(violation("plots/report.c", "results/results.h"));
+    ck_assert_ptr_nonnull(violation("harness/sim/sim.c", "harness/exec/worker.h"));
+    ck_assert_ptr_nonnull(violation("harness/sim/sim.c", "schedules/common.h"));
+    ck_assert_ptr_null(violation("harness/sim/sim.h", "harness/ir/metrics.h"));
+    ck_assert_ptr_null(violation("harness/exec/worker.c", "harness/sim/sim.h"));
+    ck_assert_ptr_null(violation("harness/driver/run_epoch.c", "harness/sim/sim_periodic.h"));
     ck_assert_ptr_nonnull(system_violation("results/results_env.c", "oneapi/dnnl/dnnl.h"));
     ck_assert_ptr_nonnull(system_violation("harness/exec/worker.c", "cuda_runtime.h"));
     ck_assert_ptr_null(system_violation("harness/compute/cpu/cpu_backend.c", "oneapi/dnnl/dnnl.h"));
     ck_assert_ptr_null(system_violation("harness/compute/cuda/cuda_backend.c", "cudnn.h"));
 }
 END_TEST
+
+/* The lines of `file` that hold any of names[n], each added to report as file:line: name;
+ * returns how many. */
+static int find_names(const char *file, const char *const *names, size_t n, char *report,
+                      size_t cap)
+{
+    char path[4096], line[1024];
+    snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, file);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    int count = 0;
+    for (int ln = 1; fgets(line, sizeof line, f); ln++)
+        for (size_t k = 0; k < n; k++)
+            if (strstr(line, names[k])) {
+                count++;
+                size_t used = strlen(report);
+                snprintf(report + used, cap - used, "\n  %s:%d: %s", file, ln, names[k]);
+            }
+    fclose(f);
+    return count;
+}
 
 /* A run decides once (docs/design.md §3.2): the files that run after its plan is built —
  * the story of a run, its epochs, its resume state, the worker and the data feed — look
@@ -202,22 +244,45 @@ START_TEST(test_no_lookup_after_setup)
     static char report[1 << 14];
     report[0] = 0;
     int count = 0;
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char path[4096], line[1024];
-        snprintf(path, sizeof path, "%s/%s", PB_SOURCE_ROOT, files[i]);
-        FILE *f = fopen(path, "r");
-        ck_assert_msg(f != NULL, "cannot read %s", path);
-        for (int ln = 1; fgets(line, sizeof line, f); ln++)
-            for (size_t k = 0; k < sizeof lookups / sizeof *lookups; k++)
-                if (strstr(line, lookups[k])) {
-                    count++;
-                    size_t used = strlen(report);
-                    snprintf(report + used, sizeof report - used, "\n  %s:%d: %s", files[i], ln,
-                             lookups[k]);
-                }
-        fclose(f);
-    }
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        count += find_names(files[i], lookups, sizeof lookups / sizeof *lookups, report,
+                            sizeof report);
     ck_assert_msg(count == 0, "%d name lookup(s) after the plan is built:%s", count, report);
+}
+END_TEST
+
+/* Registries sit beside what they list (docs/design.md §1): a file that does the shared
+ * work beside a registry names none of its entries, so no circle ties it to them; the
+ * registry's table names them instead (adding an entry is one row there). A layer below
+ * a registry's folder does not declare it (the IR holds struct pb_schedule, the
+ * interface; schedules/registry.h the table). */
+static const struct {
+    const char *file, *name;
+} names_none[] = {
+    {"workloads/datasets/dataset.c", "pb_dataset_fashion_mnist"},
+    {"workloads/datasets/dataset.c", "pb_dataset_synthetic"},
+    {"workloads/datasets/dataset.c", "pb_dataset_cifar"},
+    {"workloads/datasets/dataset.c", "pb_dataset_tiny_imagenet"},
+    {"workloads/datasets/dataset.c", "pb_dataset_imdb"},
+    {"workloads/datasets/dataset.c", "pb_dataset_wmt16"},
+    {"workloads/datasets/dataset.c", "\"cifar10\""},
+    {"harness/compute/backend.c", "pb_backend_cpu_"},
+    {"harness/compute/backend.c", "pb_backend_cuda_"},
+    {"harness/compute/backend.h", "pb_backend_cpu_"},
+    {"harness/compute/backend.h", "pb_backend_cuda_"},
+    {"harness/ir/program.h", "pb_schedules"},
+    {"harness/ir/program.h", "pb_schedule_find"},
+};
+
+START_TEST(test_registries_beside)
+{
+    static char report[1 << 14];
+    report[0] = 0;
+    int count = 0;
+    for (size_t i = 0; i < sizeof names_none / sizeof *names_none; i++)
+        count += find_names(names_none[i].file, &names_none[i].name, 1, report, sizeof report);
+    ck_assert_msg(count == 0, "%d name(s) of a registry or its entries outside its folder:%s",
+                  count, report);
 }
 END_TEST
 
@@ -228,6 +293,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_includes_point_down);
     tcase_add_test(tc, test_rule_catches_upward);
     tcase_add_test(tc, test_no_lookup_after_setup);
+    tcase_add_test(tc, test_registries_beside);
     suite_add_tcase(s, tc);
     return s;
 }

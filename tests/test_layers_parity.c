@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "tests/layer_cases.h"
 #include "tests/test_util.h"
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/driver/plan.h"
 #include "harness/exec/prefetch.h"
 #include "tests/train_util.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "harness/model/model.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void expect_error(struct pb_model *m, int batch, const char *const *fragments)
 {

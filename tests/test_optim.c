@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/optim/optim.h"
 #include "predictors/predictor.h"
 #include "tests/test_util.h"

@@ -17,6 +17,7 @@
 #include "plots/plot.h"
 #include "plots/plot_style.h"
 #include "results/results.h"
+#include "schedules/registry.h"
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 #include "plots/trace.h"

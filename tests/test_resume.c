@@ -19,6 +19,7 @@
 
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/train_util.h"
 #include "workloads/datasets/image_cache.h"

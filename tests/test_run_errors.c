@@ -13,8 +13,9 @@
 
 #include "harness/ir/program.h"
 #include "harness/optim/optim.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static char dir[64];
 

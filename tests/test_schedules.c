@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 #include "tests/schedule_forms.h"
 
 #define MAXD 8

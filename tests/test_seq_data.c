@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness/optim/optim.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/schedule_forms.h"
 #include "tests/test_util.h"

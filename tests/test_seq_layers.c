@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "harness/base/rng.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/model/stage.h"
 #include "tests/layer_cases.h"
 #include "tests/test_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* float32 with another summation order than PyTorch's; the LSTM's recurrence carries
  * rounding over 6 steps of sums of at most 10 products, far below 1e-4 relative. */

@@ -1,4 +1,4 @@
-/* tests/test_sim.c — the pipeline simulator (harness/exec/sim.h, design §6.6) against
+/* tests/test_sim.c — the pipeline simulator (harness/sim/sim.h, design §6.6) against
  * closed forms: GPipe's bubble (D − 1)/(M + D − 1) with unit costs, an asynchronous 1F1B
  * steady state without idle time, transfer latency, blocking sends into full channels,
  * the memory a device holds; and `pipebench simulate` end to end: given costs, costs
@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
 #include "results/results.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/schedule_forms.h"
 

@@ -1,5 +1,5 @@
 /* tests/test_sim_periodic.c — large pipes by steady-state extrapolation
- * (harness/exec/sim_periodic.h, design §6.6): for every schedule and variant, several D,
+ * (harness/sim/sim_periodic.h, design §6.6): for every schedule and variant, several D,
  * M, N and channel capacities and non-uniform stage costs (not powers of two, one stage
  * 10× slower), the extrapolated epoch equals the op-by-op one: makespan, busy and bubble
  * per device within 1e-9, ops and peaks exactly. Events, or a pipe too short to
@@ -10,7 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_periodic.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 
 enum { MAXD = 8 };

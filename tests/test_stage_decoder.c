@@ -1,4 +1,4 @@
-/* tests/test_stage_decoder.c — the decoder over a one-stage GNMT (workloads/decode/
+/* tests/test_stage_decoder.c — the decoder over a one-stage GNMT (workloads/evaluation/decode/
  * stage_decoder.h) on gnmt8 small with its initial weights: each step's log-probabilities
  * are the log-softmax of a full teacher-forced eval forward's logits at that position
  * whatever follows it (the model is causal, so prefix decoding is exact), the attention
@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
-#include "workloads/decode/stage_decoder.h"
-#include "workloads/workload.h"
+#include "harness/compute/cpu/cpu_backend.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
+#include "workloads/models/workload.h"
 
 #define ROWS 4
 

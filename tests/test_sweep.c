@@ -13,9 +13,10 @@
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/proc_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* mlp on 640 samples, 1 epoch: 2 schedules x 2 seeds, a few seconds in all. */
 static const char *const small_sweep =

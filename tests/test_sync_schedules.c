@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
+#include "schedules/registry.h"
 #include "tests/block_cases.h"
 #include "tests/cli_util.h"
 #include "tests/layer_cases.h"
 #include "tests/train_util.h"
 #include "tests/test_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 #define MAXD 8
 

@@ -13,7 +13,7 @@
 #include "tests/schedule_forms.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void assert_same_weights(const char *what, const float *a, const float *b, size_t n)
 {

@@ -12,12 +12,13 @@
 #include <string.h>
 
 #include "harness/compute/backend.h"
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/driver/run.h"
 #include "harness/store/checkpoint.h"
 #include "tests/cli_util.h"
 #include "tests/train_util.h"
-#include "workloads/decode/stage_decoder.h"
-#include "workloads/workload.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
+#include "workloads/models/workload.h"
 
 #define EPOCHS 2
 #define NVAL 48

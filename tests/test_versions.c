@@ -13,6 +13,7 @@
 
 #include "harness/driver/run.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/schedule_forms.h"
 

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/exec/sim.h"
+#include "harness/sim/sim.h"
+#include "schedules/registry.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"

@@ -14,7 +14,7 @@
 #include "harness/driver/run.h"
 #include "tests/cli_util.h"
 #include "harness/model/stage.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* ---- the fixture ---- */
 

@@ -19,7 +19,7 @@
 #include "tests/test_util.h"
 #include "tests/train_util.h"
 #include "workloads/datasets/dataset.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static const char *const zoo[] = {"alexnet", "resnet101", "inceptionv3", "vgg16", "googlenet",
                                   "densenet121"};

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/store/checkpoint.h"
 #include "harness/base/err.h"
 #include "harness/base/interrupt.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* The test's folder; it goes when the test's process ends (Check forks one per test). */
 static char tmp_folder[256];

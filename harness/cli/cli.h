@@ -50,7 +50,7 @@ int pb_cli_run_cfg(const struct pb_run_cfg *c);
 int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, bool have_m,
                 struct pb_pipe *pipe, const struct pb_schedule **sch, struct pb_err *e);
 /* For a command that builds the pipe's programs whole: D·N within PB_MAX_PROGRAM_OPS / 3
- * (simulate extrapolates larger pipes instead, harness/exec/sim_periodic.h). */
+ * (simulate extrapolates larger pipes instead, harness/sim/sim_periodic.h). */
 int pb_cli_pipe_whole(const char *cmd, const struct pb_pipe *pipe, struct pb_err *e);
 
 /* The selection options of report, plot and runs (harness/cli/cli_select.c): 1 when

@@ -1,12 +1,12 @@
 /* harness/cli/cli_bleu.c — `pipebench bleu --hyp FILE --ref FILE [--merge-bpe] [--detok
  * en|de] [--tokenize 13a|intl] [--lowercase]`: the
- * corpus BLEU of a file of translations against its reference (workloads/bleu/bleu.h),
+ * corpus BLEU of a file of translations against its reference (workloads/evaluation/bleu/bleu.h),
  * printed as sacreBLEU prints it. */
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli/cli.h"
-#include "workloads/bleu/bleu.h"
+#include "workloads/evaluation/bleu/bleu.h"
 
 static const char usage[] =
     "usage: pipebench bleu --hyp FILE --ref FILE [--merge-bpe] [--detok en|de]\n"

@@ -17,7 +17,8 @@
 #include "harness/ir/program.h"
 #include "harness/driver/run_flags.h"
 #include "harness/base/strlist.h"
-#include "workloads/workload.h"
+#include "schedules/registry.h"
+#include "workloads/models/workload.h"
 
 enum { O_SCHEDULES = PB_RUN_FLAGS_EXTRA, O_OPTIMIZERS, O_TARGET, O_OUT, O_FORCE, O_HOSTFILE };
 

@@ -2,6 +2,7 @@
  * D, N, M and optimizer, checked against the IR's ranges before any program is built, and
  * the bound on the ops of programs built whole. */
 #include "harness/cli/cli.h"
+#include "schedules/registry.h"
 
 int pb_cli_pipe(const char *cmd, const char *sched_name, const char *opt_name, bool have_m,
                 struct pb_pipe *pipe, const struct pb_schedule **sch, struct pb_err *e)

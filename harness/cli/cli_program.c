@@ -8,6 +8,7 @@
 #include "harness/base/args.h"
 #include "harness/cli/cli.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 
 static void usage(FILE *f)
 {

@@ -5,12 +5,14 @@
 
 #include "harness/cli/cli.h"
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
 #include "harness/driver/run.h"
 #include "harness/driver/run_flags.h"
 #include "harness/driver/sweep.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 static void run_usage(FILE *f)
 {

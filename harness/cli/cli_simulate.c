@@ -1,5 +1,5 @@
 /* harness/cli/cli_simulate.c — `pipebench simulate`: a schedule's epoch on D virtual
- * devices (harness/exec/sim.h) with op costs given, read from a file or taken from a
+ * devices (harness/sim/sim.h) with op costs given, read from a file or taken from a
  * recorded run (whose simulated throughput results/results_sim.h defines); prints
  * makespan, throughput, per-device bubble and what each device holds, and with --record
  * stores the simulation as a run (executor 'sim') so trace and plot read it. */
@@ -11,8 +11,8 @@
 
 #include "harness/base/args.h"
 #include "harness/cli/cli.h"
-#include "harness/exec/sim_cost_file.h"
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_cost_file.h"
+#include "harness/sim/sim_periodic.h"
 #include "results/results_sim.h"
 
 static void usage(FILE *f)

@@ -1,7 +1,8 @@
 /* harness/compute/backend.h — the compute interface a stage runs on (design §4).
  * A backend instance owns device memory, a stream and kernels; backends are created by
- * name from a registry (pb_backend_create). The CPU backend (harness/compute/cpu/) runs
- * on oneDNN; a CUDA backend implements the same table with cuBLAS/cuDNN.
+ * name from a registry (harness/compute/registry.h). The CPU backend
+ * (harness/compute/cpu/) runs on oneDNN; a CUDA backend implements the same table with
+ * cuBLAS/cuDNN.
  * - Every pointer passed to an op is device memory of the same instance; the core
  *   never dereferences one. Host memory crosses only through upload/download.
  * - Ops, uploads and downloads are enqueued in order on the instance's stream and may
@@ -415,44 +416,7 @@ struct pb_backend_cfg {
     bool deterministic;  /* deterministic kernels only (a GPU's cuDNN algorithms) */
 };
 
-/* The registry of backends (backend.c): every one this project knows, built or not. */
-struct pb_backend_reg {
-    const char *name, *summary;
-    /* NULL when this build does not have it: creating it is refused with `missing` */
-    struct pb_backend *(*create)(const struct pb_backend_cfg *c, struct pb_err *e);
-    const char *missing;
-    /* The versions of the libraries it computes with ("oneDNN 2.6.3"), for a run's
-     * record; NULL when not built. */
-    void (*libraries)(char *buf, size_t cap);
-    /* whether pb_backend_cfg's tf32 means anything to it (TF32 tensor cores) */
-    bool has_tf32;
-};
-extern const struct pb_backend_reg pb_backends[];   /* {NULL}-terminated */
-
-/* Adds a backend built outside the library to the registry (a test's checking
- * backend); at most 4. */
-void pb_backend_register(const struct pb_backend_reg *r);
-
-/* Creates a backend by name ("cpu"); an unknown or unbuilt name is an error that
- * says what to use instead. */
-struct pb_backend *pb_backend_create(const char *name, const struct pb_backend_cfg *c,
-                                     struct pb_err *e);
-/* Whether the registry has a backend of this name built (else e says why not). */
-int pb_backend_check_name(const char *name, struct pb_err *e);
-/* The registry entry of a backend this build has, NULL (e says why) for any other. */
-const struct pb_backend_reg *pb_backend_find(const char *name, struct pb_err *e);
-/* The libraries backend `name` computes with (its registry's libraries), "" if none. */
-void pb_backend_libraries(const char *name, char *buf, size_t cap);
 void pb_backend_destroy(struct pb_backend *be);
-
-/* The CPU backend with nthreads threads (0 = all cores); harness/compute/cpu/. */
-struct pb_backend *pb_backend_cpu_create(int nthreads, struct pb_err *e);
-/* "oneDNN 2.6.3 <hash>": the library the CPU backend computes with. */
-void pb_backend_cpu_libraries(char *buf, size_t cap);
-/* The CUDA backend on device c->device (harness/compute/cuda/; built with PB_HAVE_CUDA). */
-struct pb_backend *pb_backend_cuda_create(const struct pb_backend_cfg *c, struct pb_err *e);
-/* "CUDA 13.0; cuBLAS 13.1.0; cuDNN 9.19.0; NCCL 2.28.9" (runtime versions) */
-void pb_backend_cuda_libraries(char *buf, size_t cap);
 
 /* The calling thread binds be before its first op on it (ops->bind, where it has one). */
 void pb_backend_bind(struct pb_backend *be);

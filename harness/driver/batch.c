@@ -27,6 +27,7 @@
 #include "harness/driver/plan.h"
 #include "harness/driver/progress.h"
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 
 int pb_batch_threads(const struct pb_batch_item *items, int n, int jobs)
 {

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "schedules/registry.h"
+
 /* A configuration x recorded before --devices, with every stage on device 0 as it ran:
  * "devices" appended last, one 0 per stage, as pb_run_cfg_json writes it. */
 #define WITH_DEVICES(x)                                                                  \

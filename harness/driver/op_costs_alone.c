@@ -9,6 +9,7 @@
 
 #include "harness/base/atomic_file.h"
 #include "harness/base/clock.h"
+#include "harness/compute/registry.h"
 #include "harness/optim/optim.h"
 
 static int cmp_double(const void *a, const void *b)

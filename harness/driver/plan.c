@@ -10,11 +10,13 @@
 
 #include "harness/base/args.h"
 #include "harness/base/out_path.h"
+#include "harness/compute/registry.h"
 #include "harness/driver/placement.h"
 #include "harness/driver/plan.h"
 #include "harness/driver/run_flags.h"
 #include "predictors/predictor.h"
-#include "workloads/bleu/bleu.h"
+#include "schedules/registry.h"
+#include "workloads/evaluation/bleu/bleu.h"
 
 /* The checks of c alone, with its executor and backend chosen into p. */
 static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err *e)

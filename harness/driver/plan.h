@@ -8,12 +8,13 @@
 #define PB_PLAN_H
 
 #include "harness/compute/backend.h"
+#include "harness/compute/registry.h"
 #include "harness/driver/run.h"
 #include "harness/exec/dist.h"
 #include "harness/exec/executor.h"
 #include "harness/exec/feed.h"
 #include "harness/model/model.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 struct pb_plan {
     const struct pb_run_cfg *cfg;

@@ -2,7 +2,7 @@
  * epoch (run_bleu.h): every stage's weights gathered to rank 0 into a one-stage copy
  * of the model (the same workload and preset, all blocks, built for B·K rows), the
  * validation split decoded on a backend of its own (stage 0's kind and threads; the
- * stages' memory records stay theirs) by pb_stage_decode_bleu (workloads/decode/
+ * stages' memory records stay theirs) by pb_stage_decode_bleu (workloads/evaluation/decode/
  * stage_decoder.h: GNMT's O(T) step decoder; greedy for --beam 0, else the paper's beam
  * search of K: length normalisation and coverage penalty), and
  * scored the MLPerf reference's way when the data folder has the raw newstest2014.de
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "harness/driver/run_bleu.h"
-#include "workloads/decode/stage_decoder.h"
+#include "workloads/evaluation/decode/stage_decoder.h"
 
 /* The validation split with inputs and targets: r->val when it holds both, else one
  * loaded once for decoding. */

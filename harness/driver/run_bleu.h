@@ -5,7 +5,7 @@
 #define PB_RUN_BLEU_H
 
 #include "harness/driver/local_stages.h"
-#include "workloads/bleu/bleu.h"
+#include "workloads/evaluation/bleu/bleu.h"
 
 struct pb_run_bleu {
     const struct pb_plan *plan;

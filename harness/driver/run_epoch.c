@@ -10,7 +10,7 @@
 #include "harness/base/clock.h"
 #include "harness/base/interrupt.h"
 #include "harness/driver/run_epoch.h"
-#include "harness/exec/sim_periodic.h"
+#include "harness/sim/sim_periodic.h"
 
 static int last_rank(const struct pb_plan *p)
 {

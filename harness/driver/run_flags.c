@@ -8,7 +8,8 @@
 
 #include "harness/base/args.h"
 #include "harness/exec/executor.h"
-#include "workloads/workload.h"
+#include "schedules/registry.h"
+#include "workloads/models/workload.h"
 
 enum {
     O_MODEL = 1, O_PRESET, O_PARTITION, O_DATASET, O_DATA_DIR, O_SCHEDULE, O_VARIANT, O_OPTIMIZER, O_LR, O_MOMENTUM,

@@ -15,6 +15,7 @@
 #include "harness/base/args.h"
 #include "harness/driver/placement.h"
 #include "harness/driver/run_flags.h"
+#include "schedules/registry.h"
 
 /* The shortest decimal that reads back as f (0.01f is stored as 0.01, not as
  * 0.00999999977648258), so the configuration reads as it was typed. */

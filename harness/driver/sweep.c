@@ -14,9 +14,10 @@
 #include "harness/base/in_file.h"
 #include "harness/driver/finished.h"
 #include "harness/driver/plan.h"
+#include "schedules/registry.h"
 #include "workloads/datasets/dataset.h"
 #include "harness/ir/program.h"
-#include "workloads/workload.h"
+#include "workloads/models/workload.h"
 
 /* The order the [grid] keys vary in, the last fastest: these first, in this order, then
  * every other run option in the order the file names them, then the seed. */

@@ -11,7 +11,7 @@
 
 #include "workloads/datasets/dataset.h"
 #include "harness/exec/feed.h"
-#include "harness/exec/metrics.h"
+#include "harness/ir/metrics.h"
 #include "harness/ir/program.h"
 #include "harness/model/stage.h"
 #include "harness/store/wstore.h"

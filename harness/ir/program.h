@@ -117,10 +117,6 @@ struct pb_schedule {
     int (*lr_delay)(const struct pb_pipe *p, int stage);
 };
 
-/* The registry (schedules/registry.c). */
-extern const struct pb_schedule *const pb_schedules[];
-const struct pb_schedule *pb_schedule_find(const char *name, struct pb_err *e);
-
 /* A schedule's family, as `pipebench list` shows it: synchronous when every F and B of its
  * default form, at D = 4, N = 8, M = 4 with the first optimizer it accepts, reads the
  * version a synchronous run reads (lag 0, semantics §6.2), asynchronous otherwise;

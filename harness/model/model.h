@@ -4,7 +4,7 @@
  * stages at any block boundary. Shapes are inferred and checked once, when the
  * model is finalised for a micro-batch size: a chain that does not fit is a clear
  * error then, never a crash later. A model whose blocks need several tensors packs them
- * into the one that flows (workloads/gnmt.c: slices and feature concatenations). */
+ * into the one that flows (workloads/models/gnmt.c: slices and feature concatenations). */
 #ifndef PB_MODEL_H
 #define PB_MODEL_H
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "harness/base/clock.h"
+#include "harness/compute/registry.h"
 #include "harness/model/partition.h"
 #include "harness/model/stage.h"
 

@@ -3,7 +3,7 @@
  * <\s> 3 (EOS), then the file's lines (stripped of ASCII whitespace), padded with
  * madeupword0000, … to a multiple of 8; a token the file repeats is found at its last id.
  * Both directions: token -> id for the loader (wmt16.c), id -> token for turning decoded
- * ids back into BPE text (workloads/decode/). */
+ * ids back into BPE text (workloads/evaluation/decode/). */
 #ifndef PB_WMT16_VOCAB_H
 #define PB_WMT16_VOCAB_H
 

@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "harness/compute/cpu/cpu_backend.h"
 #include "harness/compute/cpu/cpu_internal.h"
 
 _Noreturn void pb_cpu_die(const char *file, int line, const char *what, dnnl_status_t st)

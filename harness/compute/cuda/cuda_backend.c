@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/compute/cuda/cuda_backend.h"
 #include "harness/compute/cuda/cuda_internal.h"
 
 /* The device the calling thread last bound (cudaSetDevice is per thread); -1: none yet. */

@@ -3,7 +3,7 @@
  * (torch.cat(xs, dim=2) of batch-first sequences: GNMT's [output; context]), and the
  * slice of a range along time or features, y = x[:, lo:hi] or x[:, :, lo:hi] (how a
  * block takes apart the tensors packed into the one that crosses a stage boundary,
- * workloads/gnmt.c). Both are the backend's channel concat and split over a plain
+ * workloads/models/gnmt.c). Both are the backend's channel concat and split over a plain
  * view: [B, T, F, 1] read as [B·T, F, 1, 1] puts the features where the channels are,
  * and [B, T, F, 1] as [B, T, F, 1] the steps. Inputs and outputs plain; the slice's
  * backward puts dy in its window and zeros elsewhere. */

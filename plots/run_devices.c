@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/ir/program.h"
+#include "schedules/registry.h"
 
 /* Each stage a device of its own: the rows stay stages. */
 static void one_per_device(struct pb_run_devices *m, int stages)

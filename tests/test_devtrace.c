@@ -18,6 +18,7 @@
 #include "harness/ir/program.h"
 #include "plots/plot.h"
 #include "plots/trace.h"
+#include "schedules/registry.h"
 #include "tests/report_fixture.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"

@@ -85,3 +85,12 @@ bool pb_sched_ends_minibatch(const struct pb_pipe *p, int mb)
 {
     return mb % p->microbatches == p->microbatches - 1 || mb == p->length - 1;
 }
+
+void pb_sched_emit_steps(const struct pb_pipe *p, int d, struct pb_program *out,
+                         pb_sched_step_fn step)
+{
+    for (int first = 0; first < p->length; first += p->microbatches) {
+        int n = p->length - first < p->microbatches ? p->length - first : p->microbatches;
+        step(p, d, first, n, out);
+    }
+}

@@ -30,4 +30,12 @@ void pb_sched_emit_1f1b(const struct pb_pipe *p, int k, struct pb_program *out,
  * completes a final partial one). */
 bool pb_sched_ends_minibatch(const struct pb_pipe *p, int mb);
 
+/* Emits device d's ops of one step: micro-batches first … first + n − 1, then its U. */
+typedef void (*pb_sched_step_fn)(const struct pb_pipe *p, int d, int first, int n,
+                                 struct pb_program *out);
+/* A synchronous schedule's epoch: the N micro-batches in steps of M (the last step the
+ * rest), each emitted by step. */
+void pb_sched_emit_steps(const struct pb_pipe *p, int d, struct pb_program *out,
+                         pb_sched_step_fn step);
+
 #endif

@@ -103,10 +103,7 @@ static void emit_step(const struct pb_pipe *p, int r, int first, int n, struct p
 
 static void emit(const struct pb_pipe *p, int device, struct pb_program *out)
 {
-    for (int first = 0; first < p->length; first += p->microbatches) {
-        int n = p->length - first < p->microbatches ? p->length - first : p->microbatches;
-        emit_step(p, device, first, n, out);
-    }
+    pb_sched_emit_steps(p, device, out, emit_step);
 }
 
 /* M ≥ 2p in every step (.step_min; DeepSeek's and torch's rule). */

@@ -56,6 +56,7 @@ START_TEST(repeated_options_are_refused)
         "simulate --schedule gpipe --stages 2 --cost 1,2,0.1 --record --db a.db --db b.db",
         "partition --model mlp --stages 2 --stages 3",
         "bleu --hyp h.txt --ref r.txt --ref h.txt",
+        "bleu --hyp h.txt --ref r.txt -tok intl --tokenize 13a",
         /* getopt's abbreviations name the option they abbreviate */
         "program --schedule gpipe --stage 2 --stages 3",
         "simulate --sched gpipe --schedule 1f1b --stages 2 --cost 1,2,0.1 --record --db a.db",

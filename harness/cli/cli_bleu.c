@@ -32,6 +32,7 @@ int pb_cmd_bleu(int argc, char **argv)
     const char *hyp = NULL, *ref = NULL;
     struct pb_bleu_opts o = {0};
     struct pb_err e;
+    int tok_given = 0;
     if (pb_cli_once("bleu", argc, argv, NULL, NULL))
         return PB_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
@@ -52,6 +53,12 @@ int pb_cmd_bleu(int argc, char **argv)
             if (pb_detok_lang_parse(argv[++i], &o.detok, &e))
                 return pb_cli_fail(e.msg);
         } else if ((!strcmp(a, "--tokenize") || !strcmp(a, "-tok")) && v) {
+            if (tok_given++) {   /* -tok is sacreBLEU's name of it, which pb_cli_once misses */
+                fprintf(stderr, "pipebench bleu: --tokenize is given twice; give it once (-tok "
+                                "is its other name; a later value would silently replace the "
+                                "earlier)\n");
+                return PB_EXIT_USAGE;
+            }
             if (pb_bleu_tok_parse(argv[++i], &o.tok, &e))
                 return pb_cli_fail(e.msg);
         } else {

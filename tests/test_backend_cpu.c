@@ -2,7 +2,8 @@
  * naive C loops written here (double accumulation), on small random shapes, in the
  * plain and blocked layouts; plus the accumulation (+=) of gradients and
  * determinism (the same call twice, and on a fresh instance, gives identical bits), and
- * the decoder's attention on projected keys against attn_fwd bit for bit. */
+ * the decoder's attention on projected keys against attn_fwd bit for bit. One shape
+ * of each convolution path and pooling kind runs in the fast suite, the others in the slow. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -427,6 +428,10 @@ static const struct pool_case pool_cases[] = {
     /* full blocks of 16 (the vector adds) and a last input row no window reaches */
     {{2, 32, 10, 10}, {PB_POOL_MAX, 3, 3, 2, 2, 0, 0, false, false}, PB_LAYOUT_NCHW16C},
 };
+
+/* The cases above from which on pooling averages, and from which on the max backward
+ * reads the workspace. */
+enum { FIRST_AVG_POOL_CASE = 4, FIRST_WORKSPACE_POOL_CASE = 9 };
 
 /* PyTorch's max_pool2d / avg_pool2d and their backwards, in double (tests/op_refs.c). */
 static void pool_ref(const struct pool_case *pc, struct pb_shape ys, const float *x,
@@ -1166,9 +1171,15 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_memory);
     tcase_add_loop_test(tc, test_gemm, 0, 4);
     tcase_add_test(tc, test_bias);
-    tcase_add_loop_test(tc, test_conv, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    /* one convolution case of each path here, the others in the slow suite */
+    tcase_add_loop_test(tc, test_conv, 0, 1);
+    tcase_add_loop_test(tc, test_conv, FIRST_WINOGRAD_CASE, FIRST_WINOGRAD_CASE + 1);
+    tcase_add_loop_test(tc, test_conv, FIRST_GEMM_CASE, FIRST_GEMM_CASE + 1);
+    tcase_add_loop_test(tc, test_conv, FIRST_THIN_CASE, FIRST_THIN_CASE + 1);
     tcase_add_test(tc, test_conv_mixed_layouts);
-    tcase_add_loop_test(tc, test_pool, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
+    tcase_add_loop_test(tc, test_pool, 0, 1);
+    tcase_add_loop_test(tc, test_pool, FIRST_AVG_POOL_CASE, FIRST_AVG_POOL_CASE + 1);
+    tcase_add_loop_test(tc, test_pool, FIRST_WORKSPACE_POOL_CASE, FIRST_WORKSPACE_POOL_CASE + 1);
     tcase_add_loop_test(tc, test_bn, 0, 3);
     tcase_add_loop_test(tc, test_bn_relu, 0, 9);
     tcase_add_loop_test(tc, test_concat_split, 0, 3);
@@ -1182,6 +1193,19 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, test_attn_projected, 0,
                         (int)(sizeof attn_cases / sizeof attn_cases[0]));
     tcase_add_loop_test(tc, test_determinism, 0, (int)(sizeof det_cases / sizeof det_cases[0]));
+    tcase_set_tags(tc, "fast");
     suite_add_tcase(s, tc);
+    TCase *more = tcase_create("more_shapes");
+    tcase_set_timeout(more, 300);
+    tcase_add_loop_test(more, test_conv, 1, FIRST_WINOGRAD_CASE);
+    tcase_add_loop_test(more, test_conv, FIRST_WINOGRAD_CASE + 1, FIRST_GEMM_CASE);
+    tcase_add_loop_test(more, test_conv, FIRST_GEMM_CASE + 1, FIRST_THIN_CASE);
+    tcase_add_loop_test(more, test_conv, FIRST_THIN_CASE + 1,
+                        (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    tcase_add_loop_test(more, test_pool, 1, FIRST_AVG_POOL_CASE);
+    tcase_add_loop_test(more, test_pool, FIRST_AVG_POOL_CASE + 1, FIRST_WORKSPACE_POOL_CASE);
+    tcase_add_loop_test(more, test_pool, FIRST_WORKSPACE_POOL_CASE + 1,
+                        (int)(sizeof pool_cases / sizeof pool_cases[0]));
+    suite_add_tcase(s, more);
     return s;
 }

@@ -235,9 +235,12 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, tiny_compare);
     tcase_add_test(tc, diverged_runs_reported);
-    tcase_add_test(tc, equal_footing_and_resume);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
+    TCase *footing = tcase_create("footing");
+    tcase_set_timeout(footing, 600);
+    tcase_add_test(footing, equal_footing_and_resume);
+    suite_add_tcase(s, footing);
     TCase *mpi = tcase_create("mpi");
     tcase_set_timeout(mpi, 600);
     tcase_add_test(mpi, mpi_compare);

@@ -332,12 +332,12 @@ Suite *pb_test_suite(void)
     tcase_add_test(f, test_device_error_at_sync);
     tcase_add_test(f, test_executors_seq_threads);
     tcase_add_test(f, test_checkpoint_and_resume);
-    tcase_add_test(f, test_two_schedules);
     tcase_add_test(f, test_two_devices);
     tcase_add_test(f, test_mpi);
     tcase_set_tags(f, "fast");
     suite_add_tcase(s, f);
     TCase *z = tcase_create("zoo");
+    tcase_add_test(z, test_two_schedules);
     tcase_add_test(z, test_zoo_resnet);
     tcase_add_test(z, test_zoo_lstm);
     suite_add_tcase(s, z);

@@ -151,8 +151,13 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("latex");
     TCase *tc = tcase_create("latex");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, every_table_compiles);
     tcase_add_test(tc, wide_table_fits);
+    tcase_set_tags(tc, "fast");
     suite_add_tcase(s, tc);
+    TCase *all = tcase_create("every_table");   /* pdflatex on every table: seconds */
+    tcase_add_checked_fixture(all, setup, teardown);
+    tcase_set_timeout(all, 600);
+    tcase_add_test(all, every_table_compiles);
+    suite_add_tcase(s, all);
     return s;
 }

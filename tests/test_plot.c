@@ -885,7 +885,6 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("plot");
     TCase *tc = tcase_create("plot");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, figures_png_svg);
     tcase_add_test(tc, style_table);
     tcase_add_test(tc, scripts_use_the_table);
     tcase_add_test(tc, convergence_dat);
@@ -901,9 +900,15 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, throughput_sim_beside);
     tcase_add_test(tc, all_skips_missing_data);
     tcase_add_test(tc, bad_input);
-    tcase_add_test(tc, installed_scripts);
     tcase_add_test(tc, trace_json);
     tcase_add_test(tc, trace_cli);
+    tcase_set_tags(tc, "fast");
     suite_add_tcase(s, tc);
+    TCase *gnuplot = tcase_create("gnuplot");   /* draws every figure: seconds */
+    tcase_add_checked_fixture(gnuplot, setup, teardown);
+    tcase_set_timeout(gnuplot, 600);
+    tcase_add_test(gnuplot, figures_png_svg);
+    tcase_add_test(gnuplot, installed_scripts);
+    suite_add_tcase(s, gnuplot);
     return s;
 }

@@ -337,8 +337,12 @@ Suite *pb_test_suite(void)
     Suite *s = suite_create("repeat");
     TCase *tc = tcase_create("repeat");
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, run_repeat_three);
     tcase_add_test(tc, compare_resume_adds_repeats);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("repeat_fast");
+    tcase_set_tags(tc, "fast");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, run_repeat_three);
     tcase_add_test(tc, report_median_over_repeats);
     tcase_add_test(tc, sweep_repeats);
     tcase_add_test(tc, schema_v4_upgrade);

@@ -413,11 +413,15 @@ Suite *pb_test_suite(void)
     tcase_add_loop_test(tc, test_every_schedule, 0, n);
     tcase_add_test(tc, test_threads_batchnorm_adam);
     tcase_add_test(tc, test_threads_nadam);
-    tcase_add_test(tc, test_signal_state_and_no_state);
-    tcase_add_test(tc, test_bad_resumes);
-    tcase_add_test(tc, test_resumed_summary_is_the_whole_run);
-    tcase_add_test(tc, test_state_integrity);
-    tcase_add_test(tc, test_state_of_schema_8);
     suite_add_tcase(s, tc);
+    TCase *fast = tcase_create("resume_fast");
+    tcase_set_tags(fast, "fast");
+    tcase_set_timeout(fast, 600);
+    tcase_add_test(fast, test_signal_state_and_no_state);
+    tcase_add_test(fast, test_bad_resumes);
+    tcase_add_test(fast, test_resumed_summary_is_the_whole_run);
+    tcase_add_test(fast, test_state_integrity);
+    tcase_add_test(fast, test_state_of_schema_8);
+    suite_add_tcase(s, fast);
     return s;
 }

@@ -404,7 +404,11 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_cli);
     tcase_add_test(tc, test_runs_record_simulation);
     tcase_add_test(tc, test_schema_upgrade);
-    tcase_add_test(tc, test_memory_equals_measured);
+    tcase_set_tags(tc, "fast");
     suite_add_tcase(s, tc);
+    TCase *measured = tcase_create("measured");   /* trains every schedule: seconds */
+    tcase_set_timeout(measured, 600);
+    tcase_add_test(measured, test_memory_equals_measured);
+    suite_add_tcase(s, measured);
     return s;
 }

@@ -273,6 +273,10 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_2bw_one_stage_is_accumulation);
     tcase_add_test(tc, test_pipeoptim_code_one_stage_predicts);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("spec_fast");
+    tcase_set_tags(tc, "fast");
+    tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_pipeoptim_code_one_stage_program);
     tcase_add_test(tc, test_code_delta_reads_weights_before_step);
     tcase_add_test(tc, test_pipemare_reschedules_by_delay);

@@ -602,7 +602,6 @@ Suite *pb_test_suite(void)
     tcase_set_tags(fast, "fast");
     tcase_set_timeout(fast, 600);
     tcase_add_test(fast, runs_all_then_resumes);
-    tcase_add_test(fast, finds_runs_of_a_schema_8_database);
     tcase_add_test(fast, bad_files);
     tcase_add_test(fast, dry_run_grammar_and_resumes);
     tcase_add_test(fast, slurm_tasks_run_by_hand);
@@ -611,11 +610,12 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, dry_run_every_registered_pair);
     tcase_add_test(fast, dry_run_presets);
     tcase_add_test(fast, any_option_is_a_grid_key);
-    tcase_add_test(fast, two_copies_split_the_work);
-    tcase_add_test(fast, jobs_warn_shared);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("sweep");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, finds_runs_of_a_schema_8_database);
+    tcase_add_test(tc, two_copies_split_the_work);
+    tcase_add_test(tc, jobs_warn_shared);
     tcase_add_test(tc, jobs_are_deterministic);
     tcase_add_test(tc, sigint_while_starting);
     tcase_add_test(tc, sigint_in_flight_stops_at_the_epoch);

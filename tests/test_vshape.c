@@ -396,10 +396,10 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, cli_lag_zero);
     tcase_add_test(fast, cli_simulate);
     tcase_add_test(fast, bad_inputs);
-    tcase_add_test(fast, trains_mlp);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("training");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, trains_mlp);
     tcase_add_test(tc, trains_lenet);
     suite_add_tcase(s, tc);
     return s;

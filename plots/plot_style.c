@@ -1,10 +1,10 @@
 /* plots/plot_style.c — the figures' style table (plot_style.h). Schedules take Paul Tol's
  * "muted" scheme (nine colours told apart with every common colour-vision deficiency; the
- * styles beyond nine, among them a dark green, a deep blue, a tan and a plum, keep the distances tests/test_plot.c
+ * styles beyond nine, among them a dark green, a deep blue, a tan and a plum, keep the distances tests/plots/test_plot.c
  * measures), a variant a hue near its schedule's, an open marker where its schedule's is filled and a
  * dash of its own. Op kinds take Tol's "vibrant" blue and orange and his grey; memory kinds
  * nine colours of his other schemes chosen to differ from each other (also as protanopes
- * and deuteranopes see them) and from every schedule (tests/test_plot.c measures it). */
+ * and deuteranopes see them) and from every schedule (tests/plots/test_plot.c measures it). */
 #include "plots/plot_style.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /* harness/exec/transport.h — how a tensor crosses each edge between neighbouring stages,
  * decided once from where the stages are placed (their process and device) and what the
- * backend offers: a plan, pure and unit-tested (tests/test_transport.c); the executors
+ * backend offers: a plan, pure and unit-tested (tests/exec/test_transport.c); the executors
  * carry the messages the way it says. Never two ranks of one NCCL communicator on one GPU
  * (NCCL refuses it, shared/CUDA.md §7): two processes on one device go through MPI. */
 #ifndef PB_TRANSPORT_H

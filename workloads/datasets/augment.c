@@ -4,7 +4,7 @@
  * in double, clamped at 0, λ1 = its fraction rounded to float32 and λ0 = 1 − λ1; an axis
  * of unchanged size copies. A pixel is fma(r0, λ0_y, r1·λ1_y), each row value r =
  * fma(p0, λ0_x, p1·λ1_x), as torch's AVX2 kernel contracts it, so the samples equal
- * torchvision's bit for bit (tests/test_image_data.c). */
+ * torchvision's bit for bit (tests/workloads/test_image_data.c). */
 #include "workloads/datasets/augment.h"
 
 #include <math.h>

@@ -10,7 +10,7 @@
  * the paper's 4-stage cut (`--partition paper`) is embedding + block1 / block2 / block3
  * / block4 + head, which is also the balanced cut at D = 4, since the LSTM blocks
  * dominate the cost and any other 4-stage cut puts two of them on one stage
- * (tests/test_seq_layers.c). Sequences [B, T, F] travel as [B, T, F, 1]
+ * (tests/model/test_seq_layers.c). Sequences [B, T, F] travel as [B, T, F, 1]
  * (harness/model/layer.h). */
 #include <stdio.h>
 

@@ -83,7 +83,7 @@ static void dropout_apply(const float *x, float *y, const float *restrict u, siz
 
 /* y[n] = x * mask / (1 - p), mask[i] = pb_rng_uniform4(key, first + i) >= p; dropped
  * elements are 0 (p = 1 drops all) and p = 0 is the identity. The uniforms come in runs
- * from rng.c's vector Philox, whose bits are pb_k_dropout_uniform's (tests/test_kernels.c). */
+ * from rng.c's vector Philox, whose bits are pb_k_dropout_uniform's (tests/compute/test_kernels.c). */
 void pb_cpu_dropout(struct pb_backend *be, const float *x, float *y, size_t n, float p,
                     struct pb_rng_key key, uint64_t first)
 {

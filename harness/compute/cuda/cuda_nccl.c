@@ -3,7 +3,7 @@
  * communicator, ordered against the instance's stream by events, so that the instance's
  * later ops never wait for a receiver. No CPU reference: the CPU backend has no such ops
  * (its memory is host memory, which MPI reads directly). Runs only with several GPUs
- * (shared/CUDA.md §7); ncclGetUniqueId alone needs none (tests/test_cuda_nccl.c). */
+ * (shared/CUDA.md §7); ncclGetUniqueId alone needs none (tests/compute/cuda/test_cuda_nccl.c). */
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* harness/compute/cuda/cuda_plan.h — the cuDNN descriptors of a convolution, a pooling and a
  * batch normalisation for one shape, built on the host (no device needed) by the ops of
- * cuda_conv.c, cuda_pool.c and cuda_bn.c and by tests/test_cuda_plan.c, which checks
+ * cuda_conv.c, cuda_pool.c and cuda_bn.c and by tests/compute/cuda/test_cuda_plan.c, which checks
  * the output shapes cuDNN computes against pipebench's shape inference for every zoo
  * model. Every tensor is plain NCHW float. */
 #ifndef PB_CUDA_PLAN_H

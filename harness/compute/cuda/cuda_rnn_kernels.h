@@ -1,6 +1,6 @@
 /* harness/compute/cuda/cuda_rnn_kernels.h — the per-element bodies of the LSTM's and the
  * attention's kernels (cuda_lstm.cu, cuda_attention.cu) as PB_KERNEL functions: device code
- * under nvcc, static inline under gcc, where tests/test_cuda_rnn_host.c runs them over every
+ * under nvcc, static inline under gcc, where tests/compute/cuda/test_cuda_rnn_host.c runs them over every
  * index against the CPU backend. References: cpu_lstm.c's cell_fwd and cell_bwd,
  * cpu_attention.c's attn_score and attn_bwd_task, expression for expression on the shared
  * tanh (harness/compute/kernels/tanh.h); under nvcc -fmad=false an a·b + c rounds twice, as

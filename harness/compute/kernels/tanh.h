@@ -10,7 +10,7 @@
  * 2^k is built in the exponent bits, by bit moves only (no float→int conversion), so NaN
  * goes through without undefined behaviour and comes out NaN; ±0 gives ±0, a denormal
  * itself, ±inf ±1. Error against the correctly rounded tanh: at most 3 ulp (measured over
- * every float in (0, 20]: 2.42; glibc's tanhf: 2.19), which tests/test_cpu_tanh.c asserts
+ * every float in (0, 20]: 2.42; glibc's tanhf: 2.19), which tests/compute/test_cpu_tanh.c asserts
  * over a dense sample. The multiply-adds are PB_K_FMA (kernel.h): fmaf where the target
  * has FMA (meson.build's -march=native) and on a CUDA device, a·b + c otherwise (within
  * the same bound); each build is deterministic and a vector lane gives the bits of the

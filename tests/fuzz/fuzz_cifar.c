@@ -20,10 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int classes = data[0] & 0x80 ? 100 : 10;
     pb_fuzz_reset();
     pb_fuzz_write(classes == 10 ? "test_batch.bin" : "test.bin", data + 2, size - 2);
+    struct pb_image_kind kind;
+    pb_dataset_image_kind(classes == 10 ? "cifar10" : "cifar100", &kind);
+    struct pb_dataset_source src = {pb_fuzz_dir(), "--data-dir", "PIPEBENCH_CIFAR_DIR", false,
+                                    &kind};
     struct pb_dataset ds;
     struct pb_err e;
-    if (pb_dataset_cifar(&ds, classes, pb_fuzz_dir(), "--data-dir", PB_SPLIT_TEST, limit, &o,
-                         &e) == 0) {
+    if (pb_dataset_cifar(&ds, &src, PB_SPLIT_TEST, limit, &o, &e) == 0) {
         pb_fuzz_check_dataset(&ds, o.parts, limit);
         pb_fuzz_accepted(ds.name);
         PB_FUZZ_ASSERT(ds.nclasses == classes, "%d classes, expected %d", ds.nclasses, classes);

@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pb_fuzz_write("train-images-idx3-ubyte", part[1].p, part[1].n);
     struct pb_dataset ds;
     struct pb_err e;
-    if (pb_dataset_fashion_mnist_parts(&ds, pb_fuzz_dir(), PB_SPLIT_TRAIN, limit, o.parts, &e) ==
-        0) {
+    if (pb_dataset_fashion_mnist_parts(&ds, pb_fuzz_dir(), false, PB_SPLIT_TRAIN, limit, o.parts,
+                                       &e) == 0) {
         pb_fuzz_check_dataset(&ds, o.parts, limit);
         pb_fuzz_accepted("fashion-mnist");
         pb_dataset_finish(&ds);

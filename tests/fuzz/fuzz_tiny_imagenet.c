@@ -47,10 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(name, sizeof name, "val/images/val_%d.JPEG", i - 2);
         pb_fuzz_write(name, part[i].p, part[i].n);
     }
+    struct pb_image_kind kind;
+    pb_dataset_image_kind("tiny-imagenet", &kind);
+    struct pb_dataset_source src = {pb_fuzz_dir(), "--data-dir", "PIPEBENCH_TINY_IMAGENET_DIR",
+                                    false, &kind};
     struct pb_dataset ds, again;
     struct pb_err e;
-    if (pb_dataset_tiny_imagenet(&ds, pb_fuzz_dir(), "--data-dir", PB_SPLIT_TEST, limit, &o,
-                                 &e) != 0) {
+    if (pb_dataset_tiny_imagenet(&ds, &src, PB_SPLIT_TEST, limit, &o, &e) != 0) {
         pb_fuzz_refused(e.msg);
         return 0;
     }
@@ -58,8 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pb_fuzz_accepted("tiny-imagenet");
     if (ds.pix) {
         PB_FUZZ_ASSERT(ds.cache_path != NULL, "decoded images but wrote no cache");
-        int rc = pb_dataset_tiny_imagenet(&again, pb_fuzz_dir(), "--data-dir", PB_SPLIT_TEST,
-                                          limit, &o, &e);
+        int rc = pb_dataset_tiny_imagenet(&again, &src, PB_SPLIT_TEST, limit, &o, &e);
         PB_FUZZ_ASSERT(rc == 0, "the second load failed: %s", e.msg);
         PB_FUZZ_ASSERT(again.decoded == 0 && again.map, "the second load decoded %ld images "
                        "instead of mapping the cache", again.decoded);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "harness/compute/backend.h"
 #include "pb_config.h"
 #include "tests/support/schedule_forms.h"
 
@@ -781,6 +782,33 @@ START_TEST(test_quoted_snippets)
 }
 END_TEST
 
+/* design §4.2 lists the ops of enum pb_backend_op by the names the code gives them
+ * (pb_backend_op_names), all of them and in their order: an op added to the interface
+ * is added to the design's list. */
+START_TEST(test_backend_op_list)
+{
+    char *doc = read_source("docs/design.md");
+    const char *lead = "implements (";
+    char *list = strstr(doc, lead);
+    ck_assert_msg(list != NULL, "docs/design.md: no \"%s\" list of the backend's ops", lead);
+    list += strlen(lead);
+    char *end = strchr(list, ':');
+    ck_assert_msg(end != NULL, "docs/design.md: the backend's op list does not end with ':'");
+    *end = 0;
+    char *save = NULL;
+    int i = 0;
+    for (char *tok = strtok_r(list, ", \n", &save); tok; tok = strtok_r(NULL, ", \n", &save), i++) {
+        ck_assert_msg(i < PB_BOP_NOPS, "docs/design.md §4.2 lists more ops than backend.h has "
+                      "(%s)", tok);
+        ck_assert_msg(!strcmp(tok, pb_backend_op_names[i]), "docs/design.md §4.2's op %d is "
+                      "%s, backend.h's is %s", i + 1, tok, pb_backend_op_names[i]);
+    }
+    ck_assert_msg(i == PB_BOP_NOPS, "docs/design.md §4.2 lists %d ops, backend.h has %d (the "
+                  "next: %s)", i, PB_BOP_NOPS, i < PB_BOP_NOPS ? pb_backend_op_names[i] : "");
+    free(doc);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("docs");
@@ -789,6 +817,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_source_references);
     tcase_add_test(tc, test_cli_references);
     tcase_add_test(tc, test_doc_references);
+    tcase_add_test(tc, test_backend_op_list);
     suite_add_tcase(s, tc);
     tc = tcase_create("quotes");
     tcase_add_test(tc, test_quoted_programs);

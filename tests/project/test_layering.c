@@ -286,6 +286,33 @@ START_TEST(test_registries_beside)
 }
 END_TEST
 
+/* The circle opens both ways: the dataset loaders are given what the registry resolved
+ * (struct pb_dataset_source: the folder, where it came from, the image kind) and look
+ * nothing up in it. */
+START_TEST(test_loaders_look_nothing_up)
+{
+    static const char *const loaders[] = {
+        "workloads/datasets/idx.c",       "workloads/datasets/cifar.c",
+        "workloads/datasets/tiny_imagenet.c", "workloads/datasets/imdb.c",
+        "workloads/datasets/imdb_npz.c",  "workloads/datasets/wmt16.c",
+        "workloads/datasets/synthetic.c", "workloads/datasets/synthetic_seq.c",
+        "workloads/datasets/synthetic_wmt16.c",
+    };
+    static const char *const lookups[] = {
+        "pb_dataset_env_var(", "pb_dataset_default_dir(", "pb_dataset_image_kind(",
+        "pb_dataset_dir(",     "pb_dataset_load",         "pb_dataset_is_",
+        "pb_dataset_summary(", "pb_dataset_names",
+    };
+    static char report[1 << 14];
+    report[0] = 0;
+    int count = 0;
+    for (size_t i = 0; i < sizeof loaders / sizeof *loaders; i++)
+        count += find_names(loaders[i], lookups, sizeof lookups / sizeof *lookups, report,
+                            sizeof report);
+    ck_assert_msg(count == 0, "%d registry lookup(s) in a dataset loader:%s", count, report);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("layering");
@@ -294,6 +321,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_rule_catches_upward);
     tcase_add_test(tc, test_no_lookup_after_setup);
     tcase_add_test(tc, test_registries_beside);
+    tcase_add_test(tc, test_loaders_look_nothing_up);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -32,11 +32,11 @@ static const struct cifar_format formats[] = {
 };
 
 /* The folder holding the split's files: dir itself or dir/<archive folder>. */
-static int find_folder(const struct cifar_format *f, const char *dir, const char *origin,
+static int find_folder(const struct cifar_format *f, const struct pb_dataset_source *src,
                        const char *first, char *out, size_t cap, struct pb_err *e)
 {
     struct stat st;
-    const char *env = pb_dataset_env_var(f->name);
+    const char *dir = src->dir, *origin = src->origin, *env = src->env;
     snprintf(out, cap, "%s/%s", dir, first);
     if (stat(out, &st) == 0) {
         snprintf(out, cap, "%s", dir);
@@ -130,18 +130,19 @@ static int read_records(const struct cifar_format *f, const char *path, long lon
     return rc;
 }
 
-int pb_dataset_cifar(struct pb_dataset *ds, int classes, const char *dir, const char *origin,
+int pb_dataset_cifar(struct pb_dataset *ds, const struct pb_dataset_source *src,
                      enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                      struct pb_err *e)
 {
     memset(ds, 0, sizeof *ds);
+    int classes = src->image->nclasses;
     const struct cifar_format *f = &formats[classes == 10 ? 0 : 1];
     const char *const *files = split == PB_SPLIT_TRAIN ? f->train : &f->test;
     int nfiles = split == PB_SPLIT_TRAIN ? f->ntrain : 1;
     int parts = opts && opts->parts ? opts->parts : PB_DATA_ALL;
     char folder[4096];
     long long counts[5], total;
-    if (find_folder(f, dir, origin, files[0], folder, sizeof folder, e) ||
+    if (find_folder(f, src, files[0], folder, sizeof folder, e) ||
         count_records(f, folder, files, nfiles, counts, &total, e))
         return -1;
     if (limit > total)
@@ -167,12 +168,10 @@ int pb_dataset_cifar(struct pb_dataset *ds, int classes, const char *dir, const 
         base += want;
     }
     free(buf);
-    struct pb_image_kind kind;
-    PB_CHECK(pb_dataset_image_kind(f->name, &kind));
     ds->name = pb_xstrdup(f->name);
     ds->n = (int)keep;
     ds->nclasses = classes;
-    if (rc || pb_dataset_set_image(ds, &kind, opts, e)) {
+    if (rc || pb_dataset_set_image(ds, src->image, opts, e)) {
         pb_dataset_finish(ds);
         return -1;
     }

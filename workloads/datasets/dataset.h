@@ -109,24 +109,39 @@ bool pb_dataset_has_inputs(const struct pb_dataset *ds);
 size_t pb_dataset_input_bytes(const struct pb_dataset *ds);
 size_t pb_dataset_label_bytes(const struct pb_dataset *ds);
 
-/* The registry's loaders (pb_dataset_load_opts calls them with the resolved folder).
- * Fashion-MNIST reads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from data_dir
- * (NULL = default), loading only `parts` (PB_DATA_*); the headers of both files are
- * checked. */
-int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
+struct pb_image_kind;
+
+/* Where a loader reads its files and what it loads, as the registry resolved them: the
+ * loaders look nothing up in the registry (registry.c calls them, never the reverse). */
+struct pb_dataset_source {
+    const char *dir;                    /* the folder */
+    const char *origin;                 /* where dir came from, for messages: "--data-dir",
+                                           the variable's name or "the default folder" */
+    const char *env;                    /* the variable that moves the folder (messages) */
+    bool default_dir;                   /* dir is the row's default (no flag, no variable) */
+    const struct pb_image_kind *image;  /* an image dataset's kind, else NULL */
+};
+
+/* The registry's loaders (pb_dataset_load_opts calls them with the resolved source).
+ * Fashion-MNIST reads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from dir (whose
+ * messages name the Debian package when it is the default folder), loading only
+ * `parts` (PB_DATA_*); the headers of both files are checked. */
+int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *dir, bool default_dir,
                                    enum pb_split split, int limit, int parts, struct pb_err *e);
 /* Class prototypes plus Gaussian noise, a pure function of (seed, split, sample); with
- * opts->like an image stand-in stored as uint8 (semantics §1.6). */
+ * opts->like an image stand-in stored as uint8 (semantics §1.6) of like_kind, the kind
+ * of the dataset opts->like names (NULL: it names none, which is refused). */
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
-                         const struct pb_dataset_opts *opts, struct pb_err *e);
-/* CIFAR-10 (classes 10) or CIFAR-100 (classes 100) binary batches in dir or in its
- * cifar-10-batches-bin/ or cifar-100-binary/ folder; origin as pb_dataset_dir's. */
-int pb_dataset_cifar(struct pb_dataset *ds, int classes, const char *dir, const char *origin,
+                         const struct pb_dataset_opts *opts, const struct pb_image_kind *like_kind,
+                         struct pb_err *e);
+/* CIFAR-10 or CIFAR-100 (src->image's class count: 10 or 100) binary batches in src->dir
+ * or in its cifar-10-batches-bin/ or cifar-100-binary/ folder. */
+int pb_dataset_cifar(struct pb_dataset *ds, const struct pb_dataset_source *src,
                      enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                      struct pb_err *e);
-/* Tiny-ImageNet's tiny-imagenet-200/ tree (dir itself or dir/tiny-imagenet-200), its
- * JPEGs decoded once into a uint8 cache file and mapped after. */
-int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char *origin,
+/* Tiny-ImageNet's tiny-imagenet-200/ tree (src->dir itself or src->dir/tiny-imagenet-200),
+ * its JPEGs decoded once into a uint8 cache file and mapped after. */
+int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const struct pb_dataset_source *src,
                              enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                              struct pb_err *e);
 

@@ -284,18 +284,17 @@ static int find_file(char *out, size_t cap, const char *dir, const char *base, b
                       "the four IDX files", dir, base, dir, base, strerror(err));
 }
 
-int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *data_dir,
+int pb_dataset_fashion_mnist_parts(struct pb_dataset *ds, const char *dir, bool default_dir,
                                    enum pb_split split, int limit, int parts, struct pb_err *e)
 {
     memset(ds, 0, sizeof *ds);
-    const char *dir = data_dir ? data_dir : pb_dataset_default_dir("fashion-mnist");
     const char *prefix = split == PB_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], images[4096], labels[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
-    if (find_file(images, sizeof images, dir, base, data_dir == NULL, e))
+    if (find_file(images, sizeof images, dir, base, default_dir, e))
         return -1;
     snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
-    if (find_file(labels, sizeof labels, dir, base, data_dir == NULL, e))
+    if (find_file(labels, sizeof labels, dir, base, default_dir, e))
         return -1;
     return load_idx_pair(ds, "fashion-mnist", images, labels, 28, 28, 10, limit, parts, e);
 }

@@ -8,8 +8,8 @@
 
 /* What a row's loader is given besides the dataset it fills. */
 struct load_args {
-    const char *dir, *origin;  /* the folder pb_dataset_dir resolved, and which it was */
-    bool default_dir;          /* dir is the row's default folder (no --data-dir, no variable) */
+    struct pb_dataset_source src;  /* the folder pb_dataset_dir resolved, the row's kind */
+    const struct pb_image_kind *like;  /* synthetic: the kind of opts->like's row, or NULL */
     enum pb_split split;
     int limit;
     uint64_t seed;
@@ -20,8 +20,7 @@ typedef int load_fn(struct pb_dataset *ds, const struct load_args *a, struct pb_
 
 static int load_fashion_mnist(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    /* NULL: the default folder, whose messages name the Debian package */
-    return pb_dataset_fashion_mnist_parts(ds, a->default_dir ? NULL : a->dir, a->split, a->limit,
+    return pb_dataset_fashion_mnist_parts(ds, a->src.dir, a->src.default_dir, a->split, a->limit,
                                           a->opts && a->opts->parts ? a->opts->parts : PB_DATA_ALL,
                                           e);
 }
@@ -33,32 +32,32 @@ static int load_synthetic(struct pb_dataset *ds, const struct load_args *a, stru
         return pb_dataset_synthetic_wmt16(ds, a->split, a->limit, a->seed, o, e);
     if (o && pb_dataset_is_sequence(o->like))
         return pb_dataset_synthetic_seq(ds, a->split, a->limit, a->seed, o, e);
-    return pb_dataset_synthetic(ds, a->split, a->limit, a->seed, o, e);
+    return pb_dataset_synthetic(ds, a->split, a->limit, a->seed, o, a->like, e);
 }
 
 static int load_cifar10(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    return pb_dataset_cifar(ds, 10, a->dir, a->origin, a->split, a->limit, a->opts, e);
+    return pb_dataset_cifar(ds, &a->src, a->split, a->limit, a->opts, e);
 }
 
 static int load_cifar100(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    return pb_dataset_cifar(ds, 100, a->dir, a->origin, a->split, a->limit, a->opts, e);
+    return pb_dataset_cifar(ds, &a->src, a->split, a->limit, a->opts, e);
 }
 
 static int load_tiny_imagenet(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    return pb_dataset_tiny_imagenet(ds, a->dir, a->origin, a->split, a->limit, a->opts, e);
+    return pb_dataset_tiny_imagenet(ds, &a->src, a->split, a->limit, a->opts, e);
 }
 
 static int load_imdb(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    return pb_dataset_imdb(ds, a->dir, a->origin, a->split, a->limit, a->opts, e);
+    return pb_dataset_imdb(ds, a->src.dir, a->src.origin, a->split, a->limit, a->opts, e);
 }
 
 static int load_wmt16(struct pb_dataset *ds, const struct load_args *a, struct pb_err *e)
 {
-    return pb_dataset_wmt16(ds, a->dir, a->origin, a->split, a->limit, a->opts, e);
+    return pb_dataset_wmt16(ds, a->src.dir, a->src.origin, a->split, a->limit, a->opts, e);
 }
 
 /* An image dataset's stored shape, classes, transform family, mean and std. */
@@ -220,8 +219,12 @@ int pb_dataset_load_opts(struct pb_dataset *ds, const char *name, const char *da
         return pb_err_set(e, "dataset %s: the input side must be positive (got %d)", name,
                           opts->crop);
     struct load_args a = {.split = split, .limit = limit, .seed = seed, .opts = opts};
-    a.dir = pb_dataset_dir(name, data_dir, &a.origin);
-    a.default_dir = !data_dir && a.dir == r->default_dir;
+    a.src.dir = pb_dataset_dir(name, data_dir, &a.src.origin);
+    a.src.env = r->env;
+    a.src.default_dir = !data_dir && a.src.dir == r->default_dir;
+    a.src.image = r->image;
+    const struct dataset_row *like = opts ? find_row(opts->like) : NULL;
+    a.like = like ? like->image : NULL;
     if (r->load(ds, &a, e))
         return -1;
     if (ds->aug.family == PB_AUG_NONE && opts && opts->crop &&

@@ -41,16 +41,18 @@ static int opt_or(int v, int dflt)
 }
 
 /* The sample shape, class count and, for a stand-in, the image kind of the options. */
-static int synthetic_shape(const struct pb_dataset_opts *o, struct pb_image_kind *kind, int *c,
-                           int *h, int *w, int *nclasses, struct pb_err *e)
+static int synthetic_shape(const struct pb_dataset_opts *o, const struct pb_image_kind *like_kind,
+                           struct pb_image_kind *kind, int *c, int *h, int *w, int *nclasses,
+                           struct pb_err *e)
 {
     if (o->like) {
-        if (!pb_dataset_image_kind(o->like, kind))
+        if (!like_kind)
             return pb_err_set(e, "synthetic dataset: '%s' is not an image dataset to stand in for "
                                  "(cifar10, cifar100, tiny-imagenet)", o->like);
         if (o->c || o->h || o->w || o->nclasses)
             return pb_err_set(e, "synthetic dataset: a stand-in of %s takes its shape and class "
                                  "count; drop the explicit shape", o->like);
+        *kind = *like_kind;
         *c = kind->c;
         *h = kind->h;
         *w = kind->w;
@@ -65,13 +67,14 @@ static int synthetic_shape(const struct pb_dataset_opts *o, struct pb_image_kind
 }
 
 int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, uint64_t seed,
-                         const struct pb_dataset_opts *opts, struct pb_err *e)
+                         const struct pb_dataset_opts *opts, const struct pb_image_kind *like_kind,
+                         struct pb_err *e)
 {
     memset(ds, 0, sizeof *ds);
     struct pb_dataset_opts o = opts ? *opts : (struct pb_dataset_opts){0};
     struct pb_image_kind kind = {0};
     int c = 0, h = 0, w = 0, nclasses = 0;
-    if (synthetic_shape(&o, &kind, &c, &h, &w, &nclasses, e))
+    if (synthetic_shape(&o, like_kind, &kind, &c, &h, &w, &nclasses, e))
         return -1;
     int n = opt_or(o.n, split == PB_SPLIT_TRAIN ? 10000 : 2000);
     if (c < 1 || h < 1 || w < 1 || n < 1)

@@ -504,7 +504,7 @@ static int load_pixels(struct pb_dataset *ds, const struct tree *t, const struct
     return 0;
 }
 
-int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char *origin,
+int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const struct pb_dataset_source *src,
                              enum pb_split split, int limit, const struct pb_dataset_opts *opts,
                              struct pb_err *e)
 {
@@ -513,7 +513,7 @@ int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char 
     bool val = split == PB_SPLIT_TEST;
     struct tree t;
     struct list l = {0};
-    int rc = open_tree(&t, dir, origin, e);
+    int rc = open_tree(&t, src->dir, src->origin, e);
     if (!rc)
         rc = val ? list_val(&t, &l, e) : list_train(&t, &l, e);
     if (!rc && limit > l.n)
@@ -529,12 +529,10 @@ int pb_dataset_tiny_imagenet(struct pb_dataset *ds, const char *dir, const char 
     if (!rc && (parts & PB_DATA_INPUTS))
         rc = load_pixels(ds, &t, &l, keep, val, e);
     if (!rc) {
-        struct pb_image_kind kind;
-        PB_CHECK(pb_dataset_image_kind("tiny-imagenet", &kind));
         ds->name = pb_xstrdup("tiny-imagenet");
         ds->n = keep;
         ds->nclasses = t.nclasses;
-        rc = pb_dataset_set_image(ds, &kind, opts, e);
+        rc = pb_dataset_set_image(ds, src->image, opts, e);
     }
     list_finish(&l);
     tree_finish(&t);

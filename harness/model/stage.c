@@ -365,7 +365,8 @@ static bool w_inputs(const struct pb_stage *s, bool *keep)
 
 /* The fused backward (pass B) or the split backward's input-gradient pass (I): I skips
  * the weight gradients of the layers that split and keeps in act what their W needs
- * (their inputs and dY); everything else is released as B releases it. */
+ * (their inputs, and dY or what the layer kept itself, pb_node_act.kept); everything
+ * else is released as B releases it. */
 static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
                     struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
                     bool input_only, struct pb_err *e)

@@ -164,8 +164,8 @@ struct pb_layer_ops {
      * forward read and dy, or, where the I pass set act->kept (through c->kept), from
      * the inputs and that (dy then has no data): accumulates exactly what backward adds
      * to grads when !c->input_only, with the same kernels. act->aux is freed by then, and
-     * act->out unless it is the input of another layer that splits. NULL: the layer has no separate weight pass and does all of its
-     * backward in I. */
+     * act->out unless it is the input of another layer that splits. NULL: the layer has
+     * no separate weight pass and does all of its backward in I. */
     int (*backward_weights)(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                             const struct pb_tensor *const *in, const struct pb_node_act *act,
                             const struct pb_tensor *dy, float *grads, struct pb_err *e);

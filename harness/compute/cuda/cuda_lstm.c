@@ -1,7 +1,8 @@
 /* harness/compute/cuda/cuda_lstm.c — the CUDA backend's LSTM ops (backend.h's
- * lstm_workspace, lstm_fwd, lstm_bwd, lstm_bwd_keep, lstm_bwd_data, lstm_bwd_weights): cuBLAS products and a pointwise cell kernel per step
- * (cuda_lstm.cu). Reference: cpu_lstm.c (pb_cpu_lstm_fwd, pb_cpu_lstm_bwd), whose algorithm
- * this is, product for product and element for element.
+ * lstm_workspace, lstm_fwd, lstm_bwd, lstm_bwd_keep, lstm_bwd_data, lstm_bwd_weights):
+ * cuBLAS products and a pointwise cell kernel per step (cuda_lstm.cu). Reference:
+ * cpu_lstm.c (pb_cpu_lstm_fwd, pb_cpu_lstm_bwd), whose algorithm this is, product for
+ * product and element for element.
  *
  * Design: own kernels, not cuDNN's RNN v8 API (cudnnRNNForward, cudnnRNNBackwardData_v8,
  * cudnnRNNBackwardWeights_v8). The cell kernels run the CPU's gate math on the same shared
@@ -22,9 +23,10 @@
  *   the cell kernel acts on them.
  * Backward, t = T−1 … 0: dh_next = dA_{t+1}·W_hh (a product), the cell kernel; then
  *   dx = dA·W_ih (the input-gradient pass, lstm_bwd_data, which keeps dA (B, T, G)); the
- *   weight pass (lstm_bwd_weights): dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_prev (h_prev = y one step back, zeros at
- *   t = 0: one strided copy) with beta = 1, and the bias gradient Σ_r dA (a product with
- *   ones) added to both b_ih's and b_hh's. lstm_bwd runs the two passes, dA in scratch.
+ *   weight pass (lstm_bwd_weights): dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_prev (h_prev = y one
+ *   step back, zeros at t = 0: one strided copy) with beta = 1, and the bias gradient
+ *   Σ_r dA (a product with ones) added to both b_ih's and b_hh's. lstm_bwd runs the two
+ *   passes, dA in scratch.
  * Products reduce in cuBLAS's order, not oneDNN's: the results are the CPU's within a
  * tolerance, not in its bits; for one shape they are deterministic (no atomics anywhere). */
 #include "harness/compute/cuda/cuda_rnn.h"

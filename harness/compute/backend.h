@@ -300,13 +300,27 @@ struct pb_backend_ops {
      * the backward in ws (a format of the backend's); an inference forward passes
      * ws = NULL. st (NULL: zero initial states, no final ones) as struct pb_lstm_states.
      * The backward reads x, w, y and ws, writes dx (NULL: not wanted) and accumulates the
-     * four weight gradients into dw_acc (w's layout). */
+     * four weight gradients into dw_acc (w's layout).
+     * The split backward (semantics §4.10) is the same backward in two passes, and the
+     * fused lstm_bwd is, bit for bit, lstm_bwd_data then lstm_bwd_weights (the same
+     * kernels and sums). lstm_bwd_data reads w, dy [B, T, H] and ws, writes dx [B, T, I]
+     * (NULL: not wanted) and into keep what the weight pass reads besides x and y: the
+     * gate gradients dA [B, T, 4H] (i, f, g, o per row; a format of the backend's, of
+     * lstm_bwd_keep bytes). lstm_bwd_weights reads x [B, T, I], y [B, T, H] (the h_{t−1}
+     * of every step) and keep, and accumulates dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1} and
+     * Σ_rows dA into both biases of dw_acc; ws is not read, so it may be freed between the
+     * two. */
     size_t (*lstm_workspace)(struct pb_backend *be, const struct pb_lstm_desc *d);
     void (*lstm_fwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, float *y, void *ws, const struct pb_lstm_states *st);
     void (*lstm_bwd)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);
+    size_t (*lstm_bwd_keep)(struct pb_backend *be, const struct pb_lstm_desc *d);
+    void (*lstm_bwd_data)(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                          const float *dy, const void *ws, float *dx, void *keep);
+    void (*lstm_bwd_weights)(struct pb_backend *be, const struct pb_lstm_desc *d,
+                             const float *x, const float *y, const void *keep, float *dw_acc);
 
     /* mean over time masked by length: y[b, f] = (1/len_b) Σ_{t < len_b} x[b, t, f] for
      * x [batch, steps, f]; lengths [batch] in [1, steps] (device), NULL = all steps. The
@@ -328,13 +342,29 @@ struct pb_backend_ops {
      * attn_workspace: bytes a training forward leaves for the backward in ws; an
      * inference forward passes ws = NULL. The backward reads q, k, w and ws, writes dq
      * and dk (NULL: not wanted; keys past a length get 0) and accumulates the five
-     * weight gradients into dw_acc (w's layout). */
+     * weight gradients into dw_acc (w's layout).
+     * The split backward: the fused attn_bwd is, bit for bit, attn_bwd_data then
+     * attn_bwd_weights. attn_bwd_data reads k, lengths, w, ws and dctx [B, Tq, key],
+     * writes dq [B, Tq, query] and dk [B, Tk, key] (NULL: not wanted) and into keep what
+     * the weight pass reads besides q and k (a format of the backend's, of attn_bwd_keep
+     * bytes): the gradients of the projections dpq [B·Tq, U] and dpk [B·Tk, U], and the
+     * increments of linear_att's [U] and normalize_scalar's [1] gradients, formed in the
+     * data pass because they read v and g (the weight pass reads no weights).
+     * attn_bwd_weights reads q [B, Tq, query], k [B, Tk, key] and keep and accumulates
+     * the five weight gradients into dw_acc: v and g's increments, Σ_rows dpk into the
+     * bias', dpqᵀ·q into W_q's and dpkᵀ·k into W_k's; ws is not read. */
     size_t (*attn_workspace)(struct pb_backend *be, const struct pb_attn_desc *d);
     void (*attn_fwd)(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, float *ctx, void *ws);
     void (*attn_bwd)(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc);
+    size_t (*attn_bwd_keep)(struct pb_backend *be, const struct pb_attn_desc *d);
+    void (*attn_bwd_data)(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                          const int32_t *lengths, const float *w, const void *ws,
+                          const float *dctx, float *dq, float *dk, void *keep);
+    void (*attn_bwd_weights)(struct pb_backend *be, const struct pb_attn_desc *d,
+                             const float *q, const float *k, const void *keep, float *dw_acc);
     /* the attention weights [batch, tq, tk] (0 at keys past a length) of the forward that
      * left ws, into a (device): what the beam search's coverage penalty adds up */
     void (*attn_weights)(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,

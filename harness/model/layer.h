@@ -118,12 +118,20 @@ struct pb_fwd_ctx {
                          tk] (device; the last one's stay), NULL = nowhere */
     bool input_only;  /* backward: the split backward's I pass; a layer with
                          backward_weights leaves its dW to that */
+    void **kept;      /* input_only: where a layer whose W pass reads what its I pass
+                         computed (the LSTM, the attention) puts it (pb_node_act.kept);
+                         NULL otherwise */
 };
 
 /* What a forward leaves for the backward of one micro-batch. */
 struct pb_node_act {
     struct pb_tensor out;
-    void *aux;          /* pooling workspace, batch mean/var, ... (device, PB_MEM_ACTS) */
+    void *aux;          /* pooling workspace, batch mean/var, ... (device, PB_MEM_ACTS);
+                           freed after the layer's B or I pass */
+    void *kept;         /* what the layer's I pass kept for its W pass instead of dY (the
+                           LSTM's gate gradients and sequences, the attention's projection
+                           gradients; device, PB_MEM_ACTS); NULL for a layer whose W reads
+                           its inputs and dY (linear, conv2d, embedding) */
 };
 
 struct pb_layer;
@@ -153,9 +161,11 @@ struct pb_layer_ops {
                     const struct pb_tensor *dy, const float *params, float *grads,
                     struct pb_tensor *const *dx, struct pb_err *e);
     /* The weight gradient alone (the split backward's W pass), from the inputs the
-     * forward read and dy: accumulates exactly what backward adds to grads when
-     * !c->input_only, with the same kernels. NULL: the layer has no separate weight
-     * pass and does all of its backward in I. */
+     * forward read and dy, or, where the I pass set act->kept (through c->kept), from
+     * the inputs and that (dy then has no data): accumulates exactly what backward adds
+     * to grads when !c->input_only, with the same kernels. act->aux is freed by then, and
+     * act->out unless it is the input of another layer that splits. NULL: the layer has
+     * no separate weight pass and does all of its backward in I. */
     int (*backward_weights)(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                             const struct pb_tensor *const *in, const struct pb_node_act *act,
                             const struct pb_tensor *dy, float *grads, struct pb_err *e);

@@ -149,6 +149,7 @@ void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act)
         for (int i = 0; i < n; i++) {
             pb_backend_free(s->be, act->nodes[i].out.data);
             pb_backend_free(s->be, act->nodes[i].aux);
+            pb_backend_free(s->be, act->nodes[i].kept);
         }
         free(act->nodes);
     }
@@ -217,7 +218,7 @@ int pb_stage_forward(struct pb_stage *s, const struct pb_step_ctx *c, const floa
     act->input = input;
     act->nodes = pb_xcalloc((size_t)stage_nodes(s), sizeof *act->nodes);
     struct pb_fwd_ctx fc = {be, c->train, c->seed, s->index, c->mb, c->lengths,
-                            c->train ? NULL : c->attn_out, false};
+                            c->train ? NULL : c->attn_out, false, NULL};
     const struct pb_tensor *bin = &act->input;
     int idx = 0;
     for (int b = s->first; b < s->last; b++) {
@@ -364,7 +365,8 @@ static bool w_inputs(const struct pb_stage *s, bool *keep)
 
 /* The fused backward (pass B) or the split backward's input-gradient pass (I): I skips
  * the weight gradients of the layers that split and keeps in act what their W needs
- * (their inputs and dY); everything else is released as B releases it. */
+ * (their inputs, and dY or what the layer kept itself, pb_node_act.kept); everything
+ * else is released as B releases it. */
 static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
                     struct pb_stage_act *act, const struct pb_tensor *dy, struct pb_tensor *dx,
                     bool input_only, struct pb_err *e)
@@ -372,7 +374,7 @@ static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float
     struct pb_backend *be = s->be;
     int n = stage_nodes(s);
     struct grad_state gs = {.g = pb_xcalloc((size_t)n, sizeof *gs.g)};
-    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, input_only};
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, input_only, NULL};
     bool *keep = pb_xcalloc((size_t)n, sizeof *keep), keep_input = false;
     if (input_only) {
         keep_input = w_inputs(s, keep);
@@ -392,16 +394,17 @@ static int backward(struct pb_stage *s, const struct pb_step_ctx *c, const float
         for (int i = blk->nnodes - 1; i >= 0 && !rc; i--) {
             if (gs.g[base + i].data) {
                 double t0 = s->node_s ? node_clock(be) : 0.0;
+                fc.kept = input_only ? &act->nodes[base + i].kept : NULL;
                 rc = node_backward(s, &fc, act, &gs, b, base, i, w, e);
                 if (s->node_s)
                     s->node_s[2 * (base + i) + 1] += node_clock(be) - t0;
             }
-            if (input_only && splits(&blk->nodes[i])) {
+            if (input_only && splits(&blk->nodes[i]) && !act->nodes[base + i].kept) {
                 /* held for W: counted with the activations from now on */
                 act->wdy[base + i] = gs.g[base + i];
                 if (gs.g[base + i].data)
                     pb_backend_take(be, be, gs.g[base + i].data, PB_MEM_ACTS);
-            } else {
+            } else {  /* a layer that kept its own (act->nodes[].kept) reads that in W */
                 pb_backend_free(be, gs.g[base + i].data);
             }
             gs.g[base + i].data = NULL;
@@ -462,7 +465,7 @@ int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
 {
     PB_CHECK(act->wdy);
     struct pb_backend *be = s->be;
-    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, false};
+    struct pb_fwd_ctx fc = {be, true, c->seed, s->index, act->mb, NULL, NULL, false, NULL};
     int rc = 0, idx = stage_nodes(s);
     for (int b = s->last - 1; b >= s->first && !rc; b--) {
         const struct pb_block *blk = &s->model->blocks[b];
@@ -470,14 +473,16 @@ int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
         const struct pb_tensor *bin = b == s->first ? &act->input : &act->nodes[base - 1].out;
         for (int i = blk->nnodes - 1; i >= 0 && !rc; i--) {
             const struct pb_layer *l = &blk->nodes[i];
-            if (!act->wdy[base + i].data)
-                continue;
+            if (!act->wdy[base + i].data && !act->nodes[base + i].kept)
+                continue;  /* no gradient reached it */
             const struct pb_tensor *ins[PB_LAYER_MAX_INPUTS];
             for (int j = 0; j < l->nin; j++)
                 ins[j] = l->in[j] < 0 ? bin : &act->nodes[base + l->in[j]].out;
             float *gr = s->grads + s->param_off[b - s->first] + l->param_off;
-            rc = l->ops->backward_weights(l, &fc, ins, &act->nodes[base + i], &act->wdy[base + i],
-                                          gr, e);
+            /* a layer that kept its own reads that, not dY */
+            struct pb_tensor no_dy = {.shape = l->out_shape, .layout = PB_LAYOUT_PLAIN};
+            const struct pb_tensor *dy = act->wdy[base + i].data ? &act->wdy[base + i] : &no_dy;
+            rc = l->ops->backward_weights(l, &fc, ins, &act->nodes[base + i], dy, gr, e);
         }
         idx = base;
     }

@@ -39,7 +39,8 @@ struct pb_stage_act {
     struct pb_tensor input;      /* the stage input (owned) */
     struct pb_node_act *nodes;   /* every node of the stage's blocks, in order */
     struct pb_tensor *wdy;       /* after the split backward's I: per node, the dY its W
-                                    reads (NULL data where W has nothing to do); else NULL */
+                                    reads (NULL data where W has nothing to do or reads the
+                                    node's kept instead); else NULL */
     float *dlogits;              /* last stage: dL/dlogits [batch, classes] */
     float loss;                  /* last stage: mean loss of the micro-batch (per counted
                                     label: per token for a translation model) */
@@ -90,11 +91,13 @@ int pb_stage_backward(struct pb_stage *s, const struct pb_step_ctx *c, const flo
 
 /* The split backward (semantics §4.10): the input-gradient pass does everything
  * pb_stage_backward does except the weight gradients of the layers with a separate
- * weight pass (layer.h's backward_weights: linear, conv2d, embedding), and keeps in
- * act only what those need (their inputs and dY); the weight-gradient pass then
- * accumulates their dW into s->grads and releases act. Every other layer (batch norm,
- * LSTM, attention, ...) does its whole backward, its dW included, in the input pass.
- * I then W gives B's bits: each layer's dW comes from the same kernel and inputs. */
+ * weight pass (layer.h's backward_weights: linear, conv2d, embedding, LSTM, attention),
+ * and keeps in act only what those need: their inputs, and dY or, for a layer that
+ * keeps its own (the LSTM's gate gradients and sequences, the attention's projection
+ * gradients: pb_node_act.kept), that instead; the weight-gradient pass then accumulates
+ * their dW into s->grads and releases act. Every other layer (batch norm, ...) does its
+ * whole backward, its dW included, in the input pass. I then W gives B's bits: each
+ * layer's dW comes from the same kernel and inputs. */
 int pb_stage_backward_input(struct pb_stage *s, const struct pb_step_ctx *c, const float *w,
                             struct pb_stage_act *act, const struct pb_tensor *dy,
                             struct pb_tensor *dx, struct pb_err *e);

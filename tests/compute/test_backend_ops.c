@@ -949,6 +949,19 @@ static void lstm_run(struct ctx *c, const void *arg)
     o->lstm_bwd(c->be, d, x, w, y, dy, ws, NULL, dw);
     out_d(c, "dx", dx, nx);
     out_d(c, "dw_acc", dw, nw);
+    /* the split backward: data then weights, twice as above, gives the fused bits */
+    float *dx2 = dfill(c, nx, NAN), *dw2 = dup(c, hrand(nw, 153, -1, 1), nw);
+    void *keep = dalloc(c, o->lstm_bwd_keep(c->be, d));
+    o->lstm_bwd_data(c->be, d, w, dy, ws, dx2, keep);
+    o->lstm_bwd_weights(c->be, d, x, y, keep, dw2);
+    o->lstm_bwd_data(c->be, d, w, dy, ws, NULL, keep);
+    o->lstm_bwd_weights(c->be, d, x, y, keep, dw2);
+    out_d(c, "dx (split)", dx2, nx);
+    out_d(c, "dw_acc (split)", dw2, nw);
+    const struct outs *r = c->o;
+    if (memcmp(r->v[r->n - 4], r->v[r->n - 2], nx * sizeof(float)) ||
+        memcmp(r->v[r->n - 3], r->v[r->n - 1], nw * sizeof(float)))
+        fail(c, "lstm_bwd_data then lstm_bwd_weights: other bits than lstm_bwd's");
     /* inference from given states, to the final ones */
     float *h0 = dup(c, hrand(ns, 154, -1, 1), ns), *c0 = dup(c, hrand(ns, 155, -1, 1), ns);
     float *hl = dfill(c, ns, NAN), *cl = dfill(c, ns, NAN);
@@ -972,6 +985,8 @@ static void lstm_ref(const void *arg, struct outs *w, const struct outs *got)
     pb_ref_lstm(d, x, wt, NULL, NULL, dy, y, NULL, NULL, dx, dw);
     for (size_t i = 0; i < nw; i++)
         dw[i] = dw0[i] + 2 * dw[i];
+    memcpy(outs_add(w, "dx (split)", nx), dx, nx * sizeof *dx);
+    memcpy(outs_add(w, "dw_acc (split)", nw), dw, nw * sizeof *dw);
     float *yi = outs_add(w, "y (inference, states)", ny);
     float *hl = outs_add(w, "h_last", ns), *cl = outs_add(w, "c_last", ns);
     pb_ref_lstm(d, x, wt, hrand(ns, 154, -1, 1), hrand(ns, 155, -1, 1), NULL, yi, hl, cl, NULL,
@@ -1022,6 +1037,22 @@ static void attn_run(struct ctx *c, const void *arg)
     out_d(c, "dq", dq, nq);
     out_d(c, "dk", dk, nk);
     out_d(c, "dw_acc", dw, nw);
+    /* the split backward: data then weights, twice as above, gives the fused bits */
+    float *dq2 = dfill(c, nq, NAN), *dk2 = dfill(c, nk, NAN);
+    float *dw2 = dup(c, hrand(nw, 164, -1, 1), nw);
+    void *keep = dalloc(c, o->attn_bwd_keep(c->be, d));
+    o->attn_bwd_data(c->be, d, k, len, w, ws, dctx, dq2, dk2, keep);
+    o->attn_bwd_weights(c->be, d, q, k, keep, dw2);
+    o->attn_bwd_data(c->be, d, k, len, w, ws, dctx, NULL, NULL, keep);
+    o->attn_bwd_weights(c->be, d, q, k, keep, dw2);
+    out_d(c, "dq (split)", dq2, nq);
+    out_d(c, "dk (split)", dk2, nk);
+    out_d(c, "dw_acc (split)", dw2, nw);
+    const struct outs *rs = c->o;
+    if (memcmp(rs->v[rs->n - 6], rs->v[rs->n - 3], nq * sizeof(float)) ||
+        memcmp(rs->v[rs->n - 5], rs->v[rs->n - 2], nk * sizeof(float)) ||
+        memcmp(rs->v[rs->n - 4], rs->v[rs->n - 1], nw * sizeof(float)))
+        fail(c, "attn_bwd_data then attn_bwd_weights: other bits than attn_bwd's");
     /* a decoder's: keys projected once, then the forward on them; the same bits as
      * attn_fwd's ctx and weights (backend.h) */
     float *pk = dfill(c, npk, NAN), *ctx2 = dfill(c, nctx, NAN), *a2 = dfill(c, na, NAN);
@@ -1033,9 +1064,10 @@ static void attn_run(struct ctx *c, const void *arg)
     float *ctx3 = dfill(c, nctx, NAN);
     o->attn_fwd(c->be, d, q, k, len, w, ctx3, NULL);
     out_d(c, "ctx (inference)", ctx3, nctx);
-    /* the last nine outputs: ctx (train), weights, dq, dk, dw_acc, pk, ctx2, a2, ctx3 */
+    /* the last twelve outputs: ctx (train), weights, dq, dk, dw_acc, their split three,
+     * pk, ctx2, a2, ctx3 */
     const struct outs *r = c->o;
-    const float *c1 = r->v[r->n - 9], *w1 = r->v[r->n - 8];
+    const float *c1 = r->v[r->n - 12], *w1 = r->v[r->n - 11];
     const float *c2 = r->v[r->n - 3], *w2 = r->v[r->n - 2], *c3 = r->v[r->n - 1];
     if (memcmp(c1, c2, nctx * sizeof *c1) || memcmp(w1, w2, na * sizeof *w1))
         fail(c, "attn_fwd_projected: other bits than attn_fwd's ctx or weights");
@@ -1056,10 +1088,15 @@ static void attn_ref(const void *arg, struct outs *w, const struct outs *got)
     const int32_t *len = attn_lengths(a);
     float *ctx = outs_add(w, "ctx (train)", nctx), *aw = outs_add(w, "weights", na);
     float *dq = outs_add(w, "dq", nq), *dk = outs_add(w, "dk", nk), *dw = outs_add(w, "dw_acc", nw);
-    float *pk = outs_add(w, "projected keys", npk);
+    float *pk = malloc((npk + 1) * sizeof *pk);
     pb_ref_attn(d, q, k, len, wt, dctx, ctx, aw, pk, dq, dk, dw);
     for (size_t i = 0; i < nw; i++)
         dw[i] = dw0[i] + 2 * dw[i];
+    memcpy(outs_add(w, "dq (split)", nq), dq, nq * sizeof *dq);
+    memcpy(outs_add(w, "dk (split)", nk), dk, nk * sizeof *dk);
+    memcpy(outs_add(w, "dw_acc (split)", nw), dw, nw * sizeof *dw);
+    memcpy(outs_add(w, "projected keys", npk), pk, npk * sizeof *pk);
+    free(pk);
     memcpy(outs_add(w, "ctx (projected)", nctx), ctx, nctx * sizeof *ctx);
     memcpy(outs_add(w, "weights (projected)", na), aw, na * sizeof *aw);
     memcpy(outs_add(w, "ctx (inference)", nctx), ctx, nctx * sizeof *ctx);

@@ -5,7 +5,9 @@
  * reads), one U per step after the step's last gradient op (the flush) and each stage's
  * weight gradients in ascending micro-batch order; the simulator's closed forms
  * (bubble, isolated and steady, and the activations in flight per stage); I then W
- * giving B's bits for every layer and block case; and the trained weights of D = 4
+ * giving B's bits for every layer and block case and for the sequence layers (the LSTM
+ * and the attention, which split for real: on a stage and alone with lengths, with the
+ * bytes they keep between I and W); and the trained weights of D = 4
  * stages equal to one stage accumulating in 1F1B's order, bit for bit, and to GPipe's
  * within a stated tolerance. */
 #include <check.h>
@@ -19,6 +21,7 @@
 #include "tests/support/block_cases.h"
 #include "tests/support/cli_util.h"
 #include "tests/support/layer_cases.h"
+#include "tests/support/layer_run.h"
 #include "tests/support/train_util.h"
 #include "tests/support/test_util.h"
 #include "workloads/models/workload.h"
@@ -424,6 +427,155 @@ START_TEST(split_blocks)
 }
 END_TEST
 
+/* Stage cases of the sequence layers (a stage has one input and no lengths here): the
+ * LSTM unidirectional over several layers with the dropout between them, bidirectional
+ * over two, and the attention over slices of the input, alone and fed by an LSTM. */
+#define LSTM_CFG(in_f, hidden, layers, bi, drop)                                          \
+    {.kind = PB_LAYER_LSTM, .in_features = in_f, .out_features = hidden,                      \
+     .num_layers = layers, .bidirectional = bi, .p = drop}
+
+static void s_lstm3_dropout(struct pb_model *m, struct pb_block *b)
+{
+    int x = -1;
+    pb_block_node(m, b, "lstm", &(struct pb_layer_cfg)LSTM_CFG(6, 5, 3, false, 0.3f), 1, &x);
+}
+
+static void s_bilstm2(struct pb_model *m, struct pb_block *b)
+{
+    int x = -1;
+    pb_block_node(m, b, "bilstm", &(struct pb_layer_cfg)LSTM_CFG(6, 4, 2, true, 0.0f), 1, &x);
+}
+
+/* x [B, T, 9]: queries its features [0, 4), keys [4, 9) */
+static void s_attention(struct pb_model *m, struct pb_block *b)
+{
+    int q = pb_block_slice(m, b, "q", -1, 2, 0, 4), k = pb_block_slice(m, b, "k", -1, 2, 4, 9);
+    pb_block_attention(m, b, "attn", q, k, 4, 5, 6);
+}
+
+/* the queries an LSTM's output, the keys the input's features [4, 9); the output a linear's */
+static void s_lstm_attention(struct pb_model *m, struct pb_block *b)
+{
+    int x = -1;
+    int h = pb_block_node(m, b, "lstm", &(struct pb_layer_cfg)LSTM_CFG(9, 4, 2, false, 0.0f),
+                          1, &x);
+    int k = pb_block_slice(m, b, "k", -1, 2, 4, 9);
+    pb_block_attention(m, b, "attn", h, k, 4, 5, 6);
+    pb_block_linear(m, b, "fc", 5, 3);
+}
+
+static const struct layer_case seq_stage_cases[] = {
+    {"lstm3_dropout", {2, 5, 6, 1}, true, s_lstm3_dropout},
+    {"bilstm2", {3, 4, 6, 1}, true, s_bilstm2},
+    {"attention", {2, 4, 9, 1}, true, s_attention},
+    {"lstm_attention", {3, 5, 9, 1}, true, s_lstm_attention},
+};
+
+START_TEST(split_seq_stages)
+{
+    struct case_run r;
+    case_run_init(&r, &seq_stage_cases[_i], 11);
+    split_case(&r, seq_stage_cases[_i].name);
+    case_run_finish(&r);
+}
+END_TEST
+
+/* The sequence layers alone (tests/support/layer_run.c: the attention's two inputs, the lengths a
+ * bidirectional LSTM packs by and the attention masks with): I then W against B, bit for
+ * bit, and the bytes held between I and W those semantics §4.10 lists. The batches run
+ * the LSTM's recurrent products on packed panels (B ≤ 16) and on oneDNN (B = 20), the
+ * attention's backward in one and in several query blocks per source. */
+struct seq_layer_case {
+    const char *name;
+    struct pb_layer_cfg cfg;
+    int nin;
+    struct pb_shape in[2];
+    bool lengths;
+};
+
+static const struct seq_layer_case seq_layer_cases[] = {
+    {"lstm", LSTM_CFG(5, 4, 1, false, 0.0f), 1, {{3, 6, 5, 1}}, false},
+    {"lstm_b20", LSTM_CFG(4, 3, 1, false, 0.0f), 1, {{20, 3, 4, 1}}, false},
+    {"lstm3_dropout", LSTM_CFG(5, 4, 3, false, 0.25f), 1, {{2, 5, 5, 1}}, false},
+    {"bilstm_packed", LSTM_CFG(5, 4, 1, true, 0.0f), 1, {{3, 6, 5, 1}}, true},
+    {"bilstm2_packed_dropout", LSTM_CFG(3, 4, 2, true, 0.2f), 1, {{4, 5, 3, 1}}, true},
+    {"attn_masked",
+     {.kind = PB_LAYER_ATTENTION, .in_features = 4, .key_features = 6, .out_features = 7},
+     2, {{2, 3, 4, 1}, {2, 5, 6, 1}}, true},
+    {"attn_wide",
+     {.kind = PB_LAYER_ATTENTION, .in_features = 8, .key_features = 6, .out_features = 40},
+     2, {{3, 4, 8, 1}, {3, 5, 6, 1}}, true},
+    {"attn_batch",
+     {.kind = PB_LAYER_ATTENTION, .in_features = 5, .key_features = 4, .out_features = 20},
+     2, {{33, 2, 5, 1}, {33, 3, 4, 1}}, false},
+};
+
+/* What semantics §4.10 says the layer keeps between I and W on the CPU backend, in bytes:
+ * the LSTM's gate gradients [B, T, 4H] per layer and direction, its aux's sequences and,
+ * unidirectional, its output; the attention's dpq, dpk and v and g's increments. */
+static size_t cpu_kept_bytes(const struct seq_layer_case *c)
+{
+    size_t B = (size_t)c->in[0].n, T = (size_t)c->in[0].c, H = (size_t)c->cfg.out_features;
+    if (c->cfg.kind == PB_LAYER_ATTENTION)
+        return ((B * T + B * (size_t)c->in[1].c) * H + H + 1) * sizeof(float);
+    size_t L = (size_t)c->cfg.num_layers, dirs = c->cfg.bidirectional ? 2 : 1;
+    size_t floats = L * dirs * B * T * 4 * H + (L - 1) * B * T * dirs * H;
+    floats += c->cfg.bidirectional ? L * 2 * B * T * H : B * T * H;
+    return floats * sizeof(float) + (c->cfg.bidirectional ? B * sizeof(int32_t) : 0);
+}
+
+START_TEST(split_seq_layers)
+{
+    const struct seq_layer_case *c = &seq_layer_cases[_i];
+    int B = c->in[0].n, T = c->in[1].c ? c->in[1].c : c->in[0].c;
+    int32_t *len = malloc((size_t)B * sizeof *len);
+    for (int b = 0; b < B; b++)  /* T, T − 2, … down to 1, wrapping */
+        len[b] = T - (2 * b) % T;
+    struct lrun r;
+    lrun_init(&r, c->cfg, c->nin, c->in, c->lengths ? len : NULL);
+    float *x[2] = {NULL, NULL};
+    for (int i = 0; i < c->nin; i++) {
+        size_t n = pb_shape_count(c->in[i]);
+        x[i] = malloc(n * sizeof(float));
+        for (size_t j = 0; j < n; j++)
+            x[i][j] = (float)sin(0.37 * (double)j + 0.1 + i);
+    }
+    set_inputs(&r, x);
+    size_t ny = pb_shape_count(r.l.out_shape);
+    float *dy = malloc(ny * sizeof *dy);
+    for (size_t j = 0; j < ny; j++)
+        dy[j] = (float)cos(0.23 * (double)j);
+    float *g_b = malloc((r.np + 1) * sizeof *g_b), *g_iw = malloc((r.np + 1) * sizeof *g_iw);
+    float *dx_b[2] = {NULL, NULL}, *dx_iw[2] = {NULL, NULL};
+    struct pb_node_act act;
+    free(lforward(&r, true, &act));
+    lbackward(&r, &act, dy, dx_b);
+    r.be->ops->download(r.be, g_b, r.grads, r.np * sizeof *g_b);
+    free(lforward(&r, true, &act));
+    size_t kept;
+    lbackward_split(&r, &act, dy, dx_iw, &kept);
+    r.be->ops->download(r.be, g_iw, r.grads, r.np * sizeof *g_iw);
+    r.be->ops->sync(r.be);
+    char what[160];
+    for (int i = 0; i < c->nin; i++) {
+        snprintf(what, sizeof what, "%s: dx%d of I against B's", c->name, i);
+        pb_assert_same_bits(what, dx_iw[i], dx_b[i], pb_shape_count(c->in[i]));
+        free(dx_b[i]);
+        free(dx_iw[i]);
+        free(x[i]);
+    }
+    snprintf(what, sizeof what, "%s: weight gradients of I then W against B's", c->name);
+    pb_assert_same_bits(what, g_iw, g_b, r.np);
+    ck_assert_msg(kept == cpu_kept_bytes(c), "%s: I kept %zu bytes for W, semantics §4.10 says "
+                  "%zu", c->name, kept, cpu_kept_bytes(c));
+    free(g_b);
+    free(g_iw);
+    free(dy);
+    free(len);
+    lrun_finish(&r);
+}
+END_TEST
+
 /* D = 4, M = 4: every synchronous schedule trains model's weights exactly as one stage
  * accumulating 4 micro-batches in 1F1B's order (each stage's gradients ascend), and
  * within 1e-5 (relative to max(1, |w|)) of GPipe's, whose backwards descend. */
@@ -537,6 +689,10 @@ Suite *pb_test_suite(void)
     tcase_add_test(fast, sim_closed_forms);
     tcase_add_loop_test(fast, split_layers, 0, n_layer_cases);
     tcase_add_loop_test(fast, split_blocks, 0, n_block_grad_cases);
+    tcase_add_loop_test(fast, split_seq_stages, 0,
+                        (int)(sizeof seq_stage_cases / sizeof *seq_stage_cases));
+    tcase_add_loop_test(fast, split_seq_layers, 0,
+                        (int)(sizeof seq_layer_cases / sizeof *seq_layer_cases));
     tcase_add_test(fast, trains_mlp);
     suite_add_tcase(s, fast);
     TCase *tc = tcase_create("training");

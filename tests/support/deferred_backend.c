@@ -490,6 +490,18 @@ static size_t dfr_attn_workspace(struct pb_backend *be, const struct pb_attn_des
     return in->ops->attn_workspace(in, d);
 }
 
+static size_t dfr_lstm_bwd_keep(struct pb_backend *be, const struct pb_lstm_desc *d)
+{
+    struct pb_backend *in = dfr_of(be)->in;
+    return in->ops->lstm_bwd_keep(in, d);
+}
+
+static size_t dfr_attn_bwd_keep(struct pb_backend *be, const struct pb_attn_desc *d)
+{
+    struct pb_backend *in = dfr_of(be)->in;
+    return in->ops->attn_bwd_keep(in, d);
+}
+
 /* ---- the compute ops: arguments copied, run at sync ---- */
 
 struct a_reorder {
@@ -876,6 +888,7 @@ struct a_lstm {
     struct pb_lstm_states st;
     bool has_st;
     float *dx, *dw;
+    void *keep;
 };
 static void run_lstm_fwd(struct pb_backend *in, void *p)
 {
@@ -903,6 +916,29 @@ static void dfr_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, co
     struct a_lstm a = {.d = *d, .x = x, .w = w, .y_in = y, .dy = dy, .ws = (void *)ws, .dx = dx,
                        .dw = dw_acc};
     enqueue(be, "lstm_bwd", run_lstm_bwd, &a, sizeof a, 7, x, w, y, dy, ws, dx, dw_acc);
+}
+static void run_lstm_bwd_data(struct pb_backend *in, void *p)
+{
+    struct a_lstm *a = p;
+    in->ops->lstm_bwd_data(in, &a->d, a->w, a->dy, a->ws, a->dx, a->keep);
+}
+static void dfr_lstm_bwd_data(struct pb_backend *be, const struct pb_lstm_desc *d,
+                              const float *w, const float *dy, const void *ws, float *dx,
+                              void *keep)
+{
+    struct a_lstm a = {.d = *d, .w = w, .dy = dy, .ws = (void *)ws, .dx = dx, .keep = keep};
+    enqueue(be, "lstm_bwd_data", run_lstm_bwd_data, &a, sizeof a, 5, w, dy, ws, dx, keep);
+}
+static void run_lstm_bwd_weights(struct pb_backend *in, void *p)
+{
+    struct a_lstm *a = p;
+    in->ops->lstm_bwd_weights(in, &a->d, a->x, a->y_in, a->keep, a->dw);
+}
+static void dfr_lstm_bwd_weights(struct pb_backend *be, const struct pb_lstm_desc *d,
+                                 const float *x, const float *y, const void *keep, float *dw_acc)
+{
+    struct a_lstm a = {.d = *d, .x = x, .y_in = y, .keep = (void *)keep, .dw = dw_acc};
+    enqueue(be, "lstm_bwd_weights", run_lstm_bwd_weights, &a, sizeof a, 4, x, y, keep, dw_acc);
 }
 
 struct a_seq {
@@ -955,7 +991,7 @@ struct a_attn {
     const float *q, *k, *pk, *w, *dctx;
     const int32_t *lengths;
     float *ctx, *dq, *dk, *dw, *a;
-    void *ws;
+    void *ws, *keep;
 };
 static void run_attn_fwd(struct pb_backend *in, void *p)
 {
@@ -982,6 +1018,33 @@ static void dfr_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, co
     struct a_attn a = {.d = *d, .q = q, .k = k, .lengths = lengths, .w = w, .ws = (void *)ws,
                        .dctx = dctx, .dq = dq, .dk = dk, .dw = dw_acc};
     enqueue(be, "attn_bwd", run_attn_bwd, &a, sizeof a, 8, q, k, w, ws, dctx, dq, dk, dw_acc);
+}
+static void run_attn_bwd_data(struct pb_backend *in, void *p)
+{
+    struct a_attn *a = p;
+    in->ops->attn_bwd_data(in, &a->d, a->k, a->lengths, a->w, a->ws, a->dctx, a->dq, a->dk,
+                           a->keep);
+}
+static void dfr_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *k, const int32_t *lengths, const float *w,
+                              const void *ws, const float *dctx, float *dq, float *dk,
+                              void *keep)
+{
+    struct a_attn a = {.d = *d, .k = k, .lengths = lengths, .w = w, .ws = (void *)ws,
+                       .dctx = dctx, .dq = dq, .dk = dk, .keep = keep};
+    enqueue(be, "attn_bwd_data", run_attn_bwd_data, &a, sizeof a, 8, k, lengths, w, ws, dctx, dq,
+            dk, keep);
+}
+static void run_attn_bwd_weights(struct pb_backend *in, void *p)
+{
+    struct a_attn *a = p;
+    in->ops->attn_bwd_weights(in, &a->d, a->q, a->k, a->keep, a->dw);
+}
+static void dfr_attn_bwd_weights(struct pb_backend *be, const struct pb_attn_desc *d,
+                                 const float *q, const float *k, const void *keep, float *dw_acc)
+{
+    struct a_attn a = {.d = *d, .q = q, .k = k, .keep = (void *)keep, .dw = dw_acc};
+    enqueue(be, "attn_bwd_weights", run_attn_bwd_weights, &a, sizeof a, 4, q, k, keep, dw_acc);
 }
 static void run_attn_weights(struct pb_backend *in, void *p)
 {
@@ -1112,12 +1175,18 @@ static const struct pb_backend_ops dfr_ops = {
     .lstm_workspace = dfr_lstm_workspace,
     .lstm_fwd = dfr_lstm_fwd,
     .lstm_bwd = dfr_lstm_bwd,
+    .lstm_bwd_keep = dfr_lstm_bwd_keep,
+    .lstm_bwd_data = dfr_lstm_bwd_data,
+    .lstm_bwd_weights = dfr_lstm_bwd_weights,
     .seq_mean_fwd = dfr_seq_mean_fwd,
     .seq_mean_bwd = dfr_seq_mean_bwd,
     .seq_gather = dfr_seq_gather,
     .attn_workspace = dfr_attn_workspace,
     .attn_fwd = dfr_attn_fwd,
     .attn_bwd = dfr_attn_bwd,
+    .attn_bwd_keep = dfr_attn_bwd_keep,
+    .attn_bwd_data = dfr_attn_bwd_data,
+    .attn_bwd_weights = dfr_attn_bwd_weights,
     .attn_weights = dfr_attn_weights,
     .attn_project_keys = dfr_attn_project_keys,
     .attn_fwd_projected = dfr_attn_fwd_projected,

@@ -32,5 +32,11 @@ float *lforward(struct lrun *r, bool train, struct pb_node_act *act);
 /* Backward of host dy with grads zeroed first: dx[i] host (malloc'ed) for every input;
  * releases act. */
 void lbackward(struct lrun *r, struct pb_node_act *act, const float *dy, float **dx);
+/* The same as the split backward's I then W (the layer's backward_weights), checking
+ * that I adds nothing to the gradients and keeps something in act->kept, and freeing dY,
+ * the output and the aux before W as the stage does; *kept_bytes: the PB_MEM_ACTS bytes
+ * held between the two besides the inputs. */
+void lbackward_split(struct lrun *r, struct pb_node_act *act, const float *dy, float **dx,
+                     size_t *kept_bytes);
 
 #endif

@@ -5,7 +5,9 @@
  * pk [B·Tk, U] and the weights a [B·Tq, Tk] in its workspace; the backward forms tanh
  * again (once per (query, key, unit), as the forward) instead of keeping the
  * [B, Tq, Tk, U] tensor PyTorch keeps, in one pass per (source, block of queries) that
- * gives the query, key and v̂ gradients together. A decoder projects its keys once
+ * gives the query, key and v̂ gradients together. The backward is two passes (backend.h's
+ * attn_bwd_data and attn_bwd_weights; attn_bwd runs both): the data pass keeps dpq, dpk
+ * and v and g's gradient increments for the weight pass. A decoder projects its keys once
  * (attn_project_keys, the forward's own GEMM) and attends with them at every step
  * (attn_fwd_projected: the forward from pq on, the weights written where it asks). Every
  * sum runs in a fixed order with
@@ -243,9 +245,32 @@ static void attn_bwd_task(const struct pb_attn_desc *d, const struct attn_ws *s,
     }
 }
 
-void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
-                     const float *k, const int32_t *lengths, const float *w, const void *ws,
-                     const float *dctx, float *dq, float *dk, float *dw_acc)
+/* What the data pass keeps for the weight pass: dpq [B·Tq, U], dpk [B·Tk, U], then the
+ * increments of v's gradient [U] and g's [1]. */
+struct attn_keep {
+    float *dpq, *dpk, *gv, *gg;
+};
+
+static struct attn_keep keep_split(const struct pb_attn_desc *d, const void *keep)
+{
+    struct attn_keep s;
+    s.dpq = (float *)keep;
+    s.dpk = s.dpq + (size_t)d->batch * d->tq * d->units;
+    s.gv = s.dpk + (size_t)d->batch * d->tk * d->units;
+    s.gg = s.gv + d->units;
+    return s;
+}
+
+size_t pb_cpu_attn_bwd_keep(struct pb_backend *be, const struct pb_attn_desc *d)
+{
+    (void)be;
+    size_t b = (size_t)d->batch;
+    return (b * ((size_t)d->tq + d->tk) * d->units + d->units + 1) * sizeof(float);
+}
+
+void pb_cpu_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                          const int32_t *lengths, const float *w, const void *ws,
+                          const float *dctx, float *dq, float *dk, void *keep)
 {
     if (!pb_cpu_begin(be) || !check_lengths(be, d, lengths))
         return;
@@ -254,15 +279,17 @@ void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
     int bs = attn_block(d), nb = (Tq + bs - 1) / bs, ntask = B * nb;
     struct pb_attn_weights p = pb_attn_weights_split(d, w);
     struct attn_ws s = ws_split(d, (void *)ws);
-    /* ds [B·Tq, Tk] (score gradients), dpq [B·Tq, U], dpk [B·Tk, U], the key gradients of
-     * query blocks 1.. [nb − 1, B·Tk, U] (block 0's go to dpk), gv per task [ntask, U], vh
-     * and dvhat [U], the key gradient when dk is not wanted [B·Tk, Hk] */
-    size_t floats = nq * Tk + nq * U + nk * U * (size_t)nb + (size_t)ntask * U + 2 * (size_t)U +
+    struct attn_keep kp = keep_split(d, keep);
+    float *dpq = kp.dpq, *dpk = kp.dpk;
+    /* ds [B·Tq, Tk] (score gradients), the key gradients of query blocks 1..
+     * [nb − 1, B·Tk, U] (block 0's go to dpk), gv per task [ntask, U], vh and dvhat [U],
+     * the key gradient when dk is not wanted [B·Tk, Hk] */
+    size_t floats = nq * Tk + nk * U * (size_t)(nb - 1) + (size_t)ntask * U + 2 * (size_t)U +
                     (dk ? 0 : nk * Hk);
     float *ds = pb_cpu_scratch(be, floats * sizeof(float));
     if (!ds)
         return;
-    float *dpq = ds + nq * Tk, *dpk = dpq + nq * U, *parts = dpk + nk * U;
+    float *parts = ds + nq * Tk;
     float *gvs = parts + nk * U * (size_t)(nb - 1), *vh = gvs + (size_t)ntask * U;
     float *dvhat = vh + U, *dkk = dk ? dk : dvhat + U;
     double norm = normalised_v(d, &p, vh);
@@ -299,20 +326,48 @@ void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const 
         for (int n = 0; n < U; n++)
             dvhat[n] += g[n];
     }
-    float *gv = dw_acc, *gg = gv + U, *gb = gg + 1, *gwq = gb + U, *gwk = gwq + (size_t)U * Hq;
-    pb_cpu_bias_grad(be, dpk, gb, (int)nk, U);
     /* v̂ = g·v/‖v‖: dg = u·dv̂, dv = (g/‖v‖)(dv̂ − u (u·dv̂)) with u = v/‖v‖ */
     double udv = 0;
     for (int n = 0; n < U; n++)
         udv += p.v[n] / norm * dvhat[n];
-    gg[0] += (float)udv;
+    kp.gg[0] = (float)udv;
     for (int n = 0; n < U; n++)
-        gv[n] += (float)(p.g[0] / norm * (dvhat[n] - p.v[n] / norm * udv));
-    pb_cpu_gemm(be, true, false, U, Hq, (int)nq, 1.0f, dpq, U, q, Hq, 1.0f, gwq, Hq);
-    pb_cpu_gemm(be, true, false, U, Hk, (int)nk, 1.0f, dpk, U, k, Hk, 1.0f, gwk, Hk);
+        kp.gv[n] = (float)(p.g[0] / norm * (dvhat[n] - p.v[n] / norm * udv));
     if (dq)
         pb_cpu_gemm(be, false, false, (int)nq, Hq, U, 1.0f, dpq, U, p.wq, Hq, 0.0f, dq, Hq);
     if (dk)
         pb_cpu_gemm(be, false, false, (int)nk, Hk, U, 1.0f, dpk, U, p.wk, Hk, 1.0f, dk, Hk);
     pb_cpu_scratch_free(be, ds);
+}
+
+void pb_cpu_attn_bwd_weights(struct pb_backend *be, const struct pb_attn_desc *d,
+                             const float *q, const float *k, const void *keep, float *dw_acc)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    int U = d->units, Hq = d->query, Hk = d->key;
+    int nq = d->batch * d->tq, nk = d->batch * d->tk;
+    struct attn_keep kp = keep_split(d, keep);
+    float *gv = dw_acc, *gg = gv + U, *gb = gg + 1, *gwq = gb + U, *gwk = gwq + (size_t)U * Hq;
+    pb_cpu_bias_grad(be, kp.dpk, gb, nk, U);
+    gg[0] += kp.gg[0];
+    for (int n = 0; n < U; n++)
+        gv[n] += kp.gv[n];
+    pb_cpu_gemm(be, true, false, U, Hq, nq, 1.0f, kp.dpq, U, q, Hq, 1.0f, gwq, Hq);
+    pb_cpu_gemm(be, true, false, U, Hk, nk, 1.0f, kp.dpk, U, k, Hk, 1.0f, gwk, Hk);
+}
+
+/* The fused backward: the two passes with their keep in scratch. */
+void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                     const float *k, const int32_t *lengths, const float *w, const void *ws,
+                     const float *dctx, float *dq, float *dk, float *dw_acc)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    void *keep = pb_cpu_scratch(be, pb_cpu_attn_bwd_keep(be, d));
+    if (!keep)
+        return;
+    pb_cpu_attn_bwd_data(be, d, k, lengths, w, ws, dctx, dq, dk, keep);
+    pb_cpu_attn_bwd_weights(be, d, q, k, keep, dw_acc);
+    pb_cpu_scratch_free(be, keep);
 }

@@ -312,6 +312,11 @@ void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
 void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                      const float *w, const float *y, const float *dy, const void *ws, float *dx,
                      float *dw_acc);
+size_t pb_cpu_lstm_bwd_keep(struct pb_backend *be, const struct pb_lstm_desc *d);
+void pb_cpu_lstm_bwd_data(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                          const float *dy, const void *ws, float *dx, void *keep);
+void pb_cpu_lstm_bwd_weights(struct pb_backend *be, const struct pb_lstm_desc *d,
+                             const float *x, const float *y, const void *keep, float *dw_acc);
 size_t pb_cpu_attn_workspace(struct pb_backend *be, const struct pb_attn_desc *d);
 void pb_cpu_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
                          float *a);
@@ -325,6 +330,12 @@ void pb_cpu_attn_fwd_projected(struct pb_backend *be, const struct pb_attn_desc 
 void pb_cpu_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                      const float *k, const int32_t *lengths, const float *w, const void *ws,
                      const float *dctx, float *dq, float *dk, float *dw_acc);
+size_t pb_cpu_attn_bwd_keep(struct pb_backend *be, const struct pb_attn_desc *d);
+void pb_cpu_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                          const int32_t *lengths, const float *w, const void *ws,
+                          const float *dctx, float *dq, float *dk, void *keep);
+void pb_cpu_attn_bwd_weights(struct pb_backend *be, const struct pb_attn_desc *d,
+                             const float *q, const float *k, const void *keep, float *dw_acc);
 
 void pb_cpu_optim_step(struct pb_backend *be, const struct pb_optim_step_args *a);
 void pb_cpu_predict(struct pb_backend *be, const struct pb_predict_args *a);

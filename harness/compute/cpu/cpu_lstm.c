@@ -1,5 +1,6 @@
 /* harness/compute/cpu/cpu_lstm.c — the CPU backend's LSTM ops (backend.h's
- * lstm_workspace, lstm_fwd, lstm_bwd): training in C over single-threaded oneDNN sgemm
+ * lstm_workspace, lstm_fwd, lstm_bwd and its two passes lstm_bwd_data and
+ * lstm_bwd_weights): training in C over single-threaded oneDNN sgemm
  * tiles with the gates vectorised; the inference forward (ws = NULL, initial states on
  * request) is the same kernel, so that evaluation gives training's bits.
  *
@@ -25,8 +26,10 @@
  * Backward, t = T−1 … 0: dh = dy_t + dA_{t+1}·W_hh,
  *   dc = dc_{t+1}·f_{t+1} + dh·o·(1 − tanh²c_t),
  *   dA_t = (dc·g·i(1−i), dc·c_{t−1}·f(1−f), dc·i·(1−g²), dh·tanh c_t·o(1−o)); then
- *   dx = dA·W_ih, dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1} (all steps at once), and the bias
- *   gradient, Σ over rows of dA, added to both b_ih's and b_hh's.
+ *   dx = dA·W_ih (that far the input-gradient pass, lstm_bwd_data, which keeps dA
+ *   [B, T, G]); the weight pass (lstm_bwd_weights): dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1}
+ *   (all steps at once), and the bias gradient, Σ over rows of dA, added to both b_ih's
+ *   and b_hh's. lstm_bwd is the recurrence, dA in scratch, then all three products.
  * The recurrent products at a batch of a few rows (pb_cpu_panels_usable: B ≤ 16 on AVX2
  *   machines, a pipeline's micro-batch) run over W_hh packed once per call into panels
  *   (cpu_panels.c), where a product per step is bound by reading W_hh, which oneDNN's
@@ -277,28 +280,28 @@ void pb_cpu_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
         pb_cpu_scratch_free(be, gates);
 }
 
-void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
-                     const float *w, const float *y, const float *dy, const void *ws, float *dx,
-                     float *dw_acc)
+size_t pb_cpu_lstm_bwd_keep(struct pb_backend *be, const struct pb_lstm_desc *d)
 {
-    if (!pb_cpu_begin(be))
-        return;
-    int B = d->batch, T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
-    struct pb_lstm_weights p = pb_lstm_weights_split(d, w), gw = pb_lstm_weights_split(d, dw_acc);
+    (void)be;
+    return rows(d) * 4 * (size_t)d->hidden * sizeof(float);
+}
+
+/* The backward's recurrence from dy back through the steps into da [B, T, G]. */
+static void recurrence_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                           const float *dy, const void *ws, float *da)
+{
+    int B = d->batch, T = d->steps, H = d->hidden, G = 4 * H;
+    struct pb_lstm_weights p = pb_lstm_weights_split(d, w);
     const float *act = ws, *cell = act + rows(d) * G;
-    /* dA [B, T, G]; h_{t−1} per row [B, T, H]; dh_next and dc [B, H]; the bias gradient
-     * [G]; zeros [H] */
-    size_t n = rows(d) * (G + H) + 2 * (size_t)B * H + G + H;
-    float *da = pb_cpu_scratch(be, n * sizeof(float));
-    if (!da)
+    /* dh_next and dc [B, H]; zeros [H] */
+    float *dh = pb_cpu_scratch(be, (2 * (size_t)B * H + H) * sizeof(float));
+    if (!dh)
         return;
-    float *hprev = da + rows(d) * G, *dh = hprev + rows(d) * H, *dc = dh + (size_t)B * H;
-    float *dbias = dc + (size_t)B * H, *zeros = dbias + G;
-    memset(dc, 0, (size_t)B * H * sizeof(float));
-    memset(dbias, 0, (size_t)(G + H) * sizeof(float));
+    float *dc = dh + (size_t)B * H, *zeros = dc + (size_t)B * H;
+    memset(dc, 0, ((size_t)B * H + H) * sizeof(float));
     float *panels = recurrent_panels(be, B, T - 1, G, H);
     if (be->failed) {
-        pb_cpu_scratch_free(be, da);
+        pb_cpu_scratch_free(be, dh);
         return;
     }
     int nchunks = cell_chunks(d);
@@ -325,7 +328,41 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
                          H, j0, j1);
             }
         }
-#pragma omp for schedule(static)
+    }
+    if (panels)
+        pb_cpu_scratch_free(be, panels);
+    pb_cpu_scratch_free(be, dh);
+}
+
+/* The backward's products from da [B, T, G]: dx = dA·W_ih (dx not NULL; w read) and the
+ * weight gradients (dw_acc not NULL; x and y read): dW_ih += dAᵀ·x, dW_hh += dAᵀ·h_{t−1}
+ * (h_{t−1} gathered from y), Σ_rows dA into both biases. The products share one list of
+ * tiles, each tile one sgemm call, so a product's bits do not depend on which others run
+ * beside it: the fused backward and the two passes give the same. */
+static void products_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                         const float *x, const float *y, const float *da, float *dx,
+                         float *dw_acc)
+{
+    int T = d->steps, I = d->input, H = d->hidden, G = 4 * H, R = (int)rows(d);
+    const struct gemm *list[3];
+    int n = 0;
+    struct gemm dxg = {0}, dw_ih = {0}, dw_hh = {0};
+    if (dx) {
+        struct pb_lstm_weights p = pb_lstm_weights_split(d, w);
+        dxg = (struct gemm){false, false, R, I, G, da, p.w_ih, G, I, 0.0f, dx, I};
+        list[n++] = &dxg;
+    }
+    float *hprev = NULL, *dbias = NULL;
+    struct pb_lstm_weights gw = {0};
+    if (dw_acc) {
+        gw = pb_lstm_weights_split(d, dw_acc);
+        /* h_{t−1} per row [B, T, H]; the bias gradient [G] */
+        hprev = pb_cpu_scratch(be, (rows(d) * H + G) * sizeof(float));
+        if (!hprev)
+            return;
+        dbias = hprev + rows(d) * H;
+        memset(dbias, 0, (size_t)G * sizeof(float));
+#pragma omp parallel for num_threads(pb_cpu_of(be)->nthreads) schedule(static)
         for (int r = 0; r < R; r++) {
             float *hp = hprev + (size_t)r * H;
             if (r % T)
@@ -333,18 +370,54 @@ void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const 
             else
                 memset(hp, 0, (size_t)H * sizeof(float));
         }
+        dw_ih = (struct gemm){true, false, G, I, R, da, x, G, I, 1.0f, gw.w_ih, I};
+        dw_hh = (struct gemm){true, false, G, H, R, da, hprev, G, H, 1.0f, gw.w_hh, H};
+        list[n++] = &dw_ih;
+        list[n++] = &dw_hh;
     }
-    struct gemm dw_ih = {true, false, G, I, R, da, x, G, I, 1.0f, gw.w_ih, I};
-    struct gemm dw_hh = {true, false, G, H, R, da, hprev, G, H, 1.0f, gw.w_hh, H};
-    struct gemm dxg = {false, false, R, I, G, da, p.w_ih, G, I, 0.0f, dx, I};
-    const struct gemm *after[3] = {&dw_ih, &dw_hh, &dxg};
-    gemms_run(be, after, dx ? 3 : 2);
+    gemms_run(be, list, n);
+    if (!dw_acc)
+        return;
     pb_cpu_bias_grad(be, da, dbias, R, G);
     for (int j = 0; j < G; j++) {
         gw.b_ih[j] += dbias[j];
         gw.b_hh[j] += dbias[j];
     }
-    if (panels)
-        pb_cpu_scratch_free(be, panels);
+    pb_cpu_scratch_free(be, hprev);
+}
+
+/* The input-gradient pass: the recurrence into dA (keep), then dx = dA·W_ih. */
+void pb_cpu_lstm_bwd_data(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                          const float *dy, const void *ws, float *dx, void *keep)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    recurrence_bwd(be, d, w, dy, ws, keep);
+    if (dx && !be->failed)
+        products_bwd(be, d, w, NULL, NULL, keep, dx, NULL);
+}
+
+/* The weight pass: the four weight gradients from dA (keep), x and y. */
+void pb_cpu_lstm_bwd_weights(struct pb_backend *be, const struct pb_lstm_desc *d,
+                             const float *x, const float *y, const void *keep, float *dw_acc)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    products_bwd(be, d, NULL, x, y, keep, NULL, dw_acc);
+}
+
+/* The fused backward: the recurrence into dA (scratch), then every product in one list. */
+void pb_cpu_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
+                     const float *w, const float *y, const float *dy, const void *ws, float *dx,
+                     float *dw_acc)
+{
+    if (!pb_cpu_begin(be))
+        return;
+    float *da = pb_cpu_scratch(be, pb_cpu_lstm_bwd_keep(be, d));
+    if (!da)
+        return;
+    recurrence_bwd(be, d, w, dy, ws, da);
+    if (!be->failed)
+        products_bwd(be, d, w, x, y, da, dx, dw_acc);
     pb_cpu_scratch_free(be, da);
 }

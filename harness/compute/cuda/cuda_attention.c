@@ -17,7 +17,11 @@
  *   backward, then dpq, dpk and the v̂ gradient's parts from tanh formed again (a thread per
  *   output element, its sum in order), the parts' and dpk's column sums (products with
  *   ones), v and g's gradient in double, and the products dW_q += dpqᵀ·q, dW_k += dpkᵀ·k
- *   (beta = 1), dq = dpq·W_q, dk += dpk·W_k.
+ *   (beta = 1), dq = dpq·W_q, dk += dpk·W_k. The split backward's data pass
+ *   (attn_bwd_data) runs everything but the weight gradients' products and sums, keeping
+ *   dpq, dpk and v and g's gradient increments (those read v and g); the weight pass
+ *   (attn_bwd_weights) adds the increments, the bias' column sum and dW_q, dW_k; attn_bwd
+ *   is the two in turn.
  * Lengths are device memory: a length outside [1, Tk] is clamped on the device (the CPU
  * fails the instance; this backend cannot read it before a sync). Products reduce in
  * cuBLAS's order: within a tolerance of the CPU; the per-element math is its own. */
@@ -148,9 +152,39 @@ void pb_cuda_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, c
                                 cudaMemcpyDeviceToDevice, pb_cuda_of(be)->stream));
 }
 
-void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
-                      const float *k, const int32_t *lengths, const float *w, const void *ws,
-                      const float *dctx, float *dq, float *dk, float *dw_acc)
+/* What the data pass keeps for the weight pass: dpq (B·Tq, U), dpk (B·Tk, U), then the
+ * increments of v's gradient (U) and g's (1), each piece aligned. */
+struct attn_keep {
+    float *dpq, *dpk, *gvg;
+};
+
+static size_t keep_layout(const struct pb_attn_desc *d, size_t *dpk, size_t *gvg)
+{
+    size_t B = (size_t)d->batch;
+    *dpk = pb_cuda_rnn_align(B * d->tq * d->units);
+    *gvg = *dpk + pb_cuda_rnn_align(B * d->tk * d->units);
+    return *gvg + (size_t)d->units + 1;
+}
+
+static struct attn_keep keep_split(const struct pb_attn_desc *d, const void *keep)
+{
+    size_t dpk, gvg;
+    keep_layout(d, &dpk, &gvg);
+    float *f = (float *)keep;
+    struct attn_keep k = {f, f + dpk, f + gvg};
+    return k;
+}
+
+size_t pb_cuda_attn_bwd_keep(struct pb_backend *be, const struct pb_attn_desc *d)
+{
+    (void)be;
+    size_t dpk, gvg;
+    return keep_layout(d, &dpk, &gvg) * sizeof(float);
+}
+
+void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                           const int32_t *lengths, const float *w, const void *ws,
+                           const float *dctx, float *dq, float *dk, void *keep)
 {
     if (!pb_cuda_begin(be))
         return;
@@ -158,19 +192,16 @@ void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const
     int nq = B * Tq, nk = B * Tk;
     struct pb_attn_weights p = pb_attn_weights_split(d, w);
     struct attn_ws s = ws_split(d, ws);
+    struct attn_keep kp = keep_split(d, keep);
     struct pb_cuda_attn_dims m = dims(d, lengths);
-    /* ds (B·Tq, Tk), dpq (B·Tq, U), dpk and gvp (B·Tk, U), dvhat (U), ones (B·Tk) */
-    size_t o_dpq = pb_cuda_rnn_align((size_t)nq * Tk);
-    size_t o_dpk = o_dpq + pb_cuda_rnn_align((size_t)nq * U);
-    size_t o_gvp = o_dpk + pb_cuda_rnn_align((size_t)nk * U);
+    /* ds (B·Tq, Tk), gvp (B·Tk, U), dvhat (U), ones (B·Tk) */
+    size_t o_gvp = pb_cuda_rnn_align((size_t)nq * Tk);
     size_t o_dv = o_gvp + pb_cuda_rnn_align((size_t)nk * U);
     size_t o_one = o_dv + pb_cuda_rnn_align(U);
     float *ds = pb_cuda_rnn_scratch(be, (o_one + (size_t)nk) * sizeof(float));
     if (!ds)
         return;
-    float *dpq = ds + o_dpq, *dpk = ds + o_dpk, *gvp = ds + o_gvp, *dvhat = ds + o_dv;
-    float *ones = ds + o_one;
-    float *gv = dw_acc, *gg = gv + U, *gb = gg + 1, *gwq = gb + U, *gwk = gwq + (size_t)U * Hq;
+    float *gvp = ds + o_gvp, *dvhat = ds + o_dv, *ones = ds + o_one;
     long long sq = (long long)Tq * Hk, sk = (long long)Tk * Hk, sa = (long long)Tq * Tk;
     /* da[b] (Tq, Tk) = dctx[b] (Tq, Hk)·k[b]ᵀ; dk[b] (Tk, Hk) = a[b]ᵀ·dctx[b] */
     bool ok = pb_cuda_rnn_gemm_batched(be, false, true, Tq, Tk, Hk, 1.0f, dctx, Hk, sq, k, Hk, sk,
@@ -181,26 +212,63 @@ void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const
     if (ok)
         pb_cuda_attn_softmax_bwd(be, &m, s.a, ds);
     if (!be->failed)
-        pb_cuda_attn_dpq(be, &m, s.pq, s.pk, p.bias, s.vh, ds, dpq);
+        pb_cuda_attn_dpq(be, &m, s.pq, s.pk, p.bias, s.vh, ds, kp.dpq);
     if (!be->failed)
-        pb_cuda_attn_dpk(be, &m, s.pq, s.pk, p.bias, s.vh, ds, dpk, gvp);
+        pb_cuda_attn_dpk(be, &m, s.pq, s.pk, p.bias, s.vh, ds, kp.dpk, gvp);
     if (!be->failed)
         pb_cuda_rnn_ones(be, ones, (size_t)nk);
     ok = !be->failed;
-    /* dvhat = Σ_rows gvp; v and g's gradient; bias' = Σ_rows dpk */
+    /* dvhat = Σ_rows gvp; v and g's gradient increments, from zero */
     ok = ok && pb_cuda_rnn_colsum(be, gvp, nk, U, ones, 0.0f, dvhat);
+    ok = ok && PB_CUDA(be, cudaMemsetAsync(kp.gvg, 0, ((size_t)U + 1) * sizeof(float),
+                                           pb_cuda_of(be)->stream));
     if (ok)
-        pb_cuda_attn_vgrad(be, U, p.v, p.g, dvhat, gv, gg);
+        pb_cuda_attn_vgrad(be, U, p.v, p.g, dvhat, kp.gvg, kp.gvg + U);
     ok = ok && !be->failed;
-    ok = ok && pb_cuda_rnn_colsum(be, dpk, nk, U, ones, 1.0f, gb);
-    /* dW_q (U, Hq) += dpqᵀ·q; dW_k (U, Hk) += dpkᵀ·k; dq = dpq·W_q; dk += dpk·W_k */
-    ok = ok && pb_cuda_rnn_gemm(be, true, false, U, Hq, nq, 1.0f, dpq, U, q, Hq, 1.0f, gwq, Hq);
-    ok = ok && pb_cuda_rnn_gemm(be, true, false, U, Hk, nk, 1.0f, dpk, U, k, Hk, 1.0f, gwk, Hk);
+    /* dq = dpq·W_q; dk += dpk·W_k */
     if (dq)
-        ok = ok && pb_cuda_rnn_gemm(be, false, false, nq, Hq, U, 1.0f, dpq, U, p.wq, Hq, 0.0f, dq,
-                                    Hq);
+        ok = ok && pb_cuda_rnn_gemm(be, false, false, nq, Hq, U, 1.0f, kp.dpq, U, p.wq, Hq, 0.0f,
+                                    dq, Hq);
     if (dk)
-        ok = ok && pb_cuda_rnn_gemm(be, false, false, nk, Hk, U, 1.0f, dpk, U, p.wk, Hk, 1.0f, dk,
-                                    Hk);
+        ok = ok && pb_cuda_rnn_gemm(be, false, false, nk, Hk, U, 1.0f, kp.dpk, U, p.wk, Hk, 1.0f,
+                                    dk, Hk);
     pb_backend_free(be, ds);
+}
+
+void pb_cuda_attn_bwd_weights(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *q, const float *k, const void *keep, float *dw_acc)
+{
+    if (!pb_cuda_begin(be))
+        return;
+    int U = d->units, Hq = d->query, Hk = d->key, nq = d->batch * d->tq, nk = d->batch * d->tk;
+    struct attn_keep kp = keep_split(d, keep);
+    float *gv = dw_acc, *gb = gv + U + 1, *gwq = gb + U, *gwk = gwq + (size_t)U * Hq;
+    float *ones = pb_cuda_rnn_scratch(be, (size_t)nk * sizeof(float));
+    if (!ones)
+        return;
+    pb_cuda_rnn_ones(be, ones, (size_t)nk);
+    /* v and g's increments added (v (U) then g (1) in both: the column sum of their one
+     * row, gv + inc rounded once, as the fused kernel's +=); bias' += Σ_rows dpk;
+     * dW_q (U, Hq) += dpqᵀ·q; dW_k (U, Hk) += dpkᵀ·k */
+    bool ok = !be->failed;
+    ok = ok && pb_cuda_rnn_colsum(be, kp.gvg, 1, U + 1, ones, 1.0f, gv);
+    ok = ok && pb_cuda_rnn_colsum(be, kp.dpk, nk, U, ones, 1.0f, gb);
+    ok = ok && pb_cuda_rnn_gemm(be, true, false, U, Hq, nq, 1.0f, kp.dpq, U, q, Hq, 1.0f, gwq, Hq);
+    ok = ok && pb_cuda_rnn_gemm(be, true, false, U, Hk, nk, 1.0f, kp.dpk, U, k, Hk, 1.0f, gwk, Hk);
+    pb_backend_free(be, ones);
+}
+
+/* The fused backward: the two passes with their keep in scratch. */
+void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
+                      const float *k, const int32_t *lengths, const float *w, const void *ws,
+                      const float *dctx, float *dq, float *dk, float *dw_acc)
+{
+    if (!pb_cuda_begin(be))
+        return;
+    float *keep = pb_cuda_rnn_scratch(be, pb_cuda_attn_bwd_keep(be, d));
+    if (!keep)
+        return;
+    pb_cuda_attn_bwd_data(be, d, k, lengths, w, ws, dctx, dq, dk, keep);
+    pb_cuda_attn_bwd_weights(be, d, q, k, keep, dw_acc);
+    pb_backend_free(be, keep);
 }

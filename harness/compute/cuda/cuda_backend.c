@@ -87,11 +87,14 @@ static bool table_has(const struct pb_backend_ops *o, enum pb_backend_op op)
     case PB_BOP_OPTIM_STEP: return o->optim_step;
     case PB_BOP_PREDICT: return o->predict;
     case PB_BOP_EMBEDDING: return o->embedding_fwd && o->embedding_bwd;
-    case PB_BOP_LSTM: return o->lstm_workspace && o->lstm_fwd && o->lstm_bwd;
+    case PB_BOP_LSTM:
+        return o->lstm_workspace && o->lstm_fwd && o->lstm_bwd && o->lstm_bwd_keep &&
+               o->lstm_bwd_data && o->lstm_bwd_weights;
     case PB_BOP_SEQ_MEAN: return o->seq_mean_fwd && o->seq_mean_bwd;
     case PB_BOP_SEQ_GATHER: return o->seq_gather;
     case PB_BOP_ATTENTION:
-        return o->attn_workspace && o->attn_fwd && o->attn_bwd && o->attn_weights &&
+        return o->attn_workspace && o->attn_fwd && o->attn_bwd && o->attn_bwd_keep &&
+               o->attn_bwd_data && o->attn_bwd_weights && o->attn_weights &&
                o->attn_project_keys && o->attn_fwd_projected;
     case PB_BOP_NOPS: break;
     }
@@ -224,9 +227,15 @@ static const struct pb_backend_ops cuda_ops = {
     .lstm_workspace = pb_cuda_lstm_workspace,
     .lstm_fwd = pb_cuda_lstm_fwd,
     .lstm_bwd = pb_cuda_lstm_bwd,
+    .lstm_bwd_keep = pb_cuda_lstm_bwd_keep,
+    .lstm_bwd_data = pb_cuda_lstm_bwd_data,
+    .lstm_bwd_weights = pb_cuda_lstm_bwd_weights,
     .attn_workspace = pb_cuda_attn_workspace,
     .attn_fwd = pb_cuda_attn_fwd,
     .attn_bwd = pb_cuda_attn_bwd,
+    .attn_bwd_keep = pb_cuda_attn_bwd_keep,
+    .attn_bwd_data = pb_cuda_attn_bwd_data,
+    .attn_bwd_weights = pb_cuda_attn_bwd_weights,
     .attn_weights = pb_cuda_attn_weights,
     .attn_project_keys = pb_cuda_attn_project_keys,
     .attn_fwd_projected = pb_cuda_attn_fwd_projected,

@@ -260,6 +260,11 @@ void pb_cuda_lstm_fwd(struct pb_backend *be, const struct pb_lstm_desc *d, const
 void pb_cuda_lstm_bwd(struct pb_backend *be, const struct pb_lstm_desc *d, const float *x,
                       const float *w, const float *y, const float *dy, const void *ws, float *dx,
                       float *dw_acc);
+size_t pb_cuda_lstm_bwd_keep(struct pb_backend *be, const struct pb_lstm_desc *d);
+void pb_cuda_lstm_bwd_data(struct pb_backend *be, const struct pb_lstm_desc *d, const float *w,
+                           const float *dy, const void *ws, float *dx, void *keep);
+void pb_cuda_lstm_bwd_weights(struct pb_backend *be, const struct pb_lstm_desc *d,
+                              const float *x, const float *y, const void *keep, float *dw_acc);
 
 /* cuda_attention.c (+ cuda_attention.cu) */
 size_t pb_cuda_attn_workspace(struct pb_backend *be, const struct pb_attn_desc *d);
@@ -268,6 +273,12 @@ void pb_cuda_attn_fwd(struct pb_backend *be, const struct pb_attn_desc *d, const
 void pb_cuda_attn_bwd(struct pb_backend *be, const struct pb_attn_desc *d, const float *q,
                       const float *k, const int32_t *lengths, const float *w, const void *ws,
                       const float *dctx, float *dq, float *dk, float *dw_acc);
+size_t pb_cuda_attn_bwd_keep(struct pb_backend *be, const struct pb_attn_desc *d);
+void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,
+                           const int32_t *lengths, const float *w, const void *ws,
+                           const float *dctx, float *dq, float *dk, void *keep);
+void pb_cuda_attn_bwd_weights(struct pb_backend *be, const struct pb_attn_desc *d,
+                              const float *q, const float *k, const void *keep, float *dw_acc);
 void pb_cuda_attn_weights(struct pb_backend *be, const struct pb_attn_desc *d, const void *ws,
                           float *a);
 void pb_cuda_attn_project_keys(struct pb_backend *be, const struct pb_attn_desc *d, const float *k,

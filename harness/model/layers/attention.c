@@ -8,7 +8,9 @@
  * linear_k.weight [U, key]; init as the reference with init_weight 0.1: U(−0.1, 0.1) for
  * linear_att, linear_q and linear_k, normalize_scalar = 1/√U, normalize_bias = 0. The aux
  * is the backend's workspace followed by the lengths [B] int32 (Tk where there were
- * none). */
+ * none). The split backward: I writes dq and dk and keeps (pb_node_act.kept) the
+ * backend's attn_bwd_keep (the projections' gradients and v and g's increments); the
+ * stage keeps q and k; W forms the five weight gradients from those (backend.h). */
 #include <math.h>
 
 #include "harness/base/rng.h"
@@ -126,17 +128,43 @@ static int attn_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     return 0;
 }
 
+/* B: the fused backward. I (c->input_only): dq, dk and, kept for W (act->kept, PB_MEM_ACTS),
+ * what the backend's weight pass reads besides q and k (attn_bwd_keep: the projections'
+ * gradients dpq [B·Tq, U], dpk [B·Tk, U] and v and g's gradient increments). */
 static int attn_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                          const struct pb_tensor *const *in, const struct pb_node_act *act,
                          const struct pb_tensor *dy, const float *params, float *grads,
                          struct pb_tensor *const *dx, struct pb_err *e)
 {
-    (void)e;
     struct pb_backend *be = c->be;
     struct pb_attn_desc d = attn_desc(l);
     const int32_t *len = (const int32_t *)((const char *)act->aux + be->ops->attn_workspace(be, &d));
-    be->ops->attn_bwd(be, &d, in[0]->data, in[1]->data, len, params, act->aux, dy->data,
-                      dx[0] ? dx[0]->data : NULL, dx[1] ? dx[1]->data : NULL, grads);
+    float *dq = dx[0] ? dx[0]->data : NULL, *dk = dx[1] ? dx[1]->data : NULL;
+    if (!c->input_only) {
+        be->ops->attn_bwd(be, &d, in[0]->data, in[1]->data, len, params, act->aux, dy->data, dq,
+                          dk, grads);
+        return 0;
+    }
+    void *keep = pb_backend_alloc(be, be->ops->attn_bwd_keep(be, &d), PB_MEM_ACTS, e);
+    if (!keep)
+        return -1;
+    be->ops->attn_bwd_data(be, &d, in[1]->data, len, params, act->aux, dy->data, dq, dk, keep);
+    *c->kept = keep;
+    return 0;
+}
+
+/* W: the five weight gradients from q, k and what I kept. */
+static int attn_backward_weights(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                                 const struct pb_tensor *const *in,
+                                 const struct pb_node_act *act, const struct pb_tensor *dy,
+                                 float *grads, struct pb_err *e)
+{
+    (void)dy;
+    (void)e;
+    struct pb_backend *be = c->be;
+    struct pb_attn_desc d = attn_desc(l);
+    PB_CHECK(act->kept);
+    be->ops->attn_bwd_weights(be, &d, in[0]->data, in[1]->data, act->kept, grads);
     return 0;
 }
 
@@ -160,5 +188,6 @@ const struct pb_layer_ops pb_attention_ops = {
     .param_tensors = attn_tensors,
     .forward = attn_forward,
     .backward = attn_backward,
+    .backward_weights = attn_backward_weights,
     .flops = attn_flops,
 };

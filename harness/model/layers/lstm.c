@@ -20,6 +20,14 @@
  * reversed time); the outputs of layers 0 … L − 2 [B, T, dirs·H] (before the dropout,
  * which the backward redraws); bidirectional, the lengths [B] int32 (T where the forward
  * had none). One layer therefore keeps what the one-layer LSTM always kept.
+ * The split backward (semantics §4.10): I runs every layer's data pass (dx and the gate
+ * gradients) and keeps for W (pb_node_act.kept), in order: every layer's backend keep
+ * (lstm_bwd_keep: the gate gradients dA [B, T, 4H]), per direction; the aux's sequences
+ * (bidirectional: y_f and y_r of every layer; the outputs of layers 0 … L − 2; the
+ * lengths); unidirectional, the last layer's output [B, T, H]. The workspaces (the gates
+ * and cell states) go with the aux; the stage keeps x. W runs every layer's weight pass
+ * (dW_ih from the layer's input, dW_hh from its output one step back, the biases from
+ * dA), the input of a layer k > 0 redrawn as B redraws it; B's bits.
  * pb_lstm_final_states (layers/lstm.h) gives torch.nn.LSTM's (h_n, c_n) of an eval
  * forward, [L·dirs, B, H]: each layer's input is what the eval forward computes; a
  * unidirectional layer's states come from its own run (after step T − 1), a
@@ -134,12 +142,16 @@ static void lstm_init(const struct pb_layer *l, float *params, float *buffers, u
     }
 }
 
-/* The pieces of the aux (module comment). */
+/* The pieces of the aux or of what the split backward keeps (module comment). */
 struct stack_aux {
     void *ws[PB_LSTM_MAX_LAYERS][2];
+    void *keep[PB_LSTM_MAX_LAYERS][2];
     float *yd[PB_LSTM_MAX_LAYERS][2];
     float *mid[PB_LSTM_MAX_LAYERS];
     int32_t *len;
+    char *seq;          /* where yd, mid and len start, the same layout in both */
+    size_t seq_bytes;
+    float *y_last;      /* kept, unidirectional: the last layer's output */
 };
 
 /* Floats of one layer's output [B, T, dirs·H]. */
@@ -148,19 +160,11 @@ static size_t out_floats(const struct pb_layer *l)
     return pb_shape_count(l->out_shape);
 }
 
-/* Lays the aux out from base (NULL: only measures) into *a; returns its bytes. */
-static size_t aux_layout(struct pb_backend *be, const struct pb_layer *l, bool train, void *base,
-                         struct stack_aux *a)
+/* The sequences yd, mid and len from p + at (p NULL: only measures) into *a; returns
+ * where they end. */
+static size_t seq_layout(const struct pb_layer *l, char *p, size_t at, struct stack_aux *a)
 {
-    char *p = base;
-    size_t at = 0, seq = out_floats(l) / (size_t)ndirs(l) * sizeof(float);
-    memset(a, 0, sizeof *a);
-    for (int k = 0; train && k < nlayers(l); k++) {
-        struct pb_lstm_desc d = layer_desc(l, k);
-        size_t ws = be->ops->lstm_workspace(be, &d);
-        for (int r = 0; r < ndirs(l); r++, at += ws)
-            a->ws[k][r] = p ? p + at : NULL;
-    }
+    size_t from = at, seq = out_floats(l) / (size_t)ndirs(l) * sizeof(float);
     for (int k = 0; l->cfg.bidirectional && k < nlayers(l); k++)
         for (int r = 0; r < 2; r++, at += seq)
             a->yd[k][r] = p ? (float *)(p + at) : NULL;
@@ -169,6 +173,46 @@ static size_t aux_layout(struct pb_backend *be, const struct pb_layer *l, bool t
     if (l->cfg.bidirectional) {
         a->len = p ? (int32_t *)(p + at) : NULL;
         at += (size_t)l->in_shape[0].n * sizeof(int32_t);
+    }
+    a->seq = p ? p + from : NULL;
+    a->seq_bytes = at - from;
+    return at;
+}
+
+/* Lays the aux out from base (NULL: only measures) into *a; returns its bytes. */
+static size_t aux_layout(struct pb_backend *be, const struct pb_layer *l, bool train, void *base,
+                         struct stack_aux *a)
+{
+    char *p = base;
+    size_t at = 0;
+    memset(a, 0, sizeof *a);
+    for (int k = 0; train && k < nlayers(l); k++) {
+        struct pb_lstm_desc d = layer_desc(l, k);
+        size_t ws = be->ops->lstm_workspace(be, &d);
+        for (int r = 0; r < ndirs(l); r++, at += ws)
+            a->ws[k][r] = p ? p + at : NULL;
+    }
+    return seq_layout(l, p, at, a);
+}
+
+/* Lays out what the split backward's I keeps for W (module comment) from base (NULL: only
+ * measures) into *a; returns its bytes. */
+static size_t kept_layout(struct pb_backend *be, const struct pb_layer *l, void *base,
+                          struct stack_aux *a)
+{
+    char *p = base;
+    size_t at = 0;
+    memset(a, 0, sizeof *a);
+    for (int k = 0; k < nlayers(l); k++) {
+        struct pb_lstm_desc d = layer_desc(l, k);
+        size_t keep = be->ops->lstm_bwd_keep(be, &d);
+        for (int r = 0; r < ndirs(l); r++, at += keep)
+            a->keep[k][r] = p ? p + at : NULL;
+    }
+    at = seq_layout(l, p, at, a);
+    if (!l->cfg.bidirectional) {
+        a->y_last = p ? (float *)(p + at) : NULL;
+        at += out_floats(l) * sizeof(float);
     }
     return at;
 }
@@ -179,6 +223,7 @@ static struct pb_lstm_one one_of(const struct pb_layer *l, const struct stack_au
     for (int r = 0; r < 2; r++) {
         o.ws[r] = a->ws[k][r];
         o.yd[r] = a->yd[k][r];
+        o.keep[r] = a->keep[k][r];
     }
     return o;
 }
@@ -270,8 +315,27 @@ static int lstm_forward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
     return 0;
 }
 
+/* What the I pass keeps for W, allocated (PB_MEM_ACTS) and laid out into *kept, the
+ * sequences W reads copied from the aux a and the output y; NULL with e set when short. */
+static void *keep_for_weights(struct pb_backend *be, const struct pb_layer *l,
+                              const struct stack_aux *a, const float *y, struct stack_aux *kept,
+                              struct pb_err *e)
+{
+    void *base = pb_backend_alloc(be, kept_layout(be, l, NULL, kept), PB_MEM_ACTS, e);
+    if (!base)
+        return NULL;
+    kept_layout(be, l, base, kept);
+    if (kept->seq_bytes)
+        be->ops->copy(be, kept->seq, a->seq, kept->seq_bytes);
+    if (kept->y_last)
+        be->ops->copy(be, kept->y_last, y, out_floats(l) * sizeof(float));
+    return base;
+}
+
 /* From the top layer down: layer k's dx is layer k − 1's dy once the dropout's mask is
- * applied to it again; its input is layer k − 1's kept output with the mask redrawn. */
+ * applied to it again; its input is layer k − 1's kept output with the mask redrawn. The
+ * split backward's I (c->input_only) runs each layer's data pass and keeps for W
+ * (c->kept) the gate gradients and the sequences W reads (module comment). */
 static int lstm_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
                          const struct pb_tensor *const *in, const struct pb_node_act *act,
                          const struct pb_tensor *dy, const float *params, float *grads,
@@ -279,32 +343,84 @@ static int lstm_backward(const struct pb_layer *l, const struct pb_fwd_ctx *c,
 {
     struct pb_backend *be = c->be;
     int L = nlayers(l);
-    struct stack_aux a;
+    struct stack_aux a, kept;
     aux_layout(be, l, true, act->aux, &a);
+    void *kept_base = NULL;
+    if (c->input_only && !(kept_base = keep_for_weights(be, l, &a, act->out.data, &kept, e)))
+        return -1;
     size_t n = out_floats(l);
     bool drop = drops(l, true);
-    /* two gradients [B, T, dirs·H] in turn, then the redrawn input of a layer k > 0 */
+    /* two gradients [B, T, dirs·H] in turn, then (B) the redrawn input of a layer k > 0 */
+    bool redraw = drop && !c->input_only;
     float *tmp = NULL;
-    if (L > 1 && !(tmp = pb_backend_alloc(be, (2 + drop) * n * sizeof(float), PB_MEM_SCRATCH, e)))
+    if (L > 1 &&
+        !(tmp = pb_backend_alloc(be, (2 + redraw) * n * sizeof(float), PB_MEM_SCRATCH, e))) {
+        pb_backend_free(be, kept_base);
         return -1;
+    }
     const float *dyk = dy->data;
     int rc = 0;
     for (int k = L - 1; !rc && k >= 0; k--) {
-        const float *xk = k ? a.mid[k - 1] : in[0]->data;
-        if (k && drop) {
-            be->ops->dropout(be, a.mid[k - 1], tmp + 2 * n, n, l->cfg.p, drop_key(l, c, k - 1), 0);
-            xk = tmp + 2 * n;
-        }
         float *dxk = k ? tmp + (size_t)(k % 2) * n : dx[0] ? dx[0]->data : NULL;
         struct pb_lstm_one o = one_of(l, &a, k);
         size_t off = layer_param_off(l, k);
-        rc = pb_lstm_one_bwd(be, &o, xk, params + off, k + 1 < L ? a.mid[k] : act->out.data, dyk,
-                             dxk, grads + off, e);
+        if (c->input_only) {
+            o.keep[0] = kept.keep[k][0];
+            o.keep[1] = kept.keep[k][1];
+            rc = pb_lstm_one_bwd_data(be, &o, params + off, dyk, dxk, e);
+        } else {
+            const float *xk = k ? a.mid[k - 1] : in[0]->data;
+            if (k && drop) {
+                be->ops->dropout(be, a.mid[k - 1], tmp + 2 * n, n, l->cfg.p,
+                                 drop_key(l, c, k - 1), 0);
+                xk = tmp + 2 * n;
+            }
+            rc = pb_lstm_one_bwd(be, &o, xk, params + off,
+                                 k + 1 < L ? a.mid[k] : act->out.data, dyk, dxk, grads + off, e);
+        }
         if (k && drop)
             be->ops->dropout(be, dxk, dxk, n, l->cfg.p, drop_key(l, c, k - 1), 0);
         dyk = dxk;
     }
     pb_backend_free(be, tmp);
+    if (rc)
+        pb_backend_free(be, kept_base);
+    else if (c->input_only)
+        *c->kept = kept_base;
+    return rc;
+}
+
+/* The split backward's W: every layer's weight pass from its input (layer k − 1's kept
+ * output with the dropout's mask redrawn, as B reads it), its output and what I kept. */
+static int lstm_backward_weights(const struct pb_layer *l, const struct pb_fwd_ctx *c,
+                                 const struct pb_tensor *const *in,
+                                 const struct pb_node_act *act, const struct pb_tensor *dy,
+                                 float *grads, struct pb_err *e)
+{
+    (void)dy;
+    struct pb_backend *be = c->be;
+    int L = nlayers(l);
+    PB_CHECK(act->kept);
+    struct stack_aux kept;
+    kept_layout(be, l, act->kept, &kept);
+    size_t n = out_floats(l);
+    bool drop = drops(l, true);
+    float *xd = NULL;  /* a layer k > 0's input, the mask redrawn [B, T, dirs·H] */
+    if (L > 1 && drop && !(xd = pb_backend_alloc(be, n * sizeof(float), PB_MEM_SCRATCH, e)))
+        return -1;
+    int rc = 0;
+    for (int k = L - 1; !rc && k >= 0; k--) {
+        const float *xk = k ? kept.mid[k - 1] : in[0]->data;
+        if (k && drop) {
+            be->ops->dropout(be, kept.mid[k - 1], xd, n, l->cfg.p, drop_key(l, c, k - 1), 0);
+            xk = xd;
+        }
+        struct pb_lstm_one o = one_of(l, &kept, k);
+        size_t off = layer_param_off(l, k);
+        rc = pb_lstm_one_bwd_weights(be, &o, xk, k + 1 < L ? kept.mid[k] : kept.y_last,
+                                     grads + off, e);
+    }
+    pb_backend_free(be, xd);
     return rc;
 }
 
@@ -416,5 +532,6 @@ const struct pb_layer_ops pb_lstm_ops = {
     .param_tensors = lstm_tensors,
     .forward = lstm_forward,
     .backward = lstm_backward,
+    .backward_weights = lstm_backward_weights,
     .flops = lstm_flops,
 };

@@ -4,7 +4,8 @@
  * sequence's real steps in reversed time (then 0), so it starts at the last real token;
  * both outputs are put back into y in time order with the padding zeroed (so padded
  * steps get no gradient either). The reverse input is gathered again in the backward
- * rather than kept. A bidirectional layer's final states are computed as a packed
+ * rather than kept (in the split backward, by the weight pass, which reads it). A
+ * bidirectional layer's final states are computed as a packed
  * sequence runs (pb_lstm_one_states). */
 #include <stdlib.h>
 
@@ -144,33 +145,43 @@ int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const
 }
 
 /* Both directions' backward: dy [B, T, 2H] split into each direction's time order,
- * dx = the forward direction's + the reverse one's put back in time order. */
+ * dx = the forward direction's + the reverse one's put back in time order. split: the
+ * data passes only, into o's keeps (x and dw not read). */
 static int bi_backward(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
-                       const float *w, const float *dy, float *dx, float *dw, struct pb_err *e)
+                       const float *w, const float *dy, float *dx, float *dw, bool split,
+                       struct pb_err *e)
 {
     const struct pb_lstm_desc *d = &o->d;
     int B = d->batch, T = d->steps, H = d->hidden, I = d->input;
     size_t seq = (size_t)B * T * (size_t)H, xn = (size_t)B * T * (size_t)I;
-    /* dy_f, dy_r [B, T, H], then the reverse direction's dx [B, T, I] when dx is wanted */
-    float *tmp = pb_backend_alloc(be, (2 * seq + (dx ? xn : 0)) * sizeof(float), PB_MEM_SCRATCH, e);
+    /* dy_f, dy_r [B, T, H], then the reverse direction's dx [B, T, I] when dx is wanted,
+     * then (split) room for it put back in time order [B, T, I] */
+    size_t floats = 2 * seq + (dx ? xn : 0) + (split && dx ? xn : 0);
+    float *tmp = pb_backend_alloc(be, floats * sizeof(float), PB_MEM_SCRATCH, e);
     if (!tmp)
         return -1;
-    float *xr = gather_reverse(be, d, x, o->len, e);
-    if (!xr) {
+    float *xr = split ? (dx ? tmp + 2 * seq + xn : NULL) : gather_reverse(be, d, x, o->len, e);
+    if (!split && !xr) {
         pb_backend_free(be, tmp);
         return -1;
     }
     float *dy_f = tmp, *dy_r = tmp + seq, *dx_r = dx ? dy_r + seq : NULL;
     be->ops->seq_gather(be, dy, 2 * H, o->len, B, T, H, false, dy_f, H);
     be->ops->seq_gather(be, dy + H, 2 * H, o->len, B, T, H, true, dy_r, H);
-    be->ops->lstm_bwd(be, d, x, w, o->yd[0], dy_f, o->ws[0], dx, dw);
     size_t off = pb_lstm_dir_params(I, H);
-    be->ops->lstm_bwd(be, d, xr, w + off, o->yd[1], dy_r, o->ws[1], dx_r, dw + off);
+    if (split) {
+        be->ops->lstm_bwd_data(be, d, w, dy_f, o->ws[0], dx, o->keep[0]);
+        be->ops->lstm_bwd_data(be, d, w + off, dy_r, o->ws[1], dx_r, o->keep[1]);
+    } else {
+        be->ops->lstm_bwd(be, d, x, w, o->yd[0], dy_f, o->ws[0], dx, dw);
+        be->ops->lstm_bwd(be, d, xr, w + off, o->yd[1], dy_r, o->ws[1], dx_r, dw + off);
+    }
     if (dx) {
         be->ops->seq_gather(be, dx_r, I, o->len, B, T, I, true, xr, I);
         be->ops->add(be, dx, xr, dx, xn);
     }
-    pb_backend_free(be, xr);
+    if (!split)
+        pb_backend_free(be, xr);
     pb_backend_free(be, tmp);
     return 0;
 }
@@ -180,7 +191,34 @@ int pb_lstm_one_bwd(struct pb_backend *be, const struct pb_lstm_one *o, const fl
                     struct pb_err *e)
 {
     if (o->bi)
-        return bi_backward(be, o, x, w, dy, dx, dw, e);
+        return bi_backward(be, o, x, w, dy, dx, dw, false, e);
     be->ops->lstm_bwd(be, &o->d, x, w, y, dy, o->ws[0], dx, dw);
+    return 0;
+}
+
+int pb_lstm_one_bwd_data(struct pb_backend *be, const struct pb_lstm_one *o, const float *w,
+                         const float *dy, float *dx, struct pb_err *e)
+{
+    if (o->bi)
+        return bi_backward(be, o, NULL, w, dy, dx, NULL, true, e);
+    be->ops->lstm_bwd_data(be, &o->d, w, dy, o->ws[0], dx, o->keep[0]);
+    return 0;
+}
+
+int pb_lstm_one_bwd_weights(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
+                            const float *y, float *dw, struct pb_err *e)
+{
+    const struct pb_lstm_desc *d = &o->d;
+    if (!o->bi) {
+        be->ops->lstm_bwd_weights(be, d, x, y, o->keep[0], dw);
+        return 0;
+    }
+    float *xr = gather_reverse(be, d, x, o->len, e);
+    if (!xr)
+        return -1;
+    be->ops->lstm_bwd_weights(be, d, x, o->yd[0], o->keep[0], dw);
+    be->ops->lstm_bwd_weights(be, d, xr, o->yd[1], o->keep[1],
+                              dw + pb_lstm_dir_params(d->input, d->hidden));
+    pb_backend_free(be, xr);
     return 0;
 }

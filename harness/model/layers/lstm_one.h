@@ -18,6 +18,8 @@ struct pb_lstm_one {
     float *yd[2];           /* bi: each direction's output [B, T, H], the reverse one in
                                reversed time (what its primitive wrote) */
     const int32_t *len;     /* bi: the lengths [B] (device) */
+    void *keep[2];          /* the split backward: per direction, what the backend's data
+                               pass keeps for its weight pass (lstm_bwd_keep bytes) */
 };
 
 /* Floats of one direction's four tensors: 4H·(I + H + 2). */
@@ -44,5 +46,15 @@ int pb_lstm_one_states(struct pb_backend *be, const struct pb_lstm_one *o, const
 int pb_lstm_one_bwd(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
                     const float *w, const float *y, const float *dy, float *dx, float *dw,
                     struct pb_err *e);
+
+/* The split backward's two passes, pb_lstm_one_bwd's bits between them. The data pass:
+ * from dy [B, T, dirs·H], dx [B, T, I] (NULL: not wanted), and o's keeps filled; reads
+ * w and the workspaces. The weight pass: dW accumulated into dw from x [B, T, I], y
+ * (unidirectional: the layer's output [B, T, H]; bidirectional: not read, yd is) and
+ * o's keeps (and, bidirectional, the lengths, to gather the reverse input again). */
+int pb_lstm_one_bwd_data(struct pb_backend *be, const struct pb_lstm_one *o, const float *w,
+                         const float *dy, float *dx, struct pb_err *e);
+int pb_lstm_one_bwd_weights(struct pb_backend *be, const struct pb_lstm_one *o, const float *x,
+                            const float *y, float *dw, struct pb_err *e);
 
 #endif

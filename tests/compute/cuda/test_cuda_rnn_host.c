@@ -8,7 +8,8 @@
  * So it checks the row-major mapping of every product (transposes, leading dimensions,
  * batch strides), the workspace and scratch layouts, the strided copies, the per-element
  * math and the ops' contracts (accumulation, NULL dx/dq/dk, lengths, the states,
- * attn_fwd_projected's and the inference forward's bits equal to attn_fwd's), within the
+ * attn_fwd_projected's and the inference forward's bits equal to attn_fwd's, the split
+ * backward's data then weights passes equal to the fused one's bits, on both), within the
  * parity suite's tolerances of the CPU. What it cannot check: the kernels' thread mapping,
  * the score's shared-memory tiles, the warp shuffles, cuBLAS itself — the op parity suite
  * (test_backend_ops) runs those on a GPU. */
@@ -282,6 +283,9 @@ static void host_free(struct pb_backend *be, void *p)
 
 static const struct pb_backend_ops emulated_ops = {
     .name = "cuda (host emulation)", .alloc = host_alloc, .free = host_free,
+    .lstm_bwd_keep = pb_cuda_lstm_bwd_keep, .lstm_bwd_data = pb_cuda_lstm_bwd_data,
+    .lstm_bwd_weights = pb_cuda_lstm_bwd_weights, .attn_bwd_keep = pb_cuda_attn_bwd_keep,
+    .attn_bwd_data = pb_cuda_attn_bwd_data, .attn_bwd_weights = pb_cuda_attn_bwd_weights,
 };
 
 static struct pb_cuda emulated_cu;
@@ -417,6 +421,20 @@ START_TEST(test_lstm)
     float *y2 = nans(gpu, ny);
     pb_cuda_lstm_fwd(gpu, d, x[0], w[0], y2, NULL, NULL);
     assert_same("y (inference)", y2, y[0], ny);
+    /* the split backward on each: data then weights, twice as above, gives the fused
+     * pass's bits of dx and dw_acc, the weights pass reading only x, y and the keep */
+    for (int k = 0; k < 2; k++) {
+        const struct pb_backend_ops *o = be[k]->ops;
+        float *dx2 = nans(be[k], nx), *dw2 = rnd(be[k], nw, 4, -1, 1);
+        void *keep = nans(be[k], o->lstm_bwd_keep(be[k], d) / sizeof(float));
+        o->lstm_bwd_data(be[k], d, w[k], dy[k], ws[k], dx2, keep);
+        o->lstm_bwd_weights(be[k], d, x[k], y[k], keep, dw2);
+        o->lstm_bwd_data(be[k], d, w[k], dy[k], ws[k], NULL, keep);
+        o->lstm_bwd_weights(be[k], d, x[k], y[k], keep, dw2);
+        ck_assert_msg(!be[k]->failed, "%s", be[k]->error.msg);
+        assert_same(k ? "dx (cpu, data pass)" : "dx (data pass)", dx2, dx[k], nx);
+        assert_same(k ? "dw_acc (cpu, weights pass)" : "dw_acc (weights pass)", dw2, dw[k], nw);
+    }
     release(gpu, cpu);
 }
 END_TEST
@@ -501,6 +519,22 @@ START_TEST(test_attention)
                 ck_assert(dk[0][((size_t)s * d->tk + j) * d->key + f] == 0.0f);
         }
     ck_assert_msg(!gpu->failed, "%s", gpu->error.msg);
+    /* the split backward on each: data then weights, twice as above, gives the fused
+     * pass's bits of dq, dk and dw_acc, the weights pass reading only q, k and the keep */
+    for (int e = 0; e < 2; e++) {
+        const struct pb_backend_ops *o = be[e]->ops;
+        const int32_t *le = c->lengths ? len[e] : NULL;
+        float *dq2 = nans(be[e], nq), *dk2 = nans(be[e], nk), *dw2 = rnd(be[e], nw, 15, -1, 1);
+        void *keep = nans(be[e], o->attn_bwd_keep(be[e], d) / sizeof(float));
+        o->attn_bwd_data(be[e], d, k[e], le, w[e], ws[e], dctx[e], dq2, dk2, keep);
+        o->attn_bwd_weights(be[e], d, q[e], k[e], keep, dw2);
+        o->attn_bwd_data(be[e], d, k[e], le, w[e], ws[e], dctx[e], NULL, NULL, keep);
+        o->attn_bwd_weights(be[e], d, q[e], k[e], keep, dw2);
+        ck_assert_msg(!be[e]->failed, "%s", be[e]->error.msg);
+        assert_same(e ? "dq (cpu, data pass)" : "dq (data pass)", dq2, dq[e], nq);
+        assert_same(e ? "dk (cpu, data pass)" : "dk (data pass)", dk2, dk[e], nk);
+        assert_same(e ? "dw_acc (cpu, weights pass)" : "dw_acc (weights pass)", dw2, dw[e], nw);
+    }
     release(gpu, cpu);
 }
 END_TEST

@@ -6,7 +6,7 @@
  * more than 1) and given to the threads executor (looped BFS at M = 16 needs 8); the
  * simulator's bubble of interleaved; the activations in flight per device against
  * SCHEDULES.md §7; the
- * trained weights of mlp under seq and threads equal, interleaved's to 1f1b's and
+ * trained weights of mlp under seq and threads (mpi's: tests/test_executors.c) equal, interleaved's to 1f1b's and
  * looped-bfs's to GPipe's bit for bit (each stage's gradients in the same order) and
  * interleaved's to GPipe's within 1e-5; and bad inputs refused with exit 2. */
 #include <check.h>
@@ -358,9 +358,6 @@ START_TEST(bad_inputs)
         {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
          "--microbatch-size 8 --schedule gpipe --stages 4 --chunks 2 --db x.db",
          "schedule 'gpipe' has no model chunks"},
-        {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
-         "--microbatch-size 8 --schedule interleaved --stages 4 --chunks 2 --executor mpi "
-         "--db x.db", "runs one stage per rank"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = cli_run(dir, out, sizeof out, "%s", bad[i].args);

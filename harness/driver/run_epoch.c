@@ -61,9 +61,23 @@ static int validate(struct pb_run_live *r, int epoch, double *loss, double *acc,
     return rc;
 }
 
-/* The epoch on one device per stage (design §6.6), each op taking its stage's median
- * time of this epoch and each message its receiver's copy time per message: the
- * makespan, and each stage's bubble into sr[k].sim_bubble. NaN when a stage ran no op
+/* With chunks the simulator's bubble is a device's: stage k's is 1 − its ops' simulated
+ * time over the makespan, as a run records each stage's measured bubble (the device's
+ * busy time is its chunks' sum: harness/sim/sim.c). */
+static double stage_bubble(const struct pb_plan *r, const struct pb_sim_cost *costs, int k,
+                           double makespan)
+{
+    const struct pb_program *prog = &r->stage_progs[k];
+    double busy = 0;
+    for (int i = 0; i < prog->n; i++)
+        busy += pb_sim_op_cost(&costs[k], prog->ops[i].kind);
+    return makespan > 0 ? 1.0 - busy / makespan : 0.0;
+}
+
+/* The epoch on the run's devices (design §6.6; one per stage, or with chunks p = D / v
+ * of v stages each), each op taking its stage's median time of this epoch and each
+ * message its receiver's copy time per message: the makespan, and each stage's bubble
+ * into sr[k].sim_bubble. NaN when a stage ran no op
  * of some kind (nothing to simulate it with). */
 static double simulate_epoch(const struct pb_plan *r, struct pb_stage_record *sr)
 {
@@ -84,12 +98,14 @@ static double simulate_epoch(const struct pb_plan *r, struct pb_stage_record *sr
     double makespan = NAN;
     struct pb_sim_result res;
     struct pb_err e;
-    /* the simulator runs one chunk per device: with chunks the prediction stays NaN */
-    complete &= pb_pipe_chunks(&r->pipe) == 1;
-    if (complete && !pb_simulate_pipe(r->sch, &r->pipe, r->progs, costs, d, false, &res, &e)) {
+    /* the executors' capacity: at least D, more where the programs need it */
+    int capacity = r->capacity > d ? r->capacity : d;
+    if (complete &&
+        !pb_simulate_pipe(r->sch, &r->pipe, r->progs, costs, capacity, false, &res, &e)) {
         makespan = res.makespan_s;
         for (int k = 0; k < d; k++)
-            sr[k].sim_bubble = res.bubble[k];
+            sr[k].sim_bubble = pb_pipe_chunks(&r->pipe) == 1 ? res.bubble[k]
+                                                             : stage_bubble(r, costs, k, makespan);
         pb_sim_result_finish(&res);
     }
     free(costs);

@@ -77,7 +77,7 @@ int pb_plan_ranks(const struct pb_run_cfg *c);
 int pb_plan_collective(const struct pb_plan *p, int rc, struct pb_err *e);
 
 /* The executor c names, NULL when there is none of that name (before MPI starts: is it
- * one rank per stage?). */
+ * one rank per device?). */
 const struct pb_executor *pb_plan_executor(const struct pb_run_cfg *c);
 
 /* Checks c (flag ranges, names, the placement) and resolves its names into p, reading

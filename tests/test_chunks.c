@@ -5,11 +5,11 @@
  * step, validated at the channel capacity pb_programs_capacity finds (looped-bfs needs
  * more than 1) and given to the threads executor (looped BFS at M = 16 needs 8); the
  * simulator's bubble of interleaved; the activations in flight per device against
- * SCHEDULES.md §7; the
- * trained weights of mlp under seq and threads (mpi's: tests/test_executors.c) equal, interleaved's to 1f1b's and
- * looped-bfs's to GPipe's bit for bit (each stage's gradients in the same order) and
- * interleaved's to GPipe's within 1e-5, each epoch's predicted time the simulator's on
- * the epoch's op costs; and bad inputs refused with exit 2. */
+ * SCHEDULES.md §7; the trained weights of mlp under seq and threads (mpi's:
+ * tests/test_executors.c) equal, interleaved's to 1f1b's and looped-bfs's to GPipe's bit
+ * for bit (each stage's gradients in the same order) and interleaved's to GPipe's within
+ * 1e-5, each epoch's predicted time the simulator's on the epoch's op costs; and bad
+ * inputs refused with exit 2. */
 #include <check.h>
 #include <math.h>
 #include <sqlite3.h>

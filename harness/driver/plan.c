@@ -351,7 +351,8 @@ static int load_lengths(struct pb_plan *r, struct pb_err *e)
     const struct pb_run_cfg *c = r->cfg;
     bool need = false;
     for (int k = 0; k < c->stages; k++)
-        need |= pb_plan_holds(r, k) && pb_model_reads_lengths(&r->model, r->bounds[k], r->bounds[k + 1]);
+        need |= pb_plan_holds(r, k) &&
+                pb_model_reads_lengths(&r->model, r->bounds[k], r->bounds[k + 1]);
     if (!need || r->train.len)
         return 0;
     struct pb_dataset_opts opts;

@@ -42,8 +42,9 @@ int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *ho
     int ranks = 1;
     for (int i = 0; i < s->n; i++) {
         const struct pb_executor *ex = pb_plan_executor(&s->items[i].cfg);
-        if (ex && ex->one_rank_per_stage && s->items[i].cfg.stages > ranks)
-            ranks = s->items[i].cfg.stages;
+        int need = pb_plan_ranks(&s->items[i].cfg);   /* one per device */
+        if (ex && ex->one_rank_per_device && need > ranks)
+            ranks = need;
     }
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     fprintf(out,
@@ -54,7 +55,8 @@ int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *ho
             "# tasks running at once, a task run again and a sweep run beside them split the\n"
             "# work; a finished run is skipped, an interrupted one continued. Submit it with\n"
             "# `sbatch FILE.sh`; run task I by hand with `SLURM_ARRAY_TASK_ID=I bash FILE.sh`.\n"
-            "# Tasks of the mpi executor start `mpirun -np D` inside their allocation.\n"
+            "# Tasks of the mpi executor start `mpirun -np D` (D / v with chunks) inside their\n"
+            "# allocation.\n"
             "#SBATCH --job-name=pipebench-%.*s\n"
             "#SBATCH --array=0-%d\n"
             "#SBATCH --ntasks=%d\n"

@@ -138,7 +138,7 @@ static _Noreturn void run_child(struct pb_batch_item *it, int fd)
     struct pb_run_summary sum = {0};
     struct pb_err e = {{0}};
     const struct pb_executor *ex = pb_plan_executor(&c);
-    int rc = ex && ex->one_rank_per_stage ? pb_batch_mpi_run(it, &sum, e.msg, sizeof e.msg)
+    int rc = ex && ex->one_rank_per_device ? pb_batch_mpi_run(it, &sum, e.msg, sizeof e.msg)
                                           : pb_run(&c, &sum, &e);
     signal(SIGTERM, SIG_IGN);   /* the run is recorded: its result goes to the parent */
     struct msg m = {

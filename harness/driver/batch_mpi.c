@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness/base/err.h"
+#include "harness/driver/plan.h"
 #include "results/results.h"
 
 /* The most arguments an mpirun command line gets here. */
@@ -93,6 +94,14 @@ static bool recorded_run(const struct pb_run_cfg *c, int64_t after, struct pb_ru
     return found;
 }
 
+/* The ranks its run needs, one per device (a configuration the plan refuses: D, and the
+ * run says why). */
+static int ranks_of(const struct pb_run_cfg *c)
+{
+    int ranks = pb_plan_ranks(c);
+    return ranks > 0 ? ranks : c->stages;
+}
+
 /* mpirun's arguments for it, NULL-terminated, in argv (malloc()ed strings). */
 static void command(const struct pb_batch_item *it, char **argv)
 {
@@ -113,7 +122,7 @@ static void command(const struct pb_batch_item *it, char **argv)
         argv[k++] = pb_xstrdup("--oversubscribe");
     }
     argv[k++] = pb_xstrdup("-np");
-    snprintf(num, sizeof num, "%d", c->stages);
+    snprintf(num, sizeof num, "%d", ranks_of(c));
     argv[k++] = pb_xstrdup(num);
     argv[k++] = pb_xstrdup(exe);
     argv[k++] = pb_xstrdup("run");
@@ -170,7 +179,7 @@ int pb_batch_mpi_run(const struct pb_batch_item *it, struct pb_run_summary *sum,
     if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_INTERRUPTED))
         return PB_EXIT_INTERRUPTED;   /* stopped while it set up: no row */
     snprintf(message, cap, "mpirun -np %d exited with status %d before the run was recorded "
-             "(its ranks' messages are above)", it->cfg.stages,
+             "(its ranks' messages are above)", ranks_of(&it->cfg),
              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     return PB_EXIT_USAGE;
 }

@@ -16,9 +16,9 @@ static void account_data(struct pb_local_stages *ls, const struct pb_plan *p)
     const struct pb_dataset *sets[2] = {&p->train, &p->val};
     for (int i = 0; i < 2; i++) {
         const struct pb_dataset *ds = sets[i];
-        if (pb_dataset_has_inputs(ds) && ls->lo == 0)
+        if (pb_dataset_has_inputs(ds) && pb_plan_holds(p, 0))
             pb_backend_account(ls->be[0], PB_MEM_HOST, pb_dataset_input_bytes(ds), true);
-        if (ds->y && ls->hi == d)
+        if (ds->y && pb_plan_holds(p, d - 1))
             pb_backend_account(ls->be[d - 1], PB_MEM_HOST, pb_dataset_label_bytes(ds), true);
     }
 }
@@ -44,19 +44,21 @@ static int create(struct pb_local_stages *ls, struct pb_plan *p, struct pb_err *
 {
     const struct pb_run_cfg *c = p->cfg;
     int d = c->stages;
-    ls->lo = p->lo;
-    ls->hi = p->hi;
     ls->be = pb_xcalloc((size_t)d, sizeof *ls->be);
     ls->stages = pb_xcalloc((size_t)d, sizeof *ls->stages);
     ls->workers = pb_xcalloc((size_t)d, sizeof *ls->workers);
-    for (int k = ls->lo; k < ls->hi; k++) {
+    ls->stage_ready = pb_xcalloc((size_t)d, sizeof *ls->stage_ready);
+    ls->worker_ready = pb_xcalloc((size_t)d, sizeof *ls->worker_ready);
+    for (int k = 0; k < d; k++) {
+        if (!pb_plan_holds(p, k))
+            continue;
         ls->be[k] = create_backend(p, k, e);
         if (!ls->be[k])
             return -1;
         if (pb_stage_init(&ls->stages[k], ls->be[k], &p->model, k, d, p->bounds[k],
                           p->bounds[k + 1], e))
             return -1;
-        ls->nstages_ready++;
+        ls->stage_ready[k] = true;
         if (pb_stage_init_params(&ls->stages[k], c->seed, e))
             return -1;
     }
@@ -64,17 +66,25 @@ static int create(struct pb_local_stages *ls, struct pb_plan *p, struct pb_err *
     /* stage 0's inputs come from the loader thread; PIPEBENCH_SYNC_LOADER=1 (for tests
      * only) gathers them in the worker instead, which must give the same bits */
     const char *sync = getenv("PIPEBENCH_SYNC_LOADER");
-    if (ls->lo == 0 && !(sync && !strcmp(sync, "1")))
+    if (pb_plan_holds(p, 0) && !(sync && !strcmp(sync, "1")))
         pb_feed_start_loader(&p->feed, ls->be[0], pb_shape_count(ls->stages[0].in_shape));
-    if (c->init && pb_checkpoint_load(ls->stages + ls->lo, ls->hi - ls->lo, c->init, e))
-        return -1;
-    for (int k = ls->lo; k < ls->hi; k++) {
+    /* --init: each run of neighbouring held stages at once (a device's chunks are not
+       neighbours) */
+    for (int k = 0, run = 0; c->init && k < d; k += run ? run : 1) {
+        for (run = 0; k + run < d && pb_plan_holds(p, k + run);)
+            run++;
+        if (run && pb_checkpoint_load(&ls->stages[k], run, c->init, e))
+            return -1;
+    }
+    for (int k = 0; k < d; k++) {
+        if (!pb_plan_holds(p, k))
+            continue;
         /* the stage's own delay where the schedule reschedules the rate (semantics §4.11) */
         struct pb_optim_cfg oc = p->optim;
         oc.lr_delay = p->sch->lr_delay ? p->sch->lr_delay(&p->pipe, k) : 0;
         if (pb_worker_init(&ls->workers[k], &ls->stages[k], &oc, &p->pipe, c->seed, e))
             return -1;
-        ls->nworkers_ready++;
+        ls->worker_ready[k] = true;
     }
     return 0;
 }
@@ -88,13 +98,17 @@ int pb_local_stages_create(struct pb_local_stages *ls, struct pb_plan *p, struct
 void pb_local_stages_finish(struct pb_local_stages *ls, struct pb_plan *p)
 {
     pb_feed_finish(&p->feed);
-    for (int k = ls->lo; k < ls->lo + ls->nworkers_ready; k++)
-        pb_worker_finish(&ls->workers[k]);
-    for (int k = ls->lo; k < ls->lo + ls->nstages_ready; k++)
-        pb_stage_finish(&ls->stages[k]);
+    for (int k = 0; ls->worker_ready && k < p->cfg->stages; k++)
+        if (ls->worker_ready[k])
+            pb_worker_finish(&ls->workers[k]);
+    for (int k = 0; ls->stage_ready && k < p->cfg->stages; k++)
+        if (ls->stage_ready[k])
+            pb_stage_finish(&ls->stages[k]);
     if (ls->be)
         for (int k = 0; k < p->cfg->stages; k++)
             pb_backend_destroy(ls->be[k]);
+    free(ls->stage_ready);
+    free(ls->worker_ready);
     free(ls->be);
     free(ls->stages);
     free(ls->workers);
@@ -107,7 +121,9 @@ static int gather_weights(struct pb_local_stages *ls, const struct pb_plan *p,
 {
     int d = p->cfg->stages;
     bool local = !p->dist;
-    for (int k = ls->lo; k < ls->hi; k++) {
+    for (int k = 0; k < d; k++) {
+        if (!pb_plan_holds(p, k))
+            continue;
         struct pb_stage *mine = &ls->stages[k];
         float *w = pb_xmalloc(mine->nparams * sizeof(float) + 1);
         float *b = pb_xmalloc(mine->nbuffers * sizeof(float) + 1);
@@ -128,12 +144,15 @@ static int gather_weights(struct pb_local_stages *ls, const struct pb_plan *p,
         return 0;
     for (int k = 0; k < d; k++) {
         pb_stage_layout(&lay[k], &p->model, k, d, p->bounds[k], p->bounds[k + 1]);
-        if (local || k < ls->hi)
+        if (local || pb_plan_holds(p, k))
             continue;
+        /* in stage order, as each rank sent its stages: FIFO per rank and tag */
         ps[k] = pb_xmalloc(lay[k].nparams * sizeof(float) + 1);
         bs[k] = pb_xmalloc(lay[k].nbuffers * sizeof(float) + 1);
-        pb_dist_recv(p->dist, ps[k], lay[k].nparams * sizeof(float), k, PB_TAG_WEIGHTS);
-        pb_dist_recv(p->dist, bs[k], lay[k].nbuffers * sizeof(float), k, PB_TAG_WEIGHTS);
+        pb_dist_recv(p->dist, ps[k], lay[k].nparams * sizeof(float), p->rank_of[k],
+                     PB_TAG_WEIGHTS);
+        pb_dist_recv(p->dist, bs[k], lay[k].nbuffers * sizeof(float), p->rank_of[k],
+                     PB_TAG_WEIGHTS);
     }
     return d;
 }

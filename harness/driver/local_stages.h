@@ -1,5 +1,5 @@
-/* harness/driver/local_stages.h — the stages a process holds (all of them, or its rank's
- * under MPI): each stage's backend created on its device (the plan's placement), its
+/* harness/driver/local_stages.h — the stages a process holds (all of them, or its device's
+ * chunks' under MPI): each stage's backend created on its device (the plan's placement), its
  * stage with initialised weights (or --init's), its worker, and stage 0's loader thread.
  * Also their weights gathered to the writer (--save, the validation BLEU). */
 #ifndef PB_LOCAL_STAGES_H
@@ -10,11 +10,10 @@
 #include "harness/model/stage.h"
 
 struct pb_local_stages {
-    int lo, hi;                   /* the plan's: stages [lo, hi) are here */
-    struct pb_backend **be;       /* [D], the local ones set */
+    struct pb_backend **be;       /* [D], the local ones set (pb_plan_holds) */
     struct pb_stage *stages;      /* [D] */
     struct pb_worker *workers;    /* [D] */
-    int nstages_ready, nworkers_ready;
+    bool *stage_ready, *worker_ready; /* [D] which to finish */
 };
 
 /* Creates the plan's local stages (starting the plan's feed's loader thread with stage

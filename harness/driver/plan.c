@@ -73,7 +73,7 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
         return pb_err_set(e, "--checkpoint-every counts epochs: 1 or more, or 0 for never "
                           "(got %d)", c->checkpoint_every);
     p->executor = pb_executor_find(c->executor, NULL);
-    bool mpi = p->executor && p->executor->one_rank_per_stage;
+    bool mpi = p->executor && p->executor->one_rank_per_device;
     if (mpi && c->repeats > 1)
         return pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
     if (mpi && (c->checkpoint_every > 0 || c->resume_run > 0))
@@ -188,10 +188,6 @@ int pb_plan_programs(struct pb_plan *p, int nmb, struct pb_err *e)
         .chunks = c->chunks,
     };
     pb_pipe_adopt(&p->pipe, p->sch);
-    if (pb_pipe_chunks(&p->pipe) > 1 && p->executor->one_rank_per_stage)
-        return pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
-                             "chunks with --executor seq or threads", pb_pipe_chunks(&p->pipe),
-                          p->executor->name);
     int np = c->stages, v = pb_pipe_chunks(&p->pipe);
     p->progs = pb_xcalloc((size_t)c->stages, sizeof *p->progs);
     p->stage_progs = pb_xcalloc((size_t)c->stages, sizeof *p->stage_progs);
@@ -279,7 +275,8 @@ static int load_data(struct pb_plan *r, struct pb_err *e)
     snprintf(r->dataset_label, sizeof r->dataset_label, opts.like ? "synthetic:%s" : "%s",
              opts.like ? opts.like : ds);
     int rc = 0;
-    opts.parts = (r->lo == 0 ? PB_DATA_INPUTS : 0) | (r->hi == c->stages ? PB_DATA_LABELS : 0);
+    opts.parts = (pb_plan_holds(r, 0) ? PB_DATA_INPUTS : 0) |
+                 (pb_plan_holds(r, c->stages - 1) ? PB_DATA_LABELS : 0);
     if (opts.parts)
         rc = pb_dataset_load_opts(&r->train, ds, c->data_dir, PB_SPLIT_TRAIN, c->limit_train,
                                   c->seed, &opts, e) ||
@@ -353,8 +350,9 @@ static int load_lengths(struct pb_plan *r, struct pb_err *e)
 {
     const struct pb_run_cfg *c = r->cfg;
     bool need = false;
-    for (int k = r->lo; k < r->hi; k++)
-        need |= pb_model_reads_lengths(&r->model, r->bounds[k], r->bounds[k + 1]);
+    for (int k = 0; k < c->stages; k++)
+        need |= pb_plan_holds(r, k) &&
+                pb_model_reads_lengths(&r->model, r->bounds[k], r->bounds[k + 1]);
     if (!need || r->train.len)
         return 0;
     struct pb_dataset_opts opts;
@@ -460,7 +458,7 @@ int pb_plan_choose(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err 
     p->no_flip = p->preset && p->preset->no_flip;
     p->stage_threads = pb_run_stage_threads(c);
     p->checkpoint_every = c->checkpoint_every >= 0           ? c->checkpoint_every
-                          : p->executor->one_rank_per_stage ? 0
+                          : p->executor->one_rank_per_device ? 0
                                                             : 1;
     p->trace_epochs = pb_xcalloc((size_t)c->epochs, sizeof *p->trace_epochs);
     PB_CHECK(pb_run_trace_epochs(c->trace_epochs, c->epochs, p->trace_epochs, e) == 0);
@@ -488,13 +486,35 @@ int pb_run_check(const struct pb_run_cfg *c, struct pb_err *e)
     return rc;
 }
 
+int pb_plan_ranks(const struct pb_run_cfg *c)
+{
+    const struct pb_schedule *sch = pb_schedule_find(c->schedule, NULL);
+    int v = c->chunks > 1 ? c->chunks : !c->chunks && sch && sch->chunks > 1 ? sch->chunks : 1;
+    return c->stages % v ? 0 : c->stages / v;
+}
+
+/* Each stage's process: under MPI its device's rank (the pipe's placement, known from
+ * the configuration and schedule before the programs are built), else this one. The
+ * rank count was checked (pb_plan_ranks), so v divides D. */
+static void place_stages(struct pb_plan *p)
+{
+    const struct pb_run_cfg *c = p->cfg;
+    struct pb_pipe pipe = {.stages = c->stages, .chunks = c->chunks};
+    pb_pipe_adopt(&pipe, p->sch);
+    p->rank_of = pb_xcalloc((size_t)c->stages, sizeof *p->rank_of);
+    for (int k = 0; p->dist && k < c->stages; k++)
+        p->rank_of[k] = pb_pipe_device_of(&pipe, k);
+}
+
 int pb_plan_build(struct pb_plan *p, const struct pb_run_cfg *c, const struct pb_dist *dist,
                   struct pb_err *e)
 {
     p->dist = dist;
-    p->lo = dist ? dist->rank : 0;
-    p->hi = dist ? dist->rank + 1 : c->stages;
-    if (pb_plan_collective(p, pb_plan_choose(p, c, e), e) || load_data(p, e))
+    p->rank = dist ? dist->rank : 0;
+    if (pb_plan_collective(p, pb_plan_choose(p, c, e), e))
+        return -1;
+    place_stages(p);
+    if (load_data(p, e))
         return -1;
     if (pb_plan_collective(p, build_model(p, e), e))
         return -1;
@@ -528,6 +548,7 @@ void pb_plan_finish(struct pb_plan *p)
         free(all[i]);
     }
     free(p->bounds);
+    free(p->rank_of);
     free(p->devices);
     free(p->trace_epochs);
     pb_model_finish(&p->model);

@@ -3,7 +3,7 @@
  * model and preset), the stages' devices (--devices), the data loaded and its feed, the
  * model built and partitioned, and the schedule's programs built and validated. The
  * epochs, resume, compare and sweep read the plan; after it is built nothing is looked up
- * by name again. Under MPI each rank builds the plan of the stage it holds. */
+ * by name again. Under MPI each rank builds the plan of the stages of its device. */
 #ifndef PB_PLAN_H
 #define PB_PLAN_H
 
@@ -33,7 +33,9 @@ struct pb_plan {
     bool *trace_epochs;           /* [epochs]: events kept (--trace-epochs) */
     /* built (pb_plan_build) */
     const struct pb_dist *dist;   /* NULL: one process holds every stage */
-    int lo, hi;                   /* the stages this process holds: [lo, hi) */
+    int rank;                     /* this process's rank, 0 for one process */
+    int *rank_of;                 /* [D] the process holding each stage: under MPI the rank
+                                     of its device (pb_pipe_stage_of), else 0 */
     const char *dataset;          /* --dataset, or the preset's (the workload's) own */
     char dataset_label[80];       /* as runs record it: the dataset, or "synthetic:cifar100"
                                      for the synthetic stand-in of a model's dataset */
@@ -60,12 +62,22 @@ static inline bool pb_plan_writer(const struct pb_plan *p)
     return !p->dist || p->dist->rank == 0;
 }
 
+/* Whether this process holds stage k. */
+static inline bool pb_plan_holds(const struct pb_plan *p, int k)
+{
+    return p->rank_of[k] == p->rank;
+}
+
+/* The processes the mpi executor runs c on: one per device, D / v (v: --chunks, or the
+ * chunks its schedule fixes); 0 when v does not divide D. */
+int pb_plan_ranks(const struct pb_run_cfg *c);
+
 /* Every rank fails when one does (rc != 0 on any). Only rank 0 says why when it failed
  * too (the ranks check the same configuration), else the ranks that failed do. */
 int pb_plan_collective(const struct pb_plan *p, int rc, struct pb_err *e);
 
 /* The executor c names, NULL when there is none of that name (before MPI starts: is it
- * one rank per stage?). */
+ * one rank per device?). */
 const struct pb_executor *pb_plan_executor(const struct pb_run_cfg *c);
 
 /* Checks c (flag ranges, names, the placement) and resolves its names into p, reading

@@ -159,13 +159,15 @@ static int train(struct run *r, struct pb_run_summary *sum, struct pb_err *e)
     return rc;
 }
 
-/* MPI, when the executor runs one rank per stage: *dist, NULL otherwise. */
+/* MPI, when the executor runs one rank per device: *dist, NULL otherwise. A configuration
+ * the plan refuses is refused before the rank count is judged (rank 0 says why), so the
+ * count asked for is the one its chunks make. */
 static int start_dist(const struct pb_run_cfg *c, struct pb_dist *dist, struct pb_dist **out,
                       struct pb_err *e)
 {
     *out = NULL;
     const struct pb_executor *ex = pb_plan_executor(c);
-    if (!ex || !ex->one_rank_per_stage)
+    if (!ex || !ex->one_rank_per_device)
         return 0;
     if (!pb_dist_available()) {   /* the plan's checks say so */
         struct pb_plan refused = {0};
@@ -176,15 +178,27 @@ static int start_dist(const struct pb_run_cfg *c, struct pb_dist *dist, struct p
     if (pb_dist_init(dist, e))
         return -1;
     *out = dist;
-    if (dist->size != c->stages) {
-        if (dist->rank == 0)
-            return pb_err_set(e, "--executor mpi runs one rank per stage: start it as "
-                                 "`mpirun -np %d pipebench run ... --stages %d` (got %d ranks)",
-                              c->stages, c->stages, dist->size);
-        e->msg[0] = 0;
-        return -1;
+    int ranks = 0;
+    if (!pb_run_check(c, e)) {
+        ranks = pb_plan_ranks(c);
+        PB_CHECK(ranks > 0);   /* the programs were built: v divides D */
+        if (dist->size != ranks) {
+            int v = c->stages / ranks;
+            char chunks[64] = "";
+            if (v > 1)
+                snprintf(chunks, sizeof chunks, " (D / v = %d / %d: %d chunks per device)",
+                         c->stages, v, v);
+            pb_err_set(e, "--executor mpi runs one rank per device: start it as `mpirun -np %d "
+                          "pipebench run ... --stages %d`%s (got %d ranks)", ranks, c->stages,
+                       chunks, dist->size);
+            ranks = 0;
+        }
     }
-    return 0;
+    if (ranks)
+        return 0;
+    if (dist->rank != 0)
+        e->msg[0] = 0;
+    return -1;
 }
 
 /* What the first signal prints (the run's writer, unless --quiet). */

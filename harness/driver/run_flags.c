@@ -172,7 +172,7 @@ void pb_run_flags_usage(FILE *f)
         "                          pipedream-2bw and xpipe, 1 to 1,000,000 (default D)\n"
         "  --chunks v              model chunks per device (interleaved, looped-bfs): the D\n"
         "                          stages run on p = D / v devices, chunk c of device r\n"
-        "                          is stage r + c·p; seq and threads executors (default 1)\n"
+        "                          is stage r + c·p; every executor (default 1)\n"
         "  --epochs N              1 to 1,000,000 (default 1)\n"
         "  --limit-train N         keep the first N training samples, 0 to the split's size\n"
         "                          (default 0: all); an IDX file read in part is checked\n"
@@ -191,8 +191,9 @@ void pb_run_flags_usage(FILE *f)
         "  --shuffle on|off        per-epoch shuffling (default on)\n"
         "  --label-smoothing X     in [0, 1) (default 0)\n"
         "  --executor E            seq (one thread runs every stage) | threads (one thread\n"
-        "                          per stage) | mpi (one rank per stage: mpirun -np D\n"
-        "                          pipebench run --executor mpi ...) (default seq)\n"
+        "                          per device) | mpi (one rank per device: mpirun -np D\n"
+        "                          pipebench run --executor mpi ..., -np D / v with\n"
+        "                          --chunks v) (default seq)\n"
         "  --backend NAME          cpu (oneDNN; default) | cuda (cuBLAS, cuDNN; a CUDA build)\n"
         "  --devices LIST          the stages' devices: k comma-separated device indices\n"
         "                          (0-based, k <= D) place consecutive stages in k contiguous\n"
@@ -384,15 +385,8 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
         rc = pb_err_set(e, "--chunks must be at least 1 (got %d): the model chunks each device "
                            "holds", c->chunks);
     const struct pb_executor *ex = rc ? NULL : pb_executor_find(c->executor, NULL);
-    if (ex && c->repeats > 1 && ex->one_rank_per_stage)   /* before MPI starts */
+    if (ex && c->repeats > 1 && ex->one_rank_per_device)   /* before MPI starts */
         rc = pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
-    /* the chunks the run will have: --chunks, or those its schedule fixes (zb-v: 2) */
-    const struct pb_schedule *sch = rc ? NULL : pb_schedule_find(c->schedule, NULL);
-    int chunks = c->chunks ? c->chunks : sch ? sch->chunks : 0;
-    if (!rc && ex && chunks > 1 && ex->one_rank_per_stage)
-        rc = pb_err_set(e, "--chunks %d: the %s executor runs one stage per rank; run the "
-                           "chunks with --executor seq or threads%s", chunks, ex->name,
-                        c->chunks ? "" : " (the schedule runs that many per device)");
     if (!rc && val[O_BATCH]) {
         int mb;
         rc = pb_run_batch_split(c, &mb, e);

@@ -1,7 +1,7 @@
 /* harness/exec/dist.h — the processes a run spans. One process (seq, threads) passes
- * d = NULL and every call below is then local; the mpi executor runs one rank per
- * stage and these become MPI collectives and point-to-point messages (Open MPI),
- * so the same command spans machines with a hostfile. */
+ * d = NULL and every call below is then local; the mpi executor runs one rank per device
+ * (the stages of its v chunks) and these become MPI collectives and point-to-point
+ * messages (Open MPI), so the same command spans machines with a hostfile. */
 #ifndef PB_DIST_H
 #define PB_DIST_H
 
@@ -41,13 +41,19 @@ void pb_dist_barrier(const struct pb_dist *d);
 /* Ends every rank at once, after the message was printed. */
 _Noreturn void pb_dist_abort(const struct pb_dist *d, int status);
 
-/* The mpi executor: this rank's worker runs its program; activations and gradients
- * go to the neighbouring ranks by MPI point-to-point (non-blocking sends, so
- * channels never block a sender). A failure prints the reason and aborts every rank
- * (bounded time, no hang). Divergence is reported through w->diverged at the end. */
-int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
-                struct pb_err *e);
+/* The mpi executor, one rank per device: this rank runs its device's program prog (the
+ * device is the rank) on the workers[nst] of the stages it holds (pb_pipe_stage_of), an
+ * op on chunk c on its stage's worker and a U on every chunk's, as the threads executor
+ * runs a device. An edge between two stages of this rank (V placement's p−1 → p) is a
+ * local queue; one to another rank goes by MPI point-to-point (non-blocking sends, so
+ * channels never block a sender), each edge and direction under its own tag. A failure
+ * prints the reason and aborts every rank (bounded time, no hang). Divergence is reported
+ * through the workers' `diverged` at the end. */
+int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *workers, int nst,
+                const struct pb_program *prog, struct pb_err *e);
 
-enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_WEIGHTS = 3 };
+/* PB_TAG_WEIGHTS: stage weights gathered at rank 0; edge k's forward messages (stage k to
+ * k + 1) go under PB_TAG_EDGES + 2k, its backward ones under PB_TAG_EDGES + 2k + 1. */
+enum { PB_TAG_WEIGHTS = 3, PB_TAG_EDGES = 16 };
 
 #endif

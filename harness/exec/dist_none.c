@@ -77,9 +77,9 @@ void pb_dist_abort(const struct pb_dist *d, int status)
     exit(status);
 }
 
-int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
-                struct pb_err *e)
+int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *workers, int nst,
+                const struct pb_program *prog, struct pb_err *e)
 {
-    (void)d, (void)w, (void)prog;
+    (void)d, (void)workers, (void)nst, (void)prog;
     return pb_err_set(e, "this pipebench was built without MPI");
 }

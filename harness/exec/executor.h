@@ -24,11 +24,12 @@ int pb_exec_threads(struct pb_worker *workers, int nst, const struct pb_program 
 /* One executor of the table: how a run's passes go. */
 struct pb_executor {
     const char *name;             /* as --executor names it */
-    bool one_rank_per_stage;      /* mpi: each process holds one stage (dist.h) */
+    bool one_rank_per_device;     /* mpi: each process holds one device's stages (dist.h) */
     bool stages_in_turn;          /* seq: the stages share one thread, so its timings are
                                      not a pipeline's */
     /* Runs the device programs progs[] on the workers[nst] of the stages this process
-     * holds (one process: all of them; one rank per stage: index dist->rank only), with
+     * holds (one process: all of them; one rank per device: device dist->rank's chunks,
+     * pb_pipe_stage_of), with
      * channels of at least `capacity` messages where they are bounded. */
     int (*run)(struct pb_worker *workers, int nst, const struct pb_dist *dist,
                const struct pb_program *progs, int capacity, struct pb_err *e);

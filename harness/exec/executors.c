@@ -21,13 +21,11 @@ static int run_threads(struct pb_worker *workers, int ndev, const struct pb_dist
     return pb_exec_threads(workers, ndev, progs, capacity > ndev ? capacity : ndev, e);
 }
 
-static int run_mpi(struct pb_worker *workers, int ndev, const struct pb_dist *dist,
+static int run_mpi(struct pb_worker *workers, int nst, const struct pb_dist *dist,
                    const struct pb_program *progs, int capacity, struct pb_err *e)
 {
-    (void)ndev;
-    (void)capacity;
-    (void)progs;  /* one stage per rank (no chunks): its device program is its stage's */
-    return pb_exec_mpi(dist, &workers[dist->rank], workers[dist->rank].prog, e);
+    (void)capacity;  /* MPI sends never block; a device's own edges are unbounded queues */
+    return pb_exec_mpi(dist, workers, nst, &progs[dist->rank], e);
 }
 
 static const struct pb_executor seq = {"seq", false, true, run_seq};

@@ -85,7 +85,8 @@ struct pb_pipe {
  * is on device 0 and the edge between stages p−1 and p stays on device p−1. */
 enum pb_placement { PB_PLACE_LOOP, PB_PLACE_V };
 
-/* v (at least 1), the devices p = D / v, and the stage of a device's local chunk. */
+/* v (at least 1), the devices p = D / v, the stage of a device's local chunk and the
+ * device of a stage. */
 static inline int pb_pipe_chunks(const struct pb_pipe *p) { return p->chunks > 1 ? p->chunks : 1; }
 static inline int pb_pipe_devices(const struct pb_pipe *p) { return p->stages / pb_pipe_chunks(p); }
 static inline int pb_pipe_stage_of(const struct pb_pipe *p, int device, int chunk)
@@ -94,6 +95,15 @@ static inline int pb_pipe_stage_of(const struct pb_pipe *p, int device, int chun
     if (p->placement == PB_PLACE_V && chunk % 2)
         return chunk * np + np - 1 - device;
     return device + chunk * np;
+}
+/* The device holding stage k (the inverse of pb_pipe_stage_of), -1 where none does. */
+static inline int pb_pipe_device_of(const struct pb_pipe *p, int stage)
+{
+    for (int d = 0; d < pb_pipe_devices(p); d++)
+        for (int c = 0; c < pb_pipe_chunks(p); c++)
+            if (pb_pipe_stage_of(p, d, c) == stage)
+                return d;
+    return -1;
 }
 
 struct pb_schedule {

@@ -2,8 +2,10 @@
  * for every registered schedule and variant, the seq, threads and mpi executors save
  * byte-identical weights (every registered model at D = 4 and the first at D = 2, the
  * zoo's image models under seq and threads; the fast case is the first model at D = 2
- * under seq and threads); a failing stage stops the threads executor promptly; SIGINT leaves the run
- * 'interrupted' with its finished epochs recorded. */
+ * under seq and threads); mpi runs model chunks one rank per device (interleaved, zb-v,
+ * dualpipe-v: seq's weights and epoch losses) and says how many ranks they need; a
+ * failing stage stops the threads executor promptly; SIGINT leaves the run 'interrupted'
+ * with its finished epochs recorded. */
 #include <check.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/base/err.h"
+#include "harness/driver/plan.h"
 #include "tests/support/schedule_forms.h"
 #include "tests/support/train_util.h"
 #include "workloads/models/workload.h"
@@ -26,17 +29,24 @@ static void expect_same_file(const char *a, const char *b, const char *what)
     free(y);
 }
 
-/* The same configuration as `pipebench run` flags, for mpirun. */
+/* The same configuration as `pipebench run` flags, for mpirun: one rank per device, the
+ * D / v the plan asks for (pb_plan_ranks). */
 static void mpi_run(const struct pb_run_cfg *c, const char *save)
 {
-    char cmd[2048];
+    char cmd[2048], chunks[32] = "", mbs[32] = "";
+    if (c->chunks)
+        snprintf(chunks, sizeof chunks, "--chunks %d ", c->chunks);
+    if (c->microbatches)
+        snprintf(mbs, sizeof mbs, "--microbatches %d ", c->microbatches);
+    int ranks = pb_plan_ranks(c);
+    ck_assert_int_gt(ranks, 0);
     snprintf(cmd, sizeof cmd,
              "mpirun --oversubscribe %s -np %d %s run --executor mpi --quiet --model %s %s%s "
-             "--schedule %s %s%s --optimizer %s --stages %d --limit-train %d --limit-val %d "
+             "--schedule %s %s%s %s%s--optimizer %s --stages %d --limit-train %d --limit-val %d "
              "--microbatch-size %d --epochs %d --threads %d --db %s --save %s >%s 2>&1",
-             geteuid() == 0 ? "--allow-run-as-root" : "", c->stages, getenv("PB_PIPEBENCH"),
+             geteuid() == 0 ? "--allow-run-as-root" : "", ranks, getenv("PB_PIPEBENCH"),
              c->model, c->dataset ? "--dataset " : "", c->dataset ? c->dataset : "", c->schedule,
-             c->variant ? "--variant " : "", c->variant ? c->variant : "",
+             c->variant ? "--variant " : "", c->variant ? c->variant : "", chunks, mbs,
              c->optimizer, c->stages, c->limit_train, c->limit_val, c->microbatch_size,
              c->epochs, c->threads, c->db, tmp_path(save), tmp_path("mpirun.log"));
     int st = system(cmd);
@@ -108,9 +118,9 @@ static void bit_identity(const char *model, int stages, unsigned legs)
             run_ok(&c, "threads.safetensors");
             expect_same_file(tmp_path("seq.safetensors"), tmp_path("threads.safetensors"), what);
         }
-        /* mpi runs one stage per rank: a schedule fixing v > 1 chunks is refused there
-           (tests/schedules/test_versions.c) */
-        if ((legs & LEG_MPI) && !zoo && forms[i].sch->chunks < 2) {
+        /* mpi runs one rank per device: a schedule fixing v = 2 chunks on D = 2 stages
+           runs on one rank, its edge between the chunks local */
+        if ((legs & LEG_MPI) && !zoo) {
             mpi_run(&c, "mpi.safetensors");
             expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"), what);
         }
@@ -140,6 +150,87 @@ START_TEST(test_identity_models)
         bit_identity(pb_workloads[0]->name, 2, LEG_MPI);
     else
         bit_identity(pb_workloads[_i - 1]->name, 4, LEG_BOTH);
+}
+END_TEST
+
+/* The last run's per-epoch training loss, validation loss and accuracy, epoch by epoch,
+ * into x[3 · epochs]. */
+static void last_run_epochs(const char *db, double *x, int epochs)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_prepare_v2(h, "SELECT train_loss, val_loss, val_acc FROM epochs WHERE "
+                                    "run_id = (SELECT max(id) FROM runs) ORDER BY epoch",
+                                 -1, &st, NULL) == SQLITE_OK);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < epochs) {
+        for (int j = 0; j < 3; j++)
+            x[3 * n + j] = sqlite3_column_double(st, j);
+        n++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    ck_assert_int_eq(n, epochs);
+}
+
+/* Model chunks under mpi, one rank per device (p = 2 ranks of D = 4 stages): interleaved
+ * at v = 2 (loop placement: rank r holds stages r and r + 2), zb-v and dualpipe-v (V
+ * placement: rank 0 holds stages 0 and 3, the loss; rank 1 stages 1 and 2, the edge
+ * between them local). The trained weights and every epoch's losses and accuracy are
+ * seq's bit for bit. */
+START_TEST(test_mpi_chunks)
+{
+    static const struct {
+        const char *schedule;
+        int chunks, microbatches;
+    } forms[] = {{"interleaved", 2, 0}, {"zb-v", 0, 4}, {"dualpipe-v", 0, 4}};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        struct pb_run_cfg c;
+        small_cfg(&c);
+        c.model = "mlp";
+        c.stages = 4;
+        c.threads = 4;
+        c.schedule = forms[i].schedule;
+        c.chunks = forms[i].chunks;
+        c.microbatches = forms[i].microbatches;
+        ck_assert_int_eq(pb_plan_ranks(&c), 2);
+        double seq[3 * 2], mpi[3 * 2];
+        c.executor = "seq";
+        run_ok(&c, "seq.safetensors");
+        last_run_epochs(c.db, seq, c.epochs);
+        mpi_run(&c, "mpi.safetensors");
+        last_run_epochs(c.db, mpi, c.epochs);
+        expect_same_file(tmp_path("seq.safetensors"), tmp_path("mpi.safetensors"),
+                         forms[i].schedule);
+        ck_assert_msg(memcmp(seq, mpi, sizeof seq) == 0, "%s: epoch losses differ: seq %.17g "
+                      "%.17g, mpi %.17g %.17g", forms[i].schedule, seq[0], seq[3], mpi[0],
+                      mpi[3]);
+    }
+}
+END_TEST
+
+/* Started on a rank per stage, a run of 2 chunks per device says how many ranks it needs
+ * (exit 2, nothing recorded). */
+START_TEST(test_mpi_chunks_rank_count)
+{
+    char cmd[1024];
+    const char *db = tmp_path("mpi-ranks.db");
+    snprintf(cmd, sizeof cmd,
+             "mpirun --oversubscribe %s -np 4 %s run --executor mpi --quiet --stages 4 "
+             "--schedule zb-v --microbatches 4 --model mlp --limit-train 256 --limit-val 64 "
+             "--microbatch-size 32 --db %s >%s 2>&1",
+             geteuid() == 0 ? "--allow-run-as-root" : "", getenv("PB_PIPEBENCH"), db,
+             tmp_path("mpirun.log"));
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "mpirun status %d", st);
+    size_t n;
+    char *log = (char *)read_file(tmp_path("mpirun.log"), &n);
+    log[n] = 0;   /* read_file leaves a byte past the end */
+    ck_assert_msg(strstr(log, "start it as `mpirun -np 2 pipebench run ... --stages 4` (D / v = "
+                              "4 / 2: 2 chunks per device) (got 4 ranks)"), "%s", log);
+    free(log);
+    ck_assert_int_eq(access(db, F_OK), -1);
 }
 END_TEST
 
@@ -252,6 +343,11 @@ Suite *pb_test_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_identity_models, 0, bit_identity_pairs());
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("mpi_chunks");
+    tcase_set_timeout(tm, 300);
+    tcase_add_test(tm, test_mpi_chunks);
+    tcase_add_test(tm, test_mpi_chunks_rank_count);
+    suite_add_tcase(s, tm);
     TCase *tf = tcase_create("faults");
     tcase_set_timeout(tf, 300);
     tcase_add_test(tf, test_threads_failure_stops_all);

@@ -5,17 +5,20 @@
  * step, validated at the channel capacity pb_programs_capacity finds (looped-bfs needs
  * more than 1) and given to the threads executor (looped BFS at M = 16 needs 8); the
  * simulator's bubble of interleaved; the activations in flight per device against
- * SCHEDULES.md §7; the
- * trained weights of mlp under seq and threads equal, interleaved's to 1f1b's and
- * looped-bfs's to GPipe's bit for bit (each stage's gradients in the same order) and
- * interleaved's to GPipe's within 1e-5; and bad inputs refused with exit 2. */
+ * SCHEDULES.md §7; the trained weights of mlp under seq and threads (mpi's:
+ * tests/exec/test_executors.c) equal, interleaved's to 1f1b's and looped-bfs's to GPipe's bit
+ * for bit (each stage's gradients in the same order) and interleaved's to GPipe's within
+ * 1e-5, each epoch's predicted time the simulator's on the epoch's op costs; and bad
+ * inputs refused with exit 2. */
 #include <check.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/sim/sim.h"
+#include "harness/sim/sim_periodic.h"
 #include "schedules/registry.h"
 #include "tests/support/cli_util.h"
 #include "tests/support/test_util.h"
@@ -242,6 +245,59 @@ START_TEST(sim_closed_form)
 }
 END_TEST
 
+/* The last run of db (interleaved, D = 4 stages on 2 devices, N micro-batches, M per step)
+ * predicted its first epoch from that epoch's recorded op medians and copy times: its
+ * sim_wall_s is the simulator's makespan of the device programs with those costs, bit for
+ * bit, and on each device its stages' simulated busy fractions, 1 − sim_bubble, add up to
+ * the device's in the simulation. */
+static void check_prediction(const char *db, int N, int M)
+{
+    enum { D = 4 };
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(db, &h) == SQLITE_OK);
+    ck_assert(sqlite3_prepare_v2(h, "SELECT f_s, b_s, u_s, comm_s, sim_bubble FROM stage_stats "
+                                    "WHERE run_id = (SELECT max(id) FROM runs) AND epoch = 0 "
+                                    "ORDER BY stage", -1, &st, NULL) == SQLITE_OK);
+    struct pb_sim_cost costs[D];
+    double sim_bubble[D];
+    int k = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW && k < D; k++) {
+        int msgs = (k > 0 ? N : 0) + (k + 1 < D ? N : 0);
+        costs[k] = (struct pb_sim_cost){sqlite3_column_double(st, 0), sqlite3_column_double(st, 1),
+                                        sqlite3_column_double(st, 2),
+                                        sqlite3_column_double(st, 3) / msgs, 0, 0};
+        ck_assert_msg(sqlite3_column_type(st, 4) == SQLITE_FLOAT, "stage %d: no sim_bubble", k);
+        sim_bubble[k] = sqlite3_column_double(st, 4);
+    }
+    sqlite3_finalize(st);
+    ck_assert_int_eq(k, D);
+    ck_assert(sqlite3_prepare_v2(h, "SELECT sim_wall_s FROM epochs WHERE run_id = (SELECT max(id) "
+                                    "FROM runs) AND epoch = 0", -1, &st, NULL) == SQLITE_OK);
+    ck_assert(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_FLOAT);
+    double recorded = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    struct pb_pipe p;
+    struct pb_program progs[D];
+    int cap = build("interleaved", NULL, D, 2, N, M, &p, progs);
+    struct pb_sim_result res;
+    struct pb_err e;
+    ck_assert_msg(pb_simulate_pipe(pb_schedule_find("interleaved", NULL), &p, progs, costs,
+                                   cap > D ? cap : D, false, &res, &e) == 0, "%s", e.msg);
+    ck_assert_msg(memcmp(&res.makespan_s, &recorded, sizeof recorded) == 0, "M=%d: recorded "
+                  "prediction %.17g s, the simulator's %.17g s", M, recorded, res.makespan_s);
+    double device_busy[2] = {0, 0};
+    for (int s = 0; s < D; s++)
+        device_busy[pb_pipe_device_of(&p, s)] += 1.0 - sim_bubble[s];
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(fabs(device_busy[r] - (1.0 - res.bubble[r])) <= 1e-12, "M=%d device %d: "
+                      "its stages busy %.17g of the epoch, the simulator's device %.17g", M, r,
+                      device_busy[r], 1.0 - res.bubble[r]);
+    pb_sim_result_finish(&res);
+    pb_programs_finish(progs, 2);
+}
+
 /* mlp on D = 4 stages, M micro-batches per step: interleaved and looped-bfs on 2
  * devices of 2 chunks, seq and threads. */
 static void trains(int M)
@@ -273,6 +329,7 @@ static void trains(int M)
         snprintf(what, sizeof what, "interleaved %s M=%d: weights against GPipe's", execs[x], M);
         pb_assert_within(what, w, gp, n, 1e-5f);
         free(w);
+        check_prediction(c.db, c.limit_train / c.microbatch_size, M);
         c.schedule = "looped-bfs";
         run_ok(&c, "bfs.safetensors");
         w = load_weights(tmp_path("bfs.safetensors"), &n);
@@ -358,9 +415,6 @@ START_TEST(bad_inputs)
         {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
          "--microbatch-size 8 --schedule gpipe --stages 4 --chunks 2 --db x.db",
          "schedule 'gpipe' has no model chunks"},
-        {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
-         "--microbatch-size 8 --schedule interleaved --stages 4 --chunks 2 --executor mpi "
-         "--db x.db", "runs one stage per rank"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = cli_run(dir, out, sizeof out, "%s", bad[i].args);

@@ -6,7 +6,8 @@
  * stages p−1 and p on one device included); the simulator's idle time and activations
  * against SCHEDULES.md §7; `program --versions --sync` at lag 0; `simulate` with chunks
  * (one row per device); refusals with exit 2;
- * and the trained weights of mlp and lenet under seq and threads equal 1f1b's bit for
+ * and the trained weights of mlp and lenet under seq and threads (mpi's:
+ * tests/exec/test_executors.c) equal 1f1b's bit for
  * bit and GPipe's within 1e-5 (GPipe adds the gradients in descending order). */
 #include <check.h>
 #include <math.h>
@@ -318,9 +319,6 @@ START_TEST(bad_inputs)
          "last step has N mod M = 2 micro-batches, fewer than 2·p = 4"},
         {"program --schedule dualpipe-v --stages 4 --microbatches 8 --length 3",
          "the epoch's N = 3 micro-batches are fewer than 2·p = 4"},
-        {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
-         "--microbatch-size 8 --schedule zb-v --stages 4 --executor mpi --db x.db",
-         "runs one stage per rank"},
         {"run --model mlp --dataset synthetic --limit-train 64 --limit-val 16 "
          "--microbatch-size 8 --schedule dualpipe-v --stages 4 --microbatches 3 --db x.db",
          "needs at least 2·p = 4 micro-batches"},

@@ -414,10 +414,9 @@ static void print_torch_table(const struct config *cfgs, int ncfg, const struct 
                    bench_ratio_str(c->t_step, c->t_installed, ROUNDS, r, sizeof r));
         printf("\n");
     }
-    printf("  goal: pb/%s <= 0.70 on every row (%s: Debian's PyTorch with OpenBLAS). prims/%s: "
-           "pipebench's GEMMs and convolutions alone\n  (the roofline's prims) against PyTorch's "
-           "whole step: where it passes 0.70, no step built on these kernels meets the goal\n\n",
-           first, first, first);
+    printf("  goal: pb/%s <= 0.70 on every row. prims/%s: pipebench's GEMMs and convolutions "
+           "alone\n  (the roofline's prims) against PyTorch's whole step: where it passes 0.70, no "
+           "step built on these kernels meets the goal\n\n", first, first);
 }
 
 static void usage(void)

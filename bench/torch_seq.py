@@ -147,7 +147,7 @@ class Case:
             loss1 = self.loss()
         for m, p in zip(drops, kept):
             m.p = p
-        return float(loss0), grad2, float(loss1)
+        return loss0.item(), grad2, loss1.item()
 
 
 def main():

@@ -15,13 +15,14 @@
  *     torch.autograd.grad of the context), at 1 and 2 threads, in ATTN_ROUNDS rounds of
  *     one rep each (PyTorch takes seconds), the first after a warm-up; the fwd+bwd row
  *     adds each round's two times.
- * PyTorch runs in a child process
- * (/usr/bin/python3 bench/torch_layers.py, torch.set_num_threads to match). Over ROUNDS
- * rounds each op is timed by pipebench and then by PyTorch (each the median of REPS reps
- * after WARMUP), and the table shows both medians over the rounds and the median and
- * range of the per-round time ratios pipebench / PyTorch (≤ 1: at least as fast). Both
- * processes run with OMP_WAIT_POLICY=passive (unless set otherwise).
- * `bench_layers [SUBSTRING]` runs only the ops whose name contains SUBSTRING. */
+ * PyTorch runs in a child process per peer (bench_peers.h: Debian's /usr/bin/python3 and,
+ * where $PB_TORCH2_PYTHON names it, PyPI's 2.x; bench/torch_layers.py, torch.set_num_threads
+ * to match). Over ROUNDS rounds each op is timed by pipebench and then by each peer (each the
+ * median of REPS reps after WARMUP), and the table shows the medians over the rounds and,
+ * per peer, the median and range of the per-round time ratios pipebench / PyTorch (≤ 1: at
+ * least as fast). All processes run with OMP_WAIT_POLICY=passive (unless set otherwise).
+ * `bench_layers [SUBSTRING]` runs only the ops whose name contains SUBSTRING; with
+ * PB_TORCH2_PYTHON=PYTHON in the environment, pb/pt2.x beside pb/pt1.13. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/bench_torch.h"
+#include "bench/bench_peers.h"
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
@@ -56,8 +57,6 @@ static struct pb_tensor tensor(struct pb_backend *be, struct pb_shape s, enum pb
 /* Sends one request line (without threads, warm-up and reps) and reads the seconds. */
 static double torch_time(struct bench_torch *t, const char *req, int threads)
 {
-    if (!t->req)
-        return 0.0;
     fprintf(t->req, "%s %d %d %d\n", req, threads, WARMUP, REPS);
     fflush(t->req);
     char line[64];
@@ -205,40 +204,54 @@ static const char *layout_name(enum pb_layout l)
     return l == PB_LAYOUT_NCHW8C ? "nChw8c" : l == PB_LAYOUT_NCHW16C ? "nChw16c" : "nchw";
 }
 
-static void bench_batch(struct pb_backend *be, struct bench_torch *tp, int threads, int n,
+/* One row: pipebench's median over the rounds, then each peer's and the median [range] of
+ * the per-round ratios pipebench / that peer. */
+static void print_row(int threads, int n, const char *op, const char *shape, const char *layout,
+                      const double *pb, const double (*th)[ROUNDS], int npeers, int rounds)
+{
+    char r[32];
+    printf("  %d  %3d  %-17s %-33s %-7s %9.3f", threads, n, op, shape, layout,
+           1e3 * bench_median(pb, rounds));
+    for (int p = 0; p < npeers; p++)
+        printf("  %9.3f  %-18s", 1e3 * bench_median(th[p], rounds),
+               bench_ratio_str(pb, th[p], rounds, r, sizeof r));
+    printf("\n");
+}
+
+static void bench_batch(struct pb_backend *be, struct bench_peers *ps, int threads, int n,
                         const char *filter)
 {
     enum { NL = sizeof layers / sizeof layers[0] };
     struct layer_run runs[NL];
-    double tpb[NL][NOPS][ROUNDS], tth[NL][NOPS][ROUNDS];
+    double tpb[NL][NOPS][ROUNDS], tth[NL][NOPS][BENCH_PEERS_MAX][ROUNDS];
     for (int li = 0; li < NL; li++)
         run_init(be, &layers[li], n, &runs[li]);
+    int nsides = 1 + ps->n;
     for (int round = 0; round < ROUNDS; round++)
         for (int li = 0; li < NL; li++)
             for (int op = 0; op < NOPS; op++) {
                 if (filter && !strstr(op_names[op], filter))
                     continue;
                 struct layer_run *r = &runs[li];
-                tpb[li][op][round] = pb_time(be, r, (enum op_kind)op);
                 char req[160];
                 snprintf(req, sizeof req, "%s %s", torch_ops[op],
                          op < POOL_FWD ? r->conv_req : r->pool_req);
-                tth[li][op][round] = torch_time(tp, req, threads);
+                for (int j = 0; j < nsides; j++) {
+                    int side = bench_side_order(round, j, nsides);
+                    if (side == 0)
+                        tpb[li][op][round] = pb_time(be, r, (enum op_kind)op);
+                    else
+                        tth[li][op][side - 1][round] = torch_time(&ps->p[side - 1], req, threads);
+                }
             }
     for (int li = 0; li < NL; li++)
         for (int op = 0; op < NOPS; op++) {
             if (filter && !strstr(op_names[op], filter))
                 continue;
-            double ratio[ROUNDS];
-            for (int i = 0; i < ROUNDS; i++)
-                ratio[i] = tth[li][op][i] > 0 ? tpb[li][op][i] / tth[li][op][i] : 0.0;
-            double lo = ratio[0], hi = ratio[0];
-            for (int i = 1; i < ROUNDS; i++)
-                lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
-            printf("  %d  %3d  %-17s %-33s %-7s %9.3f %9.3f  %5.2f [%4.2f-%4.2f]\n", threads, n,
-                   op_names[op], op < POOL_FWD ? layers[li].name : runs[li].pool_shape,
-                   layout_name(runs[li].y.layout), 1e3 * bench_median(tpb[li][op], ROUNDS),
-                   1e3 * bench_median(tth[li][op], ROUNDS), bench_median(ratio, ROUNDS), lo, hi);
+            print_row(threads, n, op_names[op],
+                      op < POOL_FWD ? layers[li].name : runs[li].pool_shape,
+                      layout_name(runs[li].y.layout), tpb[li][op],
+                      (const double (*)[ROUNDS])tth[li][op], ps->n, ROUNDS);
         }
     for (int li = 0; li < NL; li++)
         run_free(be, &runs[li]);
@@ -249,6 +262,7 @@ static void bench_batch(struct pb_backend *be, struct bench_torch *tp, int threa
 /* PyTorch takes seconds per op at this size: one rep per round, a warm-up in the first */
 #define ATTN_REPS 1
 #define ATTN_ROUNDS 3
+_Static_assert(ATTN_ROUNDS <= ROUNDS, "the attention's rows are ROUNDS wide");
 
 /* GNMT's size: batch 64, Tq = Tk = 50, query = key = units = 1024 */
 static const struct pb_attn_desc attn_gnmt = {64, 50, 50, 1024, 1024, 1024};
@@ -341,8 +355,6 @@ static double attn_time(struct pb_backend *be, const struct pb_attn_desc *d, str
 /* Times the torch side of one attention request (ATTN_REPS reps after warmup). */
 static double torch_attn_time(struct bench_torch *t, const char *req, int threads, int warmup)
 {
-    if (!t->req)
-        return 0.0;
     fprintf(t->req, "%s %d %d %d\n", req, threads, warmup, ATTN_REPS);
     fflush(t->req);
     char line[64];
@@ -353,25 +365,8 @@ static double torch_attn_time(struct bench_torch *t, const char *req, int thread
     return strtod(line, NULL);
 }
 
-/* One row: the medians over the rounds of pb[] and th[] and of their per-round ratios. */
-static void attn_row(int threads, const struct pb_attn_desc *d, const char *op, const double *pb,
-                     const double *th)
-{
-    double ratio[ATTN_ROUNDS];
-    for (int i = 0; i < ATTN_ROUNDS; i++)
-        ratio[i] = th[i] > 0 ? pb[i] / th[i] : 0.0;
-    double lo = ratio[0], hi = ratio[0];
-    for (int i = 1; i < ATTN_ROUNDS; i++)
-        lo = ratio[i] < lo ? ratio[i] : lo, hi = ratio[i] > hi ? ratio[i] : hi;
-    char shape[48];
-    snprintf(shape, sizeof shape, "gnmt Tq=%d Tk=%d %d->%d", d->tq, d->tk, d->query, d->units);
-    printf("  %d  %3d  %-17s %-33s %-7s %9.3f %9.3f  %5.2f [%4.2f-%4.2f]\n", threads, d->batch,
-           op, shape, "plain", 1e3 * bench_median(pb, ATTN_ROUNDS),
-           1e3 * bench_median(th, ATTN_ROUNDS), bench_median(ratio, ATTN_ROUNDS), lo, hi);
-}
-
 /* GNMT's attention fwd, bwd and their sum, pipebench and PyTorch in interleaved rounds. */
-static void bench_attention(struct pb_backend *be, struct bench_torch *tp, int threads,
+static void bench_attention(struct pb_backend *be, struct bench_peers *ps, int threads,
                             const char *filter)
 {
     static const char *const ops[3] = {"attention fwd", "attention bwd", "attention fwd+bwd"};
@@ -384,18 +379,30 @@ static void bench_attention(struct pb_backend *be, struct bench_torch *tp, int t
     for (int i = 0; i < 2; i++)
         snprintf(req[i], sizeof req[i], "attn %s %d %d %d %d %d %d", i ? "bwd" : "fwd", d->batch,
                  d->tq, d->tk, d->query, d->key, d->units);
-    double tpb[3][ATTN_ROUNDS], tth[3][ATTN_ROUNDS];
+    /* [op][round] and [op][peer][round], ROUNDS wide as print_row reads them, the first
+     * ATTN_ROUNDS measured */
+    double tpb[3][ROUNDS] = {{0}}, tth[3][BENCH_PEERS_MAX][ROUNDS] = {{{0}}};
+    int nsides = 1 + ps->n;
     for (int round = 0; round < ATTN_ROUNDS; round++) {
         int warmup = round ? 0 : WARMUP;
-        for (int i = 0; i < 2; i++) {
-            tpb[i][round] = attn_time(be, d, &r, i == 1, warmup);
-            tth[i][round] = torch_attn_time(tp, req[i], threads, warmup);
-        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < nsides; j++) {
+                int side = bench_side_order(round, j, nsides);
+                if (side == 0)
+                    tpb[i][round] = attn_time(be, d, &r, i == 1, warmup);
+                else
+                    tth[i][side - 1][round] = torch_attn_time(&ps->p[side - 1], req[i], threads,
+                                                              warmup);
+            }
         tpb[2][round] = tpb[0][round] + tpb[1][round];
-        tth[2][round] = tth[0][round] + tth[1][round];
+        for (int p = 0; p < ps->n; p++)
+            tth[2][p][round] = tth[0][p][round] + tth[1][p][round];
     }
+    char shape[48];
+    snprintf(shape, sizeof shape, "gnmt Tq=%d Tk=%d %d->%d", d->tq, d->tk, d->query, d->units);
     for (int i = 0; i < 3; i++)
-        attn_row(threads, d, ops[i], tpb[i], tth[i]);
+        print_row(threads, d->batch, ops[i], shape, "plain", tpb[i],
+                  (const double (*)[ROUNDS])tth[i], ps->n, ATTN_ROUNDS);
     attn_free(be, &r);
 }
 
@@ -405,14 +412,21 @@ int main(int argc, char **argv)
     /* Idle OpenMP workers sleep at once, so that the waiting side (this process or the
      * child) does not spin on a core the measured one needs: 2 cores are shared. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
-    struct bench_torch tp = {0};
+    struct bench_peers ps;
     /* before any OpenMP team */
-    bool torch = bench_torch_start(&tp, PB_BENCH_TORCH_SCRIPT, NULL, "bench_layers");
-    printf("pipebench layer benchmark: CPU backend vs %s; per op the median of %d reps after "
-           "%d warm-up, %d interleaved rounds (the attention: %d rep, %d rounds)\n",
-           torch ? tp.version : "(no PyTorch)", REPS, WARMUP, ROUNDS, ATTN_REPS, ATTN_ROUNDS);
-    printf("  th  mb   op                shape                             y/dy    pb ms  "
-           "torch ms  pb/torch [range]\n");
+    bench_peers_start(&ps, PB_BENCH_TORCH_SCRIPT, NULL, "bench_layers");
+    printf("pipebench layer benchmark: CPU backend vs PyTorch; per op the median of %d reps after "
+           "%d warm-up, %d interleaved rounds, the sides' order rotating (the attention: %d rep, "
+           "%d rounds)\n", REPS, WARMUP, ROUNDS, ATTN_REPS, ATTN_ROUNDS);
+    bench_peers_print(&ps, "  ");
+    printf("  th  mb   op                shape                             y/dy    pb ms");
+    for (int p = 0; p < ps.n; p++) {
+        char head[2][48];
+        snprintf(head[0], sizeof head[0], "%s ms", ps.p[p].label);
+        snprintf(head[1], sizeof head[1], "pb/%s [range]", ps.p[p].label);
+        printf("  %9s  %-18s", head[0], head[1]);
+    }
+    printf("\n");
     static const int threads[2] = {1, 2}, batches[3] = {32, 64, 128};
     for (int t = 0; t < 2; t++) {
         struct pb_err e;
@@ -423,10 +437,10 @@ int main(int argc, char **argv)
             return 2;
         }
         for (int b = 0; b < 3; b++)
-            bench_batch(be, &tp, threads[t], batches[b], filter);
-        bench_attention(be, &tp, threads[t], filter);
+            bench_batch(be, &ps, threads[t], batches[b], filter);
+        bench_attention(be, &ps, threads[t], filter);
         pb_backend_destroy(be);
     }
-    bench_torch_stop(&tp);
+    bench_peers_stop(&ps);
     return 0;
 }

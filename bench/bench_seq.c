@@ -1,5 +1,6 @@
-/* bench/bench_seq.c — the sequence zoo's training step against PyTorch 1.13 CPU on the same
- * architecture, batch, weights and threads, measured in one run (issue 10's benchmark; the
+/* bench/bench_seq.c — the sequence zoo's training step against PyTorch CPU (Debian's 1.13 and,
+ * where $PB_TORCH2_PYTHON names it, PyPI's 2.x: bench_peers.h) on the same architecture, batch,
+ * weights and threads, measured in one run (issue 10's benchmark; the
  * machine is shared and noisy: the figures are as measured, and nothing is asserted but that
  * both sides compute the same step).
  *
@@ -18,8 +19,8 @@
  *   - pipebench's: the calls and the timed region of the seq executor's worker
  *     (harness/exec/worker.c): pb_stage_forward with the loss, pb_stage_backward,
  *     pb_optim_step, then sync; the input upload is outside the timing;
- *   - PyTorch's: bench/torch_seq.py in a child process (/usr/bin/python3 with
- *     LD_LIBRARY_PATH=OPENBLAS_DIR, Debian's OpenMP OpenBLAS, as bench_zoo's), the
+ *   - PyTorch's: bench/torch_seq.py in a child process per peer (Debian's /usr/bin/python3
+ *     with LD_LIBRARY_PATH=OPENBLAS_DIR, Debian's OpenMP OpenBLAS, as bench_zoo's), the
  *     definitions of tests/fixtures/fixtures_seq.py (ResidualLSTM) and fixtures_zoo.py (GNMT,
  *     the encoder stack by its GNMT.encode); torch.set_num_threads(threads);
  *   - the recipe's optimizer, Adam (residual-lstm lr 1e-3; GNMT lr 3e-4 with L2 weight decay
@@ -30,18 +31,20 @@
  *     (imdb-like for residual-lstm, wmt16-like for GNMT; lengths as it draws them), the
  *     same token ids, lengths and labels; the bidirectional LSTM packed by the source lengths on
  *     both (pack_padded_sequence in PyTorch).
- * Before the timing, the check: with every dropout at p = 0 on one thread, both sides' loss
- * (the stack's: sum(y · dy)), the sum of the squared parameter gradients and the loss after
- * one Adam step; any of them more than 1e-3 apart relative ends the benchmark (exit 1): a
- * comparison of different computations would be worthless.
+ * Before the timing, the check: with every dropout at p = 0 on one thread, pipebench's and each
+ * peer's loss (the stack's: sum(y · dy)), the sum of the squared parameter gradients and the
+ * loss after one Adam step; any of them more than 1e-3 apart relative ends the benchmark
+ * (exit 1): a comparison of different computations would be worthless.
  * Each step figure is the median of a row's reps steps after its warmup (the first round warms
- * at least one); over ROUNDS rounds (alternating which side goes first) the table shows the
- * median [range] of each side's seconds per step and of the per-round ratios pipebench/PyTorch
- * (the issue's goal: ≤ 0.5, never > 1), tokens/s of both (residual-lstm: B·T; GNMT: the
+ * at least one); over ROUNDS rounds (the order of the sides rotating, bench_side_order) the
+ * table shows the median [range] of each side's seconds per step and of the per-round ratios
+ * pipebench/each peer, side by side (the issue's goal: ≤ 0.5, never > 1), tokens/s of
+ * pipebench and the first peer (residual-lstm: B·T; GNMT: the
  * target tokens the loss counts; the stack: the source tokens) and the 1-minute load average
  * after the row.
  * --check runs the checks alone (no timing), in about a minute.
- *   bench_seq [--openblas DIR] [--row NAME] [--check] */
+ *   bench_seq [--openblas DIR] [--row NAME] [--check]
+ * with PB_TORCH2_PYTHON=PYTHON in the environment: pb/pt2.x beside pb/pt1.13 */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,7 +52,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench_torch.h"
+#include "bench/bench_peers.h"
 #include "bench/bench_util.h"
 #include "harness/base/rng.h"
 #include "harness/compute/backend.h"
@@ -122,7 +125,7 @@ struct side {
 /* What a row measured. */
 struct result {
     size_t params;
-    double t_pb[NTHREADS][ROUNDS], t_pt[NTHREADS][ROUNDS];
+    double t_pb[NTHREADS][ROUNDS], t_pt[BENCH_PEERS_MAX][NTHREADS][ROUNDS];
     double tokens, load;
     int b, t;
 };
@@ -573,8 +576,8 @@ static void torch_define(struct bench_torch *tp, const char *key, const struct r
     char line[4096];
     bench_torch_answer(tp, line, sizeof line);
     if (strncmp(line, "ok ", 3) != 0 || strtoull(line + 3, NULL, 10) != st->nparams) {
-        fprintf(stderr, "bench_seq: %s: PyTorch's model is not pipebench's (%zu parameters): "
-                        "%s\n", d->name, st->nparams, line);
+        fprintf(stderr, "bench_seq: %s: %s's model is not pipebench's (%zu parameters): "
+                        "%s\n", d->name, tp->label, st->nparams, line);
         exit(1);
     }
 }
@@ -586,7 +589,7 @@ static void torch_check(struct bench_torch *tp, const char *key, double res[3])
     char line[256];
     bench_torch_answer(tp, line, sizeof line);
     if (sscanf(line, "%lf %lf %lf", &res[0], &res[1], &res[2]) != 3) {
-        fprintf(stderr, "bench_seq: PyTorch's check of %s answered '%s'\n", key, line);
+        fprintf(stderr, "bench_seq: %s's check of %s answered '%s'\n", tp->label, key, line);
         exit(2);
     }
 }
@@ -600,7 +603,7 @@ static bool close_rel(double a, double b)
 /* ---- one row ---- */
 
 static void measure(const struct row_def *d, struct result *r, struct pb_backend **be,
-                    struct bench_torch *tp, bool check_only)
+                    struct bench_peers *ps, bool check_only)
 {
     struct pb_err e;
     const struct pb_workload *wl = pb_workload_find(d->workload, &e);
@@ -629,10 +632,12 @@ static void measure(const struct row_def *d, struct result *r, struct pb_backend
     r->t = hb.t;
     char key[32];
     snprintf(key, sizeof key, "%s", d->name);
-    torch_define(tp, key, d, &sd[0], &hb);
-    double cp[3], ct[3];
+    for (int p = 0; p < ps->n; p++)
+        torch_define(&ps->p[p], key, d, &sd[0], &hb);
+    double cp[3], ct[BENCH_PEERS_MAX][3];
     side_check(&sd[0], &hb, cp);
-    torch_check(tp, key, ct);
+    for (int p = 0; p < ps->n; p++)
+        torch_check(&ps->p[p], key, ct[p]);
     double mean_len = 0.0;
     for (int b = 0; b < hb.b; b++)
         mean_len += hb.lengths[b] / (double)hb.b;
@@ -640,29 +645,37 @@ static void measure(const struct row_def *d, struct result *r, struct pb_backend
            "%.0f tokens\n", d->name, d->workload, p ? " --preset " : "", p ? p->name : "",
            r->params, hb.b, hb.t, d->kind == SEQ_RLSTM ? "sequence" : "source", mean_len,
            hb.tokens);
-    printf("  %-12s check (dropout 0, 1 thread): loss pb %.7g pt %.7g; sum g^2 pb %.7g pt %.7g; "
-           "loss after one Adam step pb %.7g pt %.7g\n", "", cp[0], ct[0], cp[1], ct[1], cp[2],
-           ct[2]);
-    fflush(stdout);
-    if (!close_rel(cp[0], ct[0]) || !close_rel(cp[1], ct[1]) || !close_rel(cp[2], ct[2])) {
-        fprintf(stderr, "bench_seq: %s: pipebench and PyTorch do not compute the same step "
-                        "(more than %g apart relative; the check line above): comparing their "
-                        "times would be worthless\n", d->name, CHECK_RTOL);
-        exit(1);
+    for (int p = 0; p < ps->n; p++) {
+        const char *pt = ps->p[p].label;
+        printf("  %-12s check (dropout 0, 1 thread): loss pb %.7g %s %.7g; sum g^2 pb %.7g %s "
+               "%.7g; loss after one Adam step pb %.7g %s %.7g\n", "", cp[0], pt, ct[p][0],
+               cp[1], pt, ct[p][1], cp[2], pt, ct[p][2]);
+        fflush(stdout);
+        if (!close_rel(cp[0], ct[p][0]) || !close_rel(cp[1], ct[p][1]) ||
+            !close_rel(cp[2], ct[p][2])) {
+            fprintf(stderr, "bench_seq: %s: pipebench and %s do not compute the same step "
+                            "(more than %g apart relative; the check line above): comparing "
+                            "their times would be worthless\n", d->name, pt, CHECK_RTOL);
+            exit(1);
+        }
     }
+    int nsides = 1 + ps->n;
     for (int k = 0; k < ROUNDS && !check_only; k++) {
         int warm = k == 0 && d->warmup < 1 ? 1 : d->warmup;
         for (int t = 0; t < NTHREADS; t++)
-            for (int first = 0; first < 2; first++) {
-                if ((first == 0) == ((k + t) % 2 == 0))
+            for (int j = 0; j < nsides; j++) {
+                int side = bench_side_order(k + t, j, nsides);
+                if (side == 0)
                     r->t_pb[t][k] = side_time(&sd[t], &hb, warm, d->reps);
                 else
-                    r->t_pt[t][k] = bench_torch_time(tp, key, thread_counts[t], warm, d->reps);
+                    r->t_pt[side - 1][t][k] = bench_torch_time(&ps->p[side - 1], key,
+                                                               thread_counts[t], warm, d->reps);
             }
     }
     double load[1];
     r->load = getloadavg(load, 1) == 1 ? load[0] : NAN;
-    bench_torch_drop(tp, key);
+    for (int p = 0; p < ps->n; p++)
+        bench_torch_drop(&ps->p[p], key);
     for (int t = 0; t < NTHREADS; t++)
         side_finish(&sd[t]);
     batch_finish(&hb);
@@ -678,41 +691,57 @@ static const char *secs_str(const double *v, char *buf, size_t len)
     return buf;
 }
 
-static void print_table(const bool *run, const struct result *res, const struct bench_torch *tp,
+static void print_table(const bool *run, const struct result *res, const struct bench_peers *ps,
                         const char *openblas)
 {
     printf("\nsequence zoo training step, D = 1, Adam (residual-lstm lr 1e-3; GNMT lr 3e-4, L2 "
            "1e-4, label smoothing 0.1): pipebench (CPU backend, oneDNN, the seq worker's stage "
-           "calls) vs PyTorch; medians [ranges] of %d interleaved rounds\n", ROUNDS);
-    printf("  PyTorch: %s%s\n", tp->version,
-           openblas ? "" : " (no --openblas: the BLAS as installed, not a fair peer)");
+           "calls) vs PyTorch; medians [ranges] of %d interleaved rounds, the sides' order "
+           "rotating\n", ROUNDS);
+    bench_peers_print(ps, "  ");
+    if (!openblas)
+        printf("  (no --openblas: Debian's PyTorch with the BLAS as installed, not a fair peer)\n");
     printf("  gnmt8-stack: the paper gnmt8's encoder LSTMs (blocks encoder1-encoder4: "
            "bidirectional 1024 packed, 2048->1024, 2 residual 1024; dropout 0.2) as a middle "
            "stage, dy fixed; tokens = source tokens\n");
-    printf("  %-12s %-12s %2s %-26s %-26s %-18s %9s %9s %5s\n", "row", "B x T", "th",
-           "pb s/step [range]", "pt s/step [range]", "pb/pt [range]", "pb tok/s", "pt tok/s",
-           "load");
+    const char *first = ps->p[0].label;
+    char head[2][48];
+    printf("  %-12s %-12s %2s %-26s", "row", "B x T", "th", "pb s/step [range]");
+    for (int p = 0; p < ps->n; p++) {
+        snprintf(head[0], sizeof head[0], "%s s/step [range]", ps->p[p].label);
+        snprintf(head[1], sizeof head[1], "pb/%s [range]", ps->p[p].label);
+        printf(" %-26s %-18s", head[0], head[1]);
+    }
+    snprintf(head[0], sizeof head[0], "%s tok/s", first);
+    printf(" %9s %12s %5s\n", "pb tok/s", head[0], "load");
     for (int i = 0; i < NROWS; i++) {
         if (!run[i])
             continue;
         const struct result *r = &res[i];
         for (int t = 0; t < NTHREADS; t++) {
-            char bt[24], a[48], b[48], q[32];
-            double pb = bench_median(r->t_pb[t], ROUNDS), pt = bench_median(r->t_pt[t], ROUNDS);
-            double ratios[ROUNDS];
-            for (int k = 0; k < ROUNDS; k++)
-                ratios[k] = r->t_pb[t][k] / r->t_pt[t][k];
-            double med = bench_median(ratios, ROUNDS);
+            char bt[24], a[48], q[32];
+            double pb = bench_median(r->t_pb[t], ROUNDS);
+            double pt = bench_median(r->t_pt[0][t], ROUNDS);
+            bool met = true, slower = false;
             snprintf(bt, sizeof bt, "%d x %d", r->b, r->t);
-            printf("  %-12s %-12s %2d %-26s %-26s %-18s %9.0f %9.0f %5.2f %s\n", rows[i].name, bt,
-                   thread_counts[t], secs_str(r->t_pb[t], a, sizeof a),
-                   secs_str(r->t_pt[t], b, sizeof b),
-                   bench_ratio_str(r->t_pb[t], r->t_pt[t], ROUNDS, q, sizeof q), r->tokens / pb,
-                   r->tokens / pt, r->load, med <= 0.5 ? "goal met" : med > 1.0 ? "SLOWER" : "");
+            printf("  %-12s %-12s %2d %-26s", rows[i].name, bt, thread_counts[t],
+                   secs_str(r->t_pb[t], a, sizeof a));
+            for (int p = 0; p < ps->n; p++) {
+                double ratios[ROUNDS];
+                for (int k = 0; k < ROUNDS; k++)
+                    ratios[k] = r->t_pb[t][k] / r->t_pt[p][t][k];
+                double med = bench_median(ratios, ROUNDS);
+                met &= med <= 0.5;
+                slower |= med > 1.0;
+                printf(" %-26s %-18s", secs_str(r->t_pt[p][t], a, sizeof a),
+                       bench_ratio_str(r->t_pb[t], r->t_pt[p][t], ROUNDS, q, sizeof q));
+            }
+            printf(" %9.0f %12.0f %5.2f %s\n", r->tokens / pb, r->tokens / pt, r->load,
+                   met ? "goal met" : slower ? "SLOWER" : "");
         }
     }
-    printf("  goal of the issue: pb/pt <= 0.5 (\"goal met\"), never > 1 (\"SLOWER\"); load: the "
-           "1-minute load average after the row\n");
+    printf("  goal of the issue: pb/pt <= 0.5 against every peer (\"goal met\"), never > 1 "
+           "(\"SLOWER\": against some peer); load: the 1-minute load average after the row\n");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     bool loaded = false;
     for (int i = 0; i < NROWS; i++)
@@ -743,12 +772,12 @@ int main(int argc, char **argv)
     if (!nrun)
         usage();
 
-    /* the PyTorch child first, before this process starts any OpenMP team */
-    struct bench_torch tp;
+    /* the PyTorch children first, before this process starts any OpenMP team */
+    struct bench_peers ps;
     if (!openblas)
-        fprintf(stderr, "bench_seq: no --openblas DIR: PyTorch with the BLAS as installed "
-                        "(scripts/bench seq passes Debian's OpenMP OpenBLAS)\n");
-    if (!bench_torch_start(&tp, PB_BENCH_TORCH_SEQ_SCRIPT, openblas, "bench_seq"))
+        fprintf(stderr, "bench_seq: no --openblas DIR: Debian's PyTorch with the BLAS as "
+                        "installed (scripts/bench seq passes Debian's OpenMP OpenBLAS)\n");
+    if (!bench_peers_start(&ps, PB_BENCH_TORCH_SEQ_SCRIPT, openblas, "bench_seq"))
         return 2;
     if (!mkdtemp(tmpdir)) {
         fprintf(stderr, "bench_seq: cannot make a folder in /tmp for PyTorch's inputs\n");
@@ -763,7 +792,8 @@ int main(int argc, char **argv)
         if (!(be[t] = pb_backend_create("cpu", &bcfg, &e)))
             die("cpu backend", &e);
     }
-    printf("bench_seq: %s\n", tp.version);
+    printf("bench_seq: PyTorch peers\n");
+    bench_peers_print(&ps, "  ");
     double t0 = bench_now();
     struct result res[NROWS];
     memset(res, 0, sizeof res);
@@ -772,15 +802,15 @@ int main(int argc, char **argv)
             continue;
         fprintf(stderr, "bench_seq: %s, %d of %d (%.0f s so far)\n", rows[i].name, ++k, nrun,
                 bench_now() - t0);
-        measure(&rows[i], &res[i], be, &tp, check_only);
+        measure(&rows[i], &res[i], be, &ps, check_only);
     }
     if (check_only)
         printf("bench_seq: pipebench and PyTorch compute the same steps (%.0f s)\n",
                bench_now() - t0);
     else
-        print_table(run, res, &tp, openblas);
+        print_table(run, res, &ps, openblas);
     for (int t = 0; t < NTHREADS; t++)
         pb_backend_destroy(be[t]);
-    bench_torch_stop(&tp);
+    bench_peers_stop(&ps);
     return 0;
 }

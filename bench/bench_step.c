@@ -17,18 +17,20 @@
  *     would give if nothing else took time;
  *   - where the step goes: at micro-batch 32, steps with the stage's per-node clocks on
  *     (stage.h, node_s), the time of each layer kind as a share of the step's;
- *   - PyTorch (`step` only): bench/torch_step.py in a child process (/usr/bin/python3),
- *     which builds the twin from the model's layer configs (a model with a layer kind it does
- *     not know has no twin: "-"), torch.set_num_threads(threads), zero_grad(set_to_none),
- *     forward, cross_entropy, backward, torch.optim.SGD(lr 0.01, momentum 0.9).step(); two
- *     children: LD_LIBRARY_PATH=OPENBLAS_DIR (Debian's OpenMP OpenBLAS, the comparison), and
- *     the BLAS as installed (for the record).
+ *   - PyTorch (`step` only): bench/torch_step.py in a child process per peer
+ *     (bench_peers.h: Debian's PyTorch 1.13 with LD_LIBRARY_PATH=OPENBLAS_DIR, Debian's OpenMP
+ *     OpenBLAS, and PyPI's PyTorch 2.x where $PB_TORCH2_PYTHON names it), which builds the twin
+ *     from the model's layer configs (a model with a layer kind it does not know has no twin:
+ *     "-"), torch.set_num_threads(threads), zero_grad(set_to_none), forward, cross_entropy,
+ *     backward, torch.optim.SGD(lr 0.01, momentum 0.9).step(); with --openblas, one more child:
+ *     Debian's PyTorch with the BLAS as installed (for the record).
  * Each measurement is the median of REPS steps after WARMUP (PyTorch as installed, whose
- * reference BLAS is 10-20x slower: 3 after 1); over ROUNDS rounds (alternating
- * which side goes first) the tables show per-sample medians and the median [range] of the
+ * reference BLAS is 10-20x slower: 3 after 1); over ROUNDS rounds (the order of the sides
+ * rotating, bench_side_order) the tables show per-sample medians and the median [range] of the
  * per-round ratios. Goals of the issue: pipebench ≤ 0.7× PyTorch+OpenBLAS, step ≤ 1.15× Σ
  * primitives. Prints; asserts nothing.
  *   bench_step step [--openblas DIR] [--model NAME]   both tables, PyTorch included
+ *   PB_TORCH2_PYTHON=PYTHON bench_step step ...       pb/pt2.x beside pb/pt1.13
  *   bench_step roofline [--model NAME]                the roofline table only */
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,8 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_peers.h"
 #include "bench/bench_prims.h"
-#include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/registry.h"
@@ -66,6 +68,13 @@ static _Noreturn void die(const char *what, const struct pb_err *e)
 
 /* ---- the PyTorch children: requests on their stdin, answers on their stdout ---- */
 
+/* The PyTorch sides: the peers (bench_peers.h), and Debian's PyTorch with the BLAS as
+ * installed, the record column (its req NULL when not run). */
+struct torch_sides {
+    struct bench_peers peers;
+    struct bench_torch installed;
+};
+
 /* Builds the twin KEY in the child; false (with the reason) when it cannot, or when its
  * parameter count is not the stage's (then it is not the same network). */
 static bool torch_define(struct bench_torch *t, const char *key, struct pb_shape in, int nclasses,
@@ -79,12 +88,12 @@ static bool torch_define(struct bench_torch *t, const char *key, struct pb_shape
     char line[512];
     bench_torch_answer(t, line, sizeof line);
     if (strncmp(line, "ok ", 3) != 0) {
-        fprintf(stderr, "bench_step: no PyTorch twin of %s: %s\n", key, line);
+        fprintf(stderr, "bench_step: no %s twin of %s: %s\n", t->label, key, line);
         return false;
     }
     if (strtoull(line + 3, NULL, 10) != nparams) {
-        fprintf(stderr, "bench_step: the PyTorch twin of %s has %s parameters, pipebench %zu: "
-                        "not compared\n", key, line + 3, nparams);
+        fprintf(stderr, "bench_step: the %s twin of %s has %s parameters, pipebench %zu: "
+                        "not compared\n", t->label, key, line + 3, nparams);
         return false;
     }
     return true;
@@ -183,8 +192,9 @@ struct config {
     struct bench_prims prims;
     double prim_flops;              /* of one run of the primitives */
     char key[64];
-    bool twin;
-    double t_step[ROUNDS], t_prims[ROUNDS], t_torch[2][ROUNDS];
+    bool twin[BENCH_PEERS_MAX], twin_installed;
+    double t_step[ROUNDS], t_prims[ROUNDS];
+    double t_torch[BENCH_PEERS_MAX][ROUNDS], t_installed[ROUNDS];  /* 0: not measured */
     struct kind_time kinds[MAX_KINDS];  /* the profiled steps by layer kind, longest first */
     int nkinds;
     double t_profiled;              /* the profiled steps' time (0: not profiled) */
@@ -332,31 +342,81 @@ static void profile(struct config *c)
 }
 
 /* The rounds of one model's configurations: its step and primitives against the PyTorch
- * children, alternating which side goes first. A model's configurations are measured
- * together and freed before the next model's are built, so the largest model bounds the
- * memory, not the registry. */
-static void measure(struct config *cfgs, int ncfg, struct bench_torch *tp, const char *name)
+ * children, the order of the sides rotating (pipebench, each peer, the record column). A
+ * model's configurations are measured together and freed before the next model's are built,
+ * so the largest model bounds the memory, not the registry. */
+static void measure(struct config *cfgs, int ncfg, struct torch_sides *ts, const char *name)
 {
+    int npeers = ts->peers.n, nsides = 1 + npeers + (ts->installed.req != NULL);
     for (int r = 0; r < ROUNDS; r++) {
         fprintf(stderr, "bench_step: %s, round %d of %d\n", name, r + 1, ROUNDS);
         for (int i = 0; i < ncfg; i++) {
             struct config *c = &cfgs[i];
-            for (int side = 0; side < 2; side++) {
-                if ((side == 0) == (r % 2 == 0)) {
+            for (int j = 0; j < nsides; j++) {
+                int side = bench_side_order(r, j, nsides);
+                if (side == 0) {
                     c->t_step[r] = time_step(c);
                     c->t_prims[r] = bench_prims_time(&c->prims, WARMUP, REPS);
-                    continue;
+                } else if (side <= npeers) {
+                    int k = side - 1;
+                    c->t_torch[k][r] = !c->twin[k] ? 0.0
+                                       : bench_torch_time(&ts->peers.p[k], c->key, c->threads,
+                                                          WARMUP, REPS);
+                } else {  /* the record column: 3 steps after 1 */
+                    c->t_installed[r] = !c->twin_installed ? 0.0
+                                        : bench_torch_time(&ts->installed, c->key, c->threads,
+                                                           1, 3);
                 }
-                for (int k = 0; k < 2; k++)  /* the record column: 3 steps after 1 */
-                    c->t_torch[k][r] = !c->twin || !tp[k].req ? 0.0
-                                       : bench_torch_time(&tp[k], c->key, c->threads,
-                                                          k ? 1 : WARMUP, k ? 3 : REPS);
             }
         }
     }
     for (int i = 0; i < ncfg; i++)
         if (cfgs[i].batch == PROFILE_BATCH)
             profile(&cfgs[i]);
+}
+
+/* The step against each PyTorch side: per-sample medians and the per-round ratios, a peer's
+ * beside the other's, the primitives against the first peer's step. */
+static void print_torch_table(const struct config *cfgs, int ncfg, const struct torch_sides *ts)
+{
+    const struct bench_peers *ps = &ts->peers;
+    const char *first = ps->n ? ps->p[0].label : "pt";
+    char head[48], r[32];
+    printf("training step per sample, D = 1, SGD momentum; pipebench (CPU backend, oneDNN) vs "
+           "PyTorch; each the median of %d steps after %d (as installed: 3 after 1), %d "
+           "interleaved rounds, the sides' order rotating\n", REPS, WARMUP, ROUNDS);
+    bench_peers_print(ps, "  ");
+    if (ts->installed.req)
+        printf("  %s as installed (the record column): %s: %s\n", ts->installed.label,
+               BENCH_PEERS_DEBIAN_PYTHON, ts->installed.version);
+    printf("  %-9s th   mb   pb us", "model");
+    for (int k = 0; k < ps->n; k++) {
+        snprintf(head, sizeof head, "pb/%s [range]", ps->p[k].label);
+        printf("  %7s us  %-18s", ps->p[k].label, head);
+    }
+    snprintf(head, sizeof head, "prims/%s [range]", first);
+    printf("  %-21s", head);
+    if (ts->installed.req)
+        printf("  installed us  pb/installed [range]");
+    printf("\n");
+    for (int i = 0; i < ncfg; i++) {
+        const struct config *c = &cfgs[i];
+        double n = c->batch;
+        printf("  %-9s %2d  %3d %7.1f", c->wl->name, c->threads, c->batch,
+               1e6 * bench_median(c->t_step, ROUNDS) / n);
+        for (int k = 0; k < ps->n; k++)
+            printf("  %10.1f  %-18s", 1e6 * bench_median(c->t_torch[k], ROUNDS) / n,
+                   bench_ratio_str(c->t_step, c->t_torch[k], ROUNDS, r, sizeof r));
+        printf("  %-21s", ps->n ? bench_ratio_str(c->t_prims, c->t_torch[0], ROUNDS, r, sizeof r)
+                                : "-");
+        if (ts->installed.req)
+            printf("  %12.1f  %20s", 1e6 * bench_median(c->t_installed, ROUNDS) / n,
+                   bench_ratio_str(c->t_step, c->t_installed, ROUNDS, r, sizeof r));
+        printf("\n");
+    }
+    printf("  goal: pb/%s <= 0.70 on every row. prims/%s: pipebench's GEMMs and convolutions "
+           "alone\n  (the roofline's prims) against PyTorch's whole step: where it passes 0.70, no "
+           "step built on these kernels meets the goal\n\n", first, first);
 }
 
 static void usage(void)
@@ -384,14 +444,15 @@ int main(int argc, char **argv)
     }
 
     /* PyTorch children first, before this process starts any OpenMP team */
-    struct bench_torch tp[2] = {{0}};
-    const char *tname[2] = {"PyTorch+OpenBLAS-openmp", "PyTorch as installed"};
+    struct torch_sides ts = {0};
     if (with_torch) {
+        if (!openblas)
+            fprintf(stderr, "bench_step: no --openblas DIR: Debian's PyTorch with the BLAS as "
+                            "installed (scripts/bench step passes Debian's OpenMP OpenBLAS)\n");
+        bench_peers_start(&ts.peers, PB_BENCH_TORCH_STEP_SCRIPT, openblas, "bench_step");
         if (openblas)
-            bench_torch_start(&tp[0], PB_BENCH_TORCH_STEP_SCRIPT, openblas, "bench_step");
-        else
-            fprintf(stderr, "bench_step: no --openblas DIR: no PyTorch+OpenBLAS column\n");
-        bench_torch_start(&tp[1], PB_BENCH_TORCH_STEP_SCRIPT, NULL, "bench_step");
+            bench_torch_start(&ts.installed, BENCH_PEERS_DEBIAN_PYTHON,
+                              PB_BENCH_TORCH_STEP_SCRIPT, NULL, "bench_step");
     }
 
     int nmodels = 0;
@@ -433,15 +494,17 @@ int main(int argc, char **argv)
                 struct config *c = &cfgs[ncfg++];
                 config_init(c, wl, &ds[i], batches[b], thread_counts[t], be[t]);
                 char *spec = with_torch ? twin_spec(&c->model) : NULL;
-                c->twin = spec != NULL;
-                for (int k = 0; k < 2 && spec; k++)
-                    c->twin &= !tp[k].req || torch_define(&tp[k], c->key, c->stage.in_shape,
-                                                          c->model.nclasses,
-                                                          c->model.label_smoothing, spec,
-                                                          c->stage.nparams);
+                for (int k = 0; k < ts.peers.n + 1 && spec; k++) {
+                    struct bench_torch *t = k < ts.peers.n ? &ts.peers.p[k] : &ts.installed;
+                    bool twin = t->req && torch_define(t, c->key, c->stage.in_shape,
+                                                       c->model.nclasses,
+                                                       c->model.label_smoothing, spec,
+                                                       c->stage.nparams);
+                    *(k < ts.peers.n ? &c->twin[k] : &c->twin_installed) = twin;
+                }
                 free(spec);
             }
-        measure(cfgs + first, ncfg - first, tp, wl->name);
+        measure(cfgs + first, ncfg - first, &ts, wl->name);
         for (int k = first; k < ncfg; k++)
             config_finish(&cfgs[k]);
         pb_dataset_finish(&ds[i]);
@@ -451,30 +514,9 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char r1[32], r2[32], r3[32];
-    if (with_torch) {
-        printf("training step per sample, D = 1, SGD momentum; pipebench (CPU backend, oneDNN) vs "
-               "PyTorch; each the median of %d steps after %d (as installed: 3 after 1), %d "
-               "interleaved rounds\n", REPS, WARMUP, ROUNDS);
-        for (int k = 0; k < 2; k++)
-            printf("  %s: %s\n", tname[k], tp[k].req ? tp[k].version : "(not run)");
-        printf("  %-9s th   mb   pb us  +OpenBLAS us  pb/+OpenBLAS [range]  prims/+OpenBLAS [range]"
-               "  installed us  pb/installed [range]\n", "model");
-        for (int i = 0; i < ncfg; i++) {
-            struct config *c = &cfgs[i];
-            double n = c->batch;
-            printf("  %-9s %2d  %3d %7.1f  %12.1f  %21s  %24s  %12.1f  %20s\n", c->wl->name,
-                   c->threads, c->batch, 1e6 * bench_median(c->t_step, ROUNDS) / n,
-                   1e6 * bench_median(c->t_torch[0], ROUNDS) / n,
-                   bench_ratio_str(c->t_step, c->t_torch[0], ROUNDS, r1, sizeof r1),
-                   bench_ratio_str(c->t_prims, c->t_torch[0], ROUNDS, r3, sizeof r3),
-                   1e6 * bench_median(c->t_torch[1], ROUNDS) / n,
-                   bench_ratio_str(c->t_step, c->t_torch[1], ROUNDS, r2, sizeof r2));
-        }
-        printf("  goal: pb/+OpenBLAS <= 0.70 on every row. prims/+OpenBLAS: pipebench's GEMMs and "
-               "convolutions alone (the roofline's prims)\n  against PyTorch's whole step: where "
-               "it passes 0.70, no step built on these kernels meets the goal\n\n");
-    }
+    char r1[32];
+    if (with_torch)
+        print_torch_table(cfgs, ncfg, &ts);
     printf("roofline: the step against the sum of its GEMM and convolution primitives at the "
            "same shapes, same run\n");
     printf("  %-9s th   mb  step ms  prims ms  step/prims [range]  step GFLOP/s  prims GFLOP/s\n",
@@ -509,7 +551,7 @@ int main(int argc, char **argv)
         pb_backend_destroy(be[t]);
     free(ds);
     free(cfgs);
-    for (int k = 0; k < 2; k++)
-        bench_torch_stop(&tp[k]);
+    bench_peers_stop(&ts.peers);
+    bench_torch_stop(&ts.installed);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* bench/bench_torch.h — a PyTorch child process for the benchmarks that compare with it:
- * /usr/bin/python3 running a script of bench/ that reads requests on its stdin and
- * answers on its stdout, its first line "torch VERSION ...", and the requests the scripts
- * share: "step KEY THREADS WARMUP REPS" (the median seconds of one step) and "drop KEY". */
+ * a python interpreter (bench_peers.h says which) running a script of bench/ that reads
+ * requests on its stdin and answers on its stdout, its first line "torch VERSION ..."
+ * (bench/torch_peer.py), and the requests the scripts share: "step KEY THREADS WARMUP REPS"
+ * (the median seconds of one step) and "drop KEY". */
 #ifndef PB_BENCH_TORCH_H
 #define PB_BENCH_TORCH_H
 
@@ -16,13 +17,27 @@
 struct bench_torch {
     FILE *req, *ans;   /* NULL when no child runs */
     pid_t pid;
-    char version[512];
-    const char *who;   /* the benchmark, for messages */
+    char version[512];  /* the first line, "torch VERSION ..." */
+    char label[24];     /* "pt" and the version's MAJOR.MINOR: pt1.13, pt2.15 */
+    const char *who;    /* the benchmark, for messages */
 };
 
-/* Starts script with LD_LIBRARY_PATH=libdir (NULL: the environment as it is); false,
- * with a line on stderr naming `who`, when PyTorch does not answer. */
-static inline bool bench_torch_start(struct bench_torch *t, const char *script,
+/* "pt" and MAJOR.MINOR of the version line "torch 1.13.0a0 ..." into t->label. */
+static inline void bench_torch_label(struct bench_torch *t)
+{
+    const char *v = t->version + 6;
+    size_t n = strspn(v, "0123456789");
+    if (v[n] == '.')
+        n += 1 + strspn(v + n + 1, "0123456789");
+    n = n < sizeof t->label - 3 ? n : sizeof t->label - 3;
+    memcpy(t->label, "pt", 2);
+    memcpy(t->label + 2, v, n);
+    t->label[2 + n] = 0;
+}
+
+/* Starts `python script` with LD_LIBRARY_PATH=libdir (NULL: the environment as it is);
+ * false, with a line on stderr naming `who`, when PyTorch does not answer. */
+static inline bool bench_torch_start(struct bench_torch *t, const char *python, const char *script,
                                      const char *libdir, const char *who)
 {
     int in[2], out[2];
@@ -40,7 +55,7 @@ static inline bool bench_torch_start(struct bench_torch *t, const char *script,
         close(in[0]), close(in[1]), close(out[0]), close(out[1]);
         if (libdir)
             setenv("LD_LIBRARY_PATH", libdir, 1);
-        execl("/usr/bin/python3", "python3", script, (char *)NULL);
+        execl(python, python, script, (char *)NULL);
         _exit(127);
     }
     close(in[0]), close(out[1]);
@@ -48,7 +63,7 @@ static inline bool bench_torch_start(struct bench_torch *t, const char *script,
     t->ans = fdopen(out[0], "r");
     if (!t->req || !t->ans || !fgets(t->version, sizeof t->version, t->ans) ||
         strncmp(t->version, "torch ", 6) != 0) {
-        fprintf(stderr, "%s: no PyTorch from /usr/bin/python3 %s%s%s\n", who, script,
+        fprintf(stderr, "%s: no PyTorch from %s %s%s%s\n", who, python, script,
                 libdir ? " with LD_LIBRARY_PATH=" : "", libdir ? libdir : "");
         if (t->req)
             fclose(t->req);
@@ -59,6 +74,7 @@ static inline bool bench_torch_start(struct bench_torch *t, const char *script,
         return false;
     }
     t->version[strcspn(t->version, "\n")] = 0;
+    bench_torch_label(t);
     return true;
 }
 

@@ -1,6 +1,7 @@
-/* bench/bench_zoo.c — the zoo's image models (the workloads with presets) against PyTorch 1.13
- * CPU on the same architecture, and the loader against the step, measured in one run (the
- * machine is shared and noisy: the figures are as measured, nothing is asserted).
+/* bench/bench_zoo.c — the zoo's image models (the workloads with presets) against PyTorch CPU
+ * (Debian's 1.13 and, where $PB_TORCH2_PYTHON names it, PyPI's 2.x: bench_peers.h) on the same
+ * architecture, and the loader against the step, measured in one run (the machine is shared and
+ * noisy: the figures are as measured, nothing is asserted).
  *
  * Per model, at the `small` preset (its 32×32 inputs, micro-batch 32) and at the `paper` preset
  * (its 224, 299 or 32 inputs, micro-batch 2), D = 1, backend threads 1 and 2:
@@ -8,30 +9,33 @@
  *     (pb_stage_forward, pb_stage_backward, pb_optim_step, then sync), the calls and the timed
  *     region of the seq executor's worker (harness/exec/worker.c), on one augmented training
  *     batch of the preset's dataset stand-in; the input upload is outside the timing;
- *   - PyTorch's: bench/torch_zoo.py in a child process (/usr/bin/python3 with
- *     LD_LIBRARY_PATH=OPENBLAS_DIR, Debian's OpenMP OpenBLAS), the paper models of
- *     tests/fixtures/fixtures_zoo.py and the small ones written there the same way;
+ *   - PyTorch's: bench/torch_zoo.py in a child process per peer (Debian's /usr/bin/python3
+ *     with LD_LIBRARY_PATH=OPENBLAS_DIR, Debian's OpenMP OpenBLAS; PyPI's as it is), the paper
+ *     models of tests/fixtures/fixtures_zoo.py and the small ones written there the same way;
  *     torch.set_num_threads(threads), zero_grad(set_to_none), forward, cross_entropy,
- *     backward, SGD(lr 0.01, momentum 0.9).step(). Both parameter counts are printed and a
- *     model whose counts differ is not timed (it is not the same network);
+ *     backward, SGD(lr 0.01, momentum 0.9).step(). The parameter counts are printed and a
+ *     peer whose count differs from pipebench's is not timed on that model (it is not the same
+ *     network);
  *   - the step's GEMMs and convolutions alone (bench_prims.h: the same calls at the shapes
  *     and layouts of a real forward, run back to back) against PyTorch's whole step: the
  *     ratio these kernels would give if everything else took no time;
  *   - the loader: samples/s of pb_dataset_gather on one thread with the training transform of
  *     the preset's dataset stand-in at its input side (bench/bench_loader.h), against the
  *     step's samples/s (loader/step > 1: the loader thread keeps up).
- * Each step figure is the median of `reps` steps after `warmup`; over ROUNDS rounds
- * (alternating which side goes first) the table shows per-sample medians and the median
- * [range] of the per-round ratios pipebench/PyTorch (the issue's goal: ≤ 0.5, never > 1).
- *   bench_zoo [--openblas DIR] [--model NAME] [--preset small|paper] */
+ * Each step figure is the median of `reps` steps after `warmup`; over ROUNDS rounds (the
+ * order of the sides rotating, bench_side_order) the table shows per-sample medians and the
+ * median [range] of the per-round ratios pipebench/each peer, side by side (the issue's goal:
+ * ≤ 0.5, never > 1).
+ *   bench_zoo [--openblas DIR] [--model NAME] [--preset small|paper]
+ * with PB_TORCH2_PYTHON=PYTHON in the environment: pb/pt2.x beside pb/pt1.13 */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_loader.h"
+#include "bench/bench_peers.h"
 #include "bench/bench_prims.h"
-#include "bench/bench_torch.h"
 #include "bench/bench_util.h"
 #include "harness/compute/backend.h"
 #include "harness/compute/registry.h"
@@ -64,9 +68,10 @@ struct row {
     const struct pb_workload *wl;
     const struct pb_preset *p;
     const struct bcase *bc;
-    size_t pb_params, torch_params;
-    bool timed;
-    double t_pb[NTHREADS][ROUNDS], t_torch[NTHREADS][ROUNDS];
+    size_t pb_params, torch_params[BENCH_PEERS_MAX];
+    bool timed;                                /* by some peer */
+    bool peer_timed[BENCH_PEERS_MAX];          /* its parameter count is pipebench's */
+    double t_pb[NTHREADS][ROUNDS], t_torch[BENCH_PEERS_MAX][NTHREADS][ROUNDS];  /* 0: not */
     double t_prims[NTHREADS][ROUNDS];  /* the step's GEMMs and convolutions (bench_prims.h) */
     double loader;            /* samples/s */
 };
@@ -107,7 +112,8 @@ static size_t torch_define(struct bench_torch *t, const char *key, const struct 
     char line[512];
     bench_torch_answer(t, line, sizeof line);
     if (strncmp(line, "ok ", 3) != 0) {
-        fprintf(stderr, "bench_zoo: no PyTorch %s (%s): %s\n", r->wl->name, r->p->name, line);
+        fprintf(stderr, "bench_zoo: no %s %s (%s): %s\n", t->label, r->wl->name, r->p->name,
+                line);
         return 0;
     }
     return strtoull(line + 3, NULL, 10);
@@ -193,8 +199,8 @@ static double side_time(struct side *s, const float *host_x, int warmup, int rep
     return bench_median(t, reps);
 }
 
-/* Measures row r: both sides interleaved over the rounds, then the loader. */
-static void measure(struct row *r, struct pb_backend **be, struct bench_torch *tp)
+/* Measures row r: every side interleaved over the rounds, then the loader. */
+static void measure(struct row *r, struct pb_backend **be, struct bench_peers *ps)
 {
     const struct bcase *bc = r->bc;
     struct pb_err e;
@@ -217,23 +223,32 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
     r->pb_params = sd[0].stage.nparams;
     char key[64];
     snprintf(key, sizeof key, "%s/%s", r->wl->name, r->p->name);
-    r->torch_params = torch_define(tp, key, r, sd[0].model.label_smoothing);
-    r->timed = r->torch_params == r->pb_params;
-    printf("  %-11s %-5s parameters: pipebench %zu, PyTorch %zu%s\n", r->wl->name, r->p->name,
-           r->pb_params, r->torch_params, r->timed ? "" : " — not the same network: not timed");
+    printf("  %-11s %-5s parameters: pipebench %zu", r->wl->name, r->p->name, r->pb_params);
+    for (int p = 0; p < ps->n; p++) {
+        r->torch_params[p] = torch_define(&ps->p[p], key, r, sd[0].model.label_smoothing);
+        r->peer_timed[p] = r->torch_params[p] == r->pb_params;
+        r->timed |= r->peer_timed[p];
+        printf(", %s %zu%s", ps->p[p].label, r->torch_params[p],
+               r->peer_timed[p] ? "" : " (not the same network: not timed)");
+    }
+    printf("\n");
     fflush(stdout);
+    int nsides = 1 + ps->n;
     for (int k = 0; r->timed && k < ROUNDS; k++)
         for (int t = 0; t < NTHREADS; t++)
-            for (int first = 0; first < 2; first++) {
-                if ((first == 0) == ((k + t) % 2 == 0)) {
+            for (int j = 0; j < nsides; j++) {
+                int side = bench_side_order(k + t, j, nsides);
+                if (side == 0) {
                     r->t_pb[t][k] = side_time(&sd[t], x, bc->warmup, bc->reps);
                     r->t_prims[t][k] = bench_prims_time(&sd[t].prims, bc->warmup, bc->reps);
-                } else {
-                    r->t_torch[t][k] = bench_torch_time(tp, key, thread_counts[t], bc->warmup,
-                                                  bc->reps);
+                } else if (r->peer_timed[side - 1]) {
+                    r->t_torch[side - 1][t][k] = bench_torch_time(&ps->p[side - 1], key,
+                                                                  thread_counts[t], bc->warmup,
+                                                                  bc->reps);
                 }
             }
-    bench_torch_drop(tp, key);
+    for (int p = 0; p < ps->n; p++)
+        bench_torch_drop(&ps->p[p], key);
     for (int t = 0; t < NTHREADS; t++)
         side_finish(&sd[t]);
     /* about a tenth of a second per timing: 1280 samples at 32×32, fewer at larger sides */
@@ -246,41 +261,50 @@ static void measure(struct row *r, struct pb_backend **be, struct bench_torch *t
     pb_dataset_finish(&ds);
 }
 
-static void print_table(const struct row *rows, int nrows, const struct bench_torch *tp,
+static void print_table(const struct row *rows, int nrows, const struct bench_peers *ps,
                         const char *openblas)
 {
     printf("\nzoo training step per sample, D = 1, SGD momentum: pipebench (CPU backend, oneDNN, "
-           "seq) vs PyTorch; medians of %d interleaved rounds (small: %d steps after %d; paper: "
-           "%d after %d); loader: one thread, training transform, median of %d timings\n",
-           ROUNDS, cases[0].reps, cases[0].warmup, cases[1].reps, cases[1].warmup, LOADER_REPS);
-    printf("  PyTorch: %s%s%s\n", tp->version, openblas ? "" : " (no --openblas: ",
-           openblas ? "" : "the BLAS as installed, not a fair peer)");
-    printf("  %-11s %-6s %3s %3s %2s %11s %11s %10s %10s  %-18s %-18s %9s %9s %7s\n", "model",
-           "preset", "S", "mb", "th", "pb params", "pt params", "pb us", "pt us",
-           "pb/pt [range]", "prims/pt [range]", "step sa/s", "load sa/s", "load/st");
-    char buf[32], buf2[32];
+           "seq) vs PyTorch; medians of %d interleaved rounds, the sides' order rotating (small: "
+           "%d steps after %d; paper: %d after %d); loader: one thread, training transform, "
+           "median of %d timings\n", ROUNDS, cases[0].reps, cases[0].warmup, cases[1].reps,
+           cases[1].warmup, LOADER_REPS);
+    bench_peers_print(ps, "  ");
+    if (!openblas)
+        printf("  (no --openblas: Debian's PyTorch with the BLAS as installed, not a fair peer)\n");
+    const char *first = ps->p[0].label;
+    char head[48], buf[32];
+    printf("  %-11s %-6s %3s %3s %2s %11s %10s", "model", "preset", "S", "mb", "th", "pb params",
+           "pb us");
+    for (int p = 0; p < ps->n; p++) {
+        snprintf(head, sizeof head, "pb/%s [range]", ps->p[p].label);
+        printf(" %7s us  %-18s", ps->p[p].label, head);
+    }
+    snprintf(head, sizeof head, "prims/%s [range]", first);
+    printf("  %-21s %9s %9s %7s\n", head, "step sa/s", "load sa/s", "load/st");
     for (int i = 0; i < nrows; i++) {
         const struct row *r = &rows[i];
         for (int t = 0; t < NTHREADS; t++) {
-            printf("  %-11s %-6s %3d %3d %2d %11zu %11zu", r->wl->name, r->p->name,
-                   r->p->input_side, r->bc->batch, thread_counts[t], r->pb_params,
-                   r->torch_params);
+            printf("  %-11s %-6s %3d %3d %2d %11zu", r->wl->name, r->p->name, r->p->input_side,
+                   r->bc->batch, thread_counts[t], r->pb_params);
             if (!r->timed) {
-                printf("  not timed: the parameter counts differ\n");
+                printf("  not timed: no peer's parameter count is pipebench's\n");
                 continue;
             }
             double n = r->bc->batch, pb = bench_median(r->t_pb[t], ROUNDS);
-            double pt = bench_median(r->t_torch[t], ROUNDS);
-            printf(" %10.1f %10.1f  %-18s %-18s %9.1f %9.1f %7.2f\n", 1e6 * pb / n,
-                   1e6 * pt / n, bench_ratio_str(r->t_pb[t], r->t_torch[t], ROUNDS, buf, sizeof buf),
-                   bench_ratio_str(r->t_prims[t], r->t_torch[t], ROUNDS, buf2, sizeof buf2),
+            printf(" %10.1f", 1e6 * pb / n);
+            for (int p = 0; p < ps->n; p++)
+                printf(" %10.1f  %-18s", 1e6 * bench_median(r->t_torch[p][t], ROUNDS) / n,
+                       bench_ratio_str(r->t_pb[t], r->t_torch[p][t], ROUNDS, buf, sizeof buf));
+            printf("  %-21s %9.1f %9.1f %7.2f\n",
+                   bench_ratio_str(r->t_prims[t], r->t_torch[0][t], ROUNDS, buf, sizeof buf),
                    n / pb, r->loader, r->loader * pb / n);
         }
     }
-    printf("  goal of the issue: pb/pt <= 0.5, never > 1; load/st > 1: the loader keeps up\n"
-           "  prims/pt: pipebench's GEMMs and convolutions of the step alone, run back to back "
-           "(bench_prims.h), against PyTorch's\n  whole step: where it passes 0.5, no step built "
-           "on these kernels meets the goal\n");
+    printf("  goal of the issue: pb/%s <= 0.5, never > 1; load/st > 1: the loader keeps up\n"
+           "  prims/%s: pipebench's GEMMs and convolutions of the step alone, run back to back "
+           "(bench_prims.h), against %s's\n  whole step: where it passes 0.5, no step built "
+           "on these kernels meets the goal\n", first, first, first);
 }
 
 int main(int argc, char **argv)
@@ -324,12 +348,12 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* the PyTorch child first, before this process starts any OpenMP team */
-    struct bench_torch tp;
+    /* the PyTorch children first, before this process starts any OpenMP team */
+    struct bench_peers ps;
     if (!openblas)
-        fprintf(stderr, "bench_zoo: no --openblas DIR: PyTorch with the BLAS as installed "
-                        "(scripts/bench zoo passes Debian's OpenMP OpenBLAS)\n");
-    if (!bench_torch_start(&tp, PB_BENCH_TORCH_ZOO_SCRIPT, openblas, "bench_zoo"))
+        fprintf(stderr, "bench_zoo: no --openblas DIR: Debian's PyTorch with the BLAS as "
+                        "installed (scripts/bench zoo passes Debian's OpenMP OpenBLAS)\n");
+    if (!bench_peers_start(&ps, PB_BENCH_TORCH_ZOO_SCRIPT, openblas, "bench_zoo"))
         return 2;
     struct pb_backend *be[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
@@ -338,15 +362,16 @@ int main(int argc, char **argv)
         if (!(be[t] = pb_backend_create("cpu", &bcfg, &e)))
             die("cpu backend", &e);
     }
-    printf("bench_zoo: %s\n", tp.version);
+    printf("bench_zoo: PyTorch peers\n");
+    bench_peers_print(&ps, "  ");
     for (int i = 0; i < nrows; i++) {
         fprintf(stderr, "bench_zoo: %s (%s), %d of %d\n", rows[i].wl->name, rows[i].p->name,
                 i + 1, nrows);
-        measure(&rows[i], be, &tp);
+        measure(&rows[i], be, &ps);
     }
-    print_table(rows, nrows, &tp, openblas);
+    print_table(rows, nrows, &ps, openblas);
     for (int t = 0; t < NTHREADS; t++)
         pb_backend_destroy(be[t]);
-    bench_torch_stop(&tp);
+    bench_peers_stop(&ps);
     return 0;
 }

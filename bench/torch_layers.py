@@ -8,7 +8,7 @@
 # reference's, its init) with every source at full length; fwd runs with autograd on (as
 # in training: it keeps what the backward needs), bwd is torch.autograd.grad of the context
 # by q, k and the parameters from one forward's graph (kept).
-# The first line answered is "torch VERSION mkldnn AVAILABLE".
+# The first line answered is bench/torch_peer.py's "torch VERSION blas ...".
 import os
 import statistics
 import sys
@@ -16,6 +16,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+from torch_peer import describe  # the first line answered
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
@@ -79,8 +81,7 @@ def attn_case(b, tq, tk, hq, hk, u):
 
 
 def main():
-    print("torch %s mkldnn %s" % (torch.__version__, torch.backends.mkldnn.is_available()),
-          flush=True)
+    print(describe(), flush=True)
     for line in sys.stdin:
         f = line.split()
         if not f:

@@ -21,7 +21,7 @@
 #       update (dropout is restored after)
 #   step KEY THREADS WARMUP REPS → the median seconds of one step
 #   drop KEY → "ok" (the case's memory is freed)
-# The first line answered is "torch VERSION blas LIBRARY", the BLAS this process loaded.
+# The first line answered is bench/torch_peer.py's "torch VERSION blas ...".
 import os
 import sys
 
@@ -30,7 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_step import blas_library, median_step_time  # bench_step's timing
+from torch_peer import describe  # the first line answered
+from torch_step import median_step_time  # bench_step's timing
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
@@ -146,12 +147,12 @@ class Case:
             loss1 = self.loss()
         for m, p in zip(drops, kept):
             m.p = p
-        return float(loss0), grad2, float(loss1)
+        return loss0.item(), grad2, loss1.item()
 
 
 def main():
     torch.manual_seed(0)
-    print("torch %s blas %s" % (torch.__version__, blas_library()), flush=True)
+    print(describe(), flush=True)
     cases = {}
     for line in sys.stdin:
         f = line.split()

@@ -6,8 +6,7 @@
 #   step KEY THREADS WARMUP REPS             → the median seconds of one step
 # SPEC: blocks separated by "/", nodes by " "; a node is "kind,arg,...|in,..." with the
 # inputs as node indices in its block (-1: the block's input). The first line answered is
-# "torch VERSION blas LIBRARY", the BLAS library this process actually loaded.
-import os
+# bench/torch_peer.py's "torch VERSION blas ...": what this torch computes with.
 import statistics
 import sys
 import time
@@ -15,6 +14,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_peer import describe  # the first line answered
 
 
 class Linear(nn.Linear):
@@ -131,18 +132,9 @@ def define(n, c, h, w, classes, smoothing, spec):
     return sgd_step(Twin(spec), n, c, h, w, classes, smoothing)
 
 
-def blas_library():
-    """The BLAS this process mapped: its libblas or libopenblas, else any library with "blas"
-    in its path (OpenBLAS's liblapack.so.3 sits in the same folder)."""
-    with open("/proc/self/maps") as maps:
-        paths = [line.split()[-1] for line in maps if "blas" in line]
-    named = [p for p in paths if os.path.basename(p).startswith(("libblas", "libopenblas"))]
-    return (named or paths or ["(none loaded)"])[0]
-
-
 def main():
     torch.manual_seed(0)
-    print("torch %s blas %s" % (torch.__version__, blas_library()), flush=True)
+    print(describe(), flush=True)
     cases = {}
     for line in sys.stdin:
         f = line.split(maxsplit=8)

@@ -9,7 +9,7 @@
 #                                                   "error WHY"; inputs [N, 3, SIDE, SIDE]
 #   step KEY THREADS WARMUP REPS                   → the median seconds of one step
 #   drop KEY                                       → "ok" (the model's memory is freed)
-# The first line answered is "torch VERSION blas LIBRARY", the BLAS this process loaded.
+# The first line answered is bench/torch_peer.py's "torch VERSION blas ...".
 import os
 import sys
 
@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from torchvision.models.inception import BasicConv2d
 from torchvision.models.resnet import Bottleneck
 
-from torch_step import blas_library, median_step_time, sgd_step  # bench_step's step and timing
+from torch_peer import describe  # the first line answered
+from torch_step import median_step_time, sgd_step  # bench_step's step and timing
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
@@ -293,7 +294,7 @@ def define(model, preset, n, side, classes, smoothing):
 
 def main():
     torch.manual_seed(0)
-    print("torch %s blas %s" % (torch.__version__, blas_library()), flush=True)
+    print(describe(), flush=True)
     cases = {}
     for line in sys.stdin:
         f = line.split()

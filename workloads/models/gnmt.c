@@ -75,8 +75,7 @@ static int lstm(struct pb_model *m, struct pb_block *b, const char *name, int in
                                         .out_features = hidden, .bidirectional = bidirectional,
                                         .num_layers = 1},
                   in);
-    b->nodes[x].legacy_name = "lstm";
-    return x;
+    return pb_block_legacy_name(b, x, "lstm");
 }
 
 static int embedding(struct pb_model *m, struct pb_block *b, const char *name, int in, int vocab,
@@ -86,8 +85,7 @@ static int embedding(struct pb_model *m, struct pb_block *b, const char *name, i
                   (struct pb_layer_cfg){.kind = PB_LAYER_EMBEDDING, .in_features = vocab,
                                         .out_features = dim, .padding_idx = PB_WMT16_PAD},
                   in);
-    b->nodes[x].legacy_name = "embedding";
-    return x;
+    return pb_block_legacy_name(b, x, "embedding");
 }
 
 /* Encoder layer k (1-based) over [x; ids] of in_f + 1 features: the LSTM of dropout(x),
@@ -157,8 +155,7 @@ static int gnmt_build(struct pb_model *m, const struct pb_preset *p, struct pb_s
     enc = pb_block_slice(m, b, "encoder", -1, 2, 0, H);
     int emb = pb_block_slice(m, b, "embedding", -1, 2, H, 2 * H);
     int q = lstm(m, b, "att_rnn", dropout(m, b, emb), H, H, false);
-    int att = pb_block_attention(m, b, "attn", q, enc, H, H, H);
-    b->nodes[att].legacy_name = "attn";
+    int att = pb_block_legacy_name(b, pb_block_attention(m, b, "attn", q, enc, H, H, H), "attn");
     concat2(m, b, "pack", q, att);
     for (int k = 2; k <= a->dec_layers; k++)
         decoder_layer(m, k, k == a->dec_layers, H);
@@ -168,7 +165,7 @@ static int gnmt_build(struct pb_model *m, const struct pb_preset *p, struct pb_s
                     (struct pb_layer_cfg){.kind = PB_LAYER_LINEAR, .in_features = H,
                                           .out_features = V, .bias = true},
                     -1);
-    b->nodes[cls].legacy_name = "classifier";
+    pb_block_legacy_name(b, cls, "classifier");
 
     struct pb_init_spec u = {.kind = PB_INIT_UNIFORM, .lo = -GNMT_INIT, .hi = GNMT_INIT};
     pb_model_set_init(m, PB_LAYER_EMBEDDING, u);

@@ -41,8 +41,7 @@ static int rlstm_build(struct pb_model *m, const struct pb_preset *p, struct pb_
         snprintf(linear, sizeof linear, "blocks.%d.linear", i);
         struct pb_block *b = pb_model_top_block(m, bn);
         pb_block_legacy_name(b, pb_block_lstm(m, b, lstm, dim, dim), "lstm");
-        int fc = pb_block_linear(m, b, linear, dim, dim);
-        b->nodes[fc].legacy_name = "linear";
+        int fc = pb_block_legacy_name(b, pb_block_linear(m, b, linear, dim, dim), "linear");
         int in[2] = {fc, -1};
         pb_block_node(m, b, "add", &(struct pb_layer_cfg){.kind = PB_LAYER_ADD}, 2, in);
     }

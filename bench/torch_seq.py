@@ -1,5 +1,5 @@
 # bench/torch_seq.py — PyTorch's side of bench/bench_seq.c: the sequence zoo's models as the
-# fixture script defines them (fixtures_seq.ResidualLSTM; fixtures_zoo.GNMT, with
+# fixture script defines them (fixtures_seq.ResidualLSTM; torch_gnmt.GNMT, with
 # fixtures_gnmt's attention and label smoothing written the same way), loaded with
 # pipebench's initial weights and its batch, and timed on the training step bench_seq times
 # (zero_grad, forward, the loss, backward, Adam step).
@@ -36,20 +36,20 @@ from torch_step import median_step_time  # bench_step's timing
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
 import fixtures_seq  # noqa: E402  (ResidualLSTM)
-import fixtures_zoo  # noqa: E402  (GNMT)
+import torch_gnmt  # noqa: E402  (GNMT)
 
 
 class EncoderStack(nn.Module):
     """GNMT's encoder LSTMs alone (bidirectional H, 2H -> H, residual H -> H), run by
-    fixtures_zoo.GNMT.encode: the parameters of the GNMT it is cut from are only these."""
+    torch_gnmt.GNMT.encode: the parameters of the GNMT it is cut from are only these."""
 
     def __init__(self, hidden, enc_layers):
         super().__init__()
-        g = fixtures_zoo.GNMT(8, hidden, enc_layers, 1)
+        g = torch_gnmt.GNMT(8, hidden, enc_layers, 1)
         self.enc_layers = g.enc_layers
         self.dropout = g.dropout
 
-    forward = fixtures_zoo.GNMT.encode
+    forward = torch_gnmt.GNMT.encode
 
 
 def ints(data, n, shape):
@@ -69,7 +69,7 @@ def build(kind, b, t, dims, smoothing, batch, floats):
         return net, lambda: F.cross_entropy(net(tokens, lengths), labels), [], batch
     if kind == "gnmt":
         v, h, enc, dec = dims
-        net = fixtures_zoo.GNMT(v, h, enc, dec)
+        net = torch_gnmt.GNMT(v, h, enc, dec)
         src, batch = ints(batch, b * t, (b, t))
         tgt, batch = ints(batch, b * t, (b, t))
         src_len, batch = ints(batch, b, (b,))

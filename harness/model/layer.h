@@ -177,6 +177,11 @@ struct pb_layer {
     const struct pb_layer_ops *ops;
     struct pb_layer_cfg cfg;
     char name[PB_NAME_MAX];
+    const char *legacy_name;         /* NULL, or the name a checkpoint written before its
+                                        names were PyTorch's gave it, as the layer of a
+                                        block that was not top-level: its tensors were
+                                        "stage<k>.<block>.<legacy_name>.<param>" (a static
+                                        string) */
     int uid;                         /* index of the layer in the whole model (a BN with
                                         its ReLU fused counts as two) */
     int nin;

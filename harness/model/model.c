@@ -45,6 +45,13 @@ struct pb_block *pb_model_top_block(struct pb_model *m, const char *name)
     return b;
 }
 
+int pb_block_legacy_name(struct pb_block *b, int node, const char *legacy)
+{
+    PB_CHECK(node >= 0 && node < b->nnodes);
+    b->nodes[node].legacy_name = legacy;
+    return node;
+}
+
 int pb_block_node(struct pb_model *m, struct pb_block *b, const char *name,
                   const struct pb_layer_cfg *cfg, int nin, const int *in)
 {

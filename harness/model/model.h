@@ -50,6 +50,8 @@ void pb_model_finish(struct pb_model *m);
 struct pb_block *pb_model_block(struct pb_model *m, const char *name);
 /* The same, for a block of top-level modules (pb_block.top_level). */
 struct pb_block *pb_model_top_block(struct pb_model *m, const char *name);
+/* Sets node `node` of b's legacy_name (layer.h; a static string); returns node. */
+int pb_block_legacy_name(struct pb_block *b, int node, const char *legacy);
 
 /* Adds a node reading `nin` inputs (node indices in the block, -1 = block input);
  * returns the new node's index. The pb_block_* helpers below read the previous

@@ -495,7 +495,7 @@ int pb_stage_backward_weights(struct pb_stage *s, const struct pb_step_ctx *c,
 void pb_stage_tensors(const struct pb_stage *s,
                       void (*fn)(void *ctx, const struct pb_stage_tensor *t), void *ctx)
 {
-    char name[256];
+    char name[256], legacy[256];
     for (int b = s->first; b < s->last; b++) {
         const struct pb_block *blk = &s->model->blocks[b];
         for (int i = 0; i < blk->nnodes; i++) {
@@ -505,13 +505,17 @@ void pb_stage_tensors(const struct pb_stage *s,
             int k = l->ops->param_tensors(l, pt);
             char prefix[160];
             if (blk->top_level)
-                snprintf(prefix, sizeof prefix, "stage%d.%s", s->index, l->name);
+                snprintf(prefix, sizeof prefix, "%s", l->name);
             else
-                snprintf(prefix, sizeof prefix, "stage%d.%s.%s", s->index, blk->name, l->name);
+                snprintf(prefix, sizeof prefix, "%s.%s", blk->name, l->name);
             for (int j = 0; j < k; j++) {
                 snprintf(name, sizeof name, "%s.%s", prefix, pt[j].name);
+                if (l->legacy_name)
+                    snprintf(legacy, sizeof legacy, "%s.%s.%s", blk->name, l->legacy_name,
+                             pt[j].name);
                 struct pb_stage_tensor t = {name, false, off, pb_param_tensor_count(&pt[j]),
-                                            pt[j].ndim, {0}, l};
+                                            pt[j].ndim, {0}, l,
+                                            l->legacy_name ? legacy : NULL};
                 memcpy(t.shape, pt[j].shape, sizeof t.shape);
                 fn(ctx, &t);
                 off += t.count;
@@ -522,8 +526,12 @@ void pb_stage_tensors(const struct pb_stage *s,
                 static const char *const stats[] = {"running_mean", "running_var"};
                 for (int j = 0; j < 2; j++) {
                     snprintf(name, sizeof name, "%s.%s", prefix, stats[j]);
+                    if (l->legacy_name)
+                        snprintf(legacy, sizeof legacy, "%s.%s.%s", blk->name, l->legacy_name,
+                                 stats[j]);
                     struct pb_stage_tensor t = {name, true, boff + j * (nbuf / 2), nbuf / 2, 1,
-                                                {(int64_t)(nbuf / 2)}, l};
+                                                {(int64_t)(nbuf / 2)}, l,
+                                                l->legacy_name ? legacy : NULL};
                     fn(ctx, &t);
                 }
             }

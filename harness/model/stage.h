@@ -109,13 +109,16 @@ void pb_stage_act_release(struct pb_stage *s, struct pb_stage_act *act);
 
 /* One checkpoint tensor of a stage: a parameter or a BN running statistic. */
 struct pb_stage_tensor {
-    const char *name;              /* "stage<k>.<block>.<layer>.<param>" (a top-level
-                                      block: "stage<k>.<layer>.<param>") */
+    const char *name;              /* "<block>.<layer>.<param>" (a top-level block:
+                                      "<layer>.<param>"): the key of the PyTorch
+                                      definition's state_dict, the same at any partition */
     bool is_buffer;                /* in the stage's buffers, else its params */
     size_t off, count;             /* host-side offset and count in that flat buffer */
     int ndim;                      /* PyTorch's shape (struct pb_param_tensor) */
     int64_t shape[4];
     const struct pb_layer *layer;  /* the layer that holds it */
+    const char *legacy_name;       /* NULL, or "<block>.<legacy layer name>.<param>": its
+                                      name in older checkpoints, after "stage<k>." */
 };
 
 /* Calls fn for each checkpoint tensor of the stage, in model order. */

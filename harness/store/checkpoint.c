@@ -28,15 +28,28 @@ static void add_tensor(void *ctx, const struct pb_stage_tensor *t)
               (t->is_buffer ? c->h->buffers : c->h->params) + t->off);
 }
 
+/* A tensor's name without its "stage<k>." prefix: a checkpoint written before the names
+ * were the state_dict's kept them; the rest of the name is the same key. */
+static const char *block_level(const char *name)
+{
+    if (strncmp(name, "stage", 5) || !isdigit((unsigned char)name[5]))
+        return name;
+    const char *p = name + 5;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '.' ? p + 1 : name;
+}
+
 /* Reads tensor `name` of f into dst as t's shape. Files written before the LSTM,
  * embedding and attention tensors took PyTorch's shapes (2-D weights, a 0-d scalar) hold
- * them as vectors of the same count: those load too. */
+ * them as vectors of the same count, under "stage<k>." names: those load too. */
 static int read_shaped(const struct pb_safetensors *f, const char *name, float *dst,
                        const struct pb_stage_tensor *t, struct pb_err *e)
 {
     const struct pb_st_tensor *ft = pb_st_find(f, name);
     enum pb_layer_kind kind = t->layer->cfg.kind;
-    if (ft && ft->ndim == 1 && t->ndim != 1 && (kind == PB_LAYER_LSTM ||
+    bool older = block_level(name) != name;
+    if (ft && older && ft->ndim == 1 && t->ndim != 1 && (kind == PB_LAYER_LSTM ||
         kind == PB_LAYER_EMBEDDING || kind == PB_LAYER_ATTENTION))
         return pb_st_read_f32(f, name, dst, t->count, e);
     return pb_st_read_f32_shaped(f, name, dst, t->ndim, t->shape, e);
@@ -91,29 +104,27 @@ int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
     return rc;
 }
 
-/* A tensor's name without its "stage<k>." prefix: the same for every partition. */
-static const char *block_level(const char *name)
+/* Whether file tensor `file` is tensor t (its name plus `suffix`): its key, or an older
+ * file's "stage<k>.<key>" (saved at any partition) or "stage<k>.<legacy name>". */
+static bool same_tensor(const char *file, const struct pb_stage_tensor *t, const char *suffix)
 {
-    if (strncmp(name, "stage", 5) || !isdigit((unsigned char)name[5]))
-        return name;
-    const char *p = name + 5;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '.' ? p + 1 : name;
+    const char *k = block_level(file);
+    size_t n = strlen(t->name), m = t->legacy_name ? strlen(t->legacy_name) : 0;
+    return (!strncmp(k, t->name, n) && !strcmp(k + n, suffix)) ||
+           (t->legacy_name && !strncmp(k, t->legacy_name, m) && !strcmp(k + m, suffix));
 }
 
-/* The file's tensor for an expected name: that name, else the one with the same
- * block-level name (saved from another partition of the model), else the name itself
- * (the read then reports it missing). */
-static const char *file_name(const struct pb_safetensors *st, const char *name)
+/* The file's tensor for t (plus suffix), else t's key (the read then reports it missing). */
+static const char *file_name(const struct pb_safetensors *st, const struct pb_stage_tensor *t,
+                             const char *suffix, char *buf, size_t cap)
 {
-    if (pb_st_find(st, name))
-        return name;
-    const char *want = block_level(name);
+    snprintf(buf, cap, "%s%s", t->name, suffix);
+    if (pb_st_find(st, buf))
+        return buf;
     for (int i = 0; i < st->n; i++)
-        if (!strcmp(block_level(st->t[i].name), want))
+        if (same_tensor(st->t[i].name, t, suffix))
             return st->t[i].name;
-    return name;
+    return buf;
 }
 
 static void read_tensor(void *ctx, const struct pb_stage_tensor *t)
@@ -122,8 +133,57 @@ static void read_tensor(void *ctx, const struct pb_stage_tensor *t)
     if (c->rc)
         return;
     float *dst = (t->is_buffer ? c->out->buffers : c->out->params) + t->off;
-    if (read_shaped(c->in, file_name(c->in, t->name), dst, t, c->e))
+    char buf[320];
+    if (read_shaped(c->in, file_name(c->in, t, "", buf, sizeof buf), dst, t, c->e))
         c->rc = -1;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+struct claim {
+    const struct pb_safetensors *in;
+    bool *used;  /* [in->n] */
+};
+
+/* Marks the file's tensors the model's tensor t takes (whichever stage holds it): its own
+ * and, for a BatchNorm's running_mean, the num_batches_tracked PyTorch saves beside it
+ * (pipebench keeps no count: its momentum is fixed, so the count changes nothing). */
+static void claim_tensor(void *ctx, const struct pb_stage_tensor *t)
+{
+    struct claim *c = ctx;
+    char tracked[288] = "";
+    if (ends_with(t->name, ".running_mean"))
+        snprintf(tracked, sizeof tracked, "%.*s.num_batches_tracked",
+                 (int)(strlen(t->name) - strlen(".running_mean")), t->name);
+    for (int i = 0; i < c->in->n; i++) {
+        const char *name = c->in->t[i].name;
+        if (same_tensor(name, t, "") || (tracked[0] && !strcmp(name, tracked)))
+            c->used[i] = true;
+    }
+}
+
+/* Refuses a file holding a tensor the model has not (strict, as PyTorch's
+ * load_state_dict): the whole model's tensors, not only the stages loaded here. */
+static int check_no_extra(const struct pb_model *m, const struct pb_safetensors *in,
+                          struct pb_err *e)
+{
+    struct pb_stage whole;
+    pb_stage_layout(&whole, m, 0, 1, 0, m->nblocks);
+    struct claim c = {in, pb_xcalloc((size_t)in->n + 1, sizeof(bool))};
+    pb_stage_tensors(&whole, claim_tensor, &c);
+    pb_stage_finish(&whole);
+    int rc = 0;
+    for (int i = 0; i < in->n && !rc; i++)
+        if (!c.used[i])
+            rc = pb_err_set(e, "tensor '%s' is not one of %s's (a state_dict of another model "
+                               "or preset? save the state_dict of the model's PyTorch "
+                               "definition, or remove the tensor)", in->t[i].name, m->name);
+    free(c.used);
+    return rc;
 }
 
 int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, struct pb_err *e)
@@ -133,18 +193,22 @@ int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, s
         return pb_err_prefix(e, "--init: ");
     struct host_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
     int rc = 0;
-    for (int k = 0; k < nstages && !rc; k++) {
+    for (int k = 0; k < nstages; k++) {
         h[k].params = pb_xmalloc(stages[k].nparams * sizeof(float) + 1);
         h[k].buffers = pb_xmalloc(stages[k].nbuffers * sizeof(float) + 1);
         struct collect c = {.in = &st, .out = &h[k], .e = e};
-        pb_stage_tensors(&stages[k], read_tensor, &c);
-        rc = c.rc;
+        if (!rc)
+            pb_stage_tensors(&stages[k], read_tensor, &c);
+        rc = rc ? rc : c.rc;
     }
+    if (!rc && nstages)
+        rc = check_no_extra(stages[0].model, &st, e);
     if (rc) {
         pb_err_prefix(e, "--init %s: ", path);
         size_t len = strlen(e->msg);
         snprintf(e->msg + len, sizeof e->msg - len,
-                 " (a checkpoint loads into the --model it was saved from, at any --stages)");
+                 " (--init takes a checkpoint of the same --model and --preset, saved at any "
+                 "--stages, or a state_dict of its PyTorch definition)");
     }
     for (int k = 0; k < nstages; k++) {
         if (!rc) {
@@ -204,11 +268,10 @@ static void state_tensor(void *ctx, const struct pb_stage_tensor *t)
     for (int i = -1; i < NSLOTS && !c->rc; i++) {
         if (i >= 0 && t->is_buffer)
             break;
-        char full[256];
-        if (i < 0)
-            snprintf(full, sizeof full, "%s", t->name);
-        else
-            snprintf(full, sizeof full, "%s.optim.%s", t->name, slot_names[i]);
+        char suffix[32] = "", full[320];
+        if (i >= 0)
+            snprintf(suffix, sizeof suffix, ".optim.%s", slot_names[i]);
+        snprintf(full, sizeof full, "%s%s", t->name, suffix);
         float *base = i < 0 ? (t->is_buffer ? (c->in ? c->in->w.buffers : c->out->w.buffers)
                                             : (c->in ? c->in->w.params : c->out->w.params))
                             : (c->in ? c->in->slot[i] : c->out->slot[i]);
@@ -216,7 +279,8 @@ static void state_tensor(void *ctx, const struct pb_stage_tensor *t)
             continue;
         if (c->in)
             pb_st_add(c->st, keep_name(c, full), PB_ST_F32, t->ndim, t->shape, base + t->off);
-        else if (read_shaped(c->st, file_name(c->st, full), base + t->off, t, c->e))
+        else if (read_shaped(c->st, file_name(c->st, t, suffix, full, sizeof full),
+                             base + t->off, t, c->e))
             c->rc = -1;
     }
 }

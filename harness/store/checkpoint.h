@@ -1,6 +1,9 @@
-/* harness/store/checkpoint.h — the weights of all stages as one safetensors file, tensor
- * names "stage<k>.<block>.<layer>.<param>" (BatchNorm running statistics included),
- * loadable by PyTorch's safetensors. */
+/* harness/store/checkpoint.h — the weights of all stages as one safetensors file, a PyTorch
+ * state_dict: each tensor under its key in the model's PyTorch definition
+ * ("features.0.weight", "layer1.0.bn1.running_mean", "enc_layers.0.weight_ih_l0") with its
+ * shape, the same at any partition, so `model.load_state_dict(load_file(path))` loads it
+ * (strict: BatchNorm's num_batches_tracked, which pipebench does not count, is left out,
+ * and PyTorch sets a missing one to 0). */
 #ifndef PB_CHECKPOINT_H
 #define PB_CHECKPOINT_H
 
@@ -14,9 +17,12 @@ int pb_checkpoint_save(struct pb_stage *stages, int nstages, const char *path,
 int pb_checkpoint_save_host(const struct pb_stage *stages, int nstages, float *const *params,
                             float *const *buffers, const char *path, const char *metadata_json,
                             struct pb_err *e);
-/* Loads every tensor the stages expect, by name or, for a checkpoint saved from another
- * partition of the model, by the name without its "stage<k>." prefix; a missing tensor
- * or a shape mismatch is an error naming it (nothing is changed then). */
+/* Loads every tensor the stages expect from a checkpoint or a PyTorch state_dict of the
+ * model (its keys in any order; num_batches_tracked ignored), or from a checkpoint written
+ * before the names were PyTorch's ("stage<k>.<block>.<layer>.<param>", the LSTM,
+ * embedding and attention weights possibly 1-D). A missing tensor, one of another shape
+ * or one the model has not (any stage's, not only these) is an error naming it, and
+ * nothing is changed then. */
 int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, struct pb_err *e);
 
 /* A run's resumable state (semantics §1.10): the weights and BatchNorm statistics as

@@ -257,7 +257,7 @@ static double check_norm(const char *cs, const char *what, const float *a, const
     return rel;
 }
 
-/* One pb tensor of the stage (pb_stage_tensors): the name after "stage1.<block>.". */
+/* One pb tensor of the stage (pb_stage_tensors): the name after "<block>.". */
 struct tensor_ref {
     char key[160];
     int is_buffer;
@@ -311,7 +311,7 @@ static void map_and_load(struct case_run *r, const char *cs, const char *dir)
     struct pb_safetensors ck;
     ck_assert_msg(pb_st_load(&ck, path, &e) == 0, "%s", e.msg);
     char prefix[128];
-    snprintf(prefix, sizeof prefix, "stage1.%s.", cs);
+    snprintf(prefix, sizeof prefix, "%s.", cs);
     struct pb_safetensors w;
     pb_st_writer_init(&w);
     int nparams = 0, nbuffers = 0;
@@ -367,7 +367,7 @@ static void parity_case(const char *cs)
 
     struct tensor_list tl = {0};
     char prefix[128];
-    snprintf(prefix, sizeof prefix, "stage1.%s.", cs);
+    snprintf(prefix, sizeof prefix, "%s.", cs);
     tl.prefix = prefix;
     pb_stage_tensors(s, collect, &tl);
     float *g = malloc((s->nparams + 1) * sizeof *g), *buf = malloc((s->nbuffers + 1) * sizeof *buf);

@@ -2,8 +2,10 @@
  * (harness/store/checkpoint.h): lenet's stages at D = 4, initialised and saved, load
  * into its stages at D = 2 with every parameter and BatchNorm statistic the same, tensor
  * by tensor; a checkpoint of another model is refused with the tensor it lacks. The
- * residual LSTM's embedding and LSTM weights are saved in PyTorch's 2-D shapes, and a
- * file written before they were (the same tensors as vectors) still loads. */
+ * residual LSTM's embedding and LSTM weights are saved in PyTorch's 2-D shapes under
+ * PyTorch's names, and files written before ("stage<k>.<block>.<layer>.<param>", those
+ * tensors as vectors) still load; under PyTorch's names a vector is refused.
+ * tests/model/test_torchnames.c checks the names against PyTorch's state_dicts. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,79 @@ static float *gather(struct staged *s, size_t *n)
     return v;
 }
 
+/* Checkpoint `from` (this version's names) rewritten at path as pipebench wrote it before
+ * its names were PyTorch's: each tensor "stage<k>.<block>.<layer>.<param>" by the stage k
+ * of s holding it (the layer's legacy_name where it has one), and those whose new names
+ * contain `part` or `part2` as vectors (as the LSTM and embedding weights were before
+ * they took PyTorch's shapes); NULL parts: none. */
+struct old_file {
+    struct pb_safetensors in, out;
+    int k;
+    const char *part, *part2;
+    char *names[256];
+    float *v[256];
+    int n;
+};
+
+static void add_old(void *ctx, const struct pb_stage_tensor *t)
+{
+    struct old_file *o = ctx;
+    struct pb_err e;
+    const struct pb_st_tensor *ft = pb_st_find(&o->in, t->name);
+    ck_assert_msg(ft != NULL, "the checkpoint lacks %s", t->name);
+    ck_assert_int_lt(o->n, 256);
+    char old[320];
+    snprintf(old, sizeof old, "stage%d.%s", o->k, t->legacy_name ? t->legacy_name : t->name);
+    o->names[o->n] = pb_xstrdup(old);
+    o->v[o->n] = malloc(ft->count * sizeof(float) + 1);
+    ck_assert(pb_st_read_f32(&o->in, t->name, o->v[o->n], ft->count, &e) == 0);
+    int64_t flat[1] = {(int64_t)ft->count};
+    bool vector = (o->part && strstr(t->name, o->part)) || (o->part2 && strstr(t->name, o->part2));
+    pb_st_add(&o->out, o->names[o->n], PB_ST_F32, vector ? 1 : ft->ndim,
+              vector ? flat : ft->shape, o->v[o->n]);
+    o->n++;
+}
+
+static void write_old(const char *path, const char *from, struct staged *s, const char *part,
+                      const char *part2)
+{
+    struct pb_err e;
+    struct old_file *o = calloc(1, sizeof *o);
+    ck_assert_msg(pb_st_load(&o->in, from, &e) == 0, "%s", e.msg);
+    pb_st_writer_init(&o->out);
+    o->part = part;
+    o->part2 = part2;
+    for (o->k = 0; o->k < s->d; o->k++)
+        pb_stage_tensors(&s->stages[o->k], add_old, o);
+    ck_assert_msg(pb_st_save(&o->out, path, NULL, &e) == 0, "%s", e.msg);
+    pb_st_finish(&o->out);
+    pb_st_finish(&o->in);
+    for (int i = 0; i < o->n; i++) {
+        free(o->names[i]);
+        free(o->v[i]);
+    }
+    free(o);
+}
+
+/* The same file with the tensor `name` as a vector (PyTorch's names kept). */
+static void flatten_one(const char *path, const char *from, const char *name)
+{
+    struct pb_safetensors in, out;
+    struct pb_err e;
+    ck_assert_msg(pb_st_load(&in, from, &e) == 0, "%s", e.msg);
+    pb_st_writer_init(&out);
+    for (int i = 0; i < in.n; i++) {
+        const struct pb_st_tensor *t = &in.t[i];
+        int64_t flat[1] = {(int64_t)t->count};
+        bool vector = !strcmp(t->name, name);
+        pb_st_add(&out, t->name, t->dtype, vector ? 1 : t->ndim, vector ? flat : t->shape,
+                  t->data);
+    }
+    ck_assert_msg(pb_st_save(&out, path, NULL, &e) == 0, "%s", e.msg);
+    pb_st_finish(&out);
+    pb_st_finish(&in);
+}
+
 START_TEST(test_other_partition)
 {
     char path[] = "/tmp/pb-ckpt-XXXXXX";
@@ -102,35 +177,22 @@ START_TEST(test_other_partition)
     ck_assert_int_eq(pb_checkpoint_load(mlp.stages, 2, path, &e), -1);
     ck_assert_msg(strstr(e.msg, "--init") && strstr(e.msg, "any --stages"), "%s", e.msg);
     finish(&mlp);
+    /* as written before the names were PyTorch's: "stage<k>.<block>.<layer>.<param>" */
+    write_old(path, path, &four, NULL, NULL);
+    build(&two, "lenet", 2);
+    for (int k = 0; k < 2; k++)
+        ck_assert(pb_stage_init_params(&two.stages[k], 8, &e) == 0);
+    ck_assert_msg(pb_checkpoint_load(two.stages, 2, path, &e) == 0, "%s", e.msg);
+    a = gather(&four, &n4);
+    b = gather(&two, &n2);
+    ck_assert(n4 == n2 && !memcmp(a, b, n4 * sizeof(float)));
+    free(a);
+    free(b);
+    finish(&two);
     finish(&four);
     unlink(path);
 }
 END_TEST
-
-/* Rewrites the checkpoint at path with the tensors whose names contain `part` as
- * vectors (as pipebench wrote its LSTM and embedding weights before). */
-static void flatten(const char *path, const char *from, const char *part)
-{
-    struct pb_safetensors in, out;
-    struct pb_err e;
-    ck_assert_msg(pb_st_load(&in, from, &e) == 0, "%s", e.msg);
-    pb_st_writer_init(&out);
-    float *v[256];
-    ck_assert_int_lt(in.n, 256);
-    for (int i = 0; i < in.n; i++) {
-        const struct pb_st_tensor *t = &in.t[i];
-        v[i] = malloc(t->count * sizeof(float) + 1);
-        ck_assert(pb_st_read_f32(&in, t->name, v[i], t->count, &e) == 0);
-        int64_t flat[1] = {(int64_t)t->count};
-        bool vector = strstr(t->name, part) != NULL;
-        pb_st_add(&out, t->name, PB_ST_F32, vector ? 1 : t->ndim, vector ? flat : t->shape, v[i]);
-    }
-    ck_assert_msg(pb_st_save(&out, path, NULL, &e) == 0, "%s", e.msg);
-    pb_st_finish(&out);
-    for (int i = 0; i < in.n; i++)
-        free(v[i]);
-    pb_st_finish(&in);
-}
 
 START_TEST(test_torch_shapes_and_older_files)
 {
@@ -142,27 +204,39 @@ START_TEST(test_torch_shapes_and_older_files)
     ck_assert_msg(pb_checkpoint_save(a.stages, 2, path, NULL, &e) == 0, "%s", e.msg);
     struct pb_safetensors st;
     ck_assert_msg(pb_st_load(&st, path, &e) == 0, "%s", e.msg);
-    const struct pb_st_tensor *ih = pb_st_find(&st, "stage0.block1.lstm.weight_ih_l0");
-    const struct pb_st_tensor *emb = pb_st_find(&st, "stage0.embedding.embedding.weight");
+    const struct pb_st_tensor *ih = pb_st_find(&st, "blocks.0.lstm.weight_ih_l0");
+    const struct pb_st_tensor *emb = pb_st_find(&st, "embedding.weight");
     ck_assert_msg(ih && ih->ndim == 2 && emb && emb->ndim == 2, "weight_ih_l0 and the "
                   "embedding are not 2-D");
     ck_assert_int_eq(ih->shape[0], 4 * ih->shape[1]);   /* [4H, I] with I = H */
     pb_st_finish(&st);
-    flatten(old, path, "lstm.weight");
-    flatten(path, old, "embedding.weight");
+    /* as written before the names were PyTorch's, LSTM and embedding weights as vectors */
+    write_old(old, path, &a, "lstm.weight", "embedding.weight");
+    ck_assert_msg(pb_st_load(&st, old, &e) == 0, "%s", e.msg);
+    ih = pb_st_find(&st, "stage0.block1.lstm.weight_ih_l0");
+    emb = pb_st_find(&st, "stage0.embedding.embedding.weight");
+    ck_assert_msg(ih && ih->ndim == 1 && emb && emb->ndim == 1 &&
+                  pb_st_find(&st, "stage1.head.linear.bias"), "not an older file's names");
+    pb_st_finish(&st);
     build(&b, "residual-lstm", 2);
     for (int k = 0; k < 2; k++)
         ck_assert(pb_stage_init_params(&b.stages[k], 8, &e) == 0);
-    ck_assert_msg(pb_checkpoint_load(b.stages, 2, path, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_checkpoint_load(b.stages, 2, old, &e) == 0, "%s", e.msg);
     size_t na, nb;
     float *wa = gather(&a, &na), *wb = gather(&b, &nb);
     ck_assert(na == nb && !memcmp(wa, wb, na * sizeof(float)));
     free(wa);
     free(wb);
     /* only those layers' tensors ever were vectors: a flat linear weight is refused */
-    flatten(old, path, "head.linear.weight");
+    write_old(old, path, &a, "fc.weight", NULL);
     ck_assert_int_eq(pb_checkpoint_load(b.stages, 2, old, &e), -1);
-    ck_assert_msg(strstr(e.msg, "head.linear.weight") && strstr(e.msg, "shape"), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "stage1.head.linear.weight") && strstr(e.msg, "shape"), "%s",
+                  e.msg);
+    /* and under PyTorch's names, a vector is refused even where older files had one */
+    flatten_one(old, path, "blocks.0.lstm.weight_ih_l0");
+    ck_assert_int_eq(pb_checkpoint_load(b.stages, 2, old, &e), -1);
+    ck_assert_msg(strstr(e.msg, "'blocks.0.lstm.weight_ih_l0' has shape [4096], expected "
+                  "[128, 32]"), "%s", e.msg);
     finish(&a);
     finish(&b);
     unlink(path);

@@ -535,17 +535,17 @@ START_TEST(stack_in_a_stage)
     char all[4096] = "";
     pb_stage_tensors(&s, name_of, all);
     ck_assert_str_eq(all,
-                     "stage0.enc.lstm.weight_ih_l0:48 stage0.enc.lstm.weight_hh_l0:64 "
-                     "stage0.enc.lstm.bias_ih_l0:16 stage0.enc.lstm.bias_hh_l0:16 "
-                     "stage0.enc.lstm.weight_ih_l0_reverse:48 "
-                     "stage0.enc.lstm.weight_hh_l0_reverse:64 "
-                     "stage0.enc.lstm.bias_ih_l0_reverse:16 stage0.enc.lstm.bias_hh_l0_reverse:16 "
-                     "stage0.enc.lstm.weight_ih_l1:128 stage0.enc.lstm.weight_hh_l1:64 "
-                     "stage0.enc.lstm.bias_ih_l1:16 stage0.enc.lstm.bias_hh_l1:16 "
-                     "stage0.enc.lstm.weight_ih_l1_reverse:128 "
-                     "stage0.enc.lstm.weight_hh_l1_reverse:64 "
-                     "stage0.enc.lstm.bias_ih_l1_reverse:16 "
-                     "stage0.enc.lstm.bias_hh_l1_reverse:16 ");
+                     "enc.lstm.weight_ih_l0:48 enc.lstm.weight_hh_l0:64 "
+                     "enc.lstm.bias_ih_l0:16 enc.lstm.bias_hh_l0:16 "
+                     "enc.lstm.weight_ih_l0_reverse:48 "
+                     "enc.lstm.weight_hh_l0_reverse:64 "
+                     "enc.lstm.bias_ih_l0_reverse:16 enc.lstm.bias_hh_l0_reverse:16 "
+                     "enc.lstm.weight_ih_l1:128 enc.lstm.weight_hh_l1:64 "
+                     "enc.lstm.bias_ih_l1:16 enc.lstm.bias_hh_l1:16 "
+                     "enc.lstm.weight_ih_l1_reverse:128 "
+                     "enc.lstm.weight_hh_l1_reverse:64 "
+                     "enc.lstm.bias_ih_l1_reverse:16 "
+                     "enc.lstm.bias_hh_l1_reverse:16 ");
     pb_stage_finish(&s);
     const struct pb_layer *l = &b->nodes[0];
     struct pb_layer one = *l;

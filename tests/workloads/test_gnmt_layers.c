@@ -541,14 +541,14 @@ START_TEST(gnmt_block)
     char all[2048] = "";
     pb_stage_tensors(&s, name_of, all);
     ck_assert_str_eq(all,
-                     "stage1.enc.bi.weight_ih_l0 stage1.enc.bi.weight_hh_l0 stage1.enc.bi.bias_ih_l0 "
-                     "stage1.enc.bi.bias_hh_l0 stage1.enc.bi.weight_ih_l0_reverse "
-                     "stage1.enc.bi.weight_hh_l0_reverse stage1.enc.bi.bias_ih_l0_reverse "
-                     "stage1.enc.bi.bias_hh_l0_reverse stage1.enc.dec.weight_ih_l0 "
-                     "stage1.enc.dec.weight_hh_l0 stage1.enc.dec.bias_ih_l0 "
-                     "stage1.enc.dec.bias_hh_l0 stage1.enc.attn.linear_att "
-                     "stage1.enc.attn.normalize_scalar stage1.enc.attn.normalize_bias "
-                     "stage1.enc.attn.linear_q.weight stage1.enc.attn.linear_k.weight ");
+                     "enc.bi.weight_ih_l0 enc.bi.weight_hh_l0 enc.bi.bias_ih_l0 "
+                     "enc.bi.bias_hh_l0 enc.bi.weight_ih_l0_reverse "
+                     "enc.bi.weight_hh_l0_reverse enc.bi.bias_ih_l0_reverse "
+                     "enc.bi.bias_hh_l0_reverse enc.dec.weight_ih_l0 "
+                     "enc.dec.weight_hh_l0 enc.dec.bias_ih_l0 "
+                     "enc.dec.bias_hh_l0 enc.attn.linear_att "
+                     "enc.attn.normalize_scalar enc.attn.normalize_bias "
+                     "enc.attn.linear_q.weight enc.attn.linear_k.weight ");
     int32_t lens[2] = {3, 5};
     int32_t *dlen = pb_backend_alloc(be, sizeof lens, PB_MEM_COMM, &e);
     be->ops->upload(be, dlen, lens, sizeof lens);

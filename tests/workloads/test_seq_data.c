@@ -187,9 +187,9 @@ START_TEST(presets_run)
     snprintf(path, sizeof path, "%s/p.safetensors", dir);
     struct pb_safetensors st;
     ck_assert_msg(pb_st_load(&st, path, &e) == 0, "%s", e.msg);
-    const char *want[] = {"stage0.embedding.embedding.weight", "stage0.block1.lstm.weight_ih_l0",
-                          "stage1.block2.lstm.weight_hh_l0", "stage2.block3.linear.weight",
-                          "stage3.block4.lstm.bias_hh_l0", "stage3.head.linear.bias"};
+    const char *want[] = {"embedding.weight", "blocks.0.lstm.weight_ih_l0",
+                          "blocks.1.lstm.weight_hh_l0", "blocks.2.linear.weight",
+                          "blocks.3.lstm.bias_hh_l0", "fc.bias"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(pb_st_find(&st, want[i]) != NULL, "no %s in the checkpoint", want[i]);
     size_t total = 0;

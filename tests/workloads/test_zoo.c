@@ -86,8 +86,7 @@ static void add_param(void *ctx, const struct pb_stage_tensor *t)
     if (t->is_buffer)
         return;
     ck_assert_int_lt(r->n, MAX_TENSORS);
-    const char *dot = strchr(t->name, '.');   /* leave "stage0." out */
-    snprintf(r->t[r->n].name, sizeof r->t[r->n].name, "%s", dot + 1);
+    snprintf(r->t[r->n].name, sizeof r->t[r->n].name, "%s", t->name);
     shape_text(t, r->t[r->n].shape, sizeof r->t[r->n].shape);
     r->total += (long long)t->count;
     r->n++;

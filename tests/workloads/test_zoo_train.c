@@ -64,7 +64,8 @@ static const struct pb_layer *head(const struct pb_model *m, float **bias0, uint
 }
 
 /* One micro-batch of 2 through the paper cut: the run ends done with a finite loss, its
- * checkpoint holds the four stages' tensors, the head's bias moved from its initial
+ * checkpoint holds the four stages' tensors (as many values as the model's parameters,
+ * under the state_dict's keys), the head's bias moved from its initial
  * values by one step (the update ran) and every saved value is finite. */
 START_TEST(test_paper_micro_batch)
 {
@@ -89,19 +90,19 @@ START_TEST(test_paper_micro_batch)
     struct pb_safetensors st;
     ck_assert_msg(pb_st_load(&st, c.save, &e) == 0, "%s", e.msg);
     char name[128];
-    snprintf(name, sizeof name, "stage3.%s.bias", l->name);
+    const struct pb_block *hb = &m.blocks[m.nblocks - 1];
+    if (hb->top_level)
+        snprintf(name, sizeof name, "%s.bias", l->name);
+    else
+        snprintf(name, sizeof name, "%s.%s.bias", hb->name, l->name);
     int n = l->cfg.out_features, moved = 0;
     float *bias = malloc((size_t)n * sizeof *bias);
     ck_assert_msg(pb_st_read_f32(&st, name, bias, (size_t)n, &e) == 0, "%s: %s", model, e.msg);
     for (int i = 0; i < n; i++)
         moved += bias[i] != bias0[i];
     ck_assert_msg(moved > 0, "%s: the head's bias did not change", model);
-    bool stages[4] = {false};
     size_t total = 0;
     for (int i = 0; i < st.n; i++) {
-        int k = -1;
-        ck_assert(sscanf(st.t[i].name, "stage%d.", &k) == 1 && k >= 0 && k < 4);
-        stages[k] = true;
         float *v = malloc(st.t[i].count * sizeof *v + 1);
         ck_assert(pb_st_read_f32(&st, st.t[i].name, v, st.t[i].count, &e) == 0);
         char what[256];
@@ -111,7 +112,6 @@ START_TEST(test_paper_micro_batch)
             total += st.t[i].count;
         free(v);
     }
-    ck_assert(stages[0] && stages[1] && stages[2] && stages[3]);
     ck_assert_uint_eq(total, pb_model_param_count(&m, 0, m.nblocks));
     free(bias);
     free(bias0);

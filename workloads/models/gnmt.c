@@ -29,22 +29,18 @@
  * a copy of the carried parts per block, small beside an LSTM's work; the ids are exact
  * in float32 (V < 2^24) and get a zero gradient.
  * Blocks: embedding, encoder1 … encoderE, decoder_embedding, decoder1 … decoderL,
- * classifier (11 for GNMT-8, 19 for GNMT-16). */
+ * classifier (11 for GNMT-8, 19 for GNMT-16), each of the definition's top-level modules, so
+ * the checkpoint keys are the state_dict's of tests/fixtures/fixtures_zoo.py's GNMT:
+ * enc_embedder, enc_layers.<i>, dec_embedder, att_rnn, attn, dec_layers.<i>, classifier
+ * (older checkpoints: "stage<k>.<block>.embedding|lstm|attn|classifier.*", legacy_name). */
 #include <stdio.h>
 
 #include "workloads/datasets/dataset.h"
+#include "workloads/models/archs.h"
 #include "workloads/models/workload.h"
 
 #define GNMT_INIT 0.1f
 #define GNMT_DROPOUT 0.2f
-
-/* per_sentence: the gradient of the loss summed over a sentence's tokens and averaged over
- * the sentences, as the reference trainer back-propagates it (train.py: the criterion
- * summed, divided by the batch); else the mean per token, as the loss is reported */
-struct gnmt_arch {
-    int hidden, enc_layers, dec_layers;
-    bool per_sentence;
-};
 
 /* A node reading one node (-1: the block input). */
 static int node1(struct pb_model *m, struct pb_block *b, const char *name,
@@ -74,31 +70,35 @@ static int dropout(struct pb_model *m, struct pb_block *b, int in)
 static int lstm(struct pb_model *m, struct pb_block *b, const char *name, int in, int in_f,
                 int hidden, bool bidirectional)
 {
-    return node1(m, b, name,
-                 (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
-                                       .out_features = hidden, .bidirectional = bidirectional,
-                                       .num_layers = 1},
-                 in);
+    int x = node1(m, b, name,
+                  (struct pb_layer_cfg){.kind = PB_LAYER_LSTM, .in_features = in_f,
+                                        .out_features = hidden, .bidirectional = bidirectional,
+                                        .num_layers = 1},
+                  in);
+    return pb_block_legacy_name(b, x, "lstm");
 }
 
-static int embedding(struct pb_model *m, struct pb_block *b, int in, int vocab, int dim)
+static int embedding(struct pb_model *m, struct pb_block *b, const char *name, int in, int vocab,
+                     int dim)
 {
-    return node1(m, b, "embedding",
-                 (struct pb_layer_cfg){.kind = PB_LAYER_EMBEDDING, .in_features = vocab,
-                                       .out_features = dim, .padding_idx = PB_WMT16_PAD},
-                 in);
+    int x = node1(m, b, name,
+                  (struct pb_layer_cfg){.kind = PB_LAYER_EMBEDDING, .in_features = vocab,
+                                        .out_features = dim, .padding_idx = PB_WMT16_PAD},
+                  in);
+    return pb_block_legacy_name(b, x, "embedding");
 }
 
 /* Encoder layer k (1-based) over [x; ids] of in_f + 1 features: the LSTM of dropout(x),
  * plus x from the third layer on, then [y; ids]. */
 static void encoder_layer(struct pb_model *m, int k, int in_f, int hidden)
 {
-    char name[24];
+    char name[24], layer[24];
     snprintf(name, sizeof name, "encoder%d", k);
-    struct pb_block *b = pb_model_block(m, name);
+    snprintf(layer, sizeof layer, "enc_layers.%d", k - 1);
+    struct pb_block *b = pb_model_top_block(m, name);
     int x = pb_block_slice(m, b, "state", -1, 2, 0, in_f);
     int ids = pb_block_slice(m, b, "ids", -1, 2, in_f, in_f + 1);
-    int y = lstm(m, b, "lstm", dropout(m, b, x), in_f, hidden, k == 1);
+    int y = lstm(m, b, layer, dropout(m, b, x), in_f, hidden, k == 1);
     if (k >= 3)
         y = add2(m, b, "add", y, x);
     concat2(m, b, "pack", y, ids);
@@ -108,10 +108,11 @@ static void encoder_layer(struct pb_model *m, int k, int in_f, int hidden)
  * from the third layer on, then [y; context] except on the last layer. */
 static void decoder_layer(struct pb_model *m, int k, bool last, int hidden)
 {
-    char name[24];
+    char name[24], layer[24];
     snprintf(name, sizeof name, "decoder%d", k);
-    struct pb_block *b = pb_model_block(m, name);
-    int y = lstm(m, b, "lstm", dropout(m, b, -1), 2 * hidden, hidden, false);
+    snprintf(layer, sizeof layer, "dec_layers.%d", k - 2);
+    struct pb_block *b = pb_model_top_block(m, name);
+    int y = lstm(m, b, layer, dropout(m, b, -1), 2 * hidden, hidden, false);
     if (k >= 3)
         y = add2(m, b, "add", y, pb_block_slice(m, b, "residual", -1, 2, 0, hidden));
     if (!last)
@@ -136,33 +137,35 @@ static int gnmt_build(struct pb_model *m, const struct pb_preset *p, struct pb_s
     m->ignore_label = PB_WMT16_PAD;
     m->grad_per_sentence = a->per_sentence;
 
-    struct pb_block *b = pb_model_block(m, "embedding");
+    struct pb_block *b = pb_model_top_block(m, "embedding");
     int src = pb_block_slice(m, b, "source", -1, 1, 0, T);
     int ids = pb_block_slice(m, b, "target", -1, 1, T, 2 * T);
-    concat2(m, b, "pack", embedding(m, b, src, V, H), ids);
+    concat2(m, b, "pack", embedding(m, b, "enc_embedder", src, V, H), ids);
     encoder_layer(m, 1, H, H);
     encoder_layer(m, 2, 2 * H, H);
     for (int k = 3; k <= a->enc_layers; k++)
         encoder_layer(m, k, H, H);
 
-    b = pb_model_block(m, "decoder_embedding");
+    b = pb_model_top_block(m, "decoder_embedding");
     int enc = pb_block_slice(m, b, "encoder", -1, 2, 0, H);
     ids = pb_block_slice(m, b, "ids", -1, 2, H, H + 1);
-    concat2(m, b, "pack", enc, embedding(m, b, ids, V, H));
+    concat2(m, b, "pack", enc, embedding(m, b, "dec_embedder", ids, V, H));
 
-    b = pb_model_block(m, "decoder1");  /* the recurrent attention */
+    b = pb_model_top_block(m, "decoder1");  /* the recurrent attention */
     enc = pb_block_slice(m, b, "encoder", -1, 2, 0, H);
     int emb = pb_block_slice(m, b, "embedding", -1, 2, H, 2 * H);
-    int q = lstm(m, b, "lstm", dropout(m, b, emb), H, H, false);
-    concat2(m, b, "pack", q, pb_block_attention(m, b, "attn", q, enc, H, H, H));
+    int q = lstm(m, b, "att_rnn", dropout(m, b, emb), H, H, false);
+    int att = pb_block_legacy_name(b, pb_block_attention(m, b, "attn", q, enc, H, H, H), "attn");
+    concat2(m, b, "pack", q, att);
     for (int k = 2; k <= a->dec_layers; k++)
         decoder_layer(m, k, k == a->dec_layers, H);
 
-    b = pb_model_block(m, "classifier");
-    node1(m, b, "classifier",
-          (struct pb_layer_cfg){.kind = PB_LAYER_LINEAR, .in_features = H, .out_features = V,
-                                .bias = true},
-          -1);
+    b = pb_model_top_block(m, "classifier");
+    int cls = node1(m, b, "classifier",
+                    (struct pb_layer_cfg){.kind = PB_LAYER_LINEAR, .in_features = H,
+                                          .out_features = V, .bias = true},
+                    -1);
+    pb_block_legacy_name(b, cls, "classifier");
 
     struct pb_init_spec u = {.kind = PB_INIT_UNIFORM, .lo = -GNMT_INIT, .hi = GNMT_INIT};
     pb_model_set_init(m, PB_LAYER_EMBEDDING, u);

@@ -11,16 +11,16 @@
  * / block4 + head, which is also the balanced cut at D = 4, since the LSTM blocks
  * dominate the cost and any other 4-stage cut puts two of them on one stage
  * (tests/model/test_seq_layers.c). Sequences [B, T, F] travel as [B, T, F, 1]
- * (harness/model/layer.h). */
+ * (harness/model/layer.h). Checkpoint keys: embedding.weight, blocks.<i>.lstm.*,
+ * blocks.<i>.linear.*, fc.*: the state_dict of tests/fixtures/fixtures_seq.py's
+ * ResidualLSTM (older checkpoints: "stage<k>.<block>.embedding|lstm|linear.*",
+ * legacy_name). */
 #include <stdio.h>
 
+#include "workloads/models/archs.h"
 #include "workloads/models/workload.h"
 
 #define RLSTM_BLOCKS 4
-
-struct rlstm_arch {
-    int dim;  /* E = H */
-};
 
 static int rlstm_build(struct pb_model *m, const struct pb_preset *p, struct pb_shape sample,
                        int nclasses, struct pb_err *e)
@@ -32,19 +32,22 @@ static int rlstm_build(struct pb_model *m, const struct pb_preset *p, struct pb_
                              "dataset, or synthetic as its stand-in), not samples of %dx%dx%d",
                           p->name, p->steps, sample.c, sample.h, sample.w);
     pb_model_init(m, "residual-lstm", sample, nclasses);
-    pb_block_embedding(m, pb_model_block(m, "embedding"), "embedding", p->vocab, dim, 0);
+    struct pb_block *eb = pb_model_top_block(m, "embedding");
+    pb_block_legacy_name(eb, pb_block_embedding(m, eb, "embedding", p->vocab, dim, 0), "embedding");
     for (int i = 0; i < RLSTM_BLOCKS; i++) {
-        char bn[16];
+        char bn[16], lstm[24], linear[24];
         snprintf(bn, sizeof bn, "block%d", i + 1);
-        struct pb_block *b = pb_model_block(m, bn);
-        pb_block_lstm(m, b, "lstm", dim, dim);
-        int fc = pb_block_linear(m, b, "linear", dim, dim);
+        snprintf(lstm, sizeof lstm, "blocks.%d.lstm", i);
+        snprintf(linear, sizeof linear, "blocks.%d.linear", i);
+        struct pb_block *b = pb_model_top_block(m, bn);
+        pb_block_legacy_name(b, pb_block_lstm(m, b, lstm, dim, dim), "lstm");
+        int fc = pb_block_legacy_name(b, pb_block_linear(m, b, linear, dim, dim), "linear");
         int in[2] = {fc, -1};
         pb_block_node(m, b, "add", &(struct pb_layer_cfg){.kind = PB_LAYER_ADD}, 2, in);
     }
-    struct pb_block *h = pb_model_block(m, "head");
+    struct pb_block *h = pb_model_top_block(m, "head");
     pb_block_seq_mean(m, h, "mean");
-    pb_block_linear(m, h, "linear", dim, nclasses);
+    pb_block_legacy_name(h, pb_block_linear(m, h, "fc", dim, nclasses), "linear");
     return 0;
 }
 

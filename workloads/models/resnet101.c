@@ -13,14 +13,9 @@
  * (stem + layer1 / layer2 + layer3's first / the next 2 / the last 2 + layer4 + head). */
 #include <stdio.h>
 
+#include "workloads/models/archs.h"
 #include "workloads/models/blocks.h"
 #include "workloads/models/workload.h"
-
-struct resnet_arch {
-    int layers[4];           /* Bottleneck blocks per layer */
-    int width;               /* layer1's width; each next layer doubles it */
-    int stem_k, stem_s, stem_p;
-};
 
 static const struct resnet_arch paper = {{3, 4, 23, 3}, 64, 7, 2, 3};
 static const struct resnet_arch small = {{1, 2, 5, 1}, 16, 3, 1, 1};

@@ -76,7 +76,9 @@ static int find_decoder_layers(const struct pb_stage *s, struct pb_gnmt_layout *
             return pb_err_set(e, "model '%s' has more than %d decoder layers", m->name,
                               PB_GNMT_MAX_DEC);
         const struct pb_layer *l;
-        if (layer_at(s, b, "lstm", PB_LAYER_LSTM, &l, &g->lstm_off[k], e) ||
+        char lstm[24];
+        snprintf(lstm, sizeof lstm, "dec_layers.%d", k - 1);
+        if (layer_at(s, b, lstm, PB_LAYER_LSTM, &l, &g->lstm_off[k], e) ||
             check_lstm(m, b, l, 2 * H, H, e))
             return -1;
         const struct pb_layer *add = node(m, b, "add");
@@ -127,8 +129,8 @@ int pb_gnmt_layout_find(const struct pb_stage *s, struct pb_gnmt_layout *g, stru
     g->steps = m->label_steps;
     g->enc_blocks = de;
     const struct pb_layer *emb, *lstm, *attn;
-    if (layer_at(s, de, "embedding", PB_LAYER_EMBEDDING, &emb, &g->emb_off, e) ||
-        layer_at(s, d1, "lstm", PB_LAYER_LSTM, &lstm, &g->lstm_off[0], e) ||
+    if (layer_at(s, de, "dec_embedder", PB_LAYER_EMBEDDING, &emb, &g->emb_off, e) ||
+        layer_at(s, d1, "att_rnn", PB_LAYER_LSTM, &lstm, &g->lstm_off[0], e) ||
         layer_at(s, d1, "attn", PB_LAYER_ATTENTION, &attn, &g->attn_off, e))
         return -1;
     g->vocab = emb->cfg.in_features;

@@ -127,6 +127,7 @@ static int gather_weights(struct pb_local_stages *ls, const struct pb_plan *p,
         struct pb_stage *mine = &ls->stages[k];
         float *w = pb_xmalloc(mine->nparams * sizeof(float) + 1);
         float *b = pb_xmalloc(mine->nbuffers * sizeof(float) + 1);
+        pb_backend_bind(mine->be);  /* this thread may not have run the stage */
         mine->be->ops->download(mine->be, w, mine->params, mine->nparams * sizeof(float));
         mine->be->ops->download(mine->be, b, mine->buffers, mine->nbuffers * sizeof(float));
         mine->be->ops->sync(mine->be);

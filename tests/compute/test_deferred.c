@@ -216,6 +216,11 @@ START_TEST(test_zoo_lstm)
 }
 END_TEST
 
+/* GNMT: embeddings, the attention's split passes, and the validation BLEU, whose decoder
+ * reads the weights the executor's threads trained from the run's own thread */
+START_TEST(test_zoo_gnmt) { zoo_case("gnmt8", 2); }
+END_TEST
+
 /* ---- fences: a block stage B reads, freed into stage A's cache, reused by A ---- */
 
 struct reader {
@@ -357,6 +362,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(z, test_two_schedules);
     tcase_add_test(z, test_zoo_resnet);
     tcase_add_test(z, test_zoo_lstm);
+    tcase_add_test(z, test_zoo_gnmt);
     suite_add_tcase(s, z);
     return s;
 }

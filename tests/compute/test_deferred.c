@@ -3,8 +3,9 @@
  * downloads poisoned until then, binding and fences checked) must report nothing and
  * give the CPU backend's bits — the executors, a checkpoint and a resume, a comparison
  * of schedules (the split backward's among them), zoo models at D = 2 and 4 (and
- * residual-lstm under zb-h1's split backward) with stages spread over devices — and a
- * block freed by one instance and reused by another waits for the first one's reads. */
+ * residual-lstm under zb-h1's split backward, gnmt8 with its validation BLEU) with stages
+ * spread over devices — and a block freed by one instance and reused by another waits
+ * for the first one's reads. */
 #include <check.h>
 #include <pthread.h>
 #include <signal.h>

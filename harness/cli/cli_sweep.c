@@ -52,7 +52,7 @@ static void sweep_usage(FILE *f)
         "  nesterov = on            ; switches take on or off\n\n"
         "executor = mpi starts each configuration as `mpirun -np D pipebench run ...`\n"
         "(--hostfile passed on) under its claim, resumed and interrupted as the others (an\n"
-        "mpi run writes no resume state: an interrupted one is run again).\n"
+        "interrupted one continues from its resume state as `mpirun -np D pipebench resume`).\n"
         "[grid] takes any option of pipebench run but db and quiet (dataset, batch, epochs,\n"
         "partition with hand-set bounds as 0:3:5:9, devices as 0:1, variant, a switch as on,\n"
         "off...); a list may go on over indented lines. The configurations vary model,\n"

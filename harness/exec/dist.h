@@ -48,6 +48,6 @@ _Noreturn void pb_dist_abort(const struct pb_dist *d, int status);
 int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *w, const struct pb_program *prog,
                 struct pb_err *e);
 
-enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_WEIGHTS = 3 };
+enum { PB_TAG_FWD = 1, PB_TAG_BWD = 2, PB_TAG_WEIGHTS = 3, PB_TAG_STATE = 4 };
 
 #endif

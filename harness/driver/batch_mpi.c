@@ -20,12 +20,19 @@
 /* The most arguments an mpirun command line gets here. */
 #define MAX_ARGS 160
 
-static volatile sig_atomic_t launched_pid;
+static volatile sig_atomic_t launched_pid, passed;
 
+/* A SIGTERM reaches mpirun as SIGUSR2, which mpirun forwards to every rank (on every
+ * host) and the ranks count as a stop request (interrupt.h): mpirun ends a job it is sent
+ * SIGTERM by, its ranks killed a second later, in their epoch or while rank 0 writes the
+ * resume state. */
 static void pass_on(int sig)
 {
-    if (launched_pid > 0)
-        kill((pid_t)launched_pid, sig);
+    (void)sig;
+    if (launched_pid > 0) {
+        kill((pid_t)launched_pid, SIGUSR2);
+        passed = passed + 1;
+    }
 }
 
 /* The newest run id in the database at path (0 when it has none or cannot be read). */
@@ -190,7 +197,7 @@ int pb_batch_mpi_run(const struct pb_batch_item *it, struct pb_run_summary *sum,
         return sum->status == PB_RUN_DONE          ? PB_EXIT_OK
                : sum->status == PB_RUN_INTERRUPTED ? PB_EXIT_INTERRUPTED
                                                    : PB_EXIT_RUN;
-    if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_INTERRUPTED))
+    if (passed || WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_INTERRUPTED))
         return PB_EXIT_INTERRUPTED;   /* stopped while it set up: no row */
     snprintf(message, cap, "mpirun -np %d exited with status %d before the run was recorded "
              "(its ranks' messages are above)", it->cfg.stages,

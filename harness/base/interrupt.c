@@ -1,4 +1,4 @@
-/* harness/base/interrupt.c — the signal count set by SIGINT, SIGTERM and SIGHUP
+/* harness/base/interrupt.c — the signal count set by SIGINT, SIGTERM, SIGHUP and SIGUSR2
  * (interrupt.h), and the catcher thread that alone receives them during a run. The
  * handler is async-signal-safe: it counts and write(2)s a fixed text. */
 #include "harness/base/interrupt.h"
@@ -11,7 +11,9 @@
 
 #include "harness/base/err.h"
 
-static const int signals[] = {SIGINT, SIGTERM, SIGHUP};   /* SIGHUP: a closed terminal */
+/* SIGHUP: a closed terminal; SIGUSR2: the stop request mpirun passes on to every rank
+ * (a SIGTERM to mpirun ends the job, its ranks killed a second later) */
+static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR2};
 #define NSIG_HANDLED (int)(sizeof signals / sizeof signals[0])
 
 static atomic_int count;   /* lock-free: read by the run's thread, set in the catcher */
@@ -106,7 +108,7 @@ void pb_interrupt_install(const char *text)
 
 /* Takes the handled signals sent to the process that no thread has taken yet (the
  * catcher not yet scheduled): counted now, they cannot reach the restored disposition,
- * whose default action for all three ends the process. Only signals this thread blocks
+ * whose default action for all four ends the process. Only signals this thread blocks
  * can be pending for it. */
 static void drain_pending(void)
 {

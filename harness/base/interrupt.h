@@ -1,4 +1,5 @@
-/* harness/base/interrupt.h — SIGINT, SIGTERM and SIGHUP during a run (semantics §1.10). The
+/* harness/base/interrupt.h — SIGINT, SIGTERM, SIGHUP and SIGUSR2 (the stop request a batch
+ * passes to mpirun, which forwards it to every rank) during a run (semantics §1.10). The
  * handler only counts the signals: the first asks the run to stop at the next epoch
  * boundary (the epoch in progress finishes and is recorded, the resume state is
  * written), a second asks it to stop now (executors check between ops; the epoch in
@@ -10,7 +11,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
-/* Keeps the three signals off the calling thread and every thread it starts from now on
+/* Keeps the four signals off the calling thread and every thread it starts from now on
  * (they are blocked there) and starts a catcher thread that alone receives them, with
  * whatever disposition they have: the default action until pb_interrupt_install, the
  * counting handler after it. A run does this first, before any compute thread (an

@@ -20,7 +20,9 @@ static const char usage[] =
     "it), with the options it was started with, under the same id: the epochs after that\n"
     "state are trained again. A run that left no resume state (killed in its first epoch,\n"
     "or run with --checkpoint-every 0) is trained again from its first epoch. The final\n"
-    "weights are those of the run had it never stopped.\n"
+    "weights are those of the run had it never stopped. A run of --executor mpi resumes\n"
+    "under mpirun, one rank per device: `mpirun -np D pipebench resume RUN` (D / v ranks\n"
+    "with v chunks per device).\n"
     "  --db FILE   results database (default " PB_RESULTS_DEFAULT_DB ")\n"
     "  --quiet     no per-epoch lines\n";
 

@@ -1,6 +1,7 @@
 /* harness/driver/batch_mpi.c — a batch's configuration run under mpirun (batch_mpi.h). The
- * ranks are `pipebench run` with the configuration's flags; the run they record is found
- * again by its configuration and repeat among the rows newer than the launch. */
+ * ranks are `pipebench run` with the configuration's flags, or `pipebench resume RUN` for
+ * a run its claim found with a resume state; the run they record is found again by its
+ * configuration and repeat among the rows newer than the launch, or by its id. */
 #include "harness/driver/batch_mpi.h"
 
 #include <errno.h>
@@ -20,12 +21,19 @@
 /* The most arguments an mpirun command line gets here. */
 #define MAX_ARGS 160
 
-static volatile sig_atomic_t launched_pid;
+static volatile sig_atomic_t launched_pid, passed;
 
+/* A SIGTERM reaches mpirun as SIGUSR2, which mpirun forwards to every rank (on every
+ * host) and the ranks count as a stop request (interrupt.h): mpirun ends a job it is sent
+ * SIGTERM by, its ranks killed a second later, in their epoch or while rank 0 writes the
+ * resume state. */
 static void pass_on(int sig)
 {
-    if (launched_pid > 0)
-        kill((pid_t)launched_pid, sig);
+    (void)sig;
+    if (launched_pid > 0) {
+        kill((pid_t)launched_pid, SIGUSR2);
+        passed = passed + 1;
+    }
 }
 
 /* The newest run id in the database at path (0 when it has none or cannot be read). */
@@ -45,8 +53,9 @@ static int64_t newest_run(const char *path)
     return id;
 }
 
-/* The run of c's configuration and repeat recorded after run `after`: *sum and message
- * from its row; false when there is none. */
+/* The run of c's configuration and repeat recorded after run `after` (or run
+ * c->resume_run, when it resumed that one): *sum and message from its row; false when
+ * there is none. */
 static bool recorded_run(const struct pb_run_cfg *c, int64_t after, struct pb_run_summary *sum,
                          char *message, size_t cap)
 {
@@ -67,10 +76,12 @@ static bool recorded_run(const struct pb_run_cfg *c, int64_t after, struct pb_ru
                            "FROM epochs x WHERE x.run_id = r.id), (SELECT coalesce(sum(wall_s), "
                            "0) FROM epochs x WHERE x.run_id = r.id), (SELECT val_acc FROM epochs "
                            "x WHERE x.run_id = r.id ORDER BY epoch DESC LIMIT 1) FROM runs r "
-                           "WHERE r.id > ?1 AND r.repeat = ?2 AND r.config IS NOT NULL AND "
-                           "json_remove(r.config, '$.threads') = json_remove(?3, '$.threads') "
-                           "ORDER BY r.id DESC LIMIT 1", -1, &s, NULL) == SQLITE_OK) {
+                           "WHERE (?4 > 0 AND r.id = ?4) OR (?4 = 0 AND r.id > ?1 AND r.repeat "
+                           "= ?2 AND r.config IS NOT NULL AND json_remove(r.config, '$.threads') "
+                           "= json_remove(?3, '$.threads')) ORDER BY r.id DESC LIMIT 1", -1, &s,
+                           NULL) == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, after);
+        sqlite3_bind_int64(s, 4, c->resume_run > 0 ? c->resume_run : 0);
         sqlite3_bind_int(s, 2, c->repeat);
         sqlite3_bind_text(s, 3, json, -1, SQLITE_TRANSIENT);
         if (sqlite3_step(s) == SQLITE_ROW) {
@@ -102,7 +113,8 @@ static int ranks_of(const struct pb_run_cfg *c)
     return ranks > 0 ? ranks : c->stages;
 }
 
-/* mpirun's arguments for it, NULL-terminated, in argv (malloc()ed strings). */
+/* mpirun's arguments for it, NULL-terminated, in argv (malloc()ed strings): `pipebench
+ * resume` of the run to continue (its recorded configuration), else `pipebench run`. */
 static void command(const struct pb_batch_item *it, char **argv)
 {
     static const char *const from_cfg[] = {"db", "threads", "quiet", "repeat", NULL};
@@ -125,6 +137,16 @@ static void command(const struct pb_batch_item *it, char **argv)
     snprintf(num, sizeof num, "%d", ranks_of(c));
     argv[k++] = pb_xstrdup(num);
     argv[k++] = pb_xstrdup(exe);
+    if (c->resume_run > 0) {
+        argv[k++] = pb_xstrdup("resume");
+        snprintf(num, sizeof num, "%lld", (long long)c->resume_run);
+        argv[k++] = pb_xstrdup(num);
+        argv[k++] = pb_xstrdup("--quiet");
+        argv[k++] = pb_xstrdup("--db");
+        argv[k++] = pb_xstrdup(c->db);
+        argv[k] = NULL;
+        return;
+    }
     argv[k++] = pb_xstrdup("run");
     argv[k++] = pb_xstrdup("--quiet");
     argv[k++] = pb_xstrdup("--db");
@@ -172,11 +194,19 @@ int pb_batch_mpi_run(const struct pb_batch_item *it, struct pb_run_summary *sum,
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     launched_pid = 0;
+    if (it->cfg.resume_run > 0 && WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_USAGE) {
+        /* refused before it took the run up (its resume state damaged, say): the row
+         * still says how the run stopped before */
+        snprintf(message, cap, "mpirun -np %d pipebench resume %lld exited with status %d (its "
+                 "ranks' messages are above)", ranks_of(&it->cfg), (long long)it->cfg.resume_run,
+                 PB_EXIT_USAGE);
+        return PB_EXIT_USAGE;
+    }
     if (recorded_run(&it->cfg, before, sum, message, cap))
         return sum->status == PB_RUN_DONE          ? PB_EXIT_OK
                : sum->status == PB_RUN_INTERRUPTED ? PB_EXIT_INTERRUPTED
                                                    : PB_EXIT_RUN;
-    if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_INTERRUPTED))
+    if (passed || WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == PB_EXIT_INTERRUPTED))
         return PB_EXIT_INTERRUPTED;   /* stopped while it set up: no row */
     snprintf(message, cap, "mpirun -np %d exited with status %d before the run was recorded "
              "(its ranks' messages are above)", ranks_of(&it->cfg),

@@ -76,9 +76,6 @@ static int check_cfg(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_er
     bool mpi = p->executor && p->executor->one_rank_per_device;
     if (mpi && c->repeats > 1)
         return pb_err_set(e, PB_REPEAT_MPI_MSG, c->repeats);
-    if (mpi && (c->checkpoint_every > 0 || c->resume_run > 0))
-        return pb_err_set(e, "resume states are not written under --executor mpi yet; use "
-                          "--checkpoint-every 0 with mpi, or the threads executor");
     if (c->experiment && (!*c->experiment || strlen(c->experiment) > 64))
         return pb_err_set(e, "--experiment wants a name of 1 to 64 characters (got '%s')",
                           c->experiment);
@@ -457,9 +454,7 @@ int pb_plan_choose(struct pb_plan *p, const struct pb_run_cfg *c, struct pb_err 
     p->input_side = p->preset ? p->preset->input_side : 0;
     p->no_flip = p->preset && p->preset->no_flip;
     p->stage_threads = pb_run_stage_threads(c);
-    p->checkpoint_every = c->checkpoint_every >= 0           ? c->checkpoint_every
-                          : p->executor->one_rank_per_device ? 0
-                                                            : 1;
+    p->checkpoint_every = c->checkpoint_every >= 0 ? c->checkpoint_every : 1;
     p->trace_epochs = pb_xcalloc((size_t)c->epochs, sizeof *p->trace_epochs);
     PB_CHECK(pb_run_trace_epochs(c->trace_epochs, c->epochs, p->trace_epochs, e) == 0);
     return 0;

@@ -50,9 +50,9 @@ struct run {
 
 /* The boundary after epochs_done epochs (start_epoch < epochs_done < epochs): writes the
  * resume state when --checkpoint-every makes it due, or when a first signal asks the run
- * to stop here (whatever --checkpoint-every says; not under mpi, which writes none, nor
- * after a second signal, which stops now), and sets *stop, every rank agreeing. A
- * signal that comes while the state is written stops the run here too. */
+ * to stop here (whatever --checkpoint-every says; not after a second signal, which stops
+ * now), and sets *stop, every rank agreeing (under mpi rank 0 writes the state of every
+ * rank's stage). A signal that comes while the state is written stops the run here too. */
 static int boundary(struct run *r, int epochs_done, bool *stop, bool *saved, struct pb_err *e)
 {
     const struct pb_dist *dist = r->plan.dist;
@@ -62,7 +62,7 @@ static int boundary(struct run *r, int epochs_done, bool *stop, bool *saved, str
     for (;;) {
         *stop = pb_dist_any(dist, pb_interrupted());
         bool now = *stop && pb_dist_any(dist, pb_interrupted_now());
-        if (*saved || now || dist || (!due && !*stop))
+        if (*saved || now || (!due && !*stop))
             return 0;
         if (pb_run_save_state(&r->plan, &r->stages, r->run_id, epochs_done, e))
             return -1;
@@ -71,26 +71,26 @@ static int boundary(struct run *r, int epochs_done, bool *stop, bool *saved, str
 }
 
 /* Why the run stops before epoch `epoch` when a signal asked it to (stop), -1 with the
- * message; 0 when it goes on. */
+ * message; 0 when it goes on. An mpi run is resumed under mpirun, one rank per device. */
 static int stop_before(const struct run *r, int epoch, bool stop, bool saved, struct pb_err *e)
 {
     bool first = epoch == r->start_epoch;
     if (!stop)
         return 0;
+    char how[96] = "";
+    if (r->plan.dist)
+        snprintf(how, sizeof how, "mpirun -np %d ", r->plan.cfg->stages);
     if (saved)
         return pb_err_set(e, "interrupted after epoch %d; its resume state is written: "
-                          "`pipebench resume %lld` continues the run", epoch,
+                          "`%spipebench resume %lld` continues the run", epoch, how,
                           (long long)r->run_id);
-    if (r->plan.dist)
-        return pb_err_set(e, "interrupted %s epoch %d (no resume state under mpi)",
-                          first ? "before" : "after", first ? epoch + 1 : epoch);
     if (!first)
-        return pb_err_set(e, "interrupted by a second signal after epoch %d; `pipebench "
-                          "resume %lld` continues from the last resume state", epoch,
+        return pb_err_set(e, "interrupted by a second signal after epoch %d; `%spipebench "
+                          "resume %lld` continues from the last resume state", epoch, how,
                           (long long)r->run_id);
-    return pb_err_set(e, "interrupted before epoch %d began; `pipebench resume %lld` "
+    return pb_err_set(e, "interrupted before epoch %d began; `%spipebench resume %lld` "
                       "continues from the last resume state, or from the start when "
-                      "there is none", epoch + 1, (long long)r->run_id);
+                      "there is none", epoch + 1, how, (long long)r->run_id);
 }
 
 /* A repeat (index > 0) has trained what the first finished training of its configuration
@@ -156,6 +156,9 @@ static int train(struct run *r, struct pb_run_summary *sum, struct pb_err *e)
         *e = e2;
         rc = -1;
     }
+    /* no rank ends before the writer has recorded the run: mpirun ends the job when the
+     * first rank exits non-zero (an interrupted run's 130), the writer with it */
+    pb_dist_barrier(r->plan.dist);
     return rc;
 }
 
@@ -188,9 +191,15 @@ static int start_dist(const struct pb_run_cfg *c, struct pb_dist *dist, struct p
             if (v > 1)
                 snprintf(chunks, sizeof chunks, " (D / v = %d / %d: %d chunks per device)",
                          c->stages, v, v);
-            pb_err_set(e, "--executor mpi runs one rank per device: start it as `mpirun -np %d "
-                          "pipebench run ... --stages %d`%s (got %d ranks)", ranks, c->stages,
-                       chunks, dist->size);
+            if (c->resume_run > 0)
+                pb_err_set(e, "run %lld ran under --executor mpi, one rank per device: resume "
+                              "it as `mpirun -np %d pipebench resume %lld`%s (got %d ranks)",
+                           (long long)c->resume_run, ranks, (long long)c->resume_run, chunks,
+                           dist->size);
+            else
+                pb_err_set(e, "--executor mpi runs one rank per device: start it as `mpirun "
+                              "-np %d pipebench run ... --stages %d`%s (got %d ranks)", ranks,
+                           c->stages, chunks, dist->size);
             ranks = 0;
         }
     }
@@ -206,8 +215,9 @@ static const char stop_notice[] =
     "pipebench: stopping after the current epoch: it finishes, is recorded and the resume "
     "state is written; a second signal stops now\n";
 static const char stop_notice_mpi[] =
-    "pipebench: stopping after the current epoch (every rank agreeing): it finishes and is "
-    "recorded; a second signal stops at the end of its training pass\n";
+    "pipebench: stopping after the current epoch (every rank agreeing): it finishes, is "
+    "recorded and the resume state is written; a second signal stops at the end of its "
+    "training pass\n";
 
 int pb_run(const struct pb_run_cfg *c, struct pb_run_summary *out, struct pb_err *e)
 {

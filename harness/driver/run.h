@@ -47,7 +47,7 @@ struct pb_run_cfg {
     const char *init, *save;      /* safetensors checkpoints, NULL for none */
     const char *experiment;       /* --experiment: a name grouping runs, NULL for none */
     /* --checkpoint-every N: the resume state written every N epochs (semantics §1.10);
-     * -1 (the default) every epoch under seq and threads, none under mpi; 0 never */
+     * -1 (the default) every epoch (under mpi too: rank 0 writes every rank's stage); 0 never */
     int checkpoint_every;
     int64_t resume_run;           /* > 0: take this interrupted run up again (resume) */
     struct pb_optim_cfg optim;

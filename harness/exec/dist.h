@@ -52,8 +52,9 @@ _Noreturn void pb_dist_abort(const struct pb_dist *d, int status);
 int pb_exec_mpi(const struct pb_dist *d, struct pb_worker *workers, int nst,
                 const struct pb_program *prog, struct pb_err *e);
 
-/* PB_TAG_WEIGHTS: stage weights gathered at rank 0; edge k's forward messages (stage k to
- * k + 1) go under PB_TAG_EDGES + 2k, its backward ones under PB_TAG_EDGES + 2k + 1. */
-enum { PB_TAG_WEIGHTS = 3, PB_TAG_EDGES = 16 };
+/* PB_TAG_WEIGHTS: stage weights gathered at rank 0; PB_TAG_STATE: the stages' resume
+ * states sent to rank 0 and back; edge k's forward messages (stage k to k + 1) go under
+ * PB_TAG_EDGES + 2k, its backward ones under PB_TAG_EDGES + 2k + 1. */
+enum { PB_TAG_WEIGHTS = 3, PB_TAG_STATE = 4, PB_TAG_EDGES = 16 };
 
 #endif

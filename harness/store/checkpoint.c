@@ -227,25 +227,19 @@ int pb_checkpoint_load(struct pb_stage *stages, int nstages, const char *path, s
 }
 
 /* The optimizer state slots, in file order. */
-#define NSLOTS 6
-static const char *const slot_names[NSLOTS] = {"buf", "m", "v", "sq", "d_last", "g_last"};
+static const char *const slot_names[PB_STATE_NSLOTS] = {"buf", "m", "v", "sq", "d_last",
+                                                        "g_last"};
 
 static float **slot_ptr(struct pb_optim *o, int i)
 {
-    float **p[NSLOTS] = {&o->buf, &o->m, &o->v, &o->sq, &o->d_last, &o->g_last};
+    float **p[PB_STATE_NSLOTS] = {&o->buf, &o->m, &o->v, &o->sq, &o->d_last, &o->g_last};
     return p[i];
 }
 
-/* One stage's state on the host: weights, buffers and the slots its optimizer keeps. */
-struct state_copy {
-    struct host_copy w;
-    float *slot[NSLOTS];
-};
-
 struct state_io {
     struct pb_safetensors *st;            /* writer, or the file read */
-    const struct state_copy *in;          /* saving */
-    struct state_copy *out;               /* loading */
+    const struct pb_stage_state *in;      /* saving */
+    struct pb_stage_state *out;           /* loading */
     struct pb_err *e;
     int rc;
     char **heap;                          /* the saved tensors' names, freed after the save */
@@ -265,16 +259,15 @@ static const char *keep_name(struct state_io *c, const char *name)
 static void state_tensor(void *ctx, const struct pb_stage_tensor *t)
 {
     struct state_io *c = ctx;
-    for (int i = -1; i < NSLOTS && !c->rc; i++) {
+    const struct pb_stage_state *h = c->in ? c->in : c->out;
+    for (int i = -1; i < PB_STATE_NSLOTS && !c->rc; i++) {
         if (i >= 0 && t->is_buffer)
             break;
         char suffix[32] = "", full[320];
         if (i >= 0)
             snprintf(suffix, sizeof suffix, ".optim.%s", slot_names[i]);
         snprintf(full, sizeof full, "%s%s", t->name, suffix);
-        float *base = i < 0 ? (t->is_buffer ? (c->in ? c->in->w.buffers : c->out->w.buffers)
-                                            : (c->in ? c->in->w.params : c->out->w.params))
-                            : (c->in ? c->in->slot[i] : c->out->slot[i]);
+        float *base = i >= 0 ? h->slot[i] : t->is_buffer ? h->buffers : h->params;
         if (!base)
             continue;
         if (c->in)
@@ -285,51 +278,108 @@ static void state_tensor(void *ctx, const struct pb_stage_tensor *t)
     }
 }
 
-static void state_alloc(struct pb_stage *s, struct pb_optim *o, struct state_copy *h)
+void pb_stage_state_alloc(struct pb_stage_state *h, size_t nparams, size_t nbuffers,
+                          unsigned slots, size_t nslot)
 {
-    h->w.params = pb_xmalloc(s->nparams * sizeof(float) + 1);
-    h->w.buffers = pb_xmalloc(s->nbuffers * sizeof(float) + 1);
-    for (int i = 0; i < NSLOTS; i++)
-        h->slot[i] = *slot_ptr(o, i) ? pb_xmalloc(o->n * sizeof(float) + 1) : NULL;
+    memset(h, 0, sizeof *h);
+    h->params = pb_xmalloc(nparams * sizeof(float) + 1);
+    h->buffers = pb_xmalloc(nbuffers * sizeof(float) + 1);
+    h->nslot = nslot;
+    for (int i = 0; i < PB_STATE_NSLOTS; i++)
+        if (slots & (1u << i))
+            h->slot[i] = pb_xmalloc(nslot * sizeof(float) + 1);
 }
 
-static void state_free(struct state_copy *h)
+unsigned pb_stage_state_slots(struct pb_optim *o)
 {
-    free(h->w.params);
-    free(h->w.buffers);
-    for (int i = 0; i < NSLOTS; i++)
+    unsigned slots = 0;
+    for (int i = 0; i < PB_STATE_NSLOTS; i++)
+        if (*slot_ptr(o, i))
+            slots |= 1u << i;
+    return slots;
+}
+
+void pb_stage_state_free(struct pb_stage_state *h)
+{
+    free(h->params);
+    free(h->buffers);
+    for (int i = 0; i < PB_STATE_NSLOTS; i++)
         free(h->slot[i]);
+    memset(h, 0, sizeof *h);
+}
+
+void pb_stage_state_download(struct pb_stage *s, struct pb_optim *o, struct pb_stage_state *h)
+{
+    pb_stage_state_alloc(h, s->nparams, s->nbuffers, pb_stage_state_slots(o), o->n);
+    pb_backend_bind(s->be);
+    s->be->ops->download(s->be, h->params, s->params, s->nparams * sizeof(float));
+    s->be->ops->download(s->be, h->buffers, s->buffers, s->nbuffers * sizeof(float));
+    for (int i = 0; i < PB_STATE_NSLOTS; i++)
+        if (h->slot[i])
+            s->be->ops->download(s->be, h->slot[i], *slot_ptr(o, i), o->n * sizeof(float));
+    s->be->ops->sync(s->be);  /* the host copies hold the state from here */
+}
+
+void pb_stage_state_upload(struct pb_stage *s, struct pb_optim *o, const struct pb_stage_state *h)
+{
+    pb_backend_bind(s->be);
+    s->be->ops->upload(s->be, s->params, h->params, s->nparams * sizeof(float));
+    s->be->ops->upload(s->be, s->buffers, h->buffers, s->nbuffers * sizeof(float));
+    for (int i = 0; i < PB_STATE_NSLOTS; i++)
+        if (h->slot[i] && *slot_ptr(o, i))
+            s->be->ops->upload(s->be, *slot_ptr(o, i), h->slot[i], o->n * sizeof(float));
+    s->be->ops->sync(s->be);  /* the uploads read the host copies until here */
+}
+
+int pb_checkpoint_save_state_host(const struct pb_stage *lay, const struct pb_stage_state *h,
+                                  int nstages, const char *path, const char *metadata_json,
+                                  struct pb_err *e)
+{
+    struct pb_safetensors st;
+    pb_st_writer_init(&st);
+    struct state_io c = {.st = &st, .e = e};
+    for (int k = 0; k < nstages; k++) {
+        c.in = &h[k];
+        pb_stage_tensors(&lay[k], state_tensor, &c);
+    }
+    int rc = pb_st_save(&st, path, metadata_json, e);
+    pb_st_finish(&st);
+    for (int i = 0; i < c.nheap; i++)
+        free(c.heap[i]);
+    free(c.heap);
+    return rc;
+}
+
+int pb_checkpoint_load_state_host(const struct pb_stage *lay, struct pb_stage_state *h,
+                                  int nstages, const char *path, char **metadata_json,
+                                  struct pb_err *e)
+{
+    *metadata_json = NULL;
+    struct pb_safetensors st;
+    if (pb_st_load(&st, path, e))
+        return -1;
+    struct state_io c = {.st = &st, .e = e};
+    for (int k = 0; k < nstages && !c.rc; k++) {
+        c.out = &h[k];
+        pb_stage_tensors(&lay[k], state_tensor, &c);
+    }
+    if (c.rc)
+        pb_err_prefix(e, "resume state %s: ", path);
+    else if (st.metadata)
+        *metadata_json = pb_xstrdup(st.metadata);
+    pb_st_finish(&st);
+    return c.rc;
 }
 
 int pb_checkpoint_save_state(struct pb_stage *stages, struct pb_optim *const *optims, int nstages,
                              const char *path, const char *metadata_json, struct pb_err *e)
 {
-    struct pb_safetensors st;
-    pb_st_writer_init(&st);
-    struct state_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
-    struct state_io c = {.st = &st, .e = e};
-    for (int k = 0; k < nstages; k++) {
-        struct pb_stage *s = &stages[k];
-        struct pb_optim *o = optims[k];
-        state_alloc(s, o, &h[k]);
-        pb_backend_bind(s->be);
-        s->be->ops->download(s->be, h[k].w.params, s->params, s->nparams * sizeof(float));
-        s->be->ops->download(s->be, h[k].w.buffers, s->buffers, s->nbuffers * sizeof(float));
-        for (int i = 0; i < NSLOTS; i++)
-            if (h[k].slot[i])
-                s->be->ops->download(s->be, h[k].slot[i], *slot_ptr(o, i),
-                                     o->n * sizeof(float));
-        s->be->ops->sync(s->be);  /* the host copies hold the state from here */
-        c.in = &h[k];
-        pb_stage_tensors(s, state_tensor, &c);
-    }
-    int rc = pb_st_save(&st, path, metadata_json, e);
-    pb_st_finish(&st);
+    struct pb_stage_state *h = pb_xcalloc((size_t)nstages, sizeof *h);
     for (int k = 0; k < nstages; k++)
-        state_free(&h[k]);
-    for (int i = 0; i < c.nheap; i++)
-        free(c.heap[i]);
-    free(c.heap);
+        pb_stage_state_download(&stages[k], optims[k], &h[k]);
+    int rc = pb_checkpoint_save_state_host(stages, h, nstages, path, metadata_json, e);
+    for (int k = 0; k < nstages; k++)
+        pb_stage_state_free(&h[k]);
     free(h);
     return rc;
 }
@@ -338,37 +388,16 @@ int pb_checkpoint_load_state(struct pb_stage *stages, struct pb_optim *const *op
                              int nstages, const char *path, char **metadata_json,
                              struct pb_err *e)
 {
-    *metadata_json = NULL;
-    struct pb_safetensors st;
-    if (pb_st_load(&st, path, e))
-        return -1;
-    struct state_copy *h = pb_xcalloc((size_t)nstages, sizeof *h);
-    struct state_io c = {.st = &st, .e = e};
-    for (int k = 0; k < nstages && !c.rc; k++) {
-        state_alloc(&stages[k], optims[k], &h[k]);
-        c.out = &h[k];
-        pb_stage_tensors(&stages[k], state_tensor, &c);
-    }
-    if (c.rc)
-        pb_err_prefix(e, "resume state %s: ", path);
+    struct pb_stage_state *h = pb_xcalloc((size_t)nstages, sizeof *h);
+    for (int k = 0; k < nstages; k++)
+        pb_stage_state_alloc(&h[k], stages[k].nparams, stages[k].nbuffers,
+                             pb_stage_state_slots(optims[k]), optims[k]->n);
+    int rc = pb_checkpoint_load_state_host(stages, h, nstages, path, metadata_json, e);
     for (int k = 0; k < nstages; k++) {
-        struct pb_stage *s = &stages[k];
-        struct pb_optim *o = optims[k];
-        if (!c.rc) {
-            pb_backend_bind(s->be);
-            s->be->ops->upload(s->be, s->params, h[k].w.params, s->nparams * sizeof(float));
-            s->be->ops->upload(s->be, s->buffers, h[k].w.buffers, s->nbuffers * sizeof(float));
-            for (int i = 0; i < NSLOTS; i++)
-                if (h[k].slot[i])
-                    s->be->ops->upload(s->be, *slot_ptr(o, i), h[k].slot[i],
-                                       o->n * sizeof(float));
-            s->be->ops->sync(s->be);  /* the uploads read the host copies until here */
-        }
-        state_free(&h[k]);
+        if (!rc)
+            pb_stage_state_upload(&stages[k], optims[k], &h[k]);
+        pb_stage_state_free(&h[k]);
     }
     free(h);
-    if (!c.rc && st.metadata)
-        *metadata_json = pb_xstrdup(st.metadata);
-    pb_st_finish(&st);
-    return c.rc;
+    return rc;
 }

@@ -39,4 +39,33 @@ int pb_checkpoint_load_state(struct pb_stage *stages, struct pb_optim *const *op
                              int nstages, const char *path, char **metadata_json,
                              struct pb_err *e);
 
+/* The same state as host copies, for a process that holds some stages only as layouts
+ * (pb_stage_layout: the writer of an MPI run, which gathers the others' states). */
+#define PB_STATE_NSLOTS 6
+struct pb_stage_state {
+    float *params;                    /* [nparams] */
+    float *buffers;                   /* [nbuffers] */
+    float *slot[PB_STATE_NSLOTS];     /* [nslot] each; NULL: a slot the optimizer does not keep */
+    size_t nslot;                     /* the optimizer's n */
+};
+/* Allocates h: bit i of `slots` set for each slot i kept. */
+void pb_stage_state_alloc(struct pb_stage_state *h, size_t nparams, size_t nbuffers,
+                          unsigned slots, size_t nslot);
+void pb_stage_state_free(struct pb_stage_state *h);
+/* The slots o keeps, bit i for slot i. */
+unsigned pb_stage_state_slots(struct pb_optim *o);
+/* Allocates h and downloads stage s's weights and o's slots into it (synced). */
+void pb_stage_state_download(struct pb_stage *s, struct pb_optim *o, struct pb_stage_state *h);
+/* Uploads h into stage s and o (synced). */
+void pb_stage_state_upload(struct pb_stage *s, struct pb_optim *o, const struct pb_stage_state *h);
+/* pb_checkpoint_save_state of host copies h[k] laid out as lay[k]. */
+int pb_checkpoint_save_state_host(const struct pb_stage *lay, const struct pb_stage_state *h,
+                                  int nstages, const char *path, const char *metadata_json,
+                                  struct pb_err *e);
+/* pb_checkpoint_load_state into host copies h[k] (allocated with the slots wanted) laid
+ * out as lay[k]; h may be partly written on error. */
+int pb_checkpoint_load_state_host(const struct pb_stage *lay, struct pb_stage_state *h,
+                                  int nstages, const char *path, char **metadata_json,
+                                  struct pb_err *e);
+
 #endif

@@ -1,6 +1,7 @@
 /* tests/base/test_interrupt.c — the run's signal routing (interrupt.h): after
- * pb_interrupt_route the caller and the threads it starts block SIGINT, SIGTERM and
- * SIGHUP, and the catcher counts the signals sent to the process; a storm of signals
+ * pb_interrupt_route the caller and the threads it starts block SIGINT, SIGTERM, SIGHUP
+ * and SIGUSR2 (mpirun's forwarded stop request), and the catcher counts the signals sent
+ * to the process; a storm of signals
  * during oneDNN's JIT GEMM (whose rsp points into the heap, oneDNN issue #4845: a signal
  * frame pushed there corrupted the heap of an MPI rank given SIGTERM) leaves every
  * product bit-identical and the heap whole. */
@@ -16,13 +17,13 @@
 
 #include "harness/base/interrupt.h"
 
-static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR2};
 
 static void assert_blocked_here(void)
 {
     sigset_t cur;
     pthread_sigmask(SIG_BLOCK, NULL, &cur);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         ck_assert_msg(sigismember(&cur, handled[i]), "signal %d open", handled[i]);
 }
 
@@ -57,10 +58,13 @@ START_TEST(routed_to_the_catcher)
     kill(getpid(), SIGINT);
     wait_count(2);
     ck_assert(pb_interrupted_now());
+    kill(getpid(), SIGUSR2);   /* counted as the others, never the default action's end */
+    wait_count(3);
     pb_interrupt_restore();
     pb_interrupt_unroute();
     pthread_sigmask(SIG_BLOCK, NULL, &after);
-    ck_assert(!sigismember(&after, SIGTERM) && !sigismember(&after, SIGINT));
+    ck_assert(!sigismember(&after, SIGTERM) && !sigismember(&after, SIGINT) &&
+              !sigismember(&after, SIGUSR2));
 }
 END_TEST
 

@@ -160,9 +160,10 @@ START_TEST(mpi_compare)
 END_TEST
 
 /* A Ctrl-C to an mpi compare (slow; MPI builds): the running configuration's ranks stop
- * at their epoch boundary and record it interrupted (no resume state under mpi), the
- * next is not started, exit 130; compare run again runs both to the end. 40 epochs, as
- * test_sweep's mpi case: fewer can end before the signal on a quiet machine. */
+ * at their epoch boundary and record it interrupted with its resume state, the next is
+ * not started, exit 130; compare run again runs both to the end (compare takes no claims
+ * and resumes nothing: the interrupted run stays, `pipebench resume` its way on). 40
+ * epochs, as test_sweep's mpi case: fewer can end before the signal on a quiet machine. */
 START_TEST(mpi_compare_interrupted)
 {
     if (!PB_HAVE_MPI)
@@ -186,8 +187,9 @@ START_TEST(mpi_compare_interrupted)
     ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
     ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs WHERE status = "
                                               "'interrupted' AND executor = 'mpi' AND schedule "
-                                              "= 'gpipe' AND message LIKE '%no resume state "
-                                              "under mpi%'"), 1);
+                                              "= 'gpipe' AND message LIKE '%its resume state "
+                                              "is written: `mpirun -np 2 pipebench resume 1`%'"),
+                     1);
     ck_assert_int_eq(cli_db_int(dir, "i.db", "SELECT count(*) FROM runs"), 1);
     rc = cli_run(dir, out, sizeof out, "%s", args);
     ck_assert_msg(rc == 0 && !strstr(out, "finished already"), "exit %d: %s", rc, out);

@@ -311,10 +311,12 @@ END_TEST
 
 /* executor = mpi: each configuration runs as `mpirun -np 2 pipebench run ...` under its
  * claim (the ranks record it: executor mpi); SIGINT stops the sweep, its running run
- * stopped by its ranks at their epoch boundary (interrupted; mpi writes no resume state)
- * and the other not started; the sweep run again runs what is not finished. 40 short
- * epochs, so the signal sent once the first is recorded lands long before the last (8
- * epochs of 6000 samples once finished in 1.1 s on a quiet machine, before it arrived). */
+ * stopped by its ranks at their epoch boundary (interrupted, rank 0 writing the resume
+ * state of both stages) and the other not started; the sweep run again resumes the
+ * interrupted run from that state as `mpirun -np 2 pipebench resume 1` (the epochs before
+ * it kept as recorded, the others trained) and runs the other. 40 short epochs, so the
+ * signal sent once the first is recorded lands long before the last (8 epochs of 6000
+ * samples once finished in 1.1 s on a quiet machine, before it arrived). */
 START_TEST(mpi_sweep_interrupted_and_resumed)
 {
     if (!PB_HAVE_MPI)   /* a build without MPI refuses the executor (test_bad_inputs) */
@@ -337,20 +339,45 @@ START_TEST(mpi_sweep_interrupted_and_resumed)
     ck_assert_msg(rc == 130, "exit %d: %s", rc, p.log);
     ck_assert_msg(strstr(p.log, "0 done, 0 diverged, 0 failed, 0 errors, 1 interrupted, 1 not "
                                 "started (run the sweep again to go on)"), "%s", p.log);
-    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE status = "
-                                              "'interrupted' AND executor = 'mpi' AND seed = 1 "
-                                              "AND message LIKE '%no resume state under mpi%'"),
+    ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM runs WHERE id = 1 AND status "
+                                              "= 'interrupted' AND executor = 'mpi' AND seed = 1 "
+                                              "AND message LIKE '%resume state is written%'"),
                      1);
     ck_assert_int_eq(count_runs("a.db"), 1);
+    char state[128];
+    snprintf(state, sizeof state, "%s/a.db.run1.state", dir);
+    ck_assert_int_eq(access(state, F_OK), 0);
+    int done = cli_db_int(dir, "a.db", "SELECT count(*) FROM epochs");
+    ck_assert_msg(done >= 1 && done < 40, "%d epochs before the stop", done);
+    /* the epochs recorded before the resume, each with its wall time (an epoch trained
+     * again has another): a query that counts those still there as they were */
+    char sql[8192] = "SELECT count(*) FROM epochs WHERE run_id = 1 AND (0";
+    for (int k = 0; k < done; k++) {
+        char one[96];
+        snprintf(one, sizeof one, "SELECT wall_s FROM epochs WHERE run_id = 1 AND epoch = %d",
+                 k);
+        size_t len = strlen(sql);
+        snprintf(sql + len, sizeof sql - len, " OR (epoch = %d AND wall_s = %.17g)", k,
+                 cli_db_double(dir, "a.db", one));
+    }
+    ck_assert(strlen(sql) + 2 < sizeof sql);
+    strcat(sql, ")");
+    ck_assert_int_eq(cli_db_int(dir, "a.db", sql), done);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db --dry-run") == 0, "%s",
                   out);
-    ck_assert_msg(strstr(out, "seed=1: to run\n") && strstr(out, "seed=2: to run\n"), "%s", out);
+    ck_assert_msg(strstr(out, "seed=1: to resume (run 1, from its resume state)\n") &&
+                  strstr(out, "seed=2: to run\n"), "%s", out);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db") == 0, "%s", out);
+    ck_assert_msg(strstr(out, "seed=1: resuming run 1 from its resume state"), "%s", out);
     ck_assert_msg(strstr(out, "sweep: 2 runs: 2 done"), "%s", out);
+    ck_assert_int_eq(count_runs("a.db"), 2);
+    ck_assert_int_ne(access(state, F_OK), 0);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(DISTINCT seed) FROM runs WHERE status "
                                               "= 'done' AND executor = 'mpi' AND stages = 2"), 2);
     ck_assert_int_eq(cli_db_int(dir, "a.db", "SELECT count(*) FROM epochs e JOIN runs r ON "
                                               "r.id = e.run_id WHERE r.status = 'done'"), 80);
+    /* the resumed run trained epochs `done` to 39 only: those before kept as recorded */
+    ck_assert_int_eq(cli_db_int(dir, "a.db", sql), done);
     ck_assert_msg(cli_run(dir, out, sizeof out, "sweep m.ini --db a.db") == 0, "%s", out);
     ck_assert_msg(strstr(out, "2 finished already, 0 to run"), "%s", out);
     cli_cleanup(dir);

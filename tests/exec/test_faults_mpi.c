@@ -16,6 +16,7 @@
 #include "harness/exec/dist.h"
 #include "results/results.h"
 #include "tests/support/cli_util.h"
+#include "tests/support/train_util.h"
 
 static char dir[64], out[1 << 16];
 
@@ -170,21 +171,29 @@ START_TEST(rank_killed)
 END_TEST
 
 /* SIGTERM to rank 1 alone: the ranks agree (pb_dist_any) to stop after the epoch in
- * progress, recorded; the run is interrupted, without a resume state (none under mpi),
- * and the job exits 130. */
+ * progress, recorded; the run is interrupted with its resume state (rank 0 writes it,
+ * rank 1's stage in it; test_resume_mpi resumes such states), and the job exits 130. */
 START_TEST(rank_signalled)
 {
     cli_scratch(dir, sizeof dir, "faults-mpi");
     int rc = signal_a_rank(1, SIGTERM, 9);
     ck_assert_msg(rc == 130, "mpirun exit %d; its log ends:\n%s", rc, log_tail(9));
     ck_assert_int_eq(db_int("m9.db", "SELECT count(*) FROM runs WHERE status = 'interrupted' "
-                                     "AND message LIKE 'interrupted after epoch %'"), 1);
+                                     "AND message LIKE 'interrupted after epoch %; its resume "
+                                     "state is written%'"), 1);
     ck_assert_int_ge(db_int("m9.db", "SELECT count(*) FROM epochs"), 1);
     ck_assert_int_eq(db_int("m9.db", "SELECT count(*) FROM epochs") ==
                      db_int("m9.db", "SELECT max(epoch) + 1 FROM epochs"), 1);
     char state[128];
     snprintf(state, sizeof state, "%s/m9.db.run1.state", dir);
-    ck_assert_int_ne(access(state, F_OK), 0);
+    ck_assert_int_eq(access(state, F_OK), 0);
+    size_t n;
+    unsigned char *b = read_file(state, &n);
+    /* mlp's fc4, the classifier, is the last stage's: rank 1's */
+    ck_assert_msg(b && memmem(b, n, "\"fc4.weight\"", 12) &&
+                      memmem(b, n, "\"epochs_done\"", 13),
+                  "%s holds no stage 1 tensors", state);
+    free(b);
     cli_cleanup(dir);
 }
 END_TEST

@@ -5,6 +5,7 @@
 #define PB_TEST_CLI_UTIL_H
 
 #include <check.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -90,6 +91,24 @@ static inline int cli_db_int(const char *dir, const char *db, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(h);
     return n;
+}
+
+/* The same as a double (NaN when the database does not exist or sql gives no row). */
+static inline double cli_db_double(const char *dir, const char *db, const char *sql)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, db);
+    if (access(path, F_OK))
+        return NAN;
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ck_assert(sqlite3_open(path, &h) == SQLITE_OK);
+    double x = NAN;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        x = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return x;
 }
 
 /* Removes the scratch folder. */

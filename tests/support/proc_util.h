@@ -22,13 +22,9 @@ struct proc {
     size_t len;
 };
 
-/* Starts `pipebench ARGS` (a shell word list) in folder dir. */
-static inline void proc_start(struct proc *p, const char *dir, const char *args)
+/* Starts the shell command cmd (its output read as pipebench's). */
+static inline void proc_start_shell(struct proc *p, const char *cmd)
 {
-    const char *bin = getenv("PB_PIPEBENCH");
-    ck_assert_msg(bin != NULL, "PB_PIPEBENCH is not set (run through meson test)");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' %s 2>&1", dir, bin, args);
     int fds[2];
     ck_assert(pipe(fds) == 0);
     fflush(stdout);
@@ -51,6 +47,16 @@ static inline void proc_start(struct proc *p, const char *dir, const char *args)
     ck_assert(p->out != NULL);
     p->len = 0;
     p->log[0] = 0;
+}
+
+/* Starts `pipebench ARGS` (a shell word list) in folder dir. */
+static inline void proc_start(struct proc *p, const char *dir, const char *args)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert_msg(bin != NULL, "PB_PIPEBENCH is not set (run through meson test)");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' %s 2>&1", dir, bin, args);
+    proc_start_shell(p, cmd);
 }
 
 /* Reads lines until `times` of them (counted from the start of the output) contain

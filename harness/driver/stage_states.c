@@ -65,14 +65,22 @@ static void writer_alloc(struct pb_stage_states *ss, const struct pb_plan *p)
         pb_stage_layout(&ss->lay[k], &p->model, k, d, p->bounds[k], p->bounds[k + 1]);
 }
 
-/* Stage k's head, received at the writer: checked against its layout. */
-static struct state_head recv_head(const struct pb_stage_states *ss, const struct pb_plan *p,
-                                   int k)
+/* h allocated for the state a head describes. */
+static void alloc_for(struct pb_stage_state *h, const struct state_head *head)
+{
+    pb_stage_state_alloc(h, (size_t)head->nparams, (size_t)head->nbuffers, head->slots,
+                         (size_t)head->nslot);
+}
+
+/* Stage k's head, received at the writer from the rank holding it and checked against
+ * its layout, and ss->h[k] allocated for it. */
+static struct state_head recv_head(struct pb_stage_states *ss, const struct pb_plan *p, int k)
 {
     struct state_head h;
     pb_dist_recv(p->dist, &h, sizeof h, p->rank_of[k], PB_TAG_STATE);
     PB_CHECK(h.nparams == (int64_t)ss->lay[k].nparams &&
              h.nbuffers == (int64_t)ss->lay[k].nbuffers);
+    alloc_for(&ss->h[k], &h);
     return h;
 }
 
@@ -103,8 +111,6 @@ void pb_stage_states_gather(struct pb_stage_states *ss, struct pb_local_stages *
         if (pb_plan_holds(p, k))
             continue;
         struct state_head head = recv_head(ss, p, k);
-        pb_stage_state_alloc(&ss->h[k], (size_t)head.nparams, (size_t)head.nbuffers, head.slots,
-                             (size_t)head.nslot);
         ss->updates[k] = head.updates;
         ss->steps[k] = head.steps;
         move_arrays(p->dist, &ss->h[k], (size_t)head.nparams, (size_t)head.nbuffers,
@@ -127,16 +133,11 @@ void pb_stage_states_shape(struct pb_stage_states *ss, struct pb_local_stages *l
             pb_dist_send(p->dist, &head, sizeof head, 0, PB_TAG_STATE);
             continue;
         }
-        pb_stage_state_alloc(&ss->h[k], (size_t)head.nparams, (size_t)head.nbuffers, head.slots,
-                             (size_t)head.nslot);
+        alloc_for(&ss->h[k], &head);
     }
-    for (int k = 0; writer && k < ss->n; k++) {
-        if (pb_plan_holds(p, k))
-            continue;
-        struct state_head head = recv_head(ss, p, k);
-        pb_stage_state_alloc(&ss->h[k], (size_t)head.nparams, (size_t)head.nbuffers, head.slots,
-                             (size_t)head.nslot);
-    }
+    for (int k = 0; writer && k < ss->n; k++)
+        if (!pb_plan_holds(p, k))
+            recv_head(ss, p, k);
 }
 
 void pb_stage_states_scatter(struct pb_stage_states *ss, struct pb_local_stages *ls,

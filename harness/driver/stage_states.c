@@ -84,8 +84,10 @@ static struct state_head recv_head(struct pb_stage_states *ss, const struct pb_p
     return h;
 }
 
-void pb_stage_states_gather(struct pb_stage_states *ss, struct pb_local_stages *ls,
-                            const struct pb_plan *p)
+/* Every stage's head at the writer, each state allocated there; with `arrays` the
+ * arrays and counts too (gather), else only the shapes (shape). */
+static void collect(struct pb_stage_states *ss, struct pb_local_stages *ls,
+                    const struct pb_plan *p, bool arrays)
 {
     memset(ss, 0, sizeof *ss);
     bool writer = pb_plan_writer(p);
@@ -95,22 +97,31 @@ void pb_stage_states_gather(struct pb_stage_states *ss, struct pb_local_stages *
         if (!pb_plan_holds(p, k))
             continue;
         struct state_head head = head_of(ls, k);
-        struct pb_stage_state h;
-        pb_stage_state_download(&ls->stages[k], &ls->workers[k].optim, &h);
+        struct pb_stage_state h = {0};
+        if (arrays)
+            pb_stage_state_download(&ls->stages[k], &ls->workers[k].optim, &h);
         if (writer) {
-            ss->h[k] = h;
-            ss->updates[k] = head.updates;
-            ss->steps[k] = head.steps;
+            if (arrays) {
+                ss->h[k] = h;
+                ss->updates[k] = head.updates;
+                ss->steps[k] = head.steps;
+            } else {
+                alloc_for(&ss->h[k], &head);
+            }
             continue;
         }
         pb_dist_send(p->dist, &head, sizeof head, 0, PB_TAG_STATE);
-        move_arrays(p->dist, &h, ls->stages[k].nparams, ls->stages[k].nbuffers, 0, true);
-        pb_stage_state_free(&h);
+        if (arrays) {
+            move_arrays(p->dist, &h, ls->stages[k].nparams, ls->stages[k].nbuffers, 0, true);
+            pb_stage_state_free(&h);
+        }
     }
     for (int k = 0; writer && k < ss->n; k++) {
         if (pb_plan_holds(p, k))
             continue;
         struct state_head head = recv_head(ss, p, k);
+        if (!arrays)
+            continue;
         ss->updates[k] = head.updates;
         ss->steps[k] = head.steps;
         move_arrays(p->dist, &ss->h[k], (size_t)head.nparams, (size_t)head.nbuffers,
@@ -118,26 +129,16 @@ void pb_stage_states_gather(struct pb_stage_states *ss, struct pb_local_stages *
     }
 }
 
+void pb_stage_states_gather(struct pb_stage_states *ss, struct pb_local_stages *ls,
+                            const struct pb_plan *p)
+{
+    collect(ss, ls, p, true);
+}
+
 void pb_stage_states_shape(struct pb_stage_states *ss, struct pb_local_stages *ls,
                            const struct pb_plan *p)
 {
-    memset(ss, 0, sizeof *ss);
-    bool writer = pb_plan_writer(p);
-    if (writer)
-        writer_alloc(ss, p);
-    for (int k = 0; k < p->cfg->stages; k++) {
-        if (!pb_plan_holds(p, k))
-            continue;
-        struct state_head head = head_of(ls, k);
-        if (!writer) {
-            pb_dist_send(p->dist, &head, sizeof head, 0, PB_TAG_STATE);
-            continue;
-        }
-        alloc_for(&ss->h[k], &head);
-    }
-    for (int k = 0; writer && k < ss->n; k++)
-        if (!pb_plan_holds(p, k))
-            recv_head(ss, p, k);
+    collect(ss, ls, p, false);
 }
 
 void pb_stage_states_scatter(struct pb_stage_states *ss, struct pb_local_stages *ls,

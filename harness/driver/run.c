@@ -205,8 +205,14 @@ static int start_dist(const struct pb_run_cfg *c, struct pb_dist *dist, struct p
     }
     if (ranks)
         return 0;
-    if (dist->rank != 0)
-        e->msg[0] = 0;
+    /* every rank refuses alike; rank 0 says why before any leaves, for mpirun ends the job
+     * (rank 0 with it, its message unwritten) as soon as one rank exits non-zero */
+    if (dist->rank == 0) {
+        fprintf(stderr, "pipebench: %s\n", e->msg);
+        fflush(stderr);
+    }
+    e->msg[0] = 0;
+    pb_dist_barrier(dist);
     return -1;
 }
 

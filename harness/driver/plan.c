@@ -269,8 +269,17 @@ static int load_data(struct pb_plan *r, struct pb_err *e)
     const struct pb_run_cfg *c = r->cfg;
     struct pb_dataset_opts opts;
     const char *ds = r->dataset = pb_plan_data_opts(r, &opts);
-    snprintf(r->dataset_label, sizeof r->dataset_label, opts.like ? "synthetic:%s" : "%s",
-             opts.like ? opts.like : ds);
+    if (opts.noise > 0 && strcmp(ds, "synthetic"))
+        return pb_err_set(e, "--synthetic-noise: %s is read from files, its noise is its own; "
+                             "drop --synthetic-noise, or add --dataset synthetic", ds);
+    if (opts.noise > 0 && opts.like && pb_dataset_is_sequence(opts.like))
+        return pb_err_set(e, "--synthetic-noise: the stand-in of %s is sequences of ids, not "
+                             "a prototype plus noise; drop --synthetic-noise", opts.like);
+    int n = snprintf(r->dataset_label, sizeof r->dataset_label, opts.like ? "synthetic:%s" : "%s",
+                     opts.like ? opts.like : ds);
+    if (opts.noise > 0 && opts.noise != 1)
+        snprintf(r->dataset_label + n, sizeof r->dataset_label - (size_t)n, " (noise %g)",
+                 opts.noise);
     int rc = 0;
     opts.parts = (pb_plan_holds(r, 0) ? PB_DATA_INPUTS : 0) |
                  (pb_plan_holds(r, c->stages - 1) ? PB_DATA_LABELS : 0);

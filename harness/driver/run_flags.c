@@ -17,7 +17,7 @@ enum {
     O_STAGES, O_MB_SIZE, O_MICROBATCHES, O_CHUNKS, O_EPOCHS, O_LIMIT_TRAIN, O_LIMIT_VAL, O_SEED, O_SHUFFLE,
     O_EXECUTOR, O_DB, O_INIT, O_SAVE, O_QUIET, O_THREADS, O_LABEL_SMOOTHING, O_TRACE_EPOCHS, O_TRACE_WINDOW, O_BACKEND,
     O_EXPERIMENT, O_CHECKPOINT_EVERY, O_BATCH, O_REPEAT, O_BEAM, O_DEVICES, O_TF32, O_DETERMINISTIC,
-    O_LR_WARMUP, O_LR_COSINE, O_CLIP_GRAD,
+    O_LR_WARMUP, O_LR_COSINE, O_CLIP_GRAD, O_SYNTH_NOISE,
     O_HELP,
     O_COUNT
 };
@@ -29,6 +29,7 @@ static const struct option run_options[] = {
     {"partition", required_argument, 0, O_PARTITION},
     {"dataset", required_argument, 0, O_DATASET},
     {"data-dir", required_argument, 0, O_DATA_DIR},
+    {"synthetic-noise", required_argument, 0, O_SYNTH_NOISE},
     {"schedule", required_argument, 0, O_SCHEDULE},
     {"variant", required_argument, 0, O_VARIANT},
     {"optimizer", required_argument, 0, O_OPTIMIZER},
@@ -127,7 +128,11 @@ void pb_run_flags_usage(FILE *f)
         fprintf(f, " %s%s", pb_dataset_names[i], pb_dataset_names[i + 1] ? " |" : "");
     fprintf(f, " (default: the model's)\n"
         "  --data-dir DIR          dataset folder (default $PIPEBENCH_<DATASET>_DIR, else\n"
-        "                          /usr/share/datasets/<dataset>; semantics §1.6)\n");
+        "                          /usr/share/datasets/<dataset>; semantics §1.6)\n"
+        "  --synthetic-noise X     --dataset synthetic: its noise as a multiple of the\n"
+        "                          calibrated level at which the nearest class prototype is\n"
+        "                          right for about 95%% of samples, above 0 and at most 10\n"
+        "                          (default 1; semantics §1.6)\n");
     usage_schedules(f);
     fprintf(f,
         "  --optimizer NAME        sgd | sgdm | adam | adamw | rmsprop | nadam (default sgdm)\n"
@@ -327,6 +332,7 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     FLT(O_CLIP_GRAD, "--clip-grad", o->clip_grad);
     INT(O_LR_WARMUP, "--lr-warmup", o->lr_warmup);
     FLT(O_LABEL_SMOOTHING, "--label-smoothing", c->label_smoothing);
+    FLT(O_SYNTH_NOISE, "--synthetic-noise", c->synthetic.noise);
     INT(O_STAGES, "--stages", c->stages);
     INT(O_MB_SIZE, "--microbatch-size", c->microbatch_size);
     INT(O_MICROBATCHES, "--microbatches", c->microbatches);
@@ -342,6 +348,9 @@ int pb_run_flags_apply(const struct pb_run_flags *f, struct pb_run_cfg *c, struc
     INT(O_LR_RESCHEDULE, "--lr-reschedule-epochs", c->lr_reschedule_epochs);
 #undef FLT
 #undef INT
+    if (!rc && val[O_SYNTH_NOISE] && !(c->synthetic.noise > 0 && c->synthetic.noise <= 10))
+        rc = pb_err_set(e, "--synthetic-noise must be above 0 and at most 10, a multiple of the "
+                           "synthetic data's calibrated noise (got %s)", val[O_SYNTH_NOISE]);
     if (!rc && val[O_NESTEROV])
         o->nesterov = true;
     if (!rc && val[O_LR_COSINE])

@@ -118,6 +118,8 @@ static char *cfg_json(const struct pb_run_cfg *c, const struct pb_preset *p, boo
     add_seed(o, c->seed, string_seed);
     cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
     cJSON_AddNumberToObject(o, "label_smoothing", pb_run_decimal(c->label_smoothing));
+    if (c->synthetic.noise > 0 && c->synthetic.noise != 1)   /* older runs keep their identity */
+        cJSON_AddNumberToObject(o, "synthetic_noise", pb_run_decimal(c->synthetic.noise));
     cJSON_AddStringToObject(o, "init", c->init ? c->init : "");
     cJSON_AddStringToObject(o, "save", c->save ? c->save : "");
     cJSON_AddStringToObject(o, "trace_epochs", c->trace_epochs ? c->trace_epochs : "first,last");
@@ -378,6 +380,7 @@ int pb_run_cfg_from_json(const char *json, struct pb_run_cfg *c, struct pb_run_j
         {"lr_reschedule_epochs", 'i', false, &c->lr_reschedule_epochs},
         {"checkpoint_every", 'i', false, &c->checkpoint_every},
         {"label_smoothing", 'f', false, &c->label_smoothing},
+        {"synthetic_noise", 'f', false, &c->synthetic.noise},
         {"lr", 'f', true, &o->lr},                {"momentum", 'f', true, &o->momentum},
         {"dampening", 'f', true, &o->dampening},  {"nesterov", 'b', true, &o->nesterov},
         {"weight_decay", 'f', true, &o->weight_decay}, {"eps", 'f', true, &o->eps},

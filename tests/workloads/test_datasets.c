@@ -368,6 +368,53 @@ START_TEST(synthetic_deterministic)
 }
 END_TEST
 
+static double centroid_accuracy(const struct pb_dataset *tr, const struct pb_dataset *te);
+
+/* --synthetic-noise k scales the noise around the same prototypes: two samples of a
+ * class differ by one constant factor below 1 (k times the ratio of the unit-variance
+ * scales), the labels are the same, the nearest class mean is right more often, and
+ * k = 1 is the default's bytes. */
+START_TEST(synthetic_noise_scaled)
+{
+    struct pb_dataset a, one, h;
+    struct pb_err e;
+    struct pb_dataset_opts o = {.c = 3, .h = 8, .w = 6, .nclasses = 4, .n = 200};
+    struct pb_dataset_opts o1 = o, oh = o;
+    o1.noise = 1;
+    oh.noise = 0.25f;
+    ck_assert(pb_dataset_load_opts(&a, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 5, &o, &e) == 0);
+    ck_assert(pb_dataset_load_opts(&one, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 5, &o1, &e) == 0);
+    ck_assert(pb_dataset_load_opts(&h, "synthetic", NULL, PB_SPLIT_TRAIN, 0, 5, &oh, &e) == 0);
+    const size_t d = 144;
+    ck_assert(memcmp(a.x, one.x, 200 * d * sizeof *a.x) == 0);
+    ck_assert(memcmp(a.y, h.y, 200 * sizeof *a.y) == 0);
+    int i = 0, j = 1;
+    while (a.y[j] != a.y[i])
+        j++;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t k = 0; k < d; k++) {
+        double da = a.x[j * d + k] - a.x[i * d + k], dh = h.x[j * d + k] - h.x[i * d + k];
+        if (fabs(da) < 0.05)   /* too small a difference to divide by */
+            continue;
+        lo = fmin(lo, dh / da);
+        hi = fmax(hi, dh / da);
+    }
+    ck_assert_msg(lo > 0 && hi - lo < 1e-3 * hi, "ratios %g .. %g", lo, hi);
+    ck_assert_msg(hi < 1, "noise ×0.25 left the in-class differences at %g of theirs", hi);
+    struct pb_dataset at, ht;
+    ck_assert(pb_dataset_load_opts(&at, "synthetic", NULL, PB_SPLIT_TEST, 0, 5, &o, &e) == 0);
+    ck_assert(pb_dataset_load_opts(&ht, "synthetic", NULL, PB_SPLIT_TEST, 0, 5, &oh, &e) == 0);
+    double acc = centroid_accuracy(&a, &at), acc_h = centroid_accuracy(&h, &ht);
+    ck_assert_msg(acc < 0.99 && acc_h > acc && acc_h >= 0.99, "nearest class mean: %g at noise "
+                  "1, %g at 0.25", acc, acc_h);
+    pb_dataset_finish(&at);
+    pb_dataset_finish(&ht);
+    pb_dataset_finish(&a);
+    pb_dataset_finish(&one);
+    pb_dataset_finish(&h);
+}
+END_TEST
+
 /* Nearest class mean (a linear rule) fitted on train, scored on test. */
 static double centroid_accuracy(const struct pb_dataset *tr, const struct pb_dataset *te)
 {
@@ -522,6 +569,7 @@ Suite *pb_test_suite(void)
     suite_add_tcase(s, idx);
     TCase *gen = tcase_create("synthetic and order");
     tcase_add_test(gen, synthetic_deterministic);
+    tcase_add_test(gen, synthetic_noise_scaled);
     tcase_add_test(gen, synthetic_learnable);
     tcase_add_test(gen, epoch_order);
     tcase_add_test(gen, gather);

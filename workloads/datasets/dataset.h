@@ -61,6 +61,8 @@ struct pb_dataset_opts {
     const char *like;  /* synthetic: a stand-in with this image dataset's stored shape,
                           class count, normalisation and transforms, or of the sequence
                           dataset imdb (NULL: generic) */
+    float noise;       /* synthetic: the noise as a multiple of its calibrated level (the
+                          nearest prototype right about 95% of the time); 0 = 1 */
     int vocab, steps;  /* sequence datasets: token ids kept below vocab (others become the
                           OOV id 2), sequences padded or truncated at the end to steps
                           tokens; 0 = 10 000 and 200 (the paper's) */

@@ -115,7 +115,7 @@ int pb_dataset_synthetic(struct pb_dataset *ds, enum pb_split split, int limit, 
     }
 
     double dims = image ? (double)d / b : (double)d;
-    float sigma = (float)(sqrt(dims / 2.0) / margin(nclasses));
+    float sigma = (float)(sqrt(dims / 2.0) / margin(nclasses)) * (o.noise > 0 ? o.noise : 1.0f);
     float scale = (float)(1.0 / sqrt(1.0 + (double)sigma * sigma));
     int parts = o.parts ? o.parts : PB_DATA_ALL;
     bool want_x = parts & PB_DATA_INPUTS;

@@ -35,9 +35,11 @@ static const char usage[] =
     "  --optimizer O        the optimizer whose step --op-costs-out times (default sgdm)\n"
     "  --op-costs-out FILE  also write the cut's op costs, each stage measured alone on\n"
     "                       its cores, for `pipebench simulate --op-costs FILE`: per stage\n"
-    "                       F (its blocks' forwards), B (their backwards) and U (one\n"
-    "                       optimizer step over its parameters), seconds; recv and the\n"
-    "                       split backward's I and W are not measured\n";
+    "                       F (its blocks' forwards), B (their backwards), I and W\n"
+    "                       (their split backward's input- and weight-gradient passes),\n"
+    "                       U (one optimizer step over its parameters) and recv (its\n"
+    "                       messages carried as the executors carry them, per message\n"
+    "                       received), seconds\n";
 
 enum { O_BY = PB_RUN_FLAGS_EXTRA, O_REPS, O_COSTS_OUT, O_HELP };
 
@@ -105,7 +107,7 @@ int pb_cmd_partition(int argc, char **argv)
     if (costs_out && pb_out_path_check("--op-costs-out", costs_out, NULL, &e))
         return pb_cli_fail(e.msg);   /* before measuring anything */
     struct pb_partition_study st;
-    int rc = pb_partition_study(&c, reps, &st, &e);
+    int rc = pb_partition_study(&c, reps, costs_out != NULL, &st, &e);
     if (!rc)
         pb_partition_study_print(&st, stdout);
     if (!rc && costs_out) {

@@ -62,8 +62,8 @@ static int judge(struct pb_partition_study *st, enum pb_partition_by by, const d
     return 0;
 }
 
-int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition_study *st,
-                       struct pb_err *e)
+int pb_partition_study(const struct pb_run_cfg *c, int reps, bool split,
+                       struct pb_partition_study *st, struct pb_err *e)
 {
     memset(st, 0, sizeof *st);
     const struct pb_preset *paper;
@@ -74,12 +74,16 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition
     st->reps = reps;
     st->ms = pb_xcalloc((size_t)nb, sizeof *st->ms);
     st->f_ms = pb_xcalloc((size_t)nb, sizeof *st->f_ms);
+    if (split) {
+        st->i_ms = pb_xcalloc((size_t)nb, sizeof *st->i_ms);
+        st->w_ms = pb_xcalloc((size_t)nb, sizeof *st->w_ms);
+    }
     st->bounds = pb_xcalloc((size_t)d + 1, sizeof *st->bounds);
     if (d > nb)
         return pb_err_set(e, "model '%s' has %d blocks, so it can be cut into at most %d stages "
                           "(got --stages %d)", st->model.name, nb, nb, d);
-    if (pb_partition_profile_fb(&st->model, c->backend, 0, st->threads, reps, st->ms, st->f_ms,
-                                e))
+    struct pb_block_times bt = {st->ms, st->f_ms, st->i_ms, st->w_ms};
+    if (pb_partition_profile_ops(&st->model, c->backend, 0, st->threads, reps, &bt, e))
         return -1;
     double *cost = pb_xcalloc((size_t)nb, sizeof *cost);
     int *tmp = pb_xcalloc((size_t)d + 1, sizeof *tmp);
@@ -167,6 +171,8 @@ void pb_partition_study_finish(struct pb_partition_study *st)
     pb_model_finish(&st->model);
     free(st->ms);
     free(st->f_ms);
+    free(st->i_ms);
+    free(st->w_ms);
     free(st->bounds);
     memset(st, 0, sizeof *st);
 }

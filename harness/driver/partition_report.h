@@ -17,6 +17,8 @@ struct pb_partition_study {
     int stages, threads, reps;
     double *ms;                    /* [nblocks] measured forward + backward, median */
     double *f_ms;                  /* [nblocks] the forward alone, median */
+    double *i_ms, *w_ms;           /* [nblocks] the split backward's I and W, median (NULL
+                                      unless the study was asked for them) */
     enum pb_partition_by by;       /* the cut printed */
     int *bounds;                   /* [stages + 1] its bounds */
     /* per static predictor (flops, cost, params) and time: the correlation of its block
@@ -27,10 +29,11 @@ struct pb_partition_study {
 };
 
 /* Builds c's model (c->stages, c->microbatch_size, c->preset, c->dataset's shape),
- * measures its blocks `reps` times each on c->backend with the cores a stage of c gets,
- * and cuts it by c->partition (NULL: the run's default). */
-int pb_partition_study(const struct pb_run_cfg *c, int reps, struct pb_partition_study *st,
-                       struct pb_err *e);
+ * measures its blocks `reps` times each on c->backend with the cores a stage of c gets
+ * (with `split`, their split backward's two passes as well), and cuts it by c->partition
+ * (NULL: the run's default). */
+int pb_partition_study(const struct pb_run_cfg *c, int reps, bool split,
+                       struct pb_partition_study *st, struct pb_err *e);
 void pb_partition_study_print(const struct pb_partition_study *st, FILE *out);
 void pb_partition_study_finish(struct pb_partition_study *st);
 

@@ -357,16 +357,9 @@ static bool peer_copies(const struct pb_backend *be, const struct pb_backend *ot
     return be->ops->copy_peer && other->ops == be->ops;
 }
 
-/* Moves a message into a tensor of this stage's backend: a buffer of an instance that
- * shares memory with it is taken over without a copy (it stops counting as the
- * sender's communication memory now), one on another device is peer-copied on this
- * stage's stream and released with this stage's fence, one staged in host memory is
- * uploaded, another is copied across and freed. */
-static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
-                         struct pb_tensor *t, struct pb_err *e)
+int pb_msg_to_tensor(struct pb_backend *be, struct pb_msg *m, enum pb_mem_kind kind,
+                     struct pb_tensor *t, struct pb_err *e)
 {
-    struct pb_backend *be = w->stage->be;
-    double t0 = pb_now_s();
     int rc = 0;
     if (m->host) {
         rc = pb_tensor_alloc(be, t, m->shape, PB_LAYOUT_PLAIN, kind, e);
@@ -393,17 +386,22 @@ static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind
         pb_backend_free(m->be, m->data);
     }
     m->data = NULL;
+    return rc;
+}
+
+static int msg_to_tensor(struct pb_worker *w, struct pb_msg *m, enum pb_mem_kind kind,
+                         struct pb_tensor *t, struct pb_err *e)
+{
+    double t0 = pb_now_s();
+    int rc = pb_msg_to_tensor(w->stage->be, m, kind, t, e);
     w->st.comm_s += pb_now_s() - t0;
     return rc;
 }
 
-/* The other way, to the stage before (up) or after: the tensor (plain, PB_MEM_COMM of
- * this stage) becomes the message and stays this stage's memory until the receiver
- * takes or peer-copies it; for a receiver that can do neither, it is downloaded here and
- * the message holds the host copy. */
-static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, struct pb_msg *m)
+double pb_msg_from_tensor(struct pb_backend *be, struct pb_backend *to, struct pb_tensor *t,
+                          struct pb_msg *m)
 {
-    struct pb_backend *be = w->stage->be, *to = up ? w->prev_be : w->next_be;
+    double s = 0;
     *m = (struct pb_msg){be, t->data, t->shape, NULL};
     if (to && !be->ops->shares_memory(be, to) && !peer_copies(to, be)) {
         double t0 = pb_now_s();
@@ -413,9 +411,16 @@ static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, str
         be->ops->sync(be);
         pb_backend_free(be, t->data);
         m->data = NULL;
-        w->st.comm_s += pb_now_s() - t0;
+        s = pb_now_s() - t0;
     }
     t->data = NULL;
+    return s;
+}
+
+/* The other way, to the stage before (up) or after. */
+static void tensor_to_msg(struct pb_worker *w, struct pb_tensor *t, bool up, struct pb_msg *m)
+{
+    w->st.comm_s += pb_msg_from_tensor(w->stage->be, up ? w->prev_be : w->next_be, t, m);
 }
 
 /* The input of micro-batch mb: stage 0 asks the feed for the host inputs (and the labels

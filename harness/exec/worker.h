@@ -28,6 +28,21 @@ struct pb_msg {
     float *host;             /* instead of data: the tensor in host memory (malloc) */
 };
 
+/* Moves a message into a tensor of backend be (the receiving stage's): a buffer of an
+ * instance that shares memory with it is taken over without a copy (it stops counting
+ * as the sender's communication memory now), one on another device is peer-copied on
+ * be's stream and released with be's fence, one staged in host memory is uploaded,
+ * another is copied across and freed. */
+int pb_msg_to_tensor(struct pb_backend *be, struct pb_msg *m, enum pb_mem_kind kind,
+                     struct pb_tensor *t, struct pb_err *e);
+
+/* The sender's side: tensor t (plain, PB_MEM_COMM of be) becomes message m and stays
+ * be's memory until the receiver (on backend `to`) takes or peer-copies it; for a
+ * receiver that can do neither, it is downloaded here and m holds the host copy.
+ * Returns the seconds that download took (0 when there was none). */
+double pb_msg_from_tensor(struct pb_backend *be, struct pb_backend *to, struct pb_tensor *t,
+                          struct pb_msg *m);
+
 /* Whether an op produced a message. */
 static inline bool pb_msg_present(const struct pb_msg *m)
 {

@@ -68,10 +68,19 @@ int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, str
  * untimed, the median. ms[nblocks]. */
 int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
                          int reps, double *ms, struct pb_err *e);
-/* pb_partition_profile, and when f_ms is given each block's forward alone (its median
- * over the same repetitions, the backend synchronised after it) into f_ms[nblocks]. */
-int pb_partition_profile_fb(const struct pb_model *m, const char *backend, int device,
-                            int threads, int reps, double *ms, double *f_ms, struct pb_err *e);
+/* What pb_partition_profile_ops measures, each [nblocks] milliseconds, NULL: not wanted
+ * (ms is required; i_ms and w_ms go together). */
+struct pb_block_times {
+    double *ms;    /* forward + backward, as pb_partition_profile */
+    double *f_ms;  /* the forward alone (the backend synchronised after it), in the same
+                      repetitions */
+    double *i_ms;  /* the split backward's input-gradient pass and weight-gradient pass */
+    double *w_ms;  /* (semantics §4.10), in `reps` more repetitions of forward, I and W
+                      after one untimed, the forward not timed */
+};
+int pb_partition_profile_ops(const struct pb_model *m, const char *backend, int device,
+                             int threads, int reps, const struct pb_block_times *out,
+                             struct pb_err *e);
 
 /* "0,3,5,9"; free() it. */
 char *pb_partition_text(const int *bounds, int stages);

@@ -1,6 +1,7 @@
 /* harness/model/profile.c — measured forward + backward time of each block
  * (pb_partition_profile, partition.h), for `--partition time` and `pipebench partition`,
- * and of its forward alone (pb_partition_profile_fb: the simulator's op costs).
+ * and of its forward alone and its split backward's two passes (pb_partition_profile_ops:
+ * the simulator's op costs).
  * Block 0 runs on a generated input (token ids below the smallest embedding's vocabulary
  * when the model has embeddings, else uniform values), every later block on the output
  * of the block before it, so what a block carries for later ones (a translation model's
@@ -119,6 +120,40 @@ static int step(struct pb_stage *s, const struct probe *p, int64_t mb, double *m
     return rc;
 }
 
+/* One forward (untimed) and the split backward of stage s on the probe's data:
+ * *i_ms the input-gradient pass, *w_ms the weight-gradient pass, the backend
+ * synchronised around each. */
+static int step_split(struct pb_stage *s, const struct probe *p, int64_t mb, double *i_ms,
+                      double *w_ms, struct pb_err *e)
+{
+    struct pb_backend *be = s->be;
+    struct pb_tensor x, y = {0}, dx = {0};
+    if (pb_tensor_alloc(be, &x, p->x.shape, PB_LAYOUT_PLAIN, PB_MEM_ACTS, e))
+        return -1;
+    be->ops->copy(be, x.data, p->x.data, pb_shape_count(x.shape) * sizeof(float));
+    struct pb_step_ctx c = {true, 1, mb, NULL, NULL};
+    struct pb_stage_act act;
+    if (pb_stage_forward(s, &c, s->params, x, p->labels, &act, &y, e))
+        return -1;
+    be->ops->sync(be);
+    bool last = s->index == s->nstages - 1;
+    double t0 = 1e3 * pb_now_s();
+    int rc = pb_stage_backward_input(s, &c, s->params, &act, last ? NULL : &p->dy, &dx, e);
+    be->ops->sync(be);
+    double t1 = 1e3 * pb_now_s();
+    if (!rc) {
+        rc = pb_stage_backward_weights(s, &c, &act, e);
+        be->ops->sync(be);
+    } else {
+        pb_stage_act_release(s, &act);
+    }
+    *i_ms = t1 - t0;
+    *w_ms = 1e3 * pb_now_s() - t1;
+    pb_backend_free(be, y.data);
+    pb_backend_free(be, dx.data);
+    return rc;
+}
+
 /* The median of times[reps] (sorted here). */
 static double median(double *times, int reps)
 {
@@ -127,11 +162,13 @@ static double median(double *times, int reps)
 }
 
 /* Block i on input *x (taken over: freed here), its output on it into *next for the
- * following block; times and f_times hold reps values each. */
+ * following block; times holds 2 · reps values. The medians of block i go to out
+ * (ms, f_ms, and i_ms and w_ms where out has them). */
 static int profile_block(struct pb_backend *be, const struct pb_model *m, int i, int reps,
-                         double *times, double *f_times, double *ms, double *f_ms,
-                         struct pb_tensor *x, struct pb_tensor *next, struct pb_err *e)
+                         double *times, const struct pb_block_times *out, struct pb_tensor *x,
+                         struct pb_tensor *next, struct pb_err *e)
 {
+    double *t1 = times, *t2 = times + reps;
     struct pb_stage s;
     struct probe p = {.x = *x};
     *x = (struct pb_tensor){0};
@@ -142,11 +179,18 @@ static int profile_block(struct pb_backend *be, const struct pb_model *m, int i,
     int rc = pb_stage_init_params(&s, 1, e) || probe_init(&p, be, m, i, e);
     /* the first, untimed: primitive creation, and the next block's input */
     for (int r = 0; !rc && r <= reps; r++)
-        rc = step(&s, &p, r, &times[r > 0 ? r - 1 : 0], &f_times[r > 0 ? r - 1 : 0],
+        rc = step(&s, &p, r, &t1[r > 0 ? r - 1 : 0], &t2[r > 0 ? r - 1 : 0],
                   r == 0 && i < m->nblocks - 1 ? next : NULL, e);
     if (!rc) {
-        *ms = median(times, reps);
-        *f_ms = median(f_times, reps);
+        out->ms[i] = median(t1, reps);
+        if (out->f_ms)
+            out->f_ms[i] = median(t2, reps);
+    }
+    for (int r = 0; !rc && out->i_ms && r <= reps; r++)
+        rc = step_split(&s, &p, reps + 1 + r, &t1[r > 0 ? r - 1 : 0], &t2[r > 0 ? r - 1 : 0], e);
+    if (!rc && out->i_ms) {
+        out->i_ms[i] = median(t1, reps);
+        out->w_ms[i] = median(t2, reps);
     }
     probe_finish(&p, be);
     pb_stage_finish(&s);
@@ -156,23 +200,24 @@ static int profile_block(struct pb_backend *be, const struct pb_model *m, int i,
 int pb_partition_profile(const struct pb_model *m, const char *backend, int device, int threads,
                          int reps, double *ms, struct pb_err *e)
 {
-    return pb_partition_profile_fb(m, backend, device, threads, reps, ms, NULL, e);
+    return pb_partition_profile_ops(m, backend, device, threads, reps,
+                                    &(struct pb_block_times){.ms = ms}, e);
 }
 
-int pb_partition_profile_fb(const struct pb_model *m, const char *backend, int device,
-                            int threads, int reps, double *ms, double *f_ms, struct pb_err *e)
+int pb_partition_profile_ops(const struct pb_model *m, const char *backend, int device,
+                             int threads, int reps, const struct pb_block_times *out,
+                             struct pb_err *e)
 {
-    PB_CHECK(reps >= 1 && m->batch > 0);
+    PB_CHECK(reps >= 1 && m->batch > 0 && out->ms && !out->i_ms == !out->w_ms);
     struct pb_backend_cfg bc = {.device = device, .threads = threads};
     struct pb_backend *be = pb_backend_create(backend, &bc, e);
     if (!be)
         return -1;
-    double *times = pb_xcalloc((size_t)reps * 2, sizeof *times), f_unused;
+    double *times = pb_xcalloc((size_t)reps * 2, sizeof *times);
     struct pb_tensor x = {0}, next = {0};
     int rc = upload_generated(be, &x, m->blocks[0].in_shape, 0, input_vocab(m), e);
     for (int i = 0; i < m->nblocks && !rc; i++) {
-        rc = profile_block(be, m, i, reps, times, times + reps, &ms[i],
-                           f_ms ? &f_ms[i] : &f_unused, &x, &next, e);
+        rc = profile_block(be, m, i, reps, times, out, &x, &next, e);
         x = next;
         next = (struct pb_tensor){0};
     }

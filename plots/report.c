@@ -49,7 +49,7 @@ static const char runs_sql[] =
     "100 * coalesce(g.bubble_frac, s.bubble_frac), params_sum, grads_sum, optstate_sum, "
     "wcopies_sum, acts_sum, comm_sum, scratch_sum, bnstats_sum, host_sum, total_sum, total_max, "
     "f_mean, f_max, b_mean, b_max, pred_err_mean, pred_err_max, epochs_to_target, "
-    "seconds_to_target, pb_sim_throughput(s.run_id), 100 * sim_bubble_frac, shared_timing, "
+    "seconds_to_target, pb_sim_throughput(s.run_id), 100 * pb_sim_bubble(s.run_id), shared_timing, "
     "s.status = 'diverged', "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_lo ELSE s.throughput_lo END, "
     "CASE WHEN g.throughput_repeats > 1 THEN g.throughput_hi ELSE s.throughput_hi END, "

@@ -1,6 +1,7 @@
-/* results/results_sim.c — a recorded run's simulated throughput (results_sim.h): its own
- * pipe simulated with the medians of its op events (results_costs.c), and the SQL
- * functions through which the reports read that same number. */
+/* results/results_sim.c — a recorded run's simulated throughput and bubble
+ * (results_sim.h): its own pipe simulated with the medians of its op events
+ * (results_costs.c), and the SQL functions through which the reports read those same
+ * numbers. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -42,14 +43,14 @@ int pb_run_sim_costs(const struct pb_run_costs *rc, int64_t id, struct pb_sim_co
     return 0;
 }
 
-int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
-                       bool *contended, struct pb_err *e)
+int pb_results_run_sim(struct pb_results *db, int64_t id, struct pb_run_sim *out,
+                       struct pb_err *e)
 {
     struct pb_run_costs rc;
-    *contended = false;
+    *out = (struct pb_run_sim){NAN, NAN, false};
     if (pb_results_run_costs(db, id, &rc, e))
         return -1;
-    *contended = rc.contended;
+    out->contended = rc.contended;
     struct pb_sim_cost *costs = pb_xcalloc((size_t)rc.stages, sizeof *costs);
     struct pb_pipe p = {.stages = rc.stages, .length = rc.length,
                         .microbatches = rc.microbatches,
@@ -62,7 +63,12 @@ int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
         (sch = pb_schedule_find(rc.schedule, e)) != NULL) {
         p.optimizer = oc.kind;
         if (!pb_simulate_pipe(sch, &p, NULL, costs, p.stages, false, &res, e)) {
-            *samples_per_s = pb_sim_samples_per_s(p.length, rc.microbatch_size, res.makespan_s);
+            out->samples_per_s = pb_sim_samples_per_s(p.length, rc.microbatch_size,
+                                                       res.makespan_s);
+            double idle = 0;
+            for (int k = 0; k < p.stages; k++)
+                idle += res.bubble[k];
+            out->bubble = idle / p.stages;
             status = 0;
         }
     }
@@ -77,8 +83,8 @@ int pb_results_run_sim(struct pb_results *db, int64_t id, double *samples_per_s,
 struct sim_cache {
     struct pb_results *db;
     int64_t id;
-    bool ok, contended;
-    double samples_per_s;
+    bool ok;
+    struct pb_run_sim sim;
 };
 
 static const struct sim_cache *simulated(sqlite3_context *ctx, sqlite3_value *run_id)
@@ -90,7 +96,7 @@ static const struct sim_cache *simulated(sqlite3_context *ctx, sqlite3_value *ru
     if (c->id != id) {
         struct pb_err e;
         c->id = id;
-        c->ok = !pb_results_run_sim(c->db, id, &c->samples_per_s, &c->contended, &e);
+        c->ok = !pb_results_run_sim(c->db, id, &c->sim, &e);
     }
     return c;
 }
@@ -100,7 +106,17 @@ static void sql_throughput(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     (void)argc;
     const struct sim_cache *c = simulated(ctx, argv[0]);
     if (c && c->ok)
-        sqlite3_result_double(ctx, c->samples_per_s);
+        sqlite3_result_double(ctx, c->sim.samples_per_s);
+    else
+        sqlite3_result_null(ctx);
+}
+
+static void sql_bubble(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const struct sim_cache *c = simulated(ctx, argv[0]);
+    if (c && c->ok)
+        sqlite3_result_double(ctx, c->sim.bubble);
     else
         sqlite3_result_null(ctx);
 }
@@ -112,7 +128,7 @@ static void sql_contended(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     (void)argc;
     const struct sim_cache *c = simulated(ctx, argv[0]);
     if (c)
-        sqlite3_result_int(ctx, c->contended);
+        sqlite3_result_int(ctx, c->sim.contended);
     else
         sqlite3_result_null(ctx);
 }
@@ -122,10 +138,12 @@ int pb_results_sim_functions(struct pb_results *db, struct pb_err *e)
     sqlite3 *h = pb_results_sqlite(db);
     struct sim_cache *c = pb_xcalloc(1, sizeof *c);
     *c = (struct sim_cache){.db = db, .id = -1};
-    /* the connection frees the cache with the first function; the second only reads it */
+    /* the connection frees the cache with the first function; the others only read it */
     int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
     if (sqlite3_create_function_v2(h, "pb_sim_throughput", 1, flags, c, sql_throughput, NULL,
                                    NULL, free) != SQLITE_OK ||
+        sqlite3_create_function_v2(h, "pb_sim_bubble", 1, flags, c, sql_bubble, NULL, NULL,
+                                   NULL) != SQLITE_OK ||
         sqlite3_create_function_v2(h, "pb_sim_contended", 1, flags, c, sql_contended, NULL,
                                    NULL, NULL) != SQLITE_OK)
         return pb_err_set(e, "results database %s: registering the simulation functions: %s",

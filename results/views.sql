@@ -100,8 +100,9 @@ WHERE e.epoch > (SELECT CASE WHEN count(*) > 1 THEN min(x.epoch) ELSE -1 END
 -- A run's throughput: the median over its steady epochs of their throughputs, with
 -- their range (throughput_lo, throughput_hi) as its spread, the number of epochs it is
 -- taken over and whether that includes the warm-up (a run of one epoch).
--- (A run's simulated throughput is not a view: results/results_sim.h defines it, and a
--- reporting connection reads it as pb_sim_throughput(run_id).)
+-- (A run's simulated throughput and bubble are not views: results/results_sim.h defines
+-- them, and a reporting connection reads them as pb_sim_throughput(run_id) and
+-- pb_sim_bubble(run_id).)
 CREATE TEMP VIEW IF NOT EXISTS run_throughput AS
 WITH t AS (
     SELECT run_id, 1.0 * samples / wall_s AS thr,
@@ -119,8 +120,7 @@ FROM t GROUP BY run_id;
 -- writes 1 - busy_s / wall_s), so idle_s = bubble_frac * makespan_s.
 CREATE TEMP VIEW IF NOT EXISTS stage_epoch_time AS
 SELECT s.run_id, s.epoch, s.stage, s.busy_s, s.wait_s, s.comm_s, e.wall_s AS makespan_s,
-       s.bubble_frac * e.wall_s AS idle_s, s.bubble_frac,
-       e.sim_wall_s AS sim_makespan_s, s.sim_bubble * e.sim_wall_s AS sim_idle_s
+       s.bubble_frac * e.wall_s AS idle_s, s.bubble_frac
 FROM stage_stats s JOIN epochs e USING (run_id, epoch);
 
 -- Per run and stage: the bubble fraction of the device over the run's steady epochs,
@@ -128,17 +128,14 @@ FROM stage_stats s JOIN epochs e USING (run_id, epoch);
 CREATE TEMP VIEW IF NOT EXISTS stage_bubble AS
 SELECT t.run_id, t.stage, sum(t.busy_s) AS busy_s, sum(t.idle_s) AS idle_s,
        sum(t.makespan_s) AS makespan_s,
-       sum(t.idle_s) / nullif(sum(t.makespan_s), 0) AS bubble_frac,
-       CASE WHEN count(t.sim_idle_s) = count(*)
-            THEN sum(t.sim_idle_s) / nullif(sum(t.sim_makespan_s), 0) END AS sim_bubble_frac
+       sum(t.idle_s) / nullif(sum(t.makespan_s), 0) AS bubble_frac
 FROM stage_epoch_time t JOIN steady_epochs USING (run_id, epoch)
 WHERE t.idle_s IS NOT NULL GROUP BY t.run_id, t.stage;
 
 -- Per run: the mean bubble fraction of its devices (every device has the same makespan,
 -- so this is all idle seconds over D times the makespan) and the worst device's.
 CREATE TEMP VIEW IF NOT EXISTS run_bubble AS
-SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max,
-       avg(sim_bubble_frac) AS sim_bubble_frac
+SELECT run_id, avg(bubble_frac) AS bubble_frac, max(bubble_frac) AS bubble_frac_max
 FROM stage_bubble GROUP BY run_id;
 
 -- Repeats (--repeat N; semantics §6.4): the finished runs (done or diverged) of one
@@ -236,7 +233,6 @@ FROM staleness GROUP BY run_id;
 CREATE TEMP VIEW IF NOT EXISTS run_summary AS
 SELECT c.*, a.best_acc, a.best_bleu, a.final_acc, a.epochs_done, a.wall_s, t.throughput,
        t.throughput_lo, t.throughput_hi, t.throughput_epochs, t.warmup_included,
-       b.sim_bubble_frac,
        g.epochs_to_target, g.seconds_to_target,
        b.bubble_frac, b.bubble_frac_max, m.params_sum, m.grads_sum, m.optstate_sum,
        m.wcopies_sum, m.acts_sum, m.comm_sum, m.scratch_sum, m.bnstats_sum, m.host_sum,

@@ -251,6 +251,11 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
     printf("makespan %.6g s; throughput %.6g micro-batches/s = %.6g samples/s (b = %d); "
            "%ld ops\n", r->makespan_s, p->length / r->makespan_s,
            pb_sim_samples_per_s(p->length, b, r->makespan_s), b, r->ops);
+    double idle = 0;
+    int np = pb_pipe_devices(p);
+    for (int d = 0; d < np; d++)
+        idle += r->bubble[d];
+    printf("bubble %.6g%% (the devices' mean idle time over the makespan)\n", 100 * idle / np);
     if (r->extrapolated)
         printf("extrapolated: simulated op by op from N' = %d micro-batches, then %lld "
                "periods of %d micro-batch%s, verified period T = %.9g s (design §6.6)\n",

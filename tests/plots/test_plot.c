@@ -467,10 +467,10 @@ START_TEST(throughput_sim_beside)
 {
     struct pb_results *h;
     struct pb_err e;
-    double sim;
-    bool contended;
+    struct pb_run_sim run;
     ck_assert_int_eq(pb_results_open_existing(&h, db, &e), 0);
-    ck_assert_msg(pb_results_run_sim(h, FX_PIPEDREAM, &sim, &contended, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pb_results_run_sim(h, FX_PIPEDREAM, &run, &e) == 0, "%s", e.msg);
+    double sim = run.samples_per_s;
     pb_results_close(h);
     plot_ok("throughput", "svg", FX_PIPEDREAM);
     char *t = read_dat("throughput");

@@ -183,7 +183,7 @@ static double simulated_samples_per_s(const char *out)
 }
 
 /* The mean of the report's CSV row for the run's schedule. */
-static double reported_samples_per_s(const char *out, const char *row)
+static double reported_mean(const char *out, const char *row)
 {
     const char *at = strstr(out, row);
     ck_assert_msg(at != NULL, "no row '%s' in: %s", row, out);
@@ -191,8 +191,9 @@ static double reported_samples_per_s(const char *out, const char *row)
 }
 
 /* One recorded run: `simulate --run` and `report --table sim-throughput` print the same
- * simulated throughput (to the digits each prints), both with a dagger exactly where the
- * run's op times were measured on shared cores. */
+ * simulated throughput, and `report --table sim-bubble` the bubble simulate prints (to
+ * the digits each prints), each with a dagger exactly where the run's op times were
+ * measured on shared cores. */
 START_TEST(test_run_sim_one_definition)
 {
     char dir[64], out[16384];
@@ -208,7 +209,7 @@ START_TEST(test_run_sim_one_definition)
     double sim = simulated_samples_per_s(out);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput "
                              "--format csv"), 0);
-    double rep = reported_samples_per_s(out, "sgdm,mlp,synthetic,2,pipedream,");
+    double rep = reported_mean(out, "sgdm,mlp,synthetic,2,pipedream,");
     ck_assert_msg(sim > 0 && fabs(rep - sim) <= 1e-5 * sim, "simulate --run %.9g, report %.9g",
                   sim, rep);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-throughput"),
@@ -216,6 +217,16 @@ START_TEST(test_run_sim_one_definition)
     ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-bubble"), 0);
     ck_assert_msg(!strstr(out, " \xe2\x80\xa0 (n"), "%s", out);
+    /* the bubble too: the same simulation's */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db"), 0);
+    const char *at = strstr(out, "\nbubble ");
+    ck_assert_msg(at != NULL, "%s", out);
+    double sim_bubble = strtod(at + 8, NULL);
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "report --db r.db --table sim-bubble "
+                             "--format csv"), 0);
+    double rep_bubble = reported_mean(out, "sgdm,mlp,synthetic,2,pipedream,");
+    ck_assert_msg(sim_bubble > 0 && fabs(rep_bubble - sim_bubble) <= 1e-4 * sim_bubble,
+                  "simulate --run %.9g%%, report %.9g%%", sim_bubble, rep_bubble);
     /* the run's pipe with a file's costs */
     cli_write(dir, "c.csv", "stage,op,seconds\n0,F,1\n0,B,2\n0,U,0\n1,F,1\n1,B,2\n1,U,0\n");
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --op-costs c.csv"),

@@ -192,26 +192,55 @@ static int costs_from_run(struct sim_args *a, struct pb_run_costs *rc, struct pb
     return pb_run_sim_costs(rc, id, *costs, e) ? pb_err_prefix(e, "simulate: ") : 0;
 }
 
-/* The costs of --op-costs FILE for the op kinds each stage's program runs (taken from the
- * programs of a pipe of at most D·M micro-batches where the pipe is too long to build
- * whole: the kinds do not change with N). */
-static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
-                           struct pb_sim_cost *costs, struct pb_err *e)
+/* The op kinds each stage's program of the simulated pipe runs, into kinds[stages] (a bit
+ * per kind; taken from the programs of a pipe of at most D·M micro-batches where the
+ * pipe is too long to build whole: the kinds do not change with N). */
+static int pipe_kinds(const struct sim_args *a, const struct pb_schedule *sch, unsigned *kinds,
+                      struct pb_err *e)
 {
     struct pb_pipe p = a->pipe;
     if ((long long)p.stages * p.length > PB_MAX_PROGRAM_OPS / 3)
         p.length = p.stages * p.microbatches;
     struct pb_program *progs = pb_xcalloc((size_t)p.stages, sizeof *progs);
-    unsigned *kinds = pb_xcalloc((size_t)p.stages, sizeof *kinds);
     int rc = pb_programs_build(sch, &p, progs, e);
     for (int k = 0; k < p.stages && !rc; k++)
         kinds[k] = pb_program_kinds(&progs[k]);
-    if (!rc)
-        rc = pb_sim_cost_file_read(a->op_costs, p.stages, kinds, costs, &a->file_contended, e);
     pb_programs_finish(progs, p.stages);
     free(progs);
+    return rc;
+}
+
+/* The costs of --op-costs FILE for the op kinds each stage's program runs. */
+static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
+                           struct pb_sim_cost *costs, struct pb_err *e)
+{
+    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
+    int rc = pipe_kinds(a, sch, kinds, e) ||
+             pb_sim_cost_file_read(a->op_costs, a->pipe.stages, kinds, costs, &a->file_contended,
+                                   e);
     free(kinds);
     return rc ? pb_err_prefix(e, "simulate: ") : 0;
+}
+
+/* With --run and its costs: every op kind the simulated schedule runs must be among the
+ * run's events (a run of the fused backward has no I and W to simulate a split one
+ * with, and the reverse). */
+static int run_has_kinds(const struct sim_args *a, const struct pb_schedule *sch,
+                         const struct pb_run_costs *rc, struct pb_err *e)
+{
+    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
+    int status = pipe_kinds(a, sch, kinds, e);
+    for (int k = 0; k < a->pipe.stages && !status; k++)
+        for (int kind = 0; kind < PB_OP_NKINDS && !status; kind++)
+            if ((kinds[k] >> kind & 1) && isnan(rc->op_s[PB_OP_NKINDS * k + kind]))
+                status = pb_err_set(e, "simulate: %s runs %c on stage %d, and run %s (%s) "
+                                    "recorded no %c events there; give --op-costs FILE "
+                                    "(`pipebench partition --op-costs-out FILE` measures F, B, "
+                                    "U, I and W alone) or --cost", a->sched,
+                                    pb_op_letter(kind), k, a->run, rc->schedule,
+                                    pb_op_letter(kind));
+    free(kinds);
+    return status;
 }
 
 /* With chunks: one row per device, its stages (pb_pipe_stage_of) and what it did. */
@@ -284,9 +313,19 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
 
 /* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its
  * activations per micro-batch (its peak over the micro-batches its own schedule held). */
-static int print_memory(const struct sim_args *a, const struct pb_run_costs *rc,
-                        const struct pb_sim_result *r, struct pb_err *e)
+static int print_memory(const struct sim_args *a, const struct pb_schedule *sch,
+                        const struct pb_run_costs *rc, const struct pb_sim_result *r,
+                        struct pb_err *e)
 {
+    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
+    bool split = false;
+    if (pipe_kinds(a, sch, kinds, e)) {
+        free(kinds);
+        return -1;
+    }
+    for (int k = 0; k < a->pipe.stages; k++)
+        split |= kinds[k] >> PB_OP_I & 1;
+    free(kinds);
     const struct pb_schedule *own;
     struct pb_pipe p = {.stages = rc->stages, .length = rc->length,
                         .microbatches = rc->microbatches, .variant = rc->variant[0] ? rc->variant
@@ -299,6 +338,9 @@ static int print_memory(const struct sim_args *a, const struct pb_run_costs *rc,
         printf("peak memory per stage, bytes (from run %s's sizes: parameters, and activations "
                "per micro-batch = its peak / the micro-batches %s held):\n", a->run,
                rc->schedule);
+        if (split)
+            printf("(a micro-batch between its I and W counts whole, though I frees all but "
+                   "what W reads: the acts column is an upper bound)\n");
         printf("stage   params        wcopies       acts\n");
         for (int k = 0; k < a->pipe.stages; k++) {
             int held = pb_sim_acts_peak(&progs[k]);
@@ -384,6 +426,8 @@ int pb_cmd_simulate(int argc, char **argv)
         a.optimizer = "sgdm";
     if (pb_cli_pipe("simulate", a.sched, a.optimizer, a.have_m, &a.pipe, &sch, &e))
         goto out;
+    if (costs && run_has_kinds(&a, sch, &rcosts, &e))
+        goto out;
     if (!costs) {
         costs = pb_xcalloc((size_t)a.pipe.stages, sizeof *costs);
         if (a.op_costs ? costs_from_file(&a, sch, costs, &e)
@@ -404,7 +448,7 @@ int pb_cmd_simulate(int argc, char **argv)
         goto out;
     print_result(&a, costs, &res,
                  a.op_costs ? a.file_contended : a.run && rcosts.contended);
-    if (a.run && print_memory(&a, &rcosts, &res, &e))
+    if (a.run && print_memory(&a, sch, &rcosts, &res, &e))
         goto out;
     a.costs = costs;
     if (a.record) {

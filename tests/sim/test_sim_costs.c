@@ -227,6 +227,11 @@ START_TEST(test_run_sim_one_definition)
     double rep_bubble = reported_mean(out, "sgdm,mlp,synthetic,2,pipedream,");
     ck_assert_msg(sim_bubble > 0 && fabs(rep_bubble - sim_bubble) <= 1e-4 * sim_bubble,
                   "simulate --run %.9g%%, report %.9g%%", sim_bubble, rep_bubble);
+    /* a schedule of the split backward has no costs in a run of the fused one */
+    ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --schedule zb-h1"),
+                     2);
+    ck_assert_msg(strstr(out, "zb-h1 runs I on stage 0, and run 1 (pipedream) recorded no I "
+                  "events there") && strstr(out, "--op-costs FILE"), "%s", out);
     /* the run's pipe with a file's costs */
     cli_write(dir, "c.csv", "stage,op,seconds\n0,F,1\n0,B,2\n0,U,0\n1,F,1\n1,B,2\n1,U,0\n");
     ck_assert_int_eq(cli_run(dir, out, sizeof out, "simulate --run 1 --db r.db --op-costs c.csv"),

@@ -95,8 +95,13 @@ int pb_kit_table_write(const char *db, const struct pb_kit_table_row *rows, int 
         pb_grid_set(&g, paper, 1, kr->optimizer, false);
         pb_grid_set(&g, paper, 2, kr->metric, false);
         pb_grid_set(&g, paper, 3, kr->note[0] ? kr->note : "paper", false);
+        if (!isnan(kr->chance))
+            set_text(&g, ours, 2, "chance %.2f", kr->chance);
+        else
+            pb_grid_set(&g, ours, 2, "", false);
         for (int k = 0; k < 3; k++) {
-            pb_grid_set(&g, ours, k, "", false);
+            if (k != 2)
+                pb_grid_set(&g, ours, k, "", false);
             if (diff >= 0)
                 pb_grid_set(&g, diff, k, "", false);
         }

@@ -28,6 +28,8 @@ struct pb_kit_cell {
 struct pb_kit_table_row {
     const char *label, *optimizer, *metric;   /* "AlexNet", "SGDM", "top-1 %" */
     const char *note;                         /* "" or "not in Table IV" */
+    double chance;   /* the metric a uniform guess scores over the classes of the data its
+                        runs read (100 / classes, top-1 %); NAN: none given (BLEU) */
     struct pb_kit_cell cells[PB_KIT_NCOLS];
 };
 

@@ -3,6 +3,7 @@
  * prints the published table beside pipebench's numbers (plots/kit_table.h) and, with
  * --figures DIR, the paper's kind of figure (plots/plot.h's convergence, a facet per row). */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "harness/cli/cli.h"
 #include "harness/driver/finished.h"
 #include "harness/driver/kit.h"
+#include "harness/driver/plan.h"
 #include "harness/driver/sweep.h"
 #include "plots/plot.h"
 
@@ -213,6 +215,12 @@ static int table_rows(const struct row_run *rr, int n, struct pb_kit_table_row *
         t->optimizer = k->optimizer;
         t->metric = k->metric;
         t->note = k->note;
+        t->chance = NAN;
+        int classes;
+        struct pb_err e;
+        if (strstr(k->metric, "top-1") && rr[i].sweep.n &&
+            !pb_run_data_classes(&rr[i].sweep.items[0].cfg, &classes, &e) && classes > 0)
+            t->chance = 100.0 / classes;
         for (int c = 0; c < PB_KIT_NCOLS; c++)
             t->cells[c].paper = k->paper[c];
         for (int j = 0; j < rr[i].sweep.n; j++) {

@@ -385,27 +385,38 @@ static int build_model(struct pb_plan *r, struct pb_err *e)
                             r->devices[0], r->bounds, e);
 }
 
+/* r chosen for c, with one training sample of its dataset's stand-in in r->train: the
+ * shape and classes of a dataset are its stand-in's, and nothing is read. */
+static int plan_standin(struct pb_plan *r, const struct pb_run_cfg *c, struct pb_err *e)
+{
+    if (pb_plan_choose(r, c, e))
+        return -1;
+    struct pb_dataset_opts opts;
+    const char *ds = r->dataset = pb_plan_data_opts(r, &opts);
+    if (strcmp(ds, "synthetic") && !pb_dataset_summary(ds))
+        return pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets", ds);
+    if (strcmp(ds, "synthetic") && (pb_dataset_is_image(ds) || pb_dataset_is_sequence(ds)))
+        opts.like = ds;
+    return pb_dataset_load_opts(&r->train, "synthetic", NULL, PB_SPLIT_TRAIN, 1, c->seed, &opts,
+                                e);
+}
+
+int pb_run_data_classes(const struct pb_run_cfg *c, int *nclasses, struct pb_err *e)
+{
+    struct pb_plan r = {0};
+    int rc = plan_standin(&r, c, e);
+    if (!rc)
+        *nclasses = r.train.nclasses;
+    pb_plan_finish(&r);
+    return rc ? -1 : 0;
+}
+
 int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
                        const struct pb_preset **paper, struct pb_err *e)
 {
     struct pb_plan r = {0};
     *paper = NULL;
-    if (pb_plan_choose(&r, c, e)) {
-        pb_plan_finish(&r);
-        return -1;
-    }
-    struct pb_dataset_opts opts;
-    const char *ds = r.dataset = pb_plan_data_opts(&r, &opts);
-    int rc = 0;
-    if (strcmp(ds, "synthetic") && !pb_dataset_summary(ds))
-        rc = pb_err_set(e, "unknown dataset '%s'; `pipebench list` shows the datasets", ds);
-    /* the shape and classes of a dataset are its stand-in's: nothing is read */
-    if (strcmp(ds, "synthetic") && (pb_dataset_is_image(ds) || pb_dataset_is_sequence(ds)))
-        opts.like = ds;
-    if (!rc)
-        rc = pb_dataset_load_opts(&r.train, "synthetic", NULL, PB_SPLIT_TRAIN, 1, c->seed, &opts,
-                                  e) ||
-             make_model(&r, e);
+    int rc = plan_standin(&r, c, e) || make_model(&r, e);
     if (!rc) {
         *m = r.model;
         *paper = r.paper_cut ? r.preset : NULL;

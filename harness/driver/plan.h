@@ -107,6 +107,9 @@ int pb_run_model(const struct pb_run_cfg *c, const struct pb_workload **w,
  * pb_model_finish it. */
 int pb_run_model_build(const struct pb_run_cfg *c, struct pb_model *m,
                        const struct pb_preset **paper, struct pb_err *e);
+/* The classes of c's data (its dataset's, or its stand-in's: nothing is read), the
+ * labels a classifier of it chooses among. */
+int pb_run_data_classes(const struct pb_run_cfg *c, int *nclasses, struct pb_err *e);
 /* Cores each stage's kernels use: the same under every executor, so kernels split their
  * work the same way and all executors give the same bits (design §2.3). */
 int pb_run_stage_threads(const struct pb_run_cfg *c);

@@ -1,6 +1,7 @@
 /* plots/kit_table.c — an experiment kit's table (kit_table.h): for each published row a
  * "paper" line, a "pipebench" line (mean ± std over the seeds, diverged runs counted and
- * not averaged) and, at the paper's scale, a "Δ" line. */
+ * not averaged) and, at the paper's scale, a "Δ" line; a note where a row's schedules ran
+ * on different partitions. */
 #include "plots/kit_table.h"
 
 #include <math.h>
@@ -53,6 +54,45 @@ static int cell_of(sqlite3_stmt *q, const struct pb_kit_cell *c, struct ours *o,
     return 0;
 }
 
+/* Row kr's partitions where its schedules' differ (a row compares schedules on one
+ * partition: a cut chosen per micro-batch size can differ between the schedules that sum
+ * M micro-batches and the others): "partitions differ: GPipe 0,4,6,9,14; PipeDream
+ * 0,2,5,8,14" into note, a column's first run's cut each; "" where they agree. */
+static int cuts_note(sqlite3 *h, const struct pb_kit_table_row *kr, char *note, size_t cap,
+                     struct pb_err *e)
+{
+    sqlite3_stmt *q;
+    note[0] = 0;
+    if (!h)
+        return 0;
+    if (sqlite3_prepare_v2(h, "SELECT partition_cut FROM runs WHERE id = ?", -1, &q, NULL) !=
+        SQLITE_OK)
+        return pb_err_set(e, "cannot read the runs' partitions: %s", sqlite3_errmsg(h));
+    char first[128] = "";
+    bool differ = false;
+    size_t len = (size_t)snprintf(note, cap, "partitions differ:");
+    for (int c = 0; c < PB_KIT_NCOLS; c++)
+        for (int i = 0; i < kr->cells[c].nruns; i++) {
+            sqlite3_reset(q);
+            sqlite3_bind_int64(q, 1, kr->cells[c].runs[i]);
+            if (kr->cells[c].runs[i] <= 0 || sqlite3_step(q) != SQLITE_ROW ||
+                sqlite3_column_type(q, 0) == SQLITE_NULL)
+                continue;
+            const char *cut = (const char *)sqlite3_column_text(q, 0);
+            differ |= first[0] && strcmp(cut, first);
+            if (!first[0])
+                snprintf(first, sizeof first, "%s", cut);
+            if (len < cap)
+                len += (size_t)snprintf(note + len, cap - len, "%s %s %s", len > 18 ? ";" : "",
+                                        column_heads[c], cut);
+            break;
+        }
+    sqlite3_finalize(q);
+    if (!differ)
+        note[0] = 0;
+    return 0;
+}
+
 static void set_text(struct pb_grid *g, int row, int col, const char *fmt, double v)
 {
     char buf[64];
@@ -77,16 +117,24 @@ int pb_kit_table_write(const char *db, const struct pb_kit_table_row *rows, int 
             return -1;
         }
     }
-    enum { NL = 4 };
+    enum { NL = 4, NOTE = NL + PB_KIT_NCOLS };
+    char (*notes)[512] = pb_xcalloc((size_t)n + 1, sizeof *notes);
+    bool mixed = false;   /* some row's schedules ran on different partitions: a note column */
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        rc = cuts_note(r ? pb_results_sqlite(r) : NULL, &rows[i], notes[i], sizeof notes[i], e);
+        mixed |= notes[i][0] != 0;
+    }
     struct pb_grid g;
-    pb_grid_init(&g, NL + PB_KIT_NCOLS, NL, caption);
+    pb_grid_init(&g, NOTE + mixed, NL, caption);
     int h = pb_grid_add_row(&g);
     static const char *const labels[NL] = {"workload", "optimizer", "metric", "source"};
     for (int k = 0; k < NL; k++)
         pb_grid_set(&g, h, k, labels[k], false);
     for (int c = 0; c < PB_KIT_NCOLS; c++)
         pb_grid_set(&g, h, NL + c, column_heads[c], false);
-    int rc = 0;
+    if (mixed)
+        pb_grid_set(&g, h, NOTE, "note", false);
     for (int i = 0; i < n && !rc; i++) {
         const struct pb_kit_table_row *kr = &rows[i];
         int paper = pb_grid_add_row(&g), ours = pb_grid_add_row(&g);
@@ -106,6 +154,12 @@ int pb_kit_table_write(const char *db, const struct pb_kit_table_row *rows, int 
                 pb_grid_set(&g, diff, k, "", false);
         }
         pb_grid_set(&g, ours, 3, "pipebench", false);
+        if (mixed) {
+            pb_grid_set(&g, paper, NOTE, "", false);
+            pb_grid_set(&g, ours, NOTE, notes[i], false);
+            if (diff >= 0)
+                pb_grid_set(&g, diff, NOTE, "", false);
+        }
         if (diff >= 0)
             pb_grid_set(&g, diff, 3, "\xce\x94 (pipebench \xe2\x88\x92 paper)", false);
         for (int c = 0; c < PB_KIT_NCOLS && !rc; c++) {
@@ -138,6 +192,7 @@ int pb_kit_table_write(const char *db, const struct pb_kit_table_row *rows, int 
         }
     }
     sqlite3_finalize(q);
+    free(notes);
     if (r)
         pb_results_close(r);
     if (!rc && pb_grid_write(&g, f, out))

@@ -145,6 +145,19 @@ START_TEST(tiny_kit_runs_and_resumes)
     ck_assert_str_eq(strstr(out, "Kit tiny"), first);
     ck_assert_int_eq(cli_db_int(dir, "tiny-cpu.db", "SELECT count(*) FROM runs"), 4);
     ck_assert_msg(!strstr(out, "wrote "), "figures drawn without --figures: %s", out);
+    ck_assert_msg(!strstr(out, "| note"), "a note column with one partition: %s", out);
+    /* a row whose schedules ran on different partitions says so beside it */
+    ck_assert_int_eq(cli_db_int(dir, "tiny-cpu.db", "SELECT count(DISTINCT partition_cut) "
+                                                    "FROM runs"), 1);
+    ck_assert_int_eq(cli_db_int(dir, "tiny-cpu.db", "UPDATE runs SET partition_cut = "
+                                "'0,1,2,3,4' WHERE schedule = 'gpipe' RETURNING 1"), 1);
+    ck_assert_msg(cli_run(dir, out, sizeof out, "reproduce tiny --dry-run") == 0, "%s", out);
+    line_of(out, "| pipebench |", ours, sizeof ours);
+    ck_assert_msg(strstr(out, "| note ") && strstr(ours, "partitions differ: GPipe 0,1,2,3,4; "
+                  "PipeDream "), "%s", out);
+    ck_assert_int_eq(cli_db_int(dir, "tiny-cpu.db", "UPDATE runs SET partition_cut = (SELECT "
+                                "partition_cut FROM runs WHERE schedule = 'pipedream') WHERE "
+                                "schedule = 'gpipe' RETURNING 1"), 1);
     /* --figures: top-1 against epoch, a line per schedule over its two seeds */
     ck_assert_msg(cli_run(dir, out, sizeof out, "reproduce tiny --quiet --figures figs") == 0,
                   "%s", out);

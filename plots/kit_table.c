@@ -70,6 +70,7 @@ static int cuts_note(sqlite3 *h, const struct pb_kit_table_row *kr, char *note, 
         return pb_err_set(e, "cannot read the runs' partitions: %s", sqlite3_errmsg(h));
     char first[128] = "";
     bool differ = false;
+    int listed = 0;
     size_t len = (size_t)snprintf(note, cap, "partitions differ:");
     for (int c = 0; c < PB_KIT_NCOLS; c++)
         for (int i = 0; i < kr->cells[c].nruns; i++) {
@@ -83,8 +84,9 @@ static int cuts_note(sqlite3 *h, const struct pb_kit_table_row *kr, char *note, 
             if (!first[0])
                 snprintf(first, sizeof first, "%s", cut);
             if (len < cap)
-                len += (size_t)snprintf(note + len, cap - len, "%s %s %s", len > 18 ? ";" : "",
+                len += (size_t)snprintf(note + len, cap - len, "%s %s %s", listed ? ";" : "",
                                         column_heads[c], cut);
+            listed++;
             break;
         }
     sqlite3_finalize(q);

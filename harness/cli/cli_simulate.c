@@ -210,26 +210,23 @@ static int pipe_kinds(const struct sim_args *a, const struct pb_schedule *sch, u
     return rc;
 }
 
-/* The costs of --op-costs FILE for the op kinds each stage's program runs. */
-static int costs_from_file(struct sim_args *a, const struct pb_schedule *sch,
-                           struct pb_sim_cost *costs, struct pb_err *e)
+/* The costs of --op-costs FILE for the op kinds each stage's program runs (kinds). */
+static int costs_from_file(struct sim_args *a, const unsigned *kinds, struct pb_sim_cost *costs,
+                           struct pb_err *e)
 {
-    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
-    int rc = pipe_kinds(a, sch, kinds, e) ||
-             pb_sim_cost_file_read(a->op_costs, a->pipe.stages, kinds, costs, &a->file_contended,
-                                   e);
-    free(kinds);
-    return rc ? pb_err_prefix(e, "simulate: ") : 0;
+    return pb_sim_cost_file_read(a->op_costs, a->pipe.stages, kinds, costs, &a->file_contended,
+                                 e)
+               ? pb_err_prefix(e, "simulate: ")
+               : 0;
 }
 
 /* With --run and its costs: every op kind the simulated schedule runs must be among the
  * run's events (a run of the fused backward has no I and W to simulate a split one
  * with, and the reverse). */
-static int run_has_kinds(const struct sim_args *a, const struct pb_schedule *sch,
+static int run_has_kinds(const struct sim_args *a, const unsigned *kinds,
                          const struct pb_run_costs *rc, struct pb_err *e)
 {
-    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
-    int status = pipe_kinds(a, sch, kinds, e);
+    int status = 0;
     for (int k = 0; k < a->pipe.stages && !status; k++)
         for (int kind = 0; kind < PB_OP_NKINDS && !status; kind++)
             if ((kinds[k] >> kind & 1) && isnan(rc->op_s[PB_OP_NKINDS * k + kind]))
@@ -239,7 +236,6 @@ static int run_has_kinds(const struct sim_args *a, const struct pb_schedule *sch
                                     "U, I and W alone) or --cost", a->sched,
                                     pb_op_letter(kind), k, a->run, rc->schedule,
                                     pb_op_letter(kind));
-    free(kinds);
     return status;
 }
 
@@ -313,19 +309,13 @@ static void print_result(const struct sim_args *a, const struct pb_sim_cost *cos
 
 /* With --run: peak bytes per stage by kind, from the run's sizes: its parameters, and its
  * activations per micro-batch (its peak over the micro-batches its own schedule held). */
-static int print_memory(const struct sim_args *a, const struct pb_schedule *sch,
+static int print_memory(const struct sim_args *a, const unsigned *kinds,
                         const struct pb_run_costs *rc, const struct pb_sim_result *r,
                         struct pb_err *e)
 {
-    unsigned *kinds = pb_xcalloc((size_t)a->pipe.stages, sizeof *kinds);
-    bool split = false;
-    if (pipe_kinds(a, sch, kinds, e)) {
-        free(kinds);
-        return -1;
-    }
+    bool split = false;   /* the simulated schedule splits the backward */
     for (int k = 0; k < a->pipe.stages; k++)
         split |= kinds[k] >> PB_OP_I & 1;
-    free(kinds);
     const struct pb_schedule *own;
     struct pb_pipe p = {.stages = rc->stages, .length = rc->length,
                         .microbatches = rc->microbatches, .variant = rc->variant[0] ? rc->variant
@@ -416,6 +406,7 @@ int pb_cmd_simulate(int argc, char **argv)
         return rc > 0 ? PB_EXIT_OK : pb_cli_fail(e.msg);
     struct pb_run_costs rcosts = {0};
     struct pb_sim_cost *costs = NULL;
+    unsigned *kinds = NULL;
     struct pb_sim_result res = {0};
     const struct pb_schedule *sch;
     struct pb_results *db = NULL;
@@ -426,11 +417,19 @@ int pb_cmd_simulate(int argc, char **argv)
         a.optimizer = "sgdm";
     if (pb_cli_pipe("simulate", a.sched, a.optimizer, a.have_m, &a.pipe, &sch, &e))
         goto out;
-    if (costs && run_has_kinds(&a, sch, &rcosts, &e))
+    /* the op kinds of the simulated programs, which the costs of a run or a file must have */
+    if (a.run || a.op_costs) {
+        kinds = pb_xcalloc((size_t)a.pipe.stages, sizeof *kinds);
+        if (pipe_kinds(&a, sch, kinds, &e)) {
+            pb_err_prefix(&e, "simulate: ");
+            goto out;
+        }
+    }
+    if (costs && run_has_kinds(&a, kinds, &rcosts, &e))
         goto out;
     if (!costs) {
         costs = pb_xcalloc((size_t)a.pipe.stages, sizeof *costs);
-        if (a.op_costs ? costs_from_file(&a, sch, costs, &e)
+        if (a.op_costs ? costs_from_file(&a, kinds, costs, &e)
                        : costs_given(a.cost, a.pipe.stages, costs, &e))
             goto out;
     }
@@ -448,7 +447,7 @@ int pb_cmd_simulate(int argc, char **argv)
         goto out;
     print_result(&a, costs, &res,
                  a.op_costs ? a.file_contended : a.run && rcosts.contended);
-    if (a.run && print_memory(&a, sch, &rcosts, &res, &e))
+    if (a.run && print_memory(&a, kinds, &rcosts, &res, &e))
         goto out;
     a.costs = costs;
     if (a.record) {
@@ -465,6 +464,7 @@ out:
     if (status != PB_EXIT_OK)
         fprintf(stderr, "pipebench: %s\n", e.msg);
     free(costs);
+    free(kinds);
     pb_results_close(db);
     pb_sim_result_finish(&res);
     pb_run_costs_finish(&rcosts);

@@ -275,15 +275,6 @@ static void flip_bit(const char *path, long back)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static void copy_file(const char *from, const char *to)
-{
-    size_t n;
-    unsigned char *b = read_file(from, &n);
-    FILE *f = fopen(to, "wb");
-    ck_assert(f != NULL && fwrite(b, 1, n, f) == n && fclose(f) == 0);
-    free(b);
-}
-
 /* Nothing trusted blindly: a state with one flipped weight bit, and another database's
  * state of the same run id (another configuration), are refused with what to do, the
  * run left interrupted; the state itself then resumes to the end (its configuration

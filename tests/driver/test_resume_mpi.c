@@ -130,15 +130,6 @@ static void wait_for(const char *db, int epochs, const char *state)
                  state ? " and a resume state" : "");
 }
 
-static void copy_file(const char *from, const char *to)
-{
-    size_t n;
-    unsigned char *b = read_file(from, &n);
-    FILE *f = fopen(to, "wb");
-    ck_assert(f != NULL && fwrite(b, 1, n, f) == n && fclose(f) == 0);
-    free(b);
-}
-
 /* The uninterrupted run, once for every case: its weights straight.st, its epochs in
  * s.db. */
 static void straight_run(void)
@@ -238,27 +229,37 @@ START_TEST(signal_then_resume)
 }
 END_TEST
 
-/* --checkpoint-every 2, rank 0 killed -9 once a state is written and three epochs are
- * recorded: the run is left to be marked failed; resume takes up the last state (after
- * an even number of epochs, some epochs past it lost) and ends as the uninterrupted run. */
-START_TEST(crash_then_resume_from_checkpoint)
+/* Starts `mpirun ... run` (run_args, into db), kills rank 0 with -9 once three epochs
+ * and `state` are recorded, and waits for the job to fail; returns the epochs it
+ * recorded (3 to 39), their wall times into before[40]. */
+static int crash_rank0(const char *run_args, const char *db, const char *state, double *before)
 {
     static struct proc p;
     char cmd[4096];
-    mpi_command(cmd, sizeof cmd, "run " ARGS " --db c.db --checkpoint-every 2 --save c.st");
+    mpi_command(cmd, sizeof cmd, run_args);
     proc_start_shell(&p, cmd);
-    wait_for("c.db", 3, "c.db.run1.state");
-    pid_t rank0 = (pid_t)db_int("c.db", "SELECT pid FROM runs WHERE id = 1");
+    wait_for(db, 3, state);
+    pid_t rank0 = (pid_t)db_int(db, "SELECT pid FROM runs WHERE id = 1");
     ck_assert_int_gt(rank0, 0);
     kill(rank0, SIGKILL);
     int rc = proc_finish(&p);
     kill(-p.pid, SIGKILL);   /* whatever of the job is left */
     ck_assert_msg(rc != 0, "mpirun exit %d after rank 0 was killed: %s", rc, p.log);
-    int recorded = db_int("c.db", "SELECT count(*) FROM epochs WHERE run_id = 1");
-    double before[40];
-    walls("c.db", before);
+    int recorded = db_int(db, "SELECT count(*) FROM epochs WHERE run_id = 1");
     ck_assert_msg(recorded >= 3 && recorded < 40, "%d epochs before the kill", recorded);
-    rc = mpi_run("resume 1 --db c.db --quiet");
+    walls(db, before);
+    return recorded;
+}
+
+/* --checkpoint-every 2, rank 0 killed -9 once a state is written and three epochs are
+ * recorded: the run is left to be marked failed; resume takes up the last state (after
+ * an even number of epochs, some epochs past it lost) and ends as the uninterrupted run. */
+START_TEST(crash_then_resume_from_checkpoint)
+{
+    double before[40];
+    int recorded = crash_rank0("run " ARGS " --db c.db --checkpoint-every 2 --save c.st", "c.db",
+                               "c.db.run1.state", before);
+    int rc = mpi_run("resume 1 --db c.db --quiet");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     same_as_straight("c.db", 1, "c.st");
     int kept = epochs_kept("c.db", before);
@@ -277,23 +278,11 @@ END_TEST
 
 START_TEST(chunks_crash_then_resume)
 {
-    static struct proc p;
-    char cmd[4096];
     int rc = mpi_run("run " ARGS_V " --db vs.db --save v-straight.st");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    mpi_command(cmd, sizeof cmd, "run " ARGS_V " --db v.db --checkpoint-every 1 --save v.st");
-    proc_start_shell(&p, cmd);
-    wait_for("v.db", 3, "v.db.run1.state");
-    pid_t rank0 = (pid_t)db_int("v.db", "SELECT pid FROM runs WHERE id = 1");
-    ck_assert_int_gt(rank0, 0);
-    kill(rank0, SIGKILL);
-    rc = proc_finish(&p);
-    kill(-p.pid, SIGKILL);
-    ck_assert_msg(rc != 0, "mpirun exit %d after rank 0 was killed: %s", rc, p.log);
-    int recorded = db_int("v.db", "SELECT count(*) FROM epochs WHERE run_id = 1");
-    ck_assert_msg(recorded >= 3 && recorded < 40, "%d epochs before the kill", recorded);
     double before[40];
-    walls("v.db", before);
+    int recorded = crash_rank0("run " ARGS_V " --db v.db --checkpoint-every 1 --save v.st",
+                               "v.db", "v.db.run1.state", before);
     rc = mpi_run("resume 1 --db v.db --quiet");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     same_as("vs.db", "v-straight.st", "v.db", 1, "v.st");

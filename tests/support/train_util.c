@@ -146,6 +146,15 @@ unsigned char *read_file(const char *path, size_t *len)
     return b;
 }
 
+void copy_file(const char *from, const char *to)
+{
+    size_t n;
+    unsigned char *b = read_file(from, &n);
+    FILE *f = fopen(to, "wb");
+    ck_assert(f != NULL && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+}
+
 /* plain_training, or with interleave each micro-batch's backward right after its
  * forward (plain_training_1f1b). */
 static float *plain_loop(const struct pb_run_cfg *c, int accumulate, bool interleave, size_t *n)

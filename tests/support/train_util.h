@@ -50,5 +50,7 @@ void load_saved_gnmt_small(const char *model, struct pb_backend *be, const struc
 
 /* Bytes of a file (malloc'ed); *len receives its size. */
 unsigned char *read_file(const char *path, size_t *len);
+/* A copy of file `from` at `to` (replaced). */
+void copy_file(const char *from, const char *to);
 
 #endif

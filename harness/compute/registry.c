@@ -6,7 +6,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/compute/cpu/cpu_backend.h"
 #include "pb_config.h"
@@ -20,8 +23,10 @@ static struct pb_backend *create_cpu(const struct pb_backend_cfg *c, struct pb_e
 
 #if PB_HAVE_CUDA
 /* The CUDA backend's module (meson.build: pipebench-cuda.so), loaded on first use: from
- * the program itself where it links the backend (a test of its internals), else from the
- * build folder, else from where it is installed. */
+ * the program itself where it links the backend (a test of its internals), else, for a
+ * program of the build tree, from the build folder; for any other, from the install tree
+ * the program runs from (found from its own folder, so a moved install or the bundle of
+ * scripts/gpu-bundle works), else from where it was installed. */
 static struct {
     pthread_once_t once;
     struct pb_backend *(*create)(const struct pb_backend_cfg *c, struct pb_err *e);
@@ -33,8 +38,21 @@ static void cuda_module_load(void)
 {
     void *create = dlsym(RTLD_DEFAULT, "pb_backend_cuda_create");
     void *libraries = dlsym(RTLD_DEFAULT, "pb_backend_cuda_libraries");
-    const char *paths[] = {PB_CUDA_MODULE_BUILD, PB_CUDA_MODULE_INSTALLED};
+    char exe[4096] = "", beside[4096 + 256] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    size_t build = strlen(PB_BUILD_ROOT);
+    bool in_build = n > 0 && !strncmp(exe, PB_BUILD_ROOT, build) && exe[build] == '/';
+    char *slash = strrchr(exe, '/');
+    if (!in_build && slash && PB_CUDA_MODULE_FROM_BIN[0]) {
+        *slash = 0;
+        snprintf(beside, sizeof beside, "%s/%s", exe, PB_CUDA_MODULE_FROM_BIN);
+    }
+    const char *paths[] = {in_build ? PB_CUDA_MODULE_BUILD : beside,
+                           in_build ? "" : PB_CUDA_MODULE_INSTALLED};
     for (int i = 0; i < 2 && !(create && libraries); i++) {
+        if (!paths[i][0])
+            continue;
         void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             const char *err = dlerror();

@@ -5,7 +5,10 @@
  * be loaded" even on a GPU. Each program is asked for the cuda backend: where there is no
  * sign of a GPU the answer must be the probe's "no NVIDIA GPU", which comes only after
  * the module loaded; on a GPU, pipebench trains a tiny run and test_backend_ops checks
- * gemm. bench_cuda_direct (a benchmark on a GPU) is asked only where there is none. */
+ * gemm. bench_cuda_direct (a benchmark on a GPU) is asked only where there is none.
+ * A pipebench copied out of the build tree into an install tree (as scripts/gpu-bundle
+ * lays one out) loads the module of that tree, found from its own folder, and never the
+ * build folder's. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pb_config.h"
 #include "tests/support/gpu_sign.h"
 
 /* Runs cmd with stdout and stderr together into out; returns the exit status. */
@@ -68,12 +72,51 @@ START_TEST(test_module_loads)
 }
 END_TEST
 
+/* what pipebench in dir/bin says to --backend cuda; its exit status */
+static int ask_relocated(const char *dir, char *out, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && bin/pipebench %s", dir, programs[0].args);
+    return run(cmd, out, cap);
+}
+
+START_TEST(test_relocated_install)
+{
+    const char *bin = getenv("PB_PIPEBENCH");
+    ck_assert_msg(bin != NULL, "PB_PIPEBENCH is not set (run through meson test)");
+    ck_assert_msg(PB_CUDA_MODULE_FROM_BIN[0], "this build's bindir or libdir is not relative");
+    char dir[] = "/tmp/pb-cuda-install-XXXXXX", cmd[8192], out[1 << 14];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/bin' && cp '%s' '%s/bin/' && mkdir -p \"$(dirname "
+             "'%s/bin/%s')\" && cp '%s' '%s/bin/%s'", dir, bin, dir, dir,
+             PB_CUDA_MODULE_FROM_BIN, PB_CUDA_MODULE_BUILD, dir, PB_CUDA_MODULE_FROM_BIN);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    bool gpu = pb_test_gpu_sign();
+    int rc = ask_relocated(dir, out, sizeof out);
+    ck_assert_msg(!strstr(out, "could not be loaded"), "a relocated pipebench did not find "
+                  "its module at bin/%s:\n%s", PB_CUDA_MODULE_FROM_BIN, out);
+    if (gpu)
+        ck_assert_msg(rc == 0, "a relocated pipebench failed on a GPU (exit %d):\n%s", rc, out);
+    else
+        ck_assert_msg(strstr(out, "no NVIDIA GPU") != NULL, "%s", out);
+    /* without its tree's module it must not fall back on the build folder's */
+    snprintf(cmd, sizeof cmd, "rm '%s/bin/%s'", dir, PB_CUDA_MODULE_FROM_BIN);
+    ck_assert(system(cmd) == 0);
+    rc = ask_relocated(dir, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+    ck_assert_msg(rc == 2 && strstr(out, "could not be loaded"), "a relocated pipebench "
+                  "without its module (exit %d):\n%s", rc, out);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("cuda_module");
     TCase *tc = tcase_create("module");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_module_loads, 0, (int)(sizeof programs / sizeof programs[0]));
+    tcase_add_test(tc, test_relocated_install);
     suite_add_tcase(s, tc);
     return s;
 }

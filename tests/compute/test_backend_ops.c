@@ -16,7 +16,11 @@
  *     (the references add two gradients), so an op that overwrites fails.
  * Ops a backend's supports_op denies are reported (a failure with --require-all).
  * Usage: test_backend_ops [--backend NAME] [--op NAME,...] [--bench] [--json FILE]
- *        [--require-all] [--list]; prints "N passed, N failed" and exits 1 on a failure. */
+ *        [--require-all] [--list]; prints "N passed, N failed" and exits 1 on a failure.
+ * Built with PB_OPS_WITH_DEFERRED (test_backend_ops_deferred), it also knows the deferred
+ * backend (tests/support/deferred_backend.h: the CPU backend behind a queue run at sync,
+ * not host-visible): `--backend deferred` takes the suite's path for a device backend
+ * without a GPU, and every device-contract violation the deferred backend reports fails. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +32,9 @@
 #include "harness/compute/backend.h"
 #include "harness/compute/registry.h"
 #include "tests/support/op_refs.h"
+#ifdef PB_OPS_WITH_DEFERRED
+#include "tests/support/deferred_backend.h"
+#endif
 
 /* ---- host memory of one case (inputs, references), freed together ---- */
 
@@ -1906,9 +1913,22 @@ int main(int argc, char **argv)
                        cases[i].layouts ? " (every layout)" : "");
         return 0;
     }
+#ifdef PB_OPS_WITH_DEFERRED
+    pb_deferred_register();
+#endif
+    /* the backends to run: the registry's table, and one registered at run time by name */
+    const char *names[16];
+    int nnames = 0;
     bool known = !op.backend;
-    for (const struct pb_backend_reg *r = pb_backends; r->name; r++)
+    for (const struct pb_backend_reg *r = pb_backends; r->name && nnames < 15; r++) {
+        names[nnames++] = r->name;
         known |= op.backend && !strcmp(op.backend, r->name);
+    }
+    struct pb_err e;
+    if (!known && pb_backend_find(op.backend, &e)) {
+        names[nnames++] = op.backend;
+        known = true;
+    }
     if (!known) {
         fprintf(stderr, "test_backend_ops: unknown backend '%s'\n", op.backend);
         return 2;
@@ -1921,7 +1941,6 @@ int main(int argc, char **argv)
         fprintf(json, "{\"cases\": [");
 
     struct pb_backend_cfg cfg = {.device = 0, .threads = 0, .tf32 = false, .deterministic = true};
-    struct pb_err e;
     struct pb_backend *cpu = pb_backend_create("cpu", &cfg, &e);
     if (!cpu) {
         fprintf(stderr, "test_backend_ops: the cpu backend: %s\n", e.msg);
@@ -1930,16 +1949,17 @@ int main(int argc, char **argv)
     struct cpu_result *cres = calloc(ncases, sizeof *cres);
     run_backend("cpu", cpu, cpu, cres, &op);
     int not_available = 0;
-    for (const struct pb_backend_reg *r = pb_backends; r->name; r++) {
-        if (!strcmp(r->name, "cpu") || (op.backend && strcmp(op.backend, r->name)))
+    for (int ni = 0; ni < nnames; ni++) {
+        const char *name = names[ni];
+        if (!strcmp(name, "cpu") || (op.backend && strcmp(op.backend, name)))
             continue;
-        struct pb_backend *be = pb_backend_create(r->name, &cfg, &e);
+        struct pb_backend *be = pb_backend_create(name, &cfg, &e);
         if (!be) {
-            printf("%s: not available here: %s\n", r->name, e.msg);
+            printf("%s: not available here: %s\n", name, e.msg);
             if (json) {
                 fprintf(json, "%s\n  {\"backend\": ", json_first ? "" : ",");
                 json_first = false;
-                json_str(json, r->name);
+                json_str(json, name);
                 fprintf(json, ", \"status\": \"not available\", \"why\": ");
                 json_str(json, e.msg);
                 fputc('}', json);
@@ -1951,10 +1971,19 @@ int main(int argc, char **argv)
             continue;
         }
         pb_backend_bind(be);
-        run_backend(r->name, be, cpu, cres, &op);
+        run_backend(name, be, cpu, cres, &op);
         pb_backend_destroy(be);
         pb_backend_bind(cpu);
     }
+#ifdef PB_OPS_WITH_DEFERRED
+    char violations[4096];
+    int nviolations = pb_deferred_violations(violations, sizeof violations);
+    if (nviolations) {
+        printf("FAIL: %d device-contract violations on the deferred backend:\n%s\n", nviolations,
+               violations);
+        tally.failed += nviolations;
+    }
+#endif
     for (int i = 0; i < ncases; i++)
         outs_free(&cres[i].o);
     free(cres);

@@ -190,6 +190,30 @@ static void *cache_take(struct pb_allocator *a, size_t bytes, void **fence)
     return NULL;
 }
 
+/* Out of device memory with free blocks in be's cache (of sizes no request asks for
+ * now): they go back to the device allocator, after the fences they carry and be's own
+ * ops that may still read them (a sync), so that it can try again. False when the cache
+ * held nothing. Called without the mutex (sync accounts staging memory under it). */
+static bool cache_release(struct pb_backend *be)
+{
+    struct pb_allocator *a = be->allocator;
+    pthread_mutex_lock(&a->mu);
+    struct block *blocks = a->cached;
+    size_t n = a->ncached;
+    a->cached = NULL;
+    a->ncached = a->capcached = 0;
+    pthread_mutex_unlock(&a->mu);
+    for (size_t i = 0; i < n; i++)
+        if (blocks[i].fence)
+            be->ops->fence_wait(be, blocks[i].fence);
+    if (n)
+        be->ops->sync(be);
+    for (size_t i = 0; i < n; i++)
+        be->ops->free(be, blocks[i].p);
+    free(blocks);
+    return n > 0;
+}
+
 void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kind, struct pb_err *e)
 {
     PB_CHECK(kind >= 0 && kind < PB_MEM_NKINDS);
@@ -200,6 +224,10 @@ void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kin
     void *p = cache_take(a, size, &fence);
     if (!p)
         p = be->ops->alloc(be, size);
+    pthread_mutex_unlock(&a->mu);
+    if (!p && cache_release(be))
+        p = be->ops->alloc(be, size);
+    pthread_mutex_lock(&a->mu);
     if (p) {
         map_insert(a, (struct block){p, size, bytes, (int)kind, be, NULL});
         count(be, kind, bytes, true);

@@ -458,7 +458,9 @@ void pb_backend_free_read(struct pb_backend *owner, void *p, struct pb_backend *
 
 /* Accounted allocations from the instance's block cache (the device allocator is
  * called only when no cached block of that size is free, so a steady state allocates
- * nothing): NULL and an error naming the kind and size when out of memory. */
+ * nothing; when it is out of memory, the cache's free blocks go back to it, after their
+ * fences and a sync of the instance, and it is asked once more): NULL and an error naming
+ * the kind and size when out of memory. */
 void *pb_backend_alloc(struct pb_backend *be, size_t bytes, enum pb_mem_kind kind, struct pb_err *e);
 /* Frees into the cache of the instance that allocated the block (also from another
  * thread after pb_backend_take). A block freed by an instance other than its home

@@ -1,7 +1,8 @@
 /* tests/compute/test_backend_iface.c — the backend interface as the core uses it (harness/compute/
  * backend.h): the registry refuses unknown and unbuilt backends with what to use instead;
  * a stage needing an op its backend lacks is refused naming the op and the backend;
- * the block cache makes a stage's steady state call the device allocator never; a
+ * the block cache makes a stage's steady state call the device allocator never, and goes
+ * back to the device when it is full; a
  * stage's per-node clocks sync the backend and change no bit; a
  * hand-off between instances moves the accounting and the block returns to its home
  * cache; a copy between instances that share no memory goes through host memory. The
@@ -342,6 +343,69 @@ START_TEST(test_out_of_memory_everywhere)
 }
 END_TEST
 
+/* A device of BUDGET bytes: the wrapped allocator refuses what would exceed it and
+ * counts what it holds (blocks cached by the allocator included). */
+#define BUDGET 1000
+static size_t device_bytes;
+static struct {
+    void *p;
+    size_t bytes;
+} held[8];
+
+static void *budget_alloc(struct pb_backend *be, size_t bytes)
+{
+    if (device_bytes + bytes > BUDGET)
+        return NULL;
+    void *p = cpu_table->alloc(be, bytes);
+    for (int i = 0; p && i < 8; i++)
+        if (!held[i].p) {
+            held[i].p = p, held[i].bytes = bytes;
+            device_bytes += bytes;
+            return p;
+        }
+    ck_abort_msg("more than 8 blocks held");
+    return NULL;
+}
+
+static void budget_free(struct pb_backend *be, void *p)
+{
+    for (int i = 0; i < 8; i++)
+        if (held[i].p == p) {
+            device_bytes -= held[i].bytes;
+            held[i].p = NULL;
+        }
+    cpu_table->free(be, p);
+}
+
+/* Out of device memory while the cache holds free blocks of other sizes: they go back to
+ * the device and the allocation is tried again; only a full device is an error. */
+START_TEST(test_out_of_memory_releases_the_cache)
+{
+    struct pb_backend *be = wrap(cpu());
+    wrapped.alloc = budget_alloc;
+    wrapped.free = budget_free;
+    device_bytes = 0;
+    struct pb_err e;
+    void *a = pb_backend_alloc(be, 600, PB_MEM_ACTS, &e);
+    ck_assert_msg(a != NULL, "%s", e.msg);
+    pb_backend_free(be, a);
+    ck_assert_int_eq(pb_backend_block_state(be, a), PB_BLOCK_CACHED);
+    ck_assert_uint_eq(device_bytes, 600);
+    void *b = pb_backend_alloc(be, 800, PB_MEM_ACTS, &e);
+    ck_assert_msg(b != NULL, "800 bytes with 600 cached on a device of %d: %s", BUDGET, e.msg);
+    ck_assert_uint_eq(device_bytes, 800);
+    if (a != b)  /* the cached block went back to the device */
+        ck_assert_int_eq(pb_backend_block_state(be, a), PB_BLOCK_NONE);
+    ck_assert_uint_eq(be->mem_cur[PB_MEM_ACTS], 800);
+    ck_assert(pb_backend_alloc(be, 300, PB_MEM_ACTS, &e) == NULL);
+    ck_assert_msg(strstr(e.msg, "out of cpu memory") && strstr(e.msg, "300 bytes"), "%s", e.msg);
+    ck_assert_int_eq(pb_backend_status(be, &e), 0);
+    pb_backend_free(be, b);
+    pb_backend_destroy(be);  /* wrapped still: the cache's blocks leave through budget_free */
+    ck_assert_uint_eq(device_bytes, 0);
+}
+END_TEST
+
 static bool shares_nothing(const struct pb_backend *be, const struct pb_backend *other)
 {
     (void)be, (void)other;
@@ -383,6 +447,7 @@ Suite *pb_test_suite(void)
     tcase_add_test(tc, test_take_moves_accounting);
     tcase_add_test(tc, test_copy_across_without_shared_memory);
     tcase_add_test(tc, test_out_of_memory_everywhere);
+    tcase_add_test(tc, test_out_of_memory_releases_the_cache);
     suite_add_tcase(s, tc);
     return s;
 }

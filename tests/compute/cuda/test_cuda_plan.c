@@ -4,7 +4,8 @@
  * and batch norm of every zoo model at both presets and of lenet, cuDNN's output shape
  * is pipebench's own shape inference; pooling with ceil_mode takes the padded copy
  * exactly where PyTorch's size exceeds cuDNN's, and the plans' descriptors, read back from
- * cuDNN and computed as cuDNN documents, give PyTorch's pooling (values on the host: the
+ * cuDNN and computed as cuDNN documents, with cuda_pool.cu's rescale factor (its host and
+ * device function pb_cuda_pool_factor), give PyTorch's pooling (values on the host: the
  * kernels themselves run only on a GPU); a wrong output shape is refused. */
 #include <check.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/compute/cuda/cuda_dnn_kernels.h"
 #include "harness/compute/cuda/cuda_plan.h"
 #include "harness/model/model.h"
 #include "workloads/models/workload.h"
@@ -249,15 +251,6 @@ static float cudnn_pool(cudnnPoolingMode_t mode, const int *k, const int *p, con
                                                                                : k[0] * k[1]));
 }
 
-/* cuda_pool.cu's divisor along one axis */
-static int torch_divisor(int o, int in, int k, int s, int p, bool exclude)
-{
-    int start = o * s - p, end = start + k;
-    if (exclude)
-        return (end < in ? end : in) - (start > 0 ? start : 0);
-    return (end < in + p ? end : in + p) - start;
-}
-
 /* One plane of h × w pooled by d both ways: the largest relative difference; *padded
  * whether the plan takes the padded copy. */
 static double plan_vs_torch(const struct pb_pool_desc *d, int h, int w, bool *padded)
@@ -307,9 +300,7 @@ static double plan_vs_torch(const struct pb_pool_desc *d, int h, int w, bool *pa
         for (int j = 0; j < ow; j++) {
             float got = cudnn_pool(mode, k, pad, str, xp, ph, pw, i, j);
             if (p.rescale)
-                got *= (float)(d->kh * d->kw) /
-                       (float)(torch_divisor(i, h, d->kh, d->sh, d->ph, d->exclude_pad) *
-                               torch_divisor(j, w, d->kw, d->sw, d->pw, d->exclude_pad));
+                got *= pb_cuda_pool_factor(d, h, w, i, j);  /* cuda_pool.cu's, on the host */
             float want = torch_pool(d, x, h, w, i, j);
             double rel = fabs((double)got - want) / (fabs(want) > 1e-3 ? fabs(want) : 1e-3);
             worst = rel > worst ? rel : worst;

@@ -539,12 +539,55 @@ START_TEST(test_attention)
 }
 END_TEST
 
+/* A backward on other weights than its forward's (semantics §1.3: PipeMare's B(j) reads the
+ * latest weights, not F(j)'s): the backward's v̂ is its own w's, as on the CPU. */
+START_TEST(test_attention_other_weights)
+{
+    const struct attn_case *c = &attn_cases[_i];
+    const struct pb_attn_desc *d = &c->d;
+    struct pb_backend *gpu = emu_new(), *cpu = cpu_new();
+    struct pb_backend *be[2] = {gpu, cpu};
+    int B = d->batch;
+    size_t nq = (size_t)B * d->tq * d->query, nk = (size_t)B * d->tk * d->key;
+    size_t nctx = (size_t)B * d->tq * d->key, nw = (size_t)d->units * (2 + d->query + d->key) + 1;
+    float *dq[2], *dk[2], *dw[2];
+    for (int e = 0; e < 2; e++) {
+        struct pb_backend *b = be[e];
+        float *q = rnd(b, nq, 11, -1, 1), *k = rnd(b, nk, 12, -1, 1);
+        float *w_fwd = rnd(b, nw, 13, -1, 1), *w_bwd = rnd(b, nw, 16, -1, 1);
+        float *dctx = rnd(b, nctx, 14, -1, 1), *ctx = nans(b, nctx);
+        dw[e] = rnd(b, nw, 15, -1, 1), dq[e] = nans(b, nq), dk[e] = nans(b, nk);
+        int32_t *len = (int32_t *)buf(b, (size_t)B);
+        for (int s = 0; s < B; s++)
+            len[s] = s == 0 ? d->tk : 1 + (s * 5 + 1) % d->tk;
+        const int32_t *l = c->lengths ? len : NULL;
+        if (e == 0) {
+            void *ws = buf(gpu, pb_cuda_attn_workspace(gpu, d) / sizeof(float));
+            pb_cuda_attn_fwd(gpu, d, q, k, l, w_fwd, ctx, ws);
+            pb_cuda_attn_bwd(gpu, d, q, k, l, w_bwd, ws, dctx, dq[0], dk[0], dw[0]);
+        } else {
+            const struct pb_backend_ops *o = cpu->ops;
+            void *ws = buf(cpu, o->attn_workspace(cpu, d) / sizeof(float));
+            o->attn_fwd(cpu, d, q, k, l, w_fwd, ctx, ws);
+            o->attn_bwd(cpu, d, q, k, l, w_bwd, ws, dctx, dq[1], dk[1], dw[1]);
+        }
+        ck_assert_msg(!b->failed, "%s", b->error.msg);
+    }
+    assert_close("dq (other weights)", dq[0], dq[1], nq);
+    assert_close("dk (other weights)", dk[0], dk[1], nk);
+    assert_close("dw_acc (other weights)", dw[0], dw[1], nw);
+    release(gpu, cpu);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("cuda_rnn_host");
     TCase *tc = tcase_create("ops");
     tcase_add_loop_test(tc, test_lstm, 0, sizeof lstm_cases / sizeof lstm_cases[0]);
     tcase_add_loop_test(tc, test_attention, 0, sizeof attn_cases / sizeof attn_cases[0]);
+    tcase_add_loop_test(tc, test_attention_other_weights, 0,
+                        sizeof attn_cases / sizeof attn_cases[0]);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1375,11 +1375,12 @@ static void build_cases(void)
     add_case("fill", -1, 0, 0, EXACT, fill_run, fill_ref, NULL, "n 40000 at an offset");
     add_case("copy", -1, 0, 0, EXACT, copy_run, copy_ref, NULL, "n 39991 at offsets");
 
-    /* softmax-xent: expf/logf and row sums of ≤ 100 terms in float: rtol 1e-5 against
-     * double (the CPU sums in double); the correct count exact */
+    /* softmax-xent: expf/logf and row sums of ≤ 1000 terms in float: rtol 1e-5 against
+     * double (the CPU sums in double); the correct count exact. c 1000: more classes than a
+     * CUDA row block has threads (cuda_loss.cu: each thread's run, then the trees). */
     static const struct xent_arg xents[] = {
         {7, 11, 0.0f, -1, 0}, {7, 11, 0.1f, -1, 0}, {16, 100, 0.1f, 3, 0}, {64, 10, 0.0f, 0, 0},
-        {16, 100, 0.1f, 3, 4},
+        {16, 100, 0.1f, 3, 4}, {8, 1000, 0.1f, 3, 0},
     };
     for (size_t i = 0; i < sizeof xents / sizeof xents[0]; i++)
         add_case("softmax_xent", PB_BOP_SOFTMAX_XENT, 1e-5, 1e-7, TOL, xent_run, xent_ref,
@@ -1387,8 +1388,9 @@ static void build_cases(void)
                  (double)xents[i].eps_ls, xents[i].ignore, xents[i].grad_rows);
 
     /* embedding: the forward copies rows (exact), the backward sums ≤ n rows in float:
-     * rtol 1e-5, atol 1e-6 */
-    static const struct emb_arg embs[] = {{40, 50, 12, 0}, {64, 200, 32, -1}};
+     * rtol 1e-5, atol 1e-6. n 1500, dim 130, vocab 300: on CUDA two token tiles, two
+     * column blocks (the second mostly idle) and fewer row groups than rows (cuda_seq.cu). */
+    static const struct emb_arg embs[] = {{40, 50, 12, 0}, {64, 200, 32, -1}, {1500, 300, 130, 5}};
     for (size_t i = 0; i < sizeof embs / sizeof embs[0]; i++)
         add_case("embedding", PB_BOP_EMBEDDING, 1e-5, 1e-6, TOL, emb_run, emb_ref, &embs[i],
                  "n %d vocab %d dim %d padding %d", embs[i].n, embs[i].vocab, embs[i].dim,
@@ -1414,17 +1416,23 @@ static void build_cases(void)
 
     /* LSTM: float32 against double over sums of ≤ I + H products per gate carried over
      * ≤ 6 steps: rtol 1e-4, atol 1e-5 (tests/compute/test_cpu_lstm.c's bound, atol for the
-     * gradients' cancellations) */
-    static const struct pb_lstm_desc lstms[] = {{2, 4, 5, 6}, {3, 6, 8, 16}};
+     * gradients' cancellations); batch 20 × hidden 16: more cells than a CUDA block has
+     * threads (cuda_lstm.cu) */
+    static const struct pb_lstm_desc lstms[] = {{2, 4, 5, 6}, {3, 6, 8, 16}, {20, 2, 3, 16}};
     for (size_t i = 0; i < sizeof lstms / sizeof lstms[0]; i++)
         add_case("lstm", PB_BOP_LSTM, 1e-4, 1e-5, TOL, lstm_run, lstm_ref, &lstms[i],
                  "batch %d steps %d input %d hidden %d", lstms[i].batch, lstms[i].steps,
                  lstms[i].input, lstms[i].hidden);
 
     /* attention: projections of ≤ 24 products, the CPU's tanh within 3 ulp, a softmax
-     * over ≤ 9 keys, the backward through all of them: rtol 1e-4, atol 1e-5 */
+     * over ≤ 40 keys, the backward through all of them: rtol 1e-4, atol 1e-5. The last
+     * case is for CUDA's grids (cuda_attention.cu): score tiles past tk and tq, a tile
+     * wholly past a length, unit chunks with a partial last one, softmax rows over more
+     * keys than a warp has lanes and in a partial block (the references differentiate
+     * numerically: the case stays small). */
     static const struct attn_arg attns[] = {
         {{3, 4, 5, 4, 6, 7}, true}, {{3, 1, 5, 4, 6, 37}, true}, {{2, 3, 9, 16, 24, 48}, false},
+        {{2, 10, 40, 2, 3, 35}, true},
     };
     for (size_t i = 0; i < sizeof attns / sizeof attns[0]; i++) {
         const struct pb_attn_desc *d = &attns[i].d;

@@ -23,8 +23,9 @@
  *   dpq, dpk and v and g's gradient increments (those read v and g); the weight pass
  *   (attn_bwd_weights) adds the increments, the bias' column sum and dW_q, dW_k; attn_bwd
  *   is the two in turn.
- * Lengths are device memory: a length outside [1, Tk] is clamped on the device (the CPU
- * fails the instance; this backend cannot read it before a sync). Products reduce in
+ * Lengths are device memory: a length outside [1, Tk] raises the instance's flag, which
+ * the next sync turns into the CPU's failure and message (the kernels clamp it
+ * meanwhile, reading nothing out of bounds). Products reduce in
  * cuBLAS's order: within a tolerance of the CPU; the per-element math is its own. */
 #include "harness/compute/cuda/cuda_rnn.h"
 
@@ -89,7 +90,9 @@ static void attend(struct pb_backend *be, const struct pb_attn_desc *d, const fl
 {
     int Tq = d->tq, Tk = d->tk, Hk = d->key;
     struct pb_cuda_attn_dims m = dims(d, lengths);
-    pb_cuda_attn_vhat(be, d->units, p->v, p->g, vh);
+    pb_cuda_attn_check_lengths(be, &m);
+    if (!be->failed)
+        pb_cuda_attn_vhat(be, d->units, p->v, p->g, vh);
     if (!be->failed)
         pb_cuda_attn_score(be, &m, pq, pk, p->bias, vh, a);
     if (!be->failed)
@@ -206,7 +209,9 @@ void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, 
     float *gvp = ds + o_gvp, *dvhat = ds + o_dv, *vh = ds + o_vh, *ones = ds + o_one;
     /* v̂ of this pass' w, not the forward's (ws): a schedule may run the backward on other
      * weights than its forward (semantics §1.3), and the CPU forms v̂ from w here too */
-    pb_cuda_attn_vhat(be, U, p.v, p.g, vh);
+    pb_cuda_attn_check_lengths(be, &m);
+    if (!be->failed)
+        pb_cuda_attn_vhat(be, U, p.v, p.g, vh);
     long long sq = (long long)Tq * Hk, sk = (long long)Tk * Hk, sa = (long long)Tq * Tk;
     /* da[b] (Tq, Tk) = dctx[b] (Tq, Hk)·k[b]ᵀ; dk[b] (Tk, Hk) = a[b]ᵀ·dctx[b] */
     bool ok = !be->failed &&

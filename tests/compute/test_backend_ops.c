@@ -13,7 +13,10 @@
  *     NMSE = Σ(a − b)² / Σb² as the summary;
  *   - determinism: the case run twice on one backend gives the same bits;
  *   - accumulation: every *_acc output starts from random values and its op runs twice
- *     (the references add two gradients), so an op that overwrites fails.
+ *     (the references add two gradients), so an op that overwrites fails;
+ *   - bad inputs (a token, length or label out of range), each on a fresh instance: the
+ *     op fails it, by the sync after at the latest, with the CPU backend's message (on a
+ *     GPU this runs the kernels' error flag, cuda_flags.c).
  * Ops a backend's supports_op denies are reported (a failure with --require-all).
  * Usage: test_backend_ops [--backend NAME] [--op NAME,...] [--bench] [--json FILE]
  *        [--require-all] [--list]; prints "N passed, N failed" and exits 1 on a failure. */
@@ -232,6 +235,10 @@ struct ocase {
     void (*run)(struct ctx *c, const void *arg);
     void (*ref)(const void *arg, struct outs *want, const struct outs *got);
     const void *arg;
+    /* a bad-input case: run on a fresh instance, the op must fail it (by the sync after
+     * at the latest: a device finds the bad element in a kernel) with a message holding
+     * both texts (the second may be NULL) */
+    const char *fails_with[2];
 };
 
 #define MAX_CASES 256
@@ -925,6 +932,46 @@ static void gather_ref(const void *arg, struct outs *w, const struct outs *got)
         }
 }
 
+/* ---- bad inputs: each fails the instance with the CPU backend's message ---- */
+
+enum bad_kind { BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN, BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN };
+
+static void bad_run(struct ctx *c, const void *arg)
+{
+    const enum bad_kind *kind = arg;
+    const struct pb_backend_ops *o = c->be->ops;
+    static const float tok_fwd[6] = {1, 4, 0, 50, 2, 7}, tok_bwd[6] = {1, 2.5f, 0, 3, 49, 7};
+    static const int32_t seq_len[3] = {3, 0, 2}, gather_len[2] = {3, 4}, attn_len[2] = {5, 6};
+    static const int32_t labels[3] = {0, 11, 2};
+    switch (*kind) {
+    case BAD_TOKEN_FWD:  /* token 50 of vocab 50, dim 3 */
+        o->embedding_fwd(c->be, dup(c, tok_fwd, 6), 6, dfill(c, 150, 1.0f), 50, 3, dfill(c, 18, 0));
+        break;
+    case BAD_TOKEN_BWD:  /* token 2.5 */
+        o->embedding_bwd(c->be, dup(c, tok_bwd, 6), 6, dfill(c, 18, 1.0f), 50, 3, -1,
+                         dfill(c, 150, 0.0f));
+        break;
+    case BAD_SEQ_MEAN:  /* length 0: batch 3, steps 3, f 4 */
+        o->seq_mean_fwd(c->be, dfill(c, 36, 1.0f), (int32_t *)dup(c, seq_len, 3), 3, 3, 4,
+                        dfill(c, 12, 0.0f));
+        break;
+    case BAD_SEQ_GATHER:  /* length 4 of steps 3: batch 2, f 4 */
+        o->seq_gather(c->be, dfill(c, 24, 1.0f), 4, (int32_t *)dup(c, gather_len, 2), 2, 3, 4,
+                      true, dfill(c, 24, 0.0f), 4);
+        break;
+    case BAD_LABEL:  /* label 11 of 11 classes, rows 3 */
+        o->softmax_xent(c->be, dfill(c, 33, 0.5f), (int32_t *)dup(c, labels, 3), 3, 11, 0.1f, -1,
+                        0, dalloc(c, sizeof(struct pb_xent_out)), dfill(c, 33, 0.0f));
+        break;
+    case BAD_ATTN_LEN: {  /* length 6 of tk 5 */
+        static const struct pb_attn_desc d = {2, 3, 5, 4, 6, 7};
+        o->attn_fwd(c->be, &d, dfill(c, 24, 0.5f), dfill(c, 60, 0.5f),
+                    (int32_t *)dup(c, attn_len, 2), dfill(c, 85, 0.5f), dfill(c, 36, 0.0f), NULL);
+        break;
+    }
+    }
+}
+
 /* ---- LSTM ---- */
 
 static size_t lstm_nw(const struct pb_lstm_desc *d)
@@ -1443,6 +1490,32 @@ static void build_cases(void)
                  d->query, d->key, d->units, attns[i].lengths ? " lengths" : "");
     }
 
+    /* bad inputs: a token outside the vocabulary (forward and backward), a length outside
+     * [1, steps] (the masked mean, the gather) or [1, tk] (attention), a label outside the
+     * classes; a device reports them at the sync after the op */
+    static const enum bad_kind bads[] = {BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN,
+                                         BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN};
+    static const char *const bad_ops[] = {"embedding", "embedding", "seq_mean", "seq_gather",
+                                          "softmax_xent", "attention"};
+    static const int bad_bops[] = {PB_BOP_EMBEDDING, PB_BOP_EMBEDDING, PB_BOP_SEQ_MEAN,
+                                   PB_BOP_SEQ_GATHER, PB_BOP_SOFTMAX_XENT, PB_BOP_ATTENTION};
+    static const char *const bad_msgs[][2] = {
+        {"embedding: token 50", "is not a whole number in [0, 50)"},
+        {"embedding: token 2.5", "is not a whole number in [0, 50)"},
+        {"seq_mean: sequence 1 has length 0, outside [1, 3]", NULL},
+        {"seq_gather: sequence 1 has length 4, outside [1, 3]", NULL},
+        {"softmax_xent: row 1 has label 11, outside the 11 classes [0, 11)", NULL},
+        {"attention: source 1 has length 6, outside [1, 5]", NULL},
+    };
+    static const char *const bad_labels[] = {"token 50 of 50 (forward)", "token 2.5 (backward)",
+                                             "length 0", "length 4 of 3 steps",
+                                             "label 11 of 11 classes", "length 6 of tk 5"};
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        struct ocase *k = add_case(bad_ops[i], bad_bops[i], 0, 0, EXACT, bad_run, NULL, &bads[i],
+                                   "bad input: %s", bad_labels[i]);
+        k->fails_with[0] = bad_msgs[i][0], k->fails_with[1] = bad_msgs[i][1];
+    }
+
     /* optimizer steps and predictions against double: rtol 1e-5 (a few roundings and a
      * square root per element), atol 1e-6 (sums of terms near 1 that cancel keep their
      * absolute error of a few 2^-24); across backends the same bits */
@@ -1779,6 +1852,35 @@ static bool selected(const struct ocase *k, const struct opts *op)
     return false;
 }
 
+/* Every instance's configuration: the CPU's threads, FP32 (no TF32), deterministic. */
+static const struct pb_backend_cfg backend_cfg = {
+    .device = 0, .threads = 0, .tf32 = false, .deterministic = true};
+
+/* A bad-input case on a fresh instance of backend `name` (the failure ends that instance),
+ * be bound again after. */
+static void run_bad_input(const char *name, struct pb_backend *be, const struct ocase *k)
+{
+    struct pb_err e;
+    struct pb_backend *fresh = pb_backend_create(name, &backend_cfg, &e);
+    char err[512] = "", why[768] = "";
+    if (fresh) {
+        pb_backend_bind(fresh);
+        run_once(fresh, k, PB_LAYOUT_PLAIN, NULL, 0, &(struct outs){0}, err, sizeof err);
+        pb_backend_destroy(fresh);
+        pb_backend_bind(be);
+    } else {
+        snprintf(err, sizeof err, "a fresh instance: %.400s", e.msg);
+    }
+    bool ok = fresh && strstr(err, "the instance failed: ") && strstr(err, k->fails_with[0]) &&
+              (!k->fails_with[1] || strstr(err, k->fails_with[1]));
+    if (!ok)
+        snprintf(why, sizeof why, "wanted the instance failed with \"%s%s%s\", got: %s",
+                 k->fails_with[0], k->fails_with[1] ? " … " : "",
+                 k->fails_with[1] ? k->fails_with[1] : "", err[0] ? err : "no failure");
+    record(name, k, 0, "", ok ? "pass" : "FAIL", NULL, 0, 0, why);
+    ok ? tally.passed++ : tally.failed++;
+}
+
 /* The CPU backend's outputs and times of every selected case, in plain layout: what
  * the other backends are held against. */
 struct cpu_result {
@@ -1813,6 +1915,10 @@ static void run_backend(const char *name, struct pb_backend *be, struct pb_backe
             record(name, k, 0, "", fatal ? "FAIL" : "unsupported", NULL, 0, 0,
                    fatal ? "unsupported (--require-all)" : "");
             fatal ? tally.failed++ : tally.unsupported++;
+            continue;
+        }
+        if (k->fails_with[0]) {
+            run_bad_input(name, be, k);
             continue;
         }
         for (int li = 0; li < (k->layouts ? nl : 1); li++) {
@@ -1930,9 +2036,8 @@ int main(int argc, char **argv)
     if (json)
         fprintf(json, "{\"cases\": [");
 
-    struct pb_backend_cfg cfg = {.device = 0, .threads = 0, .tf32 = false, .deterministic = true};
     struct pb_err e;
-    struct pb_backend *cpu = pb_backend_create("cpu", &cfg, &e);
+    struct pb_backend *cpu = pb_backend_create("cpu", &backend_cfg, &e);
     if (!cpu) {
         fprintf(stderr, "test_backend_ops: the cpu backend: %s\n", e.msg);
         return 1;
@@ -1943,7 +2048,7 @@ int main(int argc, char **argv)
     for (const struct pb_backend_reg *r = pb_backends; r->name; r++) {
         if (!strcmp(r->name, "cpu") || (op.backend && strcmp(op.backend, r->name)))
             continue;
-        struct pb_backend *be = pb_backend_create(r->name, &cfg, &e);
+        struct pb_backend *be = pb_backend_create(r->name, &backend_cfg, &e);
         if (!be) {
             printf("%s: not available here: %s\n", r->name, e.msg);
             if (json) {

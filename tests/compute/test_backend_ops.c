@@ -934,7 +934,9 @@ static void gather_ref(const void *arg, struct outs *w, const struct outs *got)
 
 /* ---- bad inputs: each fails the instance with the CPU backend's message ---- */
 
-enum bad_kind { BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN, BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN };
+enum bad_kind {
+    BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN, BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN
+};
 
 static void bad_run(struct ctx *c, const void *arg)
 {
@@ -1450,8 +1452,8 @@ static void build_cases(void)
         {3, 5, 7, true, false, 0, 0}, {4, 6, 33, false, false, 0, 0},
     };
     for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++)
-        add_case("seq_mean", PB_BOP_SEQ_MEAN, 1e-6, 1e-7, EXACT, seq_mean_run, seq_mean_ref, &seqs[i],
-                 "batch %d steps %d f %d%s", seqs[i].batch, seqs[i].steps, seqs[i].f,
+        add_case("seq_mean", PB_BOP_SEQ_MEAN, 1e-6, 1e-7, EXACT, seq_mean_run, seq_mean_ref,
+                 &seqs[i], "batch %d steps %d f %d%s", seqs[i].batch, seqs[i].steps, seqs[i].f,
                  seqs[i].lengths ? " lengths" : "");
     static const struct seq_arg gathers[] = {
         {3, 5, 7, true, true, 10, 8}, {3, 5, 7, true, false, 7, 7}, {4, 6, 16, false, true, 16, 32},

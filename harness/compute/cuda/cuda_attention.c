@@ -17,8 +17,8 @@
  * Backward: v̂ from w, da[b] = dctx[b]·k[b]ᵀ, dk[b] = a[b]ᵀ·dctx[b] (batched products), the
  *   softmax's backward, then dpq, dpk and the v̂ gradient's parts from tanh formed again (a
  *   thread per output element, its sum in order), the parts' and dpk's column sums
- *   (products with ones), v and g's gradient in double, and the products dW_q += dpqᵀ·q, dW_k += dpkᵀ·k
- *   (beta = 1), dq = dpq·W_q, dk += dpk·W_k. The split backward's data pass
+ *   (products with ones), v and g's gradient in double, and the products dW_q += dpqᵀ·q,
+ *   dW_k += dpkᵀ·k (beta = 1), dq = dpq·W_q, dk += dpk·W_k. The split backward's data pass
  *   (attn_bwd_data) runs everything but the weight gradients' products and sums, keeping
  *   dpq, dpk and v and g's gradient increments (those read v and g); the weight pass
  *   (attn_bwd_weights) adds the increments, the bias' column sum and dW_q, dW_k; attn_bwd
@@ -207,9 +207,9 @@ void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, 
     if (!ds)
         return;
     float *gvp = ds + o_gvp, *dvhat = ds + o_dv, *vh = ds + o_vh, *ones = ds + o_one;
+    pb_cuda_attn_check_lengths(be, &m);
     /* v̂ of this pass' w, not the forward's (ws): a schedule may run the backward on other
      * weights than its forward (semantics §1.3), and the CPU forms v̂ from w here too */
-    pb_cuda_attn_check_lengths(be, &m);
     if (!be->failed)
         pb_cuda_attn_vhat(be, U, p.v, p.g, vh);
     long long sq = (long long)Tq * Hk, sk = (long long)Tk * Hk, sa = (long long)Tq * Tk;

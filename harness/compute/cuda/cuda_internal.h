@@ -43,11 +43,11 @@ struct pb_cuda {
     size_t workspace_bytes;
     struct pb_cuda_algo_cache *algos;
     /* ---- device-detected errors (cuda_flags.c; raised by the kernels of cuda_seq.cu,
-     * cuda_loss.cu and cuda_attention.cu, read by pb_cuda_check_flags after the sync): error_flag is
-     * PB_CUDA_FLAG_INTS ints of device memory (PB_MEM_SCRATCH), allocated at the first
-     * kernel that may raise it; flag_seq numbers those kernels since the last check, so
-     * that the first one to fail in stream order is the one reported; flag_armed: such a
-     * kernel was enqueued since the last check. */
+     * cuda_loss.cu and cuda_attention.cu, read by pb_cuda_check_flags after the sync):
+     * error_flag is PB_CUDA_FLAG_INTS ints of device memory (PB_MEM_SCRATCH), allocated at
+     * the first kernel that may raise it; flag_seq numbers those kernels since the last
+     * check, so that the first one to fail in stream order is the one reported;
+     * flag_armed: such a kernel was enqueued since the last check. */
     int *error_flag;
     unsigned flag_seq;
     bool flag_armed;

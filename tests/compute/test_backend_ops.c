@@ -7,14 +7,17 @@
  *     precision, or the same float expression where the op is per element);
  *   - any other backend against the CPU backend: bit-identical where the CUDA numerics
  *     rules say it can be (per-element ops, optimizer steps, predictions, dropout,
- *     gathers, copies, and the outputs of a case computed exactly: bias_add's y, max
- *     pooling's forward),
+ *     gathers, copies, the embedding and the masked mean: sums in a fixed order, and the
+ *     outputs of a case computed exactly: bias_add's y, max pooling's forward),
  *     else within twice the case's tolerance against the exact result (each backend is
  *     within it, so their difference is within twice it), with ggml's normalised MSE
  *     NMSE = Σ(a − b)² / Σb² as the summary;
  *   - determinism: the case run twice on one backend gives the same bits;
  *   - accumulation: every *_acc output starts from random values and its op runs twice
- *     (the references add two gradients), so an op that overwrites fails.
+ *     (the references add two gradients), so an op that overwrites fails;
+ *   - bad inputs (a token, length or label out of range), each on a fresh instance: the
+ *     op fails it, by the sync after at the latest, with the CPU backend's message (on a
+ *     GPU this runs the kernels' error flag, cuda_flags.c).
  * Ops a backend's supports_op denies are reported (a failure with --require-all).
  * Usage: test_backend_ops [--backend NAME] [--op NAME,...] [--bench] [--json FILE]
  *        [--require-all] [--list]; prints "N passed, N failed" and exits 1 on a failure.
@@ -242,6 +245,10 @@ struct ocase {
     void (*run)(struct ctx *c, const void *arg);
     void (*ref)(const void *arg, struct outs *want, const struct outs *got);
     const void *arg;
+    /* a bad-input case: run on a fresh instance, the op must fail it (by the sync after
+     * at the latest: a device finds the bad element in a kernel) with a message holding
+     * both texts (the second may be NULL) */
+    const char *fails_with[2];
 };
 
 #define MAX_CASES 256
@@ -935,6 +942,48 @@ static void gather_ref(const void *arg, struct outs *w, const struct outs *got)
         }
 }
 
+/* ---- bad inputs: each fails the instance with the CPU backend's message ---- */
+
+enum bad_kind {
+    BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN, BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN
+};
+
+static void bad_run(struct ctx *c, const void *arg)
+{
+    const enum bad_kind *kind = arg;
+    const struct pb_backend_ops *o = c->be->ops;
+    static const float tok_fwd[6] = {1, 4, 0, 50, 2, 7}, tok_bwd[6] = {1, 2.5f, 0, 3, 49, 7};
+    static const int32_t seq_len[3] = {3, 0, 2}, gather_len[2] = {3, 4}, attn_len[2] = {5, 6};
+    static const int32_t labels[3] = {0, 11, 2};
+    switch (*kind) {
+    case BAD_TOKEN_FWD:  /* token 50 of vocab 50, dim 3 */
+        o->embedding_fwd(c->be, dup(c, tok_fwd, 6), 6, dfill(c, 150, 1.0f), 50, 3, dfill(c, 18, 0));
+        break;
+    case BAD_TOKEN_BWD:  /* token 2.5 */
+        o->embedding_bwd(c->be, dup(c, tok_bwd, 6), 6, dfill(c, 18, 1.0f), 50, 3, -1,
+                         dfill(c, 150, 0.0f));
+        break;
+    case BAD_SEQ_MEAN:  /* length 0: batch 3, steps 3, f 4 */
+        o->seq_mean_fwd(c->be, dfill(c, 36, 1.0f), (int32_t *)dup(c, seq_len, 3), 3, 3, 4,
+                        dfill(c, 12, 0.0f));
+        break;
+    case BAD_SEQ_GATHER:  /* length 4 of steps 3: batch 2, f 4 */
+        o->seq_gather(c->be, dfill(c, 24, 1.0f), 4, (int32_t *)dup(c, gather_len, 2), 2, 3, 4,
+                      true, dfill(c, 24, 0.0f), 4);
+        break;
+    case BAD_LABEL:  /* label 11 of 11 classes, rows 3 */
+        o->softmax_xent(c->be, dfill(c, 33, 0.5f), (int32_t *)dup(c, labels, 3), 3, 11, 0.1f, -1,
+                        0, dalloc(c, sizeof(struct pb_xent_out)), dfill(c, 33, 0.0f));
+        break;
+    case BAD_ATTN_LEN: {  /* length 6 of tk 5 */
+        static const struct pb_attn_desc d = {2, 3, 5, 4, 6, 7};
+        o->attn_fwd(c->be, &d, dfill(c, 24, 0.5f), dfill(c, 60, 0.5f),
+                    (int32_t *)dup(c, attn_len, 2), dfill(c, 85, 0.5f), dfill(c, 36, 0.0f), NULL);
+        break;
+    }
+    }
+}
+
 /* ---- LSTM ---- */
 
 static size_t lstm_nw(const struct pb_lstm_desc *d)
@@ -1390,11 +1439,12 @@ static void build_cases(void)
     add_case("fill", -1, 0, 0, EXACT, fill_run, fill_ref, NULL, "n 40000 at an offset");
     add_case("copy", -1, 0, 0, EXACT, copy_run, copy_ref, NULL, "n 39991 at offsets");
 
-    /* softmax-xent: expf/logf and row sums of ≤ 100 terms in float: rtol 1e-5 against
-     * double (the CPU sums in double); the correct count exact */
+    /* softmax-xent: expf/logf and row sums of ≤ 1000 terms in float: rtol 1e-5 against
+     * double (the CPU sums in double); the correct count exact. c 1000: more classes than a
+     * CUDA row block has threads (cuda_loss.cu: each thread's run, then the trees). */
     static const struct xent_arg xents[] = {
         {7, 11, 0.0f, -1, 0}, {7, 11, 0.1f, -1, 0}, {16, 100, 0.1f, 3, 0}, {64, 10, 0.0f, 0, 0},
-        {16, 100, 0.1f, 3, 4},
+        {16, 100, 0.1f, 3, 4}, {8, 1000, 0.1f, 3, 0},
     };
     for (size_t i = 0; i < sizeof xents / sizeof xents[0]; i++)
         add_case("softmax_xent", PB_BOP_SOFTMAX_XENT, 1e-5, 1e-7, TOL, xent_run, xent_ref,
@@ -1402,20 +1452,23 @@ static void build_cases(void)
                  (double)xents[i].eps_ls, xents[i].ignore, xents[i].grad_rows);
 
     /* embedding: the forward copies rows (exact), the backward sums ≤ n rows in float:
-     * rtol 1e-5, atol 1e-6 */
-    static const struct emb_arg embs[] = {{40, 50, 12, 0}, {64, 200, 32, -1}};
+     * rtol 1e-5, atol 1e-6; across backends the same bits (each element's sum in token
+     * order, kernels/seq.h's row add). n 1500, dim 130, vocab 300: on CUDA two token tiles, two
+     * column blocks (the second mostly idle) and fewer row groups than rows (cuda_seq.cu). */
+    static const struct emb_arg embs[] = {{40, 50, 12, 0}, {64, 200, 32, -1}, {1500, 300, 130, 5}};
     for (size_t i = 0; i < sizeof embs / sizeof embs[0]; i++)
-        add_case("embedding", PB_BOP_EMBEDDING, 1e-5, 1e-6, TOL, emb_run, emb_ref, &embs[i],
+        add_case("embedding", PB_BOP_EMBEDDING, 1e-5, 1e-6, EXACT, emb_run, emb_ref, &embs[i],
                  "n %d vocab %d dim %d padding %d", embs[i].n, embs[i].vocab, embs[i].dim,
                  embs[i].padding);
 
-    /* seq_mean: a sum of ≤ 6 floats then a division: rtol 1e-6 */
+    /* seq_mean: a sum of ≤ 6 floats then a division: rtol 1e-6; across backends the same
+     * bits (the sum in step order in double, kernels/seq.h's division) */
     static const struct seq_arg seqs[] = {
         {3, 5, 7, true, false, 0, 0}, {4, 6, 33, false, false, 0, 0},
     };
     for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++)
-        add_case("seq_mean", PB_BOP_SEQ_MEAN, 1e-6, 1e-7, TOL, seq_mean_run, seq_mean_ref, &seqs[i],
-                 "batch %d steps %d f %d%s", seqs[i].batch, seqs[i].steps, seqs[i].f,
+        add_case("seq_mean", PB_BOP_SEQ_MEAN, 1e-6, 1e-7, EXACT, seq_mean_run, seq_mean_ref,
+                 &seqs[i], "batch %d steps %d f %d%s", seqs[i].batch, seqs[i].steps, seqs[i].f,
                  seqs[i].lengths ? " lengths" : "");
     static const struct seq_arg gathers[] = {
         {3, 5, 7, true, true, 10, 8}, {3, 5, 7, true, false, 7, 7}, {4, 6, 16, false, true, 16, 32},
@@ -1429,23 +1482,55 @@ static void build_cases(void)
 
     /* LSTM: float32 against double over sums of ≤ I + H products per gate carried over
      * ≤ 6 steps: rtol 1e-4, atol 1e-5 (tests/compute/test_cpu_lstm.c's bound, atol for the
-     * gradients' cancellations) */
-    static const struct pb_lstm_desc lstms[] = {{2, 4, 5, 6}, {3, 6, 8, 16}};
+     * gradients' cancellations); batch 20 × hidden 16: more cells than a CUDA block has
+     * threads (cuda_lstm.cu) */
+    static const struct pb_lstm_desc lstms[] = {{2, 4, 5, 6}, {3, 6, 8, 16}, {20, 2, 3, 16}};
     for (size_t i = 0; i < sizeof lstms / sizeof lstms[0]; i++)
         add_case("lstm", PB_BOP_LSTM, 1e-4, 1e-5, TOL, lstm_run, lstm_ref, &lstms[i],
                  "batch %d steps %d input %d hidden %d", lstms[i].batch, lstms[i].steps,
                  lstms[i].input, lstms[i].hidden);
 
     /* attention: projections of ≤ 24 products, the CPU's tanh within 3 ulp, a softmax
-     * over ≤ 9 keys, the backward through all of them: rtol 1e-4, atol 1e-5 */
+     * over ≤ 40 keys, the backward through all of them: rtol 1e-4, atol 1e-5. The last
+     * case is for CUDA's grids (cuda_attention.cu): score tiles past tk and tq, a tile
+     * wholly past a length, unit chunks with a partial last one, softmax rows over more
+     * keys than a warp has lanes and in a partial block (the references differentiate
+     * numerically: the case stays small). */
     static const struct attn_arg attns[] = {
         {{3, 4, 5, 4, 6, 7}, true}, {{3, 1, 5, 4, 6, 37}, true}, {{2, 3, 9, 16, 24, 48}, false},
+        {{2, 10, 40, 2, 3, 35}, true},
     };
     for (size_t i = 0; i < sizeof attns / sizeof attns[0]; i++) {
         const struct pb_attn_desc *d = &attns[i].d;
         add_case("attention", PB_BOP_ATTENTION, 1e-4, 1e-5, TOL, attn_run, attn_ref, &attns[i],
                  "batch %d tq %d tk %d query %d key %d units %d%s", d->batch, d->tq, d->tk,
                  d->query, d->key, d->units, attns[i].lengths ? " lengths" : "");
+    }
+
+    /* bad inputs: a token outside the vocabulary (forward and backward), a length outside
+     * [1, steps] (the masked mean, the gather) or [1, tk] (attention), a label outside the
+     * classes; a device reports them at the sync after the op */
+    static const enum bad_kind bads[] = {BAD_TOKEN_FWD, BAD_TOKEN_BWD, BAD_SEQ_MEAN,
+                                         BAD_SEQ_GATHER, BAD_LABEL, BAD_ATTN_LEN};
+    static const char *const bad_ops[] = {"embedding", "embedding", "seq_mean", "seq_gather",
+                                          "softmax_xent", "attention"};
+    static const int bad_bops[] = {PB_BOP_EMBEDDING, PB_BOP_EMBEDDING, PB_BOP_SEQ_MEAN,
+                                   PB_BOP_SEQ_GATHER, PB_BOP_SOFTMAX_XENT, PB_BOP_ATTENTION};
+    static const char *const bad_msgs[][2] = {
+        {"embedding: token 50", "is not a whole number in [0, 50)"},
+        {"embedding: token 2.5", "is not a whole number in [0, 50)"},
+        {"seq_mean: sequence 1 has length 0, outside [1, 3]", NULL},
+        {"seq_gather: sequence 1 has length 4, outside [1, 3]", NULL},
+        {"softmax_xent: row 1 has label 11, outside the 11 classes [0, 11)", NULL},
+        {"attention: source 1 has length 6, outside [1, 5]", NULL},
+    };
+    static const char *const bad_labels[] = {"token 50 of 50 (forward)", "token 2.5 (backward)",
+                                             "length 0", "length 4 of 3 steps",
+                                             "label 11 of 11 classes", "length 6 of tk 5"};
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        struct ocase *k = add_case(bad_ops[i], bad_bops[i], 0, 0, EXACT, bad_run, NULL, &bads[i],
+                                   "bad input: %s", bad_labels[i]);
+        k->fails_with[0] = bad_msgs[i][0], k->fails_with[1] = bad_msgs[i][1];
     }
 
     /* optimizer steps and predictions against double: rtol 1e-5 (a few roundings and a
@@ -1785,6 +1870,35 @@ static bool selected(const struct ocase *k, const struct opts *op)
     return false;
 }
 
+/* Every instance's configuration: the CPU's threads, FP32 (no TF32), deterministic. */
+static const struct pb_backend_cfg backend_cfg = {
+    .device = 0, .threads = 0, .tf32 = false, .deterministic = true};
+
+/* A bad-input case on a fresh instance of backend `name` (the failure ends that instance),
+ * be bound again after. */
+static void run_bad_input(const char *name, struct pb_backend *be, const struct ocase *k)
+{
+    struct pb_err e;
+    struct pb_backend *fresh = pb_backend_create(name, &backend_cfg, &e);
+    char err[512] = "", why[768] = "";
+    if (fresh) {
+        pb_backend_bind(fresh);
+        run_once(fresh, k, PB_LAYOUT_PLAIN, NULL, 0, &(struct outs){0}, err, sizeof err);
+        pb_backend_destroy(fresh);
+        pb_backend_bind(be);
+    } else {
+        snprintf(err, sizeof err, "a fresh instance: %.400s", e.msg);
+    }
+    bool ok = fresh && strstr(err, "the instance failed: ") && strstr(err, k->fails_with[0]) &&
+              (!k->fails_with[1] || strstr(err, k->fails_with[1]));
+    if (!ok)
+        snprintf(why, sizeof why, "wanted the instance failed with \"%s%s%s\", got: %s",
+                 k->fails_with[0], k->fails_with[1] ? " … " : "",
+                 k->fails_with[1] ? k->fails_with[1] : "", err[0] ? err : "no failure");
+    record(name, k, 0, "", ok ? "pass" : "FAIL", NULL, 0, 0, why);
+    ok ? tally.passed++ : tally.failed++;
+}
+
 /* The CPU backend's outputs and times of every selected case, in plain layout: what
  * the other backends are held against. */
 struct cpu_result {
@@ -1819,6 +1933,10 @@ static void run_backend(const char *name, struct pb_backend *be, struct pb_backe
             record(name, k, 0, "", fatal ? "FAIL" : "unsupported", NULL, 0, 0,
                    fatal ? "unsupported (--require-all)" : "");
             fatal ? tally.failed++ : tally.unsupported++;
+            continue;
+        }
+        if (k->fails_with[0]) {
+            run_bad_input(name, be, k);
             continue;
         }
         for (int li = 0; li < (k->layouts ? nl : 1); li++) {
@@ -1953,8 +2071,7 @@ int main(int argc, char **argv)
     if (json)
         fprintf(json, "{\"cases\": [");
 
-    struct pb_backend_cfg cfg = {.device = 0, .threads = 0, .tf32 = false, .deterministic = true};
-    struct pb_backend *cpu = pb_backend_create("cpu", &cfg, &e);
+    struct pb_backend *cpu = pb_backend_create("cpu", &backend_cfg, &e);
     if (!cpu) {
         fprintf(stderr, "test_backend_ops: the cpu backend: %s\n", e.msg);
         return 1;
@@ -1966,7 +2083,7 @@ int main(int argc, char **argv)
         const char *name = names[ni];
         if (!strcmp(name, "cpu") || (op.backend && strcmp(op.backend, name)))
             continue;
-        struct pb_backend *be = pb_backend_create(name, &cfg, &e);
+        struct pb_backend *be = pb_backend_create(name, &backend_cfg, &e);
         if (!be) {
             printf("%s: not available here: %s\n", name, e.msg);
             if (json) {

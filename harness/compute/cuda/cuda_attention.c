@@ -7,23 +7,25 @@
  *   q (B, Tq, Hq), k (B, Tk, Hk), lengths (B) device, ctx and dctx (B, Tq, Hk);
  *   w: v (U), g (1), bias (U), W_q (U, Hq), W_k (U, Hk) (PyTorch's parameters() order);
  *   workspace: pq (B·Tq, U), pk (B·Tk, U), the weights a (B·Tq, Tk), v̂ (U), each piece
- *   from a 256-byte boundary.
+ *   from a 256-byte boundary (v̂ is the forward's own: the backward forms it again from
+ *   its w, which a schedule may take from another version than the forward's).
  * Forward: pq = q·W_qᵀ and pk = k·W_kᵀ (one product each), v̂ = g·v/‖v‖, the scores
  *   v̂·tanh((pq + pk) + bias) (a thread per score), their softmax within the length, and
  *   ctx[b] = a[b]·k[b] (a batched product). attn_fwd_projected runs the same calls from pq
  *   on, and attn_project_keys the same product as the forward's, so for one desc their bits
  *   are attn_fwd's (cuBLAS is deterministic for one shape and alignment).
- * Backward: da[b] = dctx[b]·k[b]ᵀ, dk[b] = a[b]ᵀ·dctx[b] (batched products), the softmax's
- *   backward, then dpq, dpk and the v̂ gradient's parts from tanh formed again (a thread per
- *   output element, its sum in order), the parts' and dpk's column sums (products with
- *   ones), v and g's gradient in double, and the products dW_q += dpqᵀ·q, dW_k += dpkᵀ·k
- *   (beta = 1), dq = dpq·W_q, dk += dpk·W_k. The split backward's data pass
+ * Backward: v̂ from w, da[b] = dctx[b]·k[b]ᵀ, dk[b] = a[b]ᵀ·dctx[b] (batched products), the
+ *   softmax's backward, then dpq, dpk and the v̂ gradient's parts from tanh formed again (a
+ *   thread per output element, its sum in order), the parts' and dpk's column sums
+ *   (products with ones), v and g's gradient in double, and the products dW_q += dpqᵀ·q,
+ *   dW_k += dpkᵀ·k (beta = 1), dq = dpq·W_q, dk += dpk·W_k. The split backward's data pass
  *   (attn_bwd_data) runs everything but the weight gradients' products and sums, keeping
  *   dpq, dpk and v and g's gradient increments (those read v and g); the weight pass
  *   (attn_bwd_weights) adds the increments, the bias' column sum and dW_q, dW_k; attn_bwd
  *   is the two in turn.
- * Lengths are device memory: a length outside [1, Tk] is clamped on the device (the CPU
- * fails the instance; this backend cannot read it before a sync). Products reduce in
+ * Lengths are device memory: a length outside [1, Tk] raises the instance's flag, which
+ * the next sync turns into the CPU's failure and message (the kernels clamp it
+ * meanwhile, reading nothing out of bounds). Products reduce in
  * cuBLAS's order: within a tolerance of the CPU; the per-element math is its own. */
 #include "harness/compute/cuda/cuda_rnn.h"
 
@@ -88,7 +90,9 @@ static void attend(struct pb_backend *be, const struct pb_attn_desc *d, const fl
 {
     int Tq = d->tq, Tk = d->tk, Hk = d->key;
     struct pb_cuda_attn_dims m = dims(d, lengths);
-    pb_cuda_attn_vhat(be, d->units, p->v, p->g, vh);
+    pb_cuda_attn_check_lengths(be, &m);
+    if (!be->failed)
+        pb_cuda_attn_vhat(be, d->units, p->v, p->g, vh);
     if (!be->failed)
         pb_cuda_attn_score(be, &m, pq, pk, p->bias, vh, a);
     if (!be->failed)
@@ -194,17 +198,24 @@ void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, 
     struct attn_ws s = ws_split(d, ws);
     struct attn_keep kp = keep_split(d, keep);
     struct pb_cuda_attn_dims m = dims(d, lengths);
-    /* ds (B·Tq, Tk), gvp (B·Tk, U), dvhat (U), ones (B·Tk) */
+    /* ds (B·Tq, Tk), gvp (B·Tk, U), dvhat (U), v̂ (U), ones (B·Tk) */
     size_t o_gvp = pb_cuda_rnn_align((size_t)nq * Tk);
     size_t o_dv = o_gvp + pb_cuda_rnn_align((size_t)nk * U);
-    size_t o_one = o_dv + pb_cuda_rnn_align(U);
+    size_t o_vh = o_dv + pb_cuda_rnn_align(U);
+    size_t o_one = o_vh + pb_cuda_rnn_align(U);
     float *ds = pb_cuda_rnn_scratch(be, (o_one + (size_t)nk) * sizeof(float));
     if (!ds)
         return;
-    float *gvp = ds + o_gvp, *dvhat = ds + o_dv, *ones = ds + o_one;
+    float *gvp = ds + o_gvp, *dvhat = ds + o_dv, *vh = ds + o_vh, *ones = ds + o_one;
+    pb_cuda_attn_check_lengths(be, &m);
+    /* v̂ of this pass' w, not the forward's (ws): a schedule may run the backward on other
+     * weights than its forward (semantics §1.3), and the CPU forms v̂ from w here too */
+    if (!be->failed)
+        pb_cuda_attn_vhat(be, U, p.v, p.g, vh);
     long long sq = (long long)Tq * Hk, sk = (long long)Tk * Hk, sa = (long long)Tq * Tk;
     /* da[b] (Tq, Tk) = dctx[b] (Tq, Hk)·k[b]ᵀ; dk[b] (Tk, Hk) = a[b]ᵀ·dctx[b] */
-    bool ok = pb_cuda_rnn_gemm_batched(be, false, true, Tq, Tk, Hk, 1.0f, dctx, Hk, sq, k, Hk, sk,
+    bool ok = !be->failed &&
+              pb_cuda_rnn_gemm_batched(be, false, true, Tq, Tk, Hk, 1.0f, dctx, Hk, sq, k, Hk, sk,
                                        0.0f, ds, Tk, sa, B);
     if (dk)
         ok = ok && pb_cuda_rnn_gemm_batched(be, true, false, Tk, Hk, Tq, 1.0f, s.a, Tk, sa, dctx,
@@ -212,9 +223,9 @@ void pb_cuda_attn_bwd_data(struct pb_backend *be, const struct pb_attn_desc *d, 
     if (ok)
         pb_cuda_attn_softmax_bwd(be, &m, s.a, ds);
     if (!be->failed)
-        pb_cuda_attn_dpq(be, &m, s.pq, s.pk, p.bias, s.vh, ds, kp.dpq);
+        pb_cuda_attn_dpq(be, &m, s.pq, s.pk, p.bias, vh, ds, kp.dpq);
     if (!be->failed)
-        pb_cuda_attn_dpk(be, &m, s.pq, s.pk, p.bias, s.vh, ds, kp.dpk, gvp);
+        pb_cuda_attn_dpk(be, &m, s.pq, s.pk, p.bias, vh, ds, kp.dpk, gvp);
     if (!be->failed)
         pb_cuda_rnn_ones(be, ones, (size_t)nk);
     ok = !be->failed;

@@ -6,6 +6,7 @@
  * shared tanh (the per-element bodies: cuda_rnn_kernels.h), compiled with -fmad=false.
  * Every sum runs in a fixed order that depends on the shape alone (sequential per thread,
  * or a fixed tree over a block or a warp): no atomics. */
+#include "harness/compute/cuda/cuda_kernels.cuh"
 #include "harness/compute/cuda/cuda_rnn_kernels.h"
 
 enum {
@@ -187,7 +188,27 @@ __global__ static void attn_dpk_kernel(struct pb_cuda_attn_dims d, const float *
         pb_cu_attn_dpk_at(&d, pq, pk, bias, vh, ds, dpk, gvp, blockIdx.x, n);
 }
 
+/* lengths (B): one outside [1, tk] raises the flag (the kernels above clamp it meanwhile);
+ * a thread per source */
+__global__ static void attn_lengths_kernel(const int32_t *lengths, int batch, int tk,
+                                           struct pb_cuda_flag_ref flag)
+{
+    int b = (int)pb_cu_index();
+    if (b < batch && (lengths[b] < 1 || lengths[b] > tk))
+        pb_cu_raise(flag, PB_CUDA_FLAG_ATTN_LEN, tk, (unsigned)b, (uint32_t)lengths[b]);
+}
+
 /* ---- launch helpers ---- */
+
+void pb_cuda_attn_check_lengths(struct pb_backend *be, const struct pb_cuda_attn_dims *d)
+{
+    struct pb_cuda_flag_ref flag;
+    if (!d->lengths || d->batch <= 0 || !pb_cuda_flag_arm(be, &flag))
+        return;
+    attn_lengths_kernel<<<pb_cu_blocks((size_t)d->batch), PB_CU_BLOCK, 0,
+                          pb_cuda_of(be)->stream>>>(d->lengths, d->batch, d->tk, flag);
+    PB_CUDA(be, cudaGetLastError());
+}
 
 static unsigned pow2_at_least(int n, unsigned cap)
 {

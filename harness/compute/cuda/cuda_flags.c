@@ -1,6 +1,7 @@
 /* harness/compute/cuda/cuda_flags.c — errors the kernels detect (a token outside the
  * vocabulary, a length or a label out of range), surfaced at sync through the instance's
- * device flag; the messages are the CPU's checks' (cpu_seq.c token_row, seq_len; cpu_loss.c). */
+ * device flag; the messages are the CPU's checks' (cpu_seq.c token_row, seq_len; cpu_loss.c;
+ * cpu_attention.c check_lengths). */
 #include "harness/compute/cuda/cuda_internal.h"
 
 #include <stdio.h>
@@ -55,7 +56,11 @@ bool pb_cuda_flag_message(const int *f, char *msg, size_t cap)
                  limit);
         break;
     case PB_CUDA_FLAG_LABEL:
-        snprintf(msg, cap, "softmax_xent: row %u has label %d, outside [0, %d)", index,
+        snprintf(msg, cap, "softmax_xent: row %u has label %d, outside the %d classes [0, %d)",
+                 index, (int)ivalue, limit, limit);
+        break;
+    case PB_CUDA_FLAG_ATTN_LEN:
+        snprintf(msg, cap, "attention: source %u has length %d, outside [1, %d]", index,
                  (int)ivalue, limit);
         break;
     default:

@@ -42,12 +42,12 @@ struct pb_cuda {
     void *workspace;           /* cuDNN's workspace (PB_MEM_SCRATCH), grown on demand */
     size_t workspace_bytes;
     struct pb_cuda_algo_cache *algos;
-    /* ---- device-detected errors (cuda_flags.c; raised by the kernels of cuda_seq.cu and
-     * cuda_loss.cu, read by pb_cuda_check_flags after the sync): error_flag is
-     * PB_CUDA_FLAG_INTS ints of device memory (PB_MEM_SCRATCH), allocated at the first
-     * kernel that may raise it; flag_seq numbers those kernels since the last check, so
-     * that the first one to fail in stream order is the one reported; flag_armed: such a
-     * kernel was enqueued since the last check. */
+    /* ---- device-detected errors (cuda_flags.c; raised by the kernels of cuda_seq.cu,
+     * cuda_loss.cu and cuda_attention.cu, read by pb_cuda_check_flags after the sync):
+     * error_flag is PB_CUDA_FLAG_INTS ints of device memory (PB_MEM_SCRATCH), allocated at
+     * the first kernel that may raise it; flag_seq numbers those kernels since the last
+     * check, so that the first one to fail in stream order is the one reported;
+     * flag_armed: such a kernel was enqueued since the last check. */
     int *error_flag;
     unsigned flag_seq;
     bool flag_armed;
@@ -210,10 +210,11 @@ void pb_cuda_seq_gather(struct pb_backend *be, const float *x, int x_stride, con
 
 /* ---- device-detected errors (cuda_flags.c) ----
  * A kernel that finds a bad input (a token outside the vocabulary, a length outside
- * [1, steps], a label outside [0, C)) cannot fail the instance itself: it raises the
- * instance's flag (cuda_kernels.cuh's pb_cu_raise), and the backend's sync calls
- * pb_cuda_check_flags, which reads it and fails the instance with the message the CPU
- * backend gives, naming the first bad element of the first failing op. */
+ * [1, steps] or an attention's outside [1, tk], a label outside [0, C)) cannot fail the
+ * instance itself: it raises the instance's flag (cuda_kernels.cuh's pb_cu_raise), and
+ * the backend's sync calls pb_cuda_check_flags, which reads it and fails the instance
+ * with the message the CPU backend gives, naming the first bad element of the first
+ * failing op. */
 #define PB_CUDA_FLAG_INTS 8
 enum pb_cuda_flag_code {
     PB_CUDA_FLAG_NONE,
@@ -221,6 +222,7 @@ enum pb_cuda_flag_code {
     PB_CUDA_FLAG_SEQ_MEAN,    /* seq_mean: value = the length, limit = steps */
     PB_CUDA_FLAG_SEQ_GATHER,  /* seq_gather: value = the length, limit = steps */
     PB_CUDA_FLAG_LABEL,       /* softmax_xent: value = the label, limit = C */
+    PB_CUDA_FLAG_ATTN_LEN,    /* attention: value = the source's length, limit = tk */
 };
 /* What a kernel that may raise the flag is launched with. */
 struct pb_cuda_flag_ref {

@@ -67,12 +67,16 @@ void pb_cuda_rnn_ones(struct pb_backend *be, float *p, size_t n);
 
 /* ---- cuda_attention.cu: the attention's kernels (reference: cpu_attention.c) ---- */
 
-/* Sizes and lengths; lengths (B) device (NULL: all tk), each clamped to [1, tk] on the
- * device (the CPU fails the instance on one outside; a device cannot before a sync). */
+/* Sizes and lengths; lengths (B) device (NULL: all tk), each clamped to [1, tk] by the
+ * kernels, so that a bad one reads nothing out of bounds before the sync reports it
+ * (pb_cuda_attn_check_lengths). */
 struct pb_cuda_attn_dims {
     int batch, tq, tk, units;
     const int32_t *lengths;
 };
+/* A length outside [1, tk] raises the instance's flag: the sync after fails the instance
+ * with the CPU's message (cpu_attention.c check_lengths); nothing to check without lengths. */
+void pb_cuda_attn_check_lengths(struct pb_backend *be, const struct pb_cuda_attn_dims *d);
 /* vh (U) = g·v/‖v‖ (‖v‖ in double, as normalised_v) from w's v (U) and g (1). */
 void pb_cuda_attn_vhat(struct pb_backend *be, int units, const float *v, const float *g, float *vh);
 /* s (B·tq, tk) = v̂·tanh((pq + pk) + bias) for keys below the length (others untouched), pq

@@ -2,7 +2,8 @@
  * (cuda_kernels.cuh pb_cu_raise, read by cuda_flags.c at sync), on the host: raises in any
  * order leave the key of the lowest index (atomicMax of pb_cuda_flag_key, as the device
  * keeps it), and pb_cuda_flag_message turns the flag into the CPU backend's message with
- * the value and position of that element. Needs no GPU. */
+ * the value and position of that element (the CPU's words, the CUDA's adding a token's
+ * position). Needs no GPU. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -82,7 +83,10 @@ START_TEST(test_lengths_and_labels)
     struct raise lab[] = {{70000, 10}, {65536, (uint32_t)-100}};
     raised(f, PB_CUDA_FLAG_LABEL, 10, lab, 2);
     ck_assert(pb_cuda_flag_message(f, msg, sizeof msg));
-    ck_assert_str_eq(msg, "softmax_xent: row 65536 has label -100, outside [0, 10)");
+    ck_assert_str_eq(msg, "softmax_xent: row 65536 has label -100, outside the 10 classes [0, 10)");
+    raised(f, PB_CUDA_FLAG_ATTN_LEN, 10, len, 2);
+    ck_assert(pb_cuda_flag_message(f, msg, sizeof msg));
+    ck_assert_str_eq(msg, "attention: source 4 has length -2, outside [1, 10]");
 }
 END_TEST
 

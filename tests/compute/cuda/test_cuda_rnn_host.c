@@ -143,6 +143,24 @@ void pb_cuda_rnn_ones(struct pb_backend *be, float *p, size_t n)
         p[i] = 1.0f;
 }
 
+/* The lengths kernel's flag as the device leaves it (the lowest bad source's key), and
+ * what the sync after makes of it: the instance failed with its message. */
+void pb_cuda_attn_check_lengths(struct pb_backend *be, const struct pb_cuda_attn_dims *d)
+{
+    int f[PB_CUDA_FLAG_INTS] = {0};
+    uint64_t key = 0;
+    for (int b = 0; d->lengths && b < d->batch; b++)
+        if (d->lengths[b] < 1 || d->lengths[b] > d->tk) {
+            uint64_t k = pb_cuda_flag_key((unsigned)b, (uint32_t)d->lengths[b]);
+            key = k > key ? k : key;
+            f[0] = 1, f[1] = PB_CUDA_FLAG_ATTN_LEN, f[2] = d->tk;
+        }
+    memcpy(f + 4, &key, sizeof key);
+    char msg[256];
+    if (pb_cuda_flag_message(f, msg, sizeof msg))
+        pb_backend_fail(be, "%s", msg);
+}
+
 enum { RED = 256 };  /* cuda_attention.cu's RED_THREADS */
 
 /* The v̂ kernels' block sum: thread t's part over n ≡ t (mod RED), then the fixed tree. */
@@ -286,6 +304,8 @@ static const struct pb_backend_ops emulated_ops = {
     .lstm_bwd_keep = pb_cuda_lstm_bwd_keep, .lstm_bwd_data = pb_cuda_lstm_bwd_data,
     .lstm_bwd_weights = pb_cuda_lstm_bwd_weights, .attn_bwd_keep = pb_cuda_attn_bwd_keep,
     .attn_bwd_data = pb_cuda_attn_bwd_data, .attn_bwd_weights = pb_cuda_attn_bwd_weights,
+    .attn_workspace = pb_cuda_attn_workspace, .attn_fwd = pb_cuda_attn_fwd,
+    .attn_fwd_projected = pb_cuda_attn_fwd_projected,
 };
 
 static struct pb_cuda emulated_cu;
@@ -539,12 +559,98 @@ START_TEST(test_attention)
 }
 END_TEST
 
+/* A backward on other weights than its forward's (semantics §1.3: PipeMare's B(j) reads the
+ * latest weights, not F(j)'s): the backward's v̂ is its own w's, as on the CPU. */
+START_TEST(test_attention_other_weights)
+{
+    const struct attn_case *c = &attn_cases[_i];
+    const struct pb_attn_desc *d = &c->d;
+    struct pb_backend *gpu = emu_new(), *cpu = cpu_new();
+    struct pb_backend *be[2] = {gpu, cpu};
+    int B = d->batch;
+    size_t nq = (size_t)B * d->tq * d->query, nk = (size_t)B * d->tk * d->key;
+    size_t nctx = (size_t)B * d->tq * d->key, nw = (size_t)d->units * (2 + d->query + d->key) + 1;
+    float *dq[2], *dk[2], *dw[2];
+    for (int e = 0; e < 2; e++) {
+        struct pb_backend *b = be[e];
+        float *q = rnd(b, nq, 11, -1, 1), *k = rnd(b, nk, 12, -1, 1);
+        float *w_fwd = rnd(b, nw, 13, -1, 1), *w_bwd = rnd(b, nw, 16, -1, 1);
+        float *dctx = rnd(b, nctx, 14, -1, 1), *ctx = nans(b, nctx);
+        dw[e] = rnd(b, nw, 15, -1, 1), dq[e] = nans(b, nq), dk[e] = nans(b, nk);
+        int32_t *len = (int32_t *)buf(b, (size_t)B);
+        for (int s = 0; s < B; s++)
+            len[s] = s == 0 ? d->tk : 1 + (s * 5 + 1) % d->tk;
+        const int32_t *l = c->lengths ? len : NULL;
+        if (e == 0) {
+            void *ws = buf(gpu, pb_cuda_attn_workspace(gpu, d) / sizeof(float));
+            pb_cuda_attn_fwd(gpu, d, q, k, l, w_fwd, ctx, ws);
+            pb_cuda_attn_bwd(gpu, d, q, k, l, w_bwd, ws, dctx, dq[0], dk[0], dw[0]);
+        } else {
+            const struct pb_backend_ops *o = cpu->ops;
+            void *ws = buf(cpu, o->attn_workspace(cpu, d) / sizeof(float));
+            o->attn_fwd(cpu, d, q, k, l, w_fwd, ctx, ws);
+            o->attn_bwd(cpu, d, q, k, l, w_bwd, ws, dctx, dq[1], dk[1], dw[1]);
+        }
+        ck_assert_msg(!b->failed, "%s", b->error.msg);
+    }
+    assert_close("dq (other weights)", dq[0], dq[1], nq);
+    assert_close("dk (other weights)", dk[0], dk[1], nk);
+    assert_close("dw_acc (other weights)", dw[0], dw[1], nw);
+    release(gpu, cpu);
+}
+END_TEST
+
+/* A length outside [1, tk] fails the instance with the CPU backend's message in each op
+ * that reads lengths (attn_fwd, attn_fwd_projected, attn_bwd_data; the emulated lengths
+ * kernel reports at once what the sync reports on a device), and the op frees its scratch. */
+START_TEST(test_attention_bad_length)
+{
+    static const int32_t bad[] = {6, 0, -3};  /* source 1's, against tk 5 */
+    const struct pb_attn_desc d = {2, 3, 5, 4, 6, 7};
+    size_t nq = 2 * 3 * 4, nk = 2 * 5 * 6, nctx = 2 * 3 * 6, nw = 7 * (2 + 4 + 6) + 1;
+    struct pb_backend *gpu = emu_new(), *cpu = cpu_new();
+    struct pb_backend *be[2] = {gpu, cpu};
+    for (int e = 0; e < 2; e++) {
+        struct pb_backend *b = be[e];
+        const struct pb_backend_ops *o = b->ops;
+        float *q = rnd(b, nq, 11, -1, 1), *k = rnd(b, nk, 12, -1, 1), *w = rnd(b, nw, 13, -1, 1);
+        float *ctx = nans(b, nctx), *dq = nans(b, nq), *dk = nans(b, nk), *pk = nans(b, 2 * 5 * 7);
+        void *ws = buf(b, o->attn_workspace(b, &d) / sizeof(float));
+        void *keep = buf(b, o->attn_bwd_keep(b, &d) / sizeof(float));
+        int32_t *len = (int32_t *)buf(b, 2);
+        len[0] = 5, len[1] = 2;
+        o->attn_fwd(b, &d, q, k, len, w, ctx, ws);  /* the backward's ws */
+        ck_assert_msg(!b->failed, "%s", b->error.msg);
+        len[1] = bad[_i];
+        if (_i == 0)
+            o->attn_fwd(b, &d, q, k, len, w, ctx, NULL);
+        else if (_i == 1)
+            o->attn_fwd_projected(b, &d, q, k, pk, len, w, ctx, NULL);
+        else
+            o->attn_bwd_data(b, &d, k, len, w, ws, ctx, dq, dk, keep);
+        ck_assert_msg(b->failed, "%s: a length of %d passed", o->name, bad[_i]);
+    }
+    ck_assert_str_eq(gpu->error.msg, cpu->error.msg);
+    for (int i = 0; i < ntracked; i++)
+        pb_backend_free(tracked[i].be, tracked[i].p);
+    ntracked = 0;
+    for (int m = 0; m < PB_MEM_NKINDS; m++)  /* the failed op freed its scratch */
+        ck_assert_uint_eq(gpu->mem_cur[m], 0);
+    pb_backend_finish_common(gpu);
+    free(gpu);
+    pb_backend_destroy(cpu);
+}
+END_TEST
+
 Suite *pb_test_suite(void)
 {
     Suite *s = suite_create("cuda_rnn_host");
     TCase *tc = tcase_create("ops");
     tcase_add_loop_test(tc, test_lstm, 0, sizeof lstm_cases / sizeof lstm_cases[0]);
     tcase_add_loop_test(tc, test_attention, 0, sizeof attn_cases / sizeof attn_cases[0]);
+    tcase_add_loop_test(tc, test_attention_other_weights, 0,
+                        sizeof attn_cases / sizeof attn_cases[0]);
+    tcase_add_loop_test(tc, test_attention_bad_length, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

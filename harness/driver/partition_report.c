@@ -92,7 +92,7 @@ int pb_partition_study(const struct pb_run_cfg *c, int reps, bool split,
         if (by == PB_PART_TIME)
             memcpy(cost, st->ms, (size_t)nb * sizeof *cost);
         else
-            pb_partition_costs(&st->model, (enum pb_partition_by)by, cost);
+            pb_partition_costs(&st->model, (enum pb_partition_by)by, st->model.batch, cost);
         rc = judge(st, (enum pb_partition_by)by, cost, tmp, e);
     }
     free(cost);

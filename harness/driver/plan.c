@@ -439,8 +439,11 @@ int pb_run_partition(const struct pb_run_cfg *c, const struct pb_model *m,
         return pb_partition_check_bounds(m, bounds, c->stages, e);
     double *cost = pb_xcalloc((size_t)m->nblocks + 1, sizeof *cost);
     int rc = 0;
+    /* a static cost is taken at the samples per update of --batch (semantics §5.3), so
+     * the schedules of one comparison get one cut whether they sum M micro-batches of
+     * B / M or take micro-batches of B */
     if (by != PB_PART_TIME)
-        pb_partition_costs(m, by, cost);
+        pb_partition_costs(m, by, c->batch ? c->batch : c->microbatch_size, cost);
     else if (measure)
         rc = pb_partition_profile(m, c->backend, device, pb_run_stage_threads(c),
                                   PB_RUN_PROFILE_REPS, cost, e);

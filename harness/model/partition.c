@@ -82,14 +82,19 @@ double pb_block_bytes_moved(const struct pb_block *b)
     return floats * sizeof(float);
 }
 
-void pb_partition_costs(const struct pb_model *m, enum pb_partition_by by, double *cost)
+void pb_partition_costs(const struct pb_model *m, enum pb_partition_by by, int samples,
+                        double *cost)
 {
     PB_CHECK(by == PB_PART_FLOPS || by == PB_PART_COST || by == PB_PART_PARAMS);
+    PB_CHECK(samples > 0 && m->batch > 0);
+    double scale = (double)samples / (double)m->batch;
     for (int i = 0; i < m->nblocks; i++) {
         const struct pb_block *b = &m->blocks[i];
-        cost[i] = by == PB_PART_FLOPS  ? b->flops
-                  : by == PB_PART_COST ? b->flops + PB_PARTITION_FLOPS_PER_BYTE *
-                                                        pb_block_bytes_moved(b)
+        double params = (double)b->nparams * sizeof(float);
+        double acts = pb_block_bytes_moved(b) - params;
+        cost[i] = by == PB_PART_FLOPS  ? scale * b->flops
+                  : by == PB_PART_COST ? scale * b->flops + PB_PARTITION_FLOPS_PER_BYTE *
+                                                                (scale * acts + params)
                                        : (double)b->nparams;
     }
 }
@@ -149,7 +154,7 @@ int pb_partition_min_max(const double *cost, int nb, int stages, int *bounds, st
 int pb_partition_balanced(const struct pb_model *m, int stages, int *bounds, struct pb_err *e)
 {
     double *cost = pb_xcalloc((size_t)m->nblocks + 1, sizeof *cost);
-    pb_partition_costs(m, PB_PART_FLOPS, cost);
+    pb_partition_costs(m, PB_PART_FLOPS, m->batch, cost);
     int rc = pb_partition_min_max(cost, m->nblocks, stages, bounds, e);
     free(cost);
     if (rc)

@@ -47,8 +47,11 @@ int pb_partition_check_bounds(const struct pb_model *m, const int *bounds, int s
  * read or written once, and its parameters read once (the backward moves about twice
  * as much, as it computes about twice the FLOPs). */
 double pb_block_bytes_moved(const struct pb_block *b);
-/* Each block's cost under a static predictor (flops, cost or params) into cost[nblocks]. */
-void pb_partition_costs(const struct pb_model *m, enum pb_partition_by by, double *cost);
+/* Each block's cost under a static predictor (flops, cost or params) into cost[nblocks],
+ * for micro-batches of `samples` (the model is finalized at m->batch: its FLOPs and the
+ * activation bytes it moves scale by samples / m->batch, its parameter bytes do not). */
+void pb_partition_costs(const struct pb_model *m, enum pb_partition_by by, int samples,
+                        double *cost);
 
 /* Cuts blocks of cost[nblocks] into `stages` contiguous ranges minimising the largest
  * stage's cost, then (among equal largest stages) the sum of squared stage costs, so

@@ -1,9 +1,11 @@
 /* tests/model/test_partition.c — partitions (semantics §5.3): the min-max cut over given costs,
  * `pipebench partition`'s columns on lenet and mlp, hand-set bounds accepted and bad ones
- * refused (exit 2, nothing recorded), a measured --partition time, and the recorded cut
- * in `show` and in the configuration identity. */
+ * refused (exit 2, nothing recorded), a measured --partition time, the recorded cut
+ * in `show` and in the configuration identity, and one static cut per --batch whatever
+ * the micro-batches. */
 #include "tests/support/cli_util.h"
 
+#include "harness/driver/plan.h"
 #include "harness/model/partition.h"
 
 static char dir[64], out[1 << 16];
@@ -26,6 +28,46 @@ START_TEST(min_max_cut)
     char *t = pb_partition_text(b, 3);
     ck_assert_str_eq(t, "0,2,3,6");
     free(t);
+}
+END_TEST
+
+/* vgg16's cost cut at D = 4 with --batch B and micro-batches of b into bounds */
+static void vgg16_cost_cut(int batch, int microbatch, int *bounds)
+{
+    struct pb_run_cfg c;
+    pb_run_cfg_defaults(&c);
+    c.model = "vgg16";
+    c.stages = 4;
+    c.partition = "cost";
+    c.schedule = batch > microbatch ? "gpipe" : "pipedream";
+    c.batch = batch;
+    c.microbatch_size = microbatch;
+    c.microbatches = batch > microbatch ? batch / microbatch : 0;
+    struct pb_model m;
+    const struct pb_preset *paper;
+    struct pb_err e;
+    ck_assert_msg(pb_run_model_build(&c, &m, &paper, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(m.batch, microbatch);
+    ck_assert_msg(pb_run_partition(&c, &m, paper, false, 0, bounds, &e) == 0, "%s", e.msg);
+    pb_model_finish(&m);
+}
+
+/* Equal footing: under --batch B a static cost cuts at B samples, so GPipe's 4
+ * micro-batches of 16 get PipeDream's cut of micro-batches of 64. vgg16's cost weighs a
+ * block's parameter bytes, which do not grow with the micro-batch, against its FLOPs and
+ * activations, which do: cut per micro-batch (no --batch), 16 and 64 give other cuts. */
+START_TEST(one_cut_per_batch)
+{
+    int b64[5], gpipe[5], b16[5];
+    vgg16_cost_cut(64, 64, b64);
+    vgg16_cost_cut(64, 16, gpipe);
+    vgg16_cost_cut(0, 16, b16);
+    char *t64 = pb_partition_text(b64, 4), *tg = pb_partition_text(gpipe, 4);
+    char *t16 = pb_partition_text(b16, 4);
+    ck_assert_msg(!strcmp(t64, tg), "--batch 64: pipedream %s, gpipe %s", t64, tg);
+    ck_assert_msg(strcmp(t64, t16), "micro-batches of 16 and 64 cut alike (%s): the case "
+                  "shows nothing", t16);
+    free(t64), free(tg), free(t16);
 }
 END_TEST
 
@@ -168,6 +210,7 @@ Suite *pb_test_suite(void)
     TCase *tc = tcase_create("partition");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, min_max_cut);
+    tcase_add_test(tc, one_cut_per_batch);
     tcase_add_test(tc, printer_columns);
     tcase_add_test(tc, hand_set_cuts);
     tcase_add_test(tc, time_cut_and_identity);

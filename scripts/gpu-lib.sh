@@ -6,10 +6,12 @@
 # to the GPU machine)
 PB_GPU_BUNDLE=.gpu-bundle/pipebench-gpu.tar.xz
 
-# The libraries a bundle never holds: the C and C++ runtimes, and the driver and the CUDA
-# libraries the GPU machine brings (cuBLAS and cuBLASLt, cuDNN's, NCCL), which are too large
-# to carry (cuDNN's engines alone are 250 MB) and must match its driver anyway.
-PB_GPU_HOST_LIBS='^(ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so'
+# The libraries a bundle never holds, as patterns of their file names: the C and C++
+# runtimes every machine has, and the driver and the CUDA libraries the GPU machine brings
+# (cuBLAS and cuBLASLt, cuDNN's, NCCL), which are too large to carry (cuDNN's engines alone
+# are 250 MB) and must match its driver anyway; the bundle's MANIFEST names the latter.
+PB_GPU_RUNTIME_LIBS='^(ld-linux-x86-64|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so'
+PB_GPU_MACHINE_LIBS='^(libcuda|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so'
 
 # pb_sources_hash: a SHA-256 over the sources the bundle's programs are built from (C, CUDA,
 # SQL, the build files, the gnuplot scripts and kits they read), from the repository root,

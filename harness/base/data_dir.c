@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "harness/base/self_exe.h"
 #include "pb_config.h"
 
 void pb_data_dir(const char *sub, const char *env, char *out, size_t cap)
@@ -16,10 +16,7 @@ void pb_data_dir(const char *sub, const char *env, char *out, size_t cap)
         return;
     }
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    size_t build = strlen(PB_BUILD_ROOT);
-    if (n <= 0 || (!strncmp(exe, PB_BUILD_ROOT, build) && exe[build] == '/')) {
+    if (!pb_self_exe(exe, sizeof exe) || pb_in_build_tree(exe)) {
         snprintf(out, cap, "%s/%s", PB_SOURCE_ROOT, sub);
         return;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/self_exe.h"
 #include "harness/cli/cli.h"
 #include "harness/driver/plan.h"
 #include "harness/driver/sweep.h"
@@ -34,9 +35,7 @@ int pb_cli_emit_slurm(const struct pb_sweep *s, const char *file, const char *ho
                       FILE *out)
 {
     char exe[PATH_MAX] = "pipebench", path[2 * PATH_MAX], db[2 * PATH_MAX], hosts[2 * PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0)
-        exe[n] = 0;
+    pb_self_exe(exe, sizeof exe);
     absolute(file, path, sizeof path);
     absolute(s->items[0].cfg.db, db, sizeof db);
     int ranks = 1;

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "harness/base/self_exe.h"
 #include "harness/compute/cpu/cpu_backend.h"
 #include "pb_config.h"
 
@@ -39,10 +39,7 @@ static void cuda_module_load(void)
     void *create = dlsym(RTLD_DEFAULT, "pb_backend_cuda_create");
     void *libraries = dlsym(RTLD_DEFAULT, "pb_backend_cuda_libraries");
     char exe[4096] = "", beside[4096 + 256] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    size_t build = strlen(PB_BUILD_ROOT);
-    bool in_build = n > 0 && !strncmp(exe, PB_BUILD_ROOT, build) && exe[build] == '/';
+    bool in_build = pb_self_exe(exe, sizeof exe) && pb_in_build_tree(exe);
     char *slash = strrchr(exe, '/');
     if (!in_build && slash && PB_CUDA_MODULE_FROM_BIN[0]) {
         *slash = 0;

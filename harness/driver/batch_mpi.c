@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/base/err.h"
+#include "harness/base/self_exe.h"
 #include "harness/driver/plan.h"
 #include "results/results.h"
 
@@ -120,9 +121,7 @@ static void command(const struct pb_batch_item *it, char **argv)
     static const char *const from_cfg[] = {"db", "threads", "quiet", "repeat", NULL};
     const struct pb_run_cfg *c = &it->cfg;
     char exe[PATH_MAX] = "pipebench", num[32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0)
-        exe[n] = 0;
+    pb_self_exe(exe, sizeof exe);
     int k = 0;
     argv[k++] = pb_xstrdup("mpirun");
     if (geteuid() == 0)
